@@ -1,0 +1,9 @@
+"""The tinyspec tables (YAML data) and the graph-file JSON Schema, shipped as package data."""
+from pathlib import Path
+
+DIR = Path(__file__).resolve().parent
+
+
+def path(name: str) -> Path:
+  """Path of a file in the spec folder, e.g. path('ops.yaml')."""
+  return DIR / name

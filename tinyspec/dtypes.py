@@ -1,0 +1,72 @@
+"""dtypes as data: read from spec/dtypes.yaml, never listed in code."""
+from __future__ import annotations
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+import yaml
+import spec
+
+
+@dataclass(frozen=True)
+class DType:
+  name: str
+  cls: str            # bool, int, uint, float, index, void
+  itemsize: int
+  min: float | int | None
+  max: float | int | None
+  np: str | None      # NumPy dtype name used by the reference evaluator
+  c: str              # C type name
+  cl: str             # OpenCL C type name
+  mantissa: int | None = None
+  exponent: int | None = None
+
+  @property
+  def bits(self) -> int: return self.itemsize * 8
+  @property
+  def is_float(self) -> bool: return self.cls == "float"
+  @property
+  def is_int(self) -> bool: return self.cls in ("int", "uint", "index")
+  @property
+  def is_signed(self) -> bool: return self.cls in ("int", "index") or self.cls == "float"
+  def __repr__(self) -> str: return f"dtypes.{self.name}"
+
+
+def _num(v):
+  if isinstance(v, str): return float(v)   # "inf" / "-inf"
+  return v
+
+
+@lru_cache(maxsize=None)
+def _load(path: str):
+  with open(path) as f: raw = yaml.safe_load(f)
+  out = {}
+  for name, d in raw["dtypes"].items():
+    lo, hi = d.get("min"), d.get("max")
+    if d["class"] == "float": lo, hi = -math.inf, math.inf
+    out[name] = DType(name, d["class"], d["itemsize"], _num(lo), _num(hi), d.get("np"), d["c"], d["cl"], d.get("mantissa"), d.get("exponent"))
+  return out, raw.get("aliases", {}), raw.get("groups", {}), raw.get("classes", {})
+
+
+def _tables(path=None):
+  return _load(str(path or spec.path("dtypes.yaml")))
+
+
+DTYPES, ALIASES, GROUPS, CLASSES = _tables()
+
+
+def dtype(name: str) -> DType:
+  """The DType called `name` (aliases such as 'float' or tinygrad's 'weakint' accepted)."""
+  return DTYPES[ALIASES.get(name, name)]
+
+
+def canonical(name: str) -> str | None:
+  """Canonical dtype name for a spelling, or None if unknown."""
+  n = ALIASES.get(name, name)
+  return n if n in DTYPES else None
+
+
+def classes_of(spec_: str) -> frozenset[str]:
+  """The dtype classes a slot spec allows: a group, a class, or a single dtype name."""
+  if spec_ in GROUPS: return frozenset(GROUPS[spec_])
+  if spec_ in CLASSES: return frozenset([spec_])
+  raise KeyError(spec_)

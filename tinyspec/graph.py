@@ -1,0 +1,265 @@
+"""The graph file format: a list of nodes in topological order, each referring to earlier
+nodes by index. JSON (or plain YAML, read safely) described by spec/graph.schema.json.
+
+Loading never raises on bad input: it returns the graph (or None) plus diagnostics with
+rule ids file.read, file.parse and file.schema. The structural checks here mirror the
+JSON Schema exactly (a test holds them to it); they are written out by hand because
+running jsonschema over a million-node file would take far longer than validating it.
+"""
+from __future__ import annotations
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+import yaml
+from tinyspec.frozen import freeze, thaw
+from tinyspec.diagnostics import Diagnostic
+
+_OP_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_DOC_KEYS = {"format", "version", "level", "roots", "meta", "nodes"}
+_NODE_KEYS = {"op", "src", "arg", "dtype", "shape", "tag", "name"}
+
+
+class Node:
+  """One row of a graph file. `src` are indices of earlier nodes; `arg` is frozen JSON."""
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name")
+
+  def __init__(self, op: str, src=(), arg=None, dtype=None, shape=None, tag=None, name=None):
+    self.op, self.src, self.arg = op, tuple(src), freeze(arg)
+    self.dtype = tuple(dtype) if isinstance(dtype, list) else dtype
+    self.shape = _freeze_shape(shape)
+    self.tag, self.name = freeze(tag), name
+
+  def to_json(self) -> dict:
+    d: dict = {"op": self.op}
+    if self.src: d["src"] = list(self.src)
+    if self.arg is not None: d["arg"] = thaw(self.arg)
+    if self.dtype is not None: d["dtype"] = list(self.dtype) if isinstance(self.dtype, tuple) else self.dtype
+    if self.shape is not None: d["shape"] = thaw(self.shape)
+    if self.tag is not None: d["tag"] = thaw(self.tag)
+    if self.name is not None: d["name"] = self.name
+    return d
+
+  def __repr__(self): return f"Node({self.op}, src={list(self.src)}, arg={thaw(self.arg)!r})"
+
+
+def _freeze_shape(s):
+  if s is None: return None
+  return tuple(_freeze_shape(x) if isinstance(x, list) else x for x in s)
+
+
+@dataclass
+class Graph:
+  nodes: list[Node]
+  roots: list[int] | None = None
+  level: str | None = None
+  meta: dict = field(default_factory=dict)
+
+  @property
+  def root_indices(self) -> list[int]:
+    return list(self.roots) if self.roots is not None else [len(self.nodes) - 1]
+
+  # ---- conversion to and from UOps
+  def uops(self) -> list:
+    """One UOp per node (hash-consed: identical nodes become the same UOp)."""
+    from tinyspec.uop import UOp
+    out: list = []
+    for n in self.nodes:
+      out.append(UOp(n.op, tuple(out[j] for j in n.src), n.arg, dtype=n.dtype, shape=n.shape, tag=n.tag, name=n.name))
+    return out
+
+  def root_uops(self) -> list:
+    u = self.uops()
+    return [u[i] for i in self.root_indices]
+
+  @staticmethod
+  def from_uops(*roots, level: str | None = None, meta: dict | None = None) -> "Graph":
+    """Toposort (iteratively: chains of any length) the UOps reachable from roots."""
+    index: dict[int, int] = {}
+    nodes: list[Node] = []
+    for r in roots:
+      stack = [(r, False)]
+      while stack:
+        u, expanded = stack.pop()
+        if id(u) in index: continue
+        if expanded:
+          index[id(u)] = len(nodes)
+          nodes.append(Node(u.op, [index[id(s)] for s in u.src], u.arg, u.dtype, u.shape, u.tag, u.name))
+          continue
+        stack.append((u, True))
+        for s in reversed(u.src):
+          if id(s) not in index: stack.append((s, False))
+    roots_idx = [index[id(r)] for r in roots]
+    return Graph(nodes, None if roots_idx == [len(nodes) - 1] else roots_idx, level, dict(meta or {}))
+
+  # ---- file format
+  def to_json(self) -> dict:
+    d: dict = {"format": "tinyspec-graph", "version": 1}
+    if self.level: d["level"] = self.level
+    if self.roots is not None: d["roots"] = list(self.roots)
+    if self.meta: d["meta"] = self.meta
+    d["nodes"] = [n.to_json() for n in self.nodes]
+    return d
+
+  def dumps(self) -> str:
+    """Compact JSON, one node per line, so diffs of graph files stay readable."""
+    head = {k: v for k, v in self.to_json().items() if k != "nodes"}
+    lines = [json.dumps(n.to_json(), separators=(", ", ": "), allow_nan=False) for n in self.nodes]
+    body = json.dumps(head)[:-1] + (", " if head else "") + '"nodes": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+    return body
+
+  def save(self, path) -> None:
+    Path(path).write_text(self.dumps())
+
+  @staticmethod
+  def load(path) -> "Graph":
+    g, diags = load_file(path)
+    if g is None or any(d.fatal for d in diags):
+      raise GraphFileError(diags)
+    return g
+
+  @staticmethod
+  def loads(text: str, name: str = "<string>") -> "Graph":
+    g, diags = load_text(text, name)
+    if g is None or any(d.fatal for d in diags):
+      raise GraphFileError(diags)
+    return g
+
+
+class GraphFileError(Exception):
+  def __init__(self, diags):
+    super().__init__("\n".join(d.format() for d in diags))
+    self.diags = diags
+
+
+# ------------------------------------------------------------------ reading
+def load_file(path) -> tuple[Graph | None, list[Diagnostic]]:
+  name = str(path)
+  try:
+    data = Path(path).read_bytes()
+  except (OSError, ValueError) as e:
+    return None, [Diagnostic(name, None, None, "file.read", f"cannot read file: {e.strerror or e}", exit_code=2)]
+  return load_bytes(data, name)
+
+
+def load_text(text: str, name: str = "<string>"):
+  return load_bytes(text.encode("utf-8", "surrogatepass"), name)
+
+
+def _reject_constant(c):
+  raise ValueError(f"{c} is not JSON (write \"nan\", \"inf\" or \"-inf\" as a string)")
+
+
+def parse_bytes(data: bytes, name: str):
+  """bytes -> Python object; raises ParseError with a precise message."""
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise ParseError(f"not UTF-8 text (byte {e.start})")
+  stripped = text.lstrip()
+  if not stripped:
+    raise ParseError("the file is empty")
+  as_json = name.endswith(".json") or stripped[0] in "{["
+  try:
+    if as_json:
+      return json.loads(text, parse_constant=_reject_constant)
+    return yaml.safe_load(text)
+  except json.JSONDecodeError as e:
+    raise ParseError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+  except RecursionError:
+    raise ParseError("nesting too deep")
+  except yaml.constructor.ConstructorError as e:
+    raise ParseError(f"YAML tags are not accepted (safe loading only): {str(e.problem)}")
+  except yaml.YAMLError as e:
+    raise ParseError(f"invalid YAML: {str(e).splitlines()[0]}")
+  except ValueError as e:
+    raise ParseError(str(e))
+  except MemoryError:
+    raise ParseError("the document is too large to parse")
+
+
+class ParseError(Exception):
+  pass
+
+
+def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
+  import gc
+  was = gc.isenabled(); gc.disable()   # see validate(): large acyclic allocations
+  try:
+    try:
+      doc = parse_bytes(data, name)
+    except ParseError as e:
+      return None, [Diagnostic(name, None, None, "file.parse", str(e), exit_code=2)]
+    return from_document(doc, name)
+  finally:
+    if was: gc.enable()
+
+
+def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _valid_shape(s) -> bool:
+  return isinstance(s, list) and all((_is_int(d) and d >= 0) or isinstance(d, list) for d in s)
+
+
+def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagnostic]]:
+  """Check a parsed document against the graph schema and build the Graph."""
+  diags: list[Diagnostic] = []
+  def bad(msg, node=None, op=None):
+    diags.append(Diagnostic(name, node, op, "file.schema", msg))
+
+  meta, roots, level = {}, None, None
+  if isinstance(doc, list):
+    raw_nodes = doc
+  elif isinstance(doc, dict):
+    extra = set(doc) - _DOC_KEYS
+    if extra: bad(f"unknown top-level field(s): {', '.join(sorted(map(str, extra)))}")
+    if "nodes" not in doc: bad("missing field 'nodes'"); return None, diags
+    raw_nodes = doc["nodes"]
+    if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {doc['format']!r}")
+    if "version" in doc and (not _is_int(doc["version"]) or doc["version"] != 1): bad(f"unsupported version {doc['version']!r} (this reader knows 1)")
+    if "level" in doc:
+      level = doc["level"]
+      if level not in ("tensor", "kernel", "program"): bad(f"'level' must be tensor, kernel or program, not {level!r}"); level = None
+    if "meta" in doc:
+      if isinstance(doc["meta"], dict): meta = doc["meta"]
+      else: bad("'meta' must be an object")
+    if "roots" in doc:
+      roots = doc["roots"]
+      if not isinstance(roots, list) or not all(_is_int(r) and r >= 0 for r in roots):
+        bad("'roots' must be a list of node indices"); roots = None
+  else:
+    bad(f"the document must be an object with 'nodes' or a list of nodes, not {type(doc).__name__}")
+    return None, diags
+  if not isinstance(raw_nodes, list): bad("'nodes' must be a list"); return None, diags
+  if not raw_nodes: bad("'nodes' is empty: a graph has at least one node"); return None, diags
+
+  nodes: list[Node] = []
+  for i, n in enumerate(raw_nodes):
+    if not isinstance(n, dict):
+      bad(f"a node must be an object, not {type(n).__name__}", i); nodes.append(Node("?")); continue
+    op = n.get("op")
+    ok = True
+    extra = set(n) - _NODE_KEYS
+    if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}", i, op if isinstance(op, str) else None); ok = False
+    if not isinstance(op, str) or not _OP_RE.match(op) or len(op) > 64:
+      bad(f"'op' must be an upper-case op name, not {op!r}"[:200], i); ok = False; op = "?"
+    src = n.get("src", [])
+    if not isinstance(src, list) or not all(_is_int(s) and s >= 0 for s in src):
+      bad("'src' must be a list of node indices", i, op); ok = False; src = []
+    dt = n.get("dtype")
+    if dt is not None and not (isinstance(dt, str) or (isinstance(dt, list) and all(isinstance(x, str) for x in dt))):
+      bad("'dtype' must be a dtype name", i, op); ok = False; dt = None
+    sh = n.get("shape")
+    if sh is not None and not _valid_shape(sh):
+      bad("'shape' must be a list of non-negative dims", i, op); ok = False; sh = None
+    nm = n.get("name")
+    if nm is not None and not (isinstance(nm, str) and len(nm) <= 128):
+      bad("'name' must be a string of at most 128 characters", i, op); ok = False; nm = None
+    try:
+      node = Node(op, src, n.get("arg"), dt, sh, n.get("tag"), nm)
+    except RecursionError:
+      bad("the arg is nested too deeply", i, op); node = Node(op, src); ok = False
+    nodes.append(node if ok else Node("?", src))
+  g = Graph(nodes, roots, level, meta)
+  return g, diags

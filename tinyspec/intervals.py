@@ -1,0 +1,175 @@
+"""Sound interval arithmetic for min_max (see `soundness` in spec/derived.yaml).
+
+Integers: exact Python ints; a bound that leaves the dtype range means the operation
+can wrap, so the interval widens to the whole range.
+Floats: bounds are computed in float64 and then rounded *outward* onto the dtype's grid
+(one step further than round-to-nearest), so the value the dtype's own rounding produces
+can never fall outside. NaN is outside every float interval by definition.
+"""
+from __future__ import annotations
+import math
+import struct
+import numpy as np
+from tinyspec.dtypes import dtype as _dt, DTYPES
+
+try:
+  import ml_dtypes
+  _NP = {"bfloat16": np.dtype(ml_dtypes.bfloat16)}
+except ImportError:  # bfloat16 bounds fall back to float32's grid widened by a bf16 ulp
+  ml_dtypes = None
+  _NP = {}
+
+
+def np_dtype(name: str):
+  if name in _NP: return _NP[name]
+  return np.dtype(_dt(name).np)
+
+
+def dtype_range(name):
+  r = _RANGES.get(name) if isinstance(name, str) else None
+  return None if r is None or r[0] is None else r
+
+
+_FLOATS = frozenset(n for n, d in DTYPES.items() if d.cls == "float")
+_RANGES = {n: (d.min, d.max) for n, d in DTYPES.items()}
+
+
+def _is_float(name) -> bool: return name in _FLOATS
+
+
+def _down(x: float, name: str) -> float:
+  """Largest value of dtype `name` that is <= x (and one step lower, to absorb the
+  double rounding of computing x in float64 first)."""
+  if math.isnan(x): return -math.inf
+  if x == -math.inf: return x
+  t = np_dtype(name) if (name != "bfloat16" or ml_dtypes) else np.dtype(np.float32)
+  with np.errstate(over="ignore", invalid="ignore"):
+    y = np.array(x, dtype=np.float64).astype(t)
+    y = np.nextafter(y, np.array(-np.inf, dtype=t)) if t != np.float64 else np.nextafter(np.float64(x), -np.inf)
+  return float(y)
+
+
+def _up(x: float, name: str) -> float:
+  return -_down(-x, name)
+
+
+def _float_iv(lo: float, hi: float, name: str):
+  if math.isnan(lo) or math.isnan(hi): return dtype_range(name)
+  return (_down(lo, name), _up(hi, name))
+
+
+def _int_iv(lo: int, hi: int, name: str):
+  r = _RANGES[name]
+  return (lo, hi) if r[0] <= lo and hi <= r[1] else r
+
+
+def iv_zero(name): return (0, 0) if not _is_float(name) else (0.0, 0.0)
+
+
+def iv_hull(*ivs):
+  ivs = [i for i in ivs if i is not None]
+  if not ivs: return None
+  return (min(i[0] for i in ivs), max(i[1] for i in ivs))
+
+
+def round_to(f: float, name: str) -> float:
+  """f rounded to nearest in dtype `name` (overflow gives ±inf)."""
+  if name == "float64" or math.isinf(f) or math.isnan(f): return f
+  if name == "float32":
+    try: return struct.unpack("f", struct.pack("f", f))[0]
+    except OverflowError: return math.copysign(math.inf, f)
+  with np.errstate(over="ignore"):
+    return float(np.array(f, dtype=np.float64).astype(np_dtype(name)))
+
+
+def iv_const(v, name):
+  d = _dt(name)
+  if d.cls == "bool": return (int(bool(v)), int(bool(v)))
+  if d.cls == "float":
+    if v == "nan" or isinstance(v, float) and math.isnan(v): return dtype_range(name)
+    r = round_to(float(v), name)
+    return (r, r)
+  return (int(v), int(v))
+
+
+def iv_consts(vs, name):
+  if not vs: return dtype_range(name)
+  return iv_hull(*[iv_const(v, name) for v in vs])
+
+
+def iv_add(a, b, name):
+  if a is None or b is None: return dtype_range(name)
+  if _is_float(name): return _float_iv(a[0] + b[0], a[1] + b[1], name)
+  return _int_iv(a[0] + b[0], a[1] + b[1], name)
+
+
+def iv_sub(a, b, name):
+  if a is None or b is None: return dtype_range(name)
+  if _is_float(name): return _float_iv(a[0] - b[1], a[1] - b[0], name)
+  return _int_iv(a[0] - b[1], a[1] - b[0], name)
+
+
+def iv_mul(a, b, name):
+  if a is None or b is None: return dtype_range(name)
+  if _is_float(name):
+    with np.errstate(all="ignore"):
+      c = [x * y for x in a for y in b]
+    if any(math.isnan(v) for v in c): return dtype_range(name)
+    return _float_iv(min(c), max(c), name)
+  c = [x * y for x in a for y in b]
+  return _int_iv(min(c), max(c), name)
+
+
+def iv_max(a, b):
+  if a is None or b is None: return None
+  return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def iv_idiv(a, b, name):
+  if a is None or b is None or b[0] < 1: return dtype_range(name)
+  c = [x // y for x in a for y in b]
+  return _int_iv(min(c), max(c), name)
+
+
+def iv_mod(a, b, name):
+  if a is None or b is None or b[0] < 1: return dtype_range(name)
+  if a[0] >= 0 and a[1] < b[0]: return a
+  return (0, b[1] - 1)
+
+
+def iv_cmplt(a, b, src_dtype):
+  if a is None or b is None: return (0, 1)
+  if a[0] >= b[1]: return (0, 0)
+  if not _is_float(src_dtype) and a[1] < b[0]: return (1, 1)
+  return (0, 1)
+
+
+def iv_cmpne(a, b, src_dtype):
+  if a is None or b is None: return (0, 1)
+  if a[1] < b[0] or b[1] < a[0]: return (1, 1)
+  if not _is_float(src_dtype) and a[0] == a[1] == b[0] == b[1]: return (0, 0)
+  return (0, 1)
+
+
+def iv_where(p, b, c, p_dtype):
+  if p is not None and not (p[0] <= 0 <= p[1]): return b      # never zero (NaN is nonzero too)
+  if p is not None and p == (0, 0) and not _is_float(p_dtype): return c
+  return iv_hull(b, c)
+
+
+def iv_cast(a, src, dst):
+  if a is None or not isinstance(src, str): return dtype_range(dst)
+  s, d = _dt(src), _dt(dst)
+  if d.cls == "bool":
+    if not (a[0] <= 0 <= a[1]): return (1, 1)
+    if a == (0, 0) and s.cls != "float": return (0, 0)
+    return (0, 1)
+  if d.cls == "float":
+    return _float_iv(float(a[0]), float(a[1]), dst)
+  if s.cls == "float":   # saturating, truncating; NaN becomes 0
+    def sat(x):
+      if x == math.inf: return d.max
+      if x == -math.inf: return d.min
+      return min(max(math.trunc(x), d.min), d.max)
+    return iv_hull((sat(a[0]), sat(a[1])), (0, 0))
+  return _int_iv(int(a[0]), int(a[1]), dst)

@@ -1,0 +1,245 @@
+"""The rule language of spec/derived.yaml and of the `checks` in spec/ops.yaml.
+
+A rule is a restricted Python expression. It is parsed with `ast`, every node is checked
+against a whitelist (no dunder attributes, no lambdas, no calls except to FUNCTIONS
+below), and then compiled once into an ordinary Python function, so evaluating a rule
+costs one call. `require(cond, rule, msg)` and the shape helpers raise RuleFail, which
+the validator reports against the node with the rule id.
+"""
+from __future__ import annotations
+import ast
+import base64
+import binascii
+import math
+from tinyspec import intervals as iv
+from tinyspec.dtypes import DTYPES, dtype as _dt
+
+
+class RuleFail(Exception):
+  """A node breaks rule `rule`."""
+  def __init__(self, rule: str, msg: str):
+    super().__init__(msg)
+    self.rule, self.msg = rule, msg
+
+
+class RuleSyntaxError(Exception):
+  pass
+
+
+# ------------------------------------------------------------------ functions in scope
+MAX_NUMEL = 1 << 40   # overridden from ops.yaml `limits` by the tables loader
+
+
+def require(cond, rule, msg):
+  if not cond: raise RuleFail(rule, msg)
+  return True
+
+
+def numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
+
+
+def shape_value(v):
+  """Dims held by a shape operand."""
+  if v.dtype != "index":
+    raise RuleFail("shape.operand", f"a shape operand must have dtype index, not {v.dtype} (node {v.index}, {v.op})")
+  if v.value is None:
+    raise RuleFail("shape.operand", f"shape operand node {v.index} ({v.op}) is not a constant index vector")
+  dims = v.value if isinstance(v.value, tuple) else (v.value,)
+  if len(v.shape) > 1:
+    raise RuleFail("shape.operand", f"a shape operand must be ()- or (k,)-shaped, node {v.index} has shape {v.shape}")
+  if any(d < 0 for d in dims):
+    raise RuleFail("shape.operand", f"negative dim in shape {dims}")
+  n = numel(dims)
+  if n > MAX_NUMEL:
+    raise RuleFail("shape.limit", f"shape {dims} has {n} elements, more than the limit {MAX_NUMEL}")
+  return tuple(int(d) for d in dims)
+
+
+def broadcast(*shapes):
+  if len(shapes) == 2:   # the common cases first
+    a, b = shapes
+    if a == b or not b: return a
+    if not a: return b
+  elif len(shapes) == 1: return shapes[0]
+  nd = max((len(s) for s in shapes), default=0)
+  out = []
+  for k in range(nd):
+    dims = {s[len(s) - nd + k] for s in shapes if len(s) - nd + k >= 0}
+    big = dims - {1}
+    if len(big) > 1:
+      raise RuleFail("shape.broadcast", "shapes " + ", ".join(str(tuple(s)) for s in shapes) + " do not broadcast")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+
+def collapse(shape, axes):
+  return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def index_shape(src):
+  out = ()
+  for i in src[1:]: out += tuple(i.shape)
+  return out + tuple(src[0].shape[len(src) - 1:])
+
+
+def index_axis(src):
+  a, n = src[0].axis, len(src) - 1
+  if a is None or a < n: return None
+  return a - n + sum(len(i.shape) for i in src[1:])
+
+
+def device_of(d):
+  if isinstance(d, (list, tuple)): return tuple(d)
+  return d
+
+
+def is_multi(d) -> bool: return isinstance(d, tuple)
+
+
+def first_device(src):
+  dev = None
+  for s in src:
+    if s.device is None: continue
+    if dev is None: dev = s.device
+    elif s.device != dev:
+      raise RuleFail("device.match", f"sources are on different devices: {dev} and {s.device}")
+  return dev
+
+
+def inherit_axis(src):
+  ax = None
+  for s in src:
+    if s.axis is None: continue
+    if ax is None: ax = s.axis
+    elif s.axis != ax:
+      raise RuleFail("axis.match", f"sources are sharded on different axes: {ax} and {s.axis}")
+  return ax
+
+
+def reshape_axis(old, new, axis, device):
+  if axis is None: return None
+  n = len(device) if is_multi(device) else 1
+  pre = numel(old[:axis])
+  p = 1
+  for k, d in enumerate(new):
+    if p == pre and d % n == 0 and d >= n: return k
+    p *= d
+    if p > pre: break
+  raise RuleFail("RESHAPE.shard", f"reshape {tuple(old)} -> {tuple(new)} splits the shard axis {axis} across {n} devices")
+
+
+def is_tuple(v) -> bool: return isinstance(v.dtype, tuple)
+
+
+_STORAGE = ("BUFFER", "PARAM", "BUFFER_VIEW")
+_THROUGH = ("INDEX", "AFTER", "CONTIGUOUS", "DETACH", "CONTIGUOUSBACKWARD")
+
+
+def is_storage(v) -> bool:
+  while v.op in _THROUGH: v = v.src[0]
+  return v.op in _STORAGE
+
+
+def params_of(body):
+  """PARAM views used by a function body, not entering nested FUNCTION/CALL bodies."""
+  seen, out, stack = set(), [], [body]
+  while stack:
+    v = stack.pop()
+    if id(v) in seen: continue
+    seen.add(id(v))
+    if v.op == "PARAM": out.append(v); continue
+    srcs = v.src[1:] if v.op in ("FUNCTION", "CALL") else v.src
+    stack.extend(srcs)
+  return out
+
+
+def linear_order_ok(node) -> bool:
+  pos = {id(s): j for j, s in enumerate(node.src)}
+  for j, s in enumerate(node.src):
+    for x in s.src:
+      if pos.get(id(x), j) >= j: return False
+  return True
+
+
+def binary_len(data: str) -> int:
+  try:
+    return len(base64.b64decode(data, validate=True))
+  except (binascii.Error, ValueError):
+    raise RuleFail("arg.schema", "BINARY data is not valid base64")
+
+
+def representable(v, name) -> bool:
+  d = _dt(name)
+  if d.cls == "bool": return isinstance(v, bool) or v in (0, 1)
+  if d.cls == "float": return True
+  if isinstance(v, bool) or not isinstance(v, int): return False
+  return d.min <= v <= d.max
+
+
+def itemsize(name) -> int: return _dt(name).itemsize
+def dtype_class(name) -> str: return _dt(name).cls if isinstance(name, str) else "tuple"
+
+
+FUNCTIONS = {
+  "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
+  "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
+  "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
+  "is_storage": is_storage, "params_of": params_of, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
+  "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
+  "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
+  "iv_hull": iv.iv_hull, "iv_add": iv.iv_add, "iv_sub": iv.iv_sub, "iv_mul": iv.iv_mul, "iv_max": iv.iv_max,
+  "iv_idiv": iv.iv_idiv, "iv_mod": iv.iv_mod, "iv_cmplt": iv.iv_cmplt, "iv_cmpne": iv.iv_cmpne,
+  "iv_where": iv.iv_where, "iv_cast": iv.iv_cast,
+  # plain builtins a rule may use
+  "len": len, "tuple": tuple, "list": list, "set": set, "sorted": sorted, "range": range, "all": all, "any": any,
+  "min": min, "max": max, "sum": sum, "zip": zip, "abs": abs, "isinstance": isinstance, "str": str, "int": int,
+}
+CONSTANTS = {"None": None, "True": True, "False": False, "inf": math.inf}
+
+_ALLOWED = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.Attribute,
+            ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.Set, ast.GeneratorExp, ast.ListComp,
+            ast.comprehension, ast.Starred, ast.Load, ast.Store, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd,
+            ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
+            ast.GtE, ast.In, ast.NotIn, ast.Is, ast.IsNot, ast.keyword)
+
+# Names a rule may read besides FUNCTIONS: the node's inputs and earlier properties.
+PARAMS = ("src", "arg", "op", "level", "node", "dtype", "shape", "device", "addrspace", "min_max")
+
+
+def compile_rule(expr: str, where: str = "rule"):
+  """Compile one rule expression into a function of PARAMS (keyword-free, positional)."""
+  if not isinstance(expr, str): expr = repr(expr)
+  try:
+    tree = ast.parse(expr, mode="eval")
+  except SyntaxError as e:
+    raise RuleSyntaxError(f"{where}: cannot parse {expr!r}: {e.msg}") from None
+  bound = set()
+  for n in ast.walk(tree):
+    if isinstance(n, ast.comprehension):
+      for t in ast.walk(n.target):
+        if isinstance(t, ast.Name): bound.add(t.id)
+  for n in ast.walk(tree):
+    if not isinstance(n, _ALLOWED):
+      raise RuleSyntaxError(f"{where}: {type(n).__name__} is not allowed in rules: {expr!r}")
+    if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+      raise RuleSyntaxError(f"{where}: private attribute {n.attr!r} in {expr!r}")
+    if isinstance(n, ast.Name) and n.id not in PARAMS and n.id not in FUNCTIONS and n.id not in CONSTANTS and n.id not in bound:
+      raise RuleSyntaxError(f"{where}: unknown name {n.id!r} in {expr!r}")
+    if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in FUNCTIONS) and \
+       not (isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "index", "keys", "values", "items")):
+      raise RuleSyntaxError(f"{where}: only the rule functions may be called: {expr!r}")
+  # `arg.dtype` reads a key of the arg; make it a subscript (a Python-level __getattr__ is slow)
+  class _ArgKeys(ast.NodeTransformer):
+    def visit_Attribute(self, n):
+      self.generic_visit(n)
+      if isinstance(n.value, ast.Name) and n.value.id == "arg" and n.attr not in ("get", "keys", "values", "items", "index"):
+        return ast.copy_location(ast.Subscript(value=n.value, slice=ast.Constant(n.attr), ctx=ast.Load()), n)
+      return n
+  body = _ArgKeys().visit(tree).body
+  lam = ast.Expression(ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in PARAMS], kwonlyargs=[], kw_defaults=[], defaults=[]), body=body))
+  code = compile(ast.fix_missing_locations(lam), where, "eval")
+  env = {"__builtins__": {}, **FUNCTIONS, **CONSTANTS}
+  return eval(code, env)   # noqa: S307 -- the AST was whitelisted above

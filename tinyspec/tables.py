@@ -1,0 +1,194 @@
+"""Loads spec/ops.yaml and spec/derived.yaml into Op objects with compiled rules.
+
+Everything op-specific that the validator, the docs and the strategies know comes from
+here; nothing in Python lists op names.
+"""
+from __future__ import annotations
+import copy
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+import yaml
+import jsonschema
+import spec
+from tinyspec import rules
+from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
+
+PROPS = ("dtype", "shape", "device", "addrspace", "min_max", "axis")
+
+
+@dataclass(frozen=True)
+class Slot:
+  name: str
+  kind: str = "value"          # value | shape | range | void | any
+  dtype: object = None         # group/class/dtype name, or {"same": slot}
+  optional: bool = False
+  variadic: bool = False
+  min_count: int = 0
+
+  def allowed(self) -> frozenset[str] | None:
+    """dtype names this slot accepts (None: any, or a `same` relation)."""
+    return _allowed(self.dtype if not isinstance(self.dtype, dict) else None)
+
+
+@lru_cache(maxsize=None)
+def _allowed(d) -> frozenset[str] | None:
+  if d is None: return None
+  if d in GROUPS: cls = set(GROUPS[d])
+  elif d in CLASSES: cls = {d}
+  else: return frozenset([d])
+  return frozenset(n for n, t in DTYPES.items() if t.cls in cls)
+
+
+@dataclass
+class Check:
+  rule: str
+  expr: str
+  msg: str
+  fn: object
+
+
+@dataclass
+class Op:
+  name: str
+  category: str
+  levels: tuple[str, ...]
+  slots: tuple[Slot, ...]
+  arg_schema: dict
+  semantics: str
+  checks: list[Check]
+  decomposition: object = None
+  conflicts: tuple[str, ...] = ()
+  untrusted: bool = False
+  example: list | None = None
+  family: str | None = None
+  derive: tuple = ()            # compiled property rules, in PROPS order
+  derive_src: dict = field(default_factory=dict)   # property -> (expr, where it came from)
+  arg_validator: object = None
+
+  min_src: int = 0
+  max_src: float = 0
+  skeleton_safe: bool = False   # arg validity depends only on the arg's skeleton (see validate._skeleton)
+
+  def __post_init__(self):
+    self.min_src = sum(1 for s in self.slots if not s.optional and not s.variadic) + sum(s.min_count for s in self.slots if s.variadic)
+    self.max_src = float("inf") if any(s.variadic for s in self.slots) else len(self.slots)
+
+  def slot_for(self, i: int) -> Slot:
+    if i < len(self.slots) and not self.slots[i].variadic: return self.slots[i]
+    return self.slots[-1]
+
+  def arity_text(self) -> str:
+    parts = []
+    for s in self.slots:
+      parts.append(s.name + ("..." if s.variadic else "?" if s.optional else ""))
+    return "(" + ", ".join(parts) + ")"
+
+
+_NUMERIC_KEYWORDS = {"maximum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "const", "enum", "minimum"}
+
+
+def _skeleton_safe(schema) -> bool:
+  """True when the schema constrains numbers only by type and `minimum: 0`, so whether an
+  arg is valid depends on its skeleton (structure, strings, bools, number kinds and
+  signs) and not on the numbers themselves. Such args are cached by skeleton."""
+  def walk(x):
+    if isinstance(x, dict):
+      for k, v in x.items():
+        if k == "minimum" and v != 0: return False
+        if k in ("maximum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf"): return False
+        if k in ("enum", "const") and any(isinstance(e, (int, float)) and not isinstance(e, bool) for e in (v if isinstance(v, list) else [v])): return False
+        if not walk(v): return False
+    elif isinstance(x, list):
+      return all(walk(v) for v in x)
+    return True
+  return walk(schema)
+
+
+class Tables:
+  """All of the spec's tables, loaded and compiled. `tables()` gives the shipped ones;
+  Tables(ops_path=..., derived_path=...) loads others (e.g. a table with a new op)."""
+
+  def __init__(self, ops_path: Path | str | None = None, derived_path: Path | str | None = None):
+    self.ops_path = Path(ops_path or spec.path("ops.yaml"))
+    self.derived_path = Path(derived_path or spec.path("derived.yaml"))
+    with open(self.ops_path) as f: self.raw = yaml.safe_load(f)
+    with open(self.derived_path) as f: self.derived = yaml.safe_load(f)
+    raw = self.raw
+    self.levels: dict = raw["levels"]
+    self.categories: dict = raw["categories"]
+    self.decisions: dict = raw.get("decisions", {})
+    self.conflicts: dict = raw.get("conflicts", {})
+    self.tolerances: dict = raw.get("tolerances", {})
+    self.axis_types: dict = raw.get("axis_types", {})
+    self.opt_ops: dict = raw.get("opt_ops", {})
+    self.rule_catalogue: dict = raw.get("rules", {})
+    self.limits: dict = raw.get("limits", {})
+    if "max_numel" in self.limits: rules.MAX_NUMEL = int(eval(str(self.limits["max_numel"]), {"__builtins__": {}}))  # noqa: S307 (trusted table: '2**40')
+    self.defs = raw.get("$defs", {})
+    self.ops: dict[str, Op] = {}
+    families = raw.get("families", {})
+    for name, d in raw["ops"].items():
+      d = dict(d)
+      fam = d.get("family")
+      if fam:
+        merged = copy.deepcopy(families[fam]); merged.update(d); d = merged
+      self.ops[name] = self._make_op(name, d, fam)
+    self._compile_derived()
+
+  # -- ops
+  def _make_op(self, name: str, d: dict, fam: str | None) -> Op:
+    slots = tuple(Slot(s["name"], s.get("kind", "value"), s.get("dtype"), bool(s.get("optional")), bool(s.get("variadic")),
+                       int(s.get("min_count", 0))) for s in d.get("src", []))
+    arg_schema = d.get("arg", {"type": "null"})
+    checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]")) for c in d.get("checks", [])]
+    full = dict(arg_schema); full["$defs"] = self.defs
+    validator = jsonschema.Draft202012Validator(full, format_checker=None)
+    return Op(name=name, category=d["category"], levels=tuple(d.get("levels", ("tensor",))), slots=slots, arg_schema=arg_schema,
+              semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
+              conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),
+              family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full))
+
+  # -- derived properties
+  def _compile_derived(self):
+    dv = self.derived
+    cache: dict[str, object] = {}
+
+    def comp(expr, where):
+      key = str(expr)
+      if key not in cache: cache[key] = rules.compile_rule(key, where)
+      return cache[key]
+
+    for op in self.ops.values():
+      fns, srcs = [], {}
+      for prop in PROPS:
+        expr, origin = None, None
+        for r in dv["rules"]:
+          if prop in r and op.name in r.get("ops", ()): expr, origin = r[prop], f"ops {op.name}"; break
+        if expr is None:
+          for r in dv["rules"]:
+            if prop in r and r.get("category") == op.category: expr, origin = r[prop], f"category {op.category}"; break
+        if expr is None: expr, origin = dv["defaults"][prop], "default"
+        srcs[prop] = (str(expr), origin)
+        fns.append(comp(expr, f"derived {op.name}.{prop}"))
+      op.derive, op.derive_src = tuple(fns), srcs
+
+  # -- queries used across the project
+  def rule_ids(self) -> set[str]:
+    """Every rule id a graph can break: structural ones from the catalogue plus op checks."""
+    ids = set(self.rule_catalogue)
+    for op in self.ops.values(): ids.update(c.rule for c in op.checks)
+    return ids
+
+  def ops_in(self, category: str) -> list[str]:
+    return [n for n, o in self.ops.items() if o.category == category]
+
+  def graph_schema(self) -> dict:
+    with open(spec.path("graph.schema.json")) as f: return json.load(f)
+
+
+@lru_cache(maxsize=None)
+def tables() -> Tables:
+  """The shipped tables (loaded and compiled once per process)."""
+  return Tables()

@@ -1,0 +1,52 @@
+"""Hash-consed UOps: building the same (op, src, arg) twice gives the same object.
+
+A UOp carries what a graph-file node carries (declared dtype/shape and tag included), so
+Graph.from_uops / Graph.uops convert losslessly. Derived properties are not stored here:
+`uop.props` asks the validator (tinyspec.validate) and caches the answer.
+"""
+from __future__ import annotations
+import weakref
+from tinyspec.frozen import freeze, thaw, key as _key
+
+_cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
+
+
+class UOp:
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "__weakref__")
+
+  def __new__(cls, op: str, src: tuple = (), arg=None, dtype=None, shape=None, tag=None, name=None):
+    src = tuple(src)
+    arg = freeze(arg)
+    k = (op, src, _key(arg), _key(dtype), _key(shape), _key(tag), name)
+    if (hit := _cache.get(k)) is not None: return hit
+    self = object.__new__(cls)
+    self.op, self.src, self.arg, self.dtype, self.shape, self.tag, self.name = op, src, arg, dtype, shape, tag, name
+    self._props = None
+    _cache[k] = self
+    return self
+
+  def replace(self, **kw) -> "UOp":
+    d = dict(op=self.op, src=self.src, arg=self.arg, dtype=self.dtype, shape=self.shape, tag=self.tag, name=self.name)
+    d.update(kw)
+    return UOp(**d)
+
+  def toposort(self) -> list["UOp"]:
+    """Every UOp reachable from self, sources first (iterative: no recursion limit)."""
+    from tinyspec.graph import Graph
+    g = Graph.from_uops(self)
+    return g.uops()
+
+  @property
+  def props(self):
+    """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis)."""
+    if self._props is None:
+      from tinyspec.validate import derive_uop
+      derive_uop(self)
+    return self._props
+
+  def __repr__(self) -> str:
+    arg = "" if self.arg is None else f", arg={thaw(self.arg)!r}"
+    return f"UOp({self.op}, src=<{len(self.src)}>{arg})"
+
+  def __reduce__(self):   # pickles rebuild through the cache, keeping hash-consing
+    return (UOp, (self.op, self.src, thaw(self.arg), self.dtype, self.shape, self.tag, self.name))
