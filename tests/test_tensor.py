@@ -302,3 +302,148 @@ def test_long_chain_is_built_iteratively():
   t = Tensor(np.zeros(3, np.float32))
   for _ in range(20000): t = t + 1.0
   assert t.shape == (3,) and len(t.graph().nodes) == 20000 + 3
+
+
+# ------------------------------------------------------------------ realizing and backends
+class Recorder:
+  """A backend that returns fixed outputs and records what it was given."""
+  def __init__(self, *outs): self.outs, self.calls = outs, []
+  def run(self, graph, inputs):
+    self.calls.append((graph, inputs))
+    return {f"out{k}": o for k, o in enumerate(self.outs)}
+
+
+def test_realize_passes_graph_and_bound_inputs_to_the_backend():
+  a = Tensor(F)
+  t = (a + 1).sum(0)
+  be = Recorder(np.ones((3, 4), np.float32))
+  assert t.realize(backend=be) is t
+  (graph, inputs), = be.calls
+  assert [n.op for n in graph.nodes][-1] == "RESHAPE" and validate(graph).ok
+  assert list(inputs) == [f"buf{a.uop.arg['slot']}"] and np.array_equal(inputs[list(inputs)[0]], F)
+  # the realized tensor is now a BUFFER bound to the result; no second run
+  assert t.uop.op == "BUFFER" and t.shape == (3, 4) and t.device == "CPU"
+  np.testing.assert_array_equal(t.numpy(backend=be), np.ones((3, 4)))
+  assert len(be.calls) == 1 and (t * 2).uop.src[0] is t.uop
+
+
+def test_realize_keeps_graphs_a_buffer_cannot_hold():
+  D = ("A", "B")
+  b = Tensor(np.zeros(4, np.float32)).reshape(1, 4).expand(2, 4).copy(D).replicated(0)   # axis None on D
+  before = b.uop
+  be = Recorder(np.arange(4, dtype=np.float32))
+  np.testing.assert_array_equal(b.numpy(backend=be), np.arange(4))
+  assert b.uop is before and len(be.calls) == 1
+  b.numpy(backend=be)
+  assert len(be.calls) == 1   # cached
+
+
+def test_realize_many_in_one_graph():
+  from tinyspec.tensor import realize
+  a = Tensor(F)
+  x, y = a + 1, (a + 1) * 2
+  be = Recorder(np.zeros(F.shape, np.float32), np.ones(F.shape, np.float32))
+  vx, vy = realize(x, y, backend=be)
+  (graph, _), = be.calls
+  assert graph.roots is not None and len(graph.roots) == 2 and [graph.nodes[r].op for r in graph.roots] == ["ADD", "MUL"]
+  assert vy.sum() == F.size and x.uop.op == y.uop.op == "BUFFER"
+
+
+def test_backend_registry():
+  from tinyspec.frontend.backends import register_backend, get_backend, backend_names
+  assert "ref" in backend_names()
+  be = Recorder(np.float32(3))
+  register_backend("test-recorder", be)
+  assert get_backend("test-recorder") is be
+  assert Tensor(F).sum().item(backend="test-recorder") == 3.0
+  with pytest.raises(KeyError, match="unknown backend"): get_backend("no-such-backend")
+  with pytest.raises(TypeError): register_backend("bad", object())
+  with pytest.raises(TypeError): Tensor(F).realize(backend=42)
+
+
+# ------------------------------------------------------------------ values through the reference evaluator
+X32 = np.array([[-7, -1, 0, 3], [5, 8, -128, 100]], np.int32)
+Y32 = np.array([[2, 3, 1, -4], [5, -3, 7, 1]], np.int32)
+XF = np.array([[-2.5, -1.0, 0.0, 0.75], [1.5, 3.0, 8.0, 100.0]], np.float32)
+YF = np.array([[2.0, 0.5, 1.0, -4.0], [1.5, -3.0, 0.25, 1.0]], np.float32)
+
+
+@pytest.mark.parametrize("name,build,ref", [
+  ("add", lambda a, b: a + b, lambda a, b: a + b),
+  ("sub", lambda a, b: a - b, lambda a, b: a - b),
+  ("mul", lambda a, b: a * b, lambda a, b: a * b),
+  ("max", lambda a, b: a.maximum(b), np.maximum),
+  ("min", lambda a, b: a.minimum(b), np.minimum),
+  ("lt", lambda a, b: a < b, np.less), ("le", lambda a, b: a <= b, np.less_equal),
+  ("gt", lambda a, b: a > b, np.greater), ("ge", lambda a, b: a >= b, np.greater_equal),
+  ("eq", lambda a, b: a == b, np.equal), ("ne", lambda a, b: a != b, np.not_equal),
+  ("where", lambda a, b: (a < b).where(a, b), lambda a, b: np.where(a < b, a, b)),
+  ("scalar", lambda a, b: 3 - a * 2, lambda a, b: 3 - a * 2),
+  ("neg", lambda a, b: -a, lambda a, b: -a),
+  ("broadcast", lambda a, b: a * b[:, :1], lambda a, b: a * b[:, :1]),
+])
+@pytest.mark.parametrize("dt", ["int32", "float32"])
+def test_elementwise_values(name, build, ref, dt):
+  x, y = (X32, Y32) if dt == "int32" else (XF, YF)
+  t = build(Tensor(x), Tensor(y))
+  np.testing.assert_array_equal(value(t), ref(x, y))
+
+
+def test_integer_only_values():
+  a, b = Tensor(X32), Tensor(Y32)
+  np.testing.assert_array_equal(value(a // b), X32 // Y32)    # floor division (decision idiv-mod)
+  np.testing.assert_array_equal(value(a % b), X32 % Y32)      # sign of the divisor
+  np.testing.assert_array_equal(value(a & b), X32 & Y32)
+  np.testing.assert_array_equal(value(a | b), X32 | Y32)
+  np.testing.assert_array_equal(value(a ^ b), X32 ^ Y32)
+  np.testing.assert_array_equal(value(~a), ~X32)
+  np.testing.assert_array_equal(value(a << 2), X32 << 2)
+  np.testing.assert_array_equal(value(a >> 1), X32 >> 1)
+
+
+def test_float_only_values():
+  a, b = Tensor(XF), Tensor(YF)
+  np.testing.assert_array_equal(value(a / b), XF / YF)
+  np.testing.assert_array_equal(value(b.recip()), np.float32(1) / YF)
+  np.testing.assert_array_equal(value(a.trunc()), np.trunc(XF))
+  pos = Tensor(np.abs(XF) + 1)
+  np.testing.assert_allclose(value(pos.sqrt()), np.sqrt(np.abs(XF) + 1), rtol=1e-6)
+  np.testing.assert_allclose(value(pos.log2()), np.log2(np.abs(XF) + 1), rtol=1e-6)
+  np.testing.assert_allclose(value(b.exp2()), np.exp2(YF), rtol=1e-6)
+  np.testing.assert_allclose(value(a.sin()), np.sin(XF), rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(value(pos ** b), (np.abs(XF) + 1) ** YF, rtol=1e-5)
+  np.testing.assert_array_equal(value(a.cast("int32")), XF.astype(np.int32))
+  np.testing.assert_array_equal(value(a.bitcast("uint32")), XF.view(np.uint32))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.float32])
+@pytest.mark.parametrize("axis,keepdim", [(None, False), (0, False), (1, True), ((0, 2), False), (-1, False)])
+def test_reduce_values(dt, axis, keepdim):
+  x = (np.arange(24).reshape(2, 3, 4) % 5 - 2).astype(dt)
+  t = Tensor(x)
+  np.testing.assert_array_equal(value(t.sum(axis, keepdim)), x.sum(axis, keepdims=keepdim, dtype=dt))
+  np.testing.assert_array_equal(value(t.max(axis, keepdim)), x.max(axis, keepdims=keepdim))
+  np.testing.assert_array_equal(value(t.min(axis, keepdim)), x.min(axis, keepdims=keepdim))
+  np.testing.assert_array_equal(value(t.prod(axis, keepdim)), x.prod(axis, keepdims=keepdim, dtype=dt))
+
+
+def test_constructor_values():
+  np.testing.assert_array_equal(value(Tensor.full((2, 3), 7)), np.full((2, 3), 7, np.int32))
+  np.testing.assert_array_equal(value(Tensor.zeros(3) + 1), np.ones(3, np.float32))
+  np.testing.assert_array_equal(value(Tensor.empty(2, dtype="int8") + 1), np.ones(2, np.int8))
+  assert value(Tensor(2.5) * 2) == np.float32(5.0)
+
+
+def test_index_tensor_values():
+  idx = np.array([2, 0, 2], np.int32)
+  np.testing.assert_array_equal(value(Tensor(F)[:, Tensor(idx)]), F[:, idx])
+  np.testing.assert_array_equal(value(Tensor(F)[Tensor(np.int32(1))]), F[1])
+
+
+def test_markers_copy_assign_values():
+  t = Tensor(F)
+  np.testing.assert_array_equal(value(t.contiguous().detach() + 0), F)
+  np.testing.assert_array_equal(value(t.copy("GPU")), F)
+  b = Tensor(np.zeros((2, 3), np.float32))
+  b.assign(Tensor(np.ones((2, 3), np.float32)) * 4)
+  np.testing.assert_array_equal(value(b + 1), np.full((2, 3), 5, np.float32))
