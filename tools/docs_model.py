@@ -1,0 +1,443 @@
+"""What the generated docs say about the spec, computed from a `Tables` object.
+
+spec.md, spec.tex and status.md all render the same facts: which rules constrain an op
+(structural ones the validator applies, the op's `checks`, and rules raised by the rule
+functions its derived properties call), where each derived property comes from, the
+decomposition as a formula, the arg schema in one line, the example with its derived
+properties. They are computed here once; the renderers only lay them out. Nothing here
+lists op names: adding an op to the YAML documents it.
+"""
+from __future__ import annotations
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+import yaml
+from tinyspec.dtypes import DTYPES, GROUPS, CLASSES, ALIASES
+
+# Structural rules the validator itself enforces (tinyspec/validate.py), and which ops
+# each can reject, as a predicate on the Op's slots and levels. Catalogue rules not named
+# here (file.*, graph.unknown_op) concern the whole file rather than one op; rules raised
+# by rule functions are found from derived.yaml `functions:` instead (see rules_of_functions).
+STRUCTURAL = {
+  "graph.src": lambda T, op: True,
+  "graph.arity": lambda T, op: True,
+  "arg.schema": lambda T, op: True,
+  "slot.kind": lambda T, op: any(s.kind != "any" for s in op.slots),
+  "shape.operand": lambda T, op: any(s.kind == "shape" for s in op.slots),
+  "dtype.allowed": lambda T, op: any(s.allowed() is not None for s in op.slots),
+  "dtype.match": lambda T, op: any(isinstance(s.dtype, dict) for s in op.slots),
+  "level.op": lambda T, op: set(op.levels) != set(T.levels),
+  "declared.dtype": lambda T, op: True,
+  "declared.shape": lambda T, op: True,
+}
+
+_RULE_MENTION = re.compile(r"\brules? ((?:[A-Za-z_]\w*\.\w+(?:\.\w+)*)(?:(?:,| and| or) [A-Za-z_]\w*\.\w+(?:\.\w+)*)*)")
+_RULE_ID = re.compile(r"[A-Za-z_]\w*\.\w+(?:\.\w+)*")
+
+
+def rule_kind(T, rule_id: str) -> str:
+  """structural, check or derived: from the catalogue's `(check)` / `(derived)` marks."""
+  text = str(T.rule_catalogue.get(rule_id, ""))
+  if text.startswith("(check)"): return "check"
+  if text.startswith("(derived)"): return "derived"
+  return "structural" if rule_id in T.rule_catalogue else "check"
+
+
+def rule_text(T, rule_id: str) -> str:
+  """The catalogue description without its `(check)` / `(derived)` mark."""
+  return re.sub(r"^\((check|derived)\)\s*", "", str(T.rule_catalogue.get(rule_id, "")))
+
+
+@lru_cache(maxsize=None)
+def _called_names(expr: str) -> frozenset:
+  """Names of the functions an expression calls, and rule ids passed to require()."""
+  try: tree = ast.parse(expr, mode="eval")
+  except SyntaxError: return frozenset()
+  out = set()
+  for n in ast.walk(tree):
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+      out.add(n.func.id)
+      if n.func.id == "require" and len(n.args) > 1 and isinstance(n.args[1], ast.Constant): out.add("rule:" + str(n.args[1].value))
+  return frozenset(out)
+
+
+def rules_of_functions(T) -> dict[str, list[str]]:
+  """Rule ids each rule-language function can raise, read from its description in
+  derived.yaml `functions:` ("... rule shape.broadcast ...")."""
+  known = T.rule_ids()
+  out = {}
+  for fn, text in (T.derived.get("functions") or {}).items():
+    ids = []
+    for m in _RULE_MENTION.finditer(str(text)):
+      ids += [r for r in _RULE_ID.findall(m.group(1)) if r in known and r not in ids]
+    out[fn] = ids
+  return out
+
+
+@dataclass
+class Constraint:
+  rule: str
+  kind: str                       # structural | check | derived
+  text: str                       # catalogue description
+  checks: list = field(default_factory=list)   # [(msg, expr)] from the op's checks
+  via: list = field(default_factory=list)      # rule functions that raise it
+
+
+def constraints(T, op) -> list[Constraint]:
+  """Every rule that can reject a node of this op, most specific first: the op's checks
+  (table order), rules raised by the functions its rules call, then the structural
+  rules the validator applies (catalogue order)."""
+  out: dict[str, Constraint] = {}
+  def get(rid):
+    if rid not in out: out[rid] = Constraint(rid, rule_kind(T, rid), rule_text(T, rid))
+    return out[rid]
+  for c in op.checks: get(c.rule).checks.append((c.msg, c.expr))
+  fn_rules = rules_of_functions(T)
+  exprs = [e for e, _ in op.derive_src.values()] + [c.expr for c in op.checks]
+  raised: dict[str, list[str]] = {}
+  for e in exprs:
+    for name in sorted(_called_names(e)):
+      if name.startswith("rule:"): raised.setdefault(name[5:], [])
+      for rid in fn_rules.get(name, ()):
+        if name not in raised.setdefault(rid, []): raised[rid].append(name)
+  for rid in sorted(raised, key=lambda r: list(T.rule_catalogue).index(r) if r in T.rule_catalogue else 10**6):
+    c = get(rid)
+    c.via += [f for f in raised[rid] if f not in c.via]
+  for rid in T.rule_catalogue:
+    pred = STRUCTURAL.get(rid)
+    if pred is not None and pred(T, op): get(rid)
+  return list(out.values())
+
+
+def check_rule_ids(op) -> list[str]:
+  """Distinct rule ids of the op's own `checks`, in table order."""
+  return list(dict.fromkeys(c.rule for c in op.checks))
+
+
+# ------------------------------------------------------------------ derived properties
+@dataclass
+class PropRule:
+  prop: str
+  expr: str
+  origin: str        # op | category | default
+  where: str         # "op rule", "category rule (movement)", "default"
+  why: list
+
+
+def derived_rules(T, op) -> list[PropRule]:
+  """Per property: the rule expression, where it came from (`Op.derive_src`), and the
+  `why` notes of the derived.yaml entries it came from."""
+  out = []
+  entries = T.derived.get("rules", [])
+  for prop, (expr, origin) in op.derive_src.items():
+    kind, _, name = origin.partition(" ")
+    whys = []
+    for e in entries:
+      if prop not in e or str(e[prop]) != expr or not e.get("why"): continue
+      if (kind == "ops" and name in e.get("ops", ())) or (kind == "category" and e.get("category") == name):
+        whys.append(str(e["why"]))
+    where = {"ops": "op rule", "category": f"category rule ({name})"}.get(kind, "default")
+    out.append(PropRule(prop, expr, {"ops": "op", "category": "category"}.get(kind, "default"), where, whys))
+  return out
+
+
+def op_specific_props(op) -> list[str]:
+  return [p for p, (_, origin) in op.derive_src.items() if origin.startswith("ops ")]
+
+
+# ------------------------------------------------------------------ slots and args
+def slot_dtype_text(slot) -> str:
+  """A slot's dtype constraint in words: a group with its classes, a class, a dtype."""
+  d = slot.dtype
+  if isinstance(d, dict) and "same" in d: return f"same as {d['same']}"
+  if slot.kind == "shape": return "index"
+  if d is None: return "any"
+  if d in GROUPS: return f"{d} ({', '.join(GROUPS[d])})"
+  return str(d)
+
+
+def slot_count_text(slot) -> str:
+  if slot.variadic: return f"{slot.min_count} or more"
+  return "optional" if slot.optional else "1"
+
+
+def signature(op) -> str:
+  """OP(a, b?, c...)"""
+  return op.name + op.arity_text()
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.\-]*$")
+
+
+def _looks_like_literal(s: str) -> bool:
+  """Strings that would read as another JSON value unquoted ("true", "nan", "inf")."""
+  if s in ("true", "false", "null"): return True
+  try: float(s)
+  except ValueError: return False
+  return True
+
+
+def compact(v) -> str:
+  """A JSON value in short flow style: {slot: 0, dtype: float32}."""
+  if isinstance(v, dict): return "{" + ", ".join(f"{k}: {compact(x)}" for k, x in v.items()) + "}"
+  if isinstance(v, (list, tuple)): return "[" + ", ".join(compact(x) for x in v) + "]"
+  if isinstance(v, bool): return "true" if v else "false"
+  if v is None: return "null"
+  if isinstance(v, str): return v if _IDENT.match(v) and not _looks_like_literal(v) else json.dumps(v)
+  return repr(v)
+
+
+def schema_text(s, defs: dict) -> str:
+  """A JSON Schema in one line: `{slot: int >= 0, dtype: $dtype, name?: string}`.
+  Named types from `$defs` print as `$name` unless they are objects (inlined)."""
+  if s is True or s == {}: return "any"
+  if not isinstance(s, dict): return compact(s)
+  if "$ref" in s:
+    name = s["$ref"].rsplit("/", 1)[-1]
+    d = defs.get(name, {})
+    return schema_text(d, defs) if isinstance(d, dict) and d.get("type") == "object" and d.get("properties") else f"${name}"
+  for key in ("oneOf", "anyOf"):
+    if key in s: return " | ".join(schema_text(x, defs) for x in s[key])
+  if "enum" in s: return " | ".join(compact(x) for x in s["enum"])
+  if "const" in s: return compact(s["const"])
+  t = s.get("type")
+  if isinstance(t, list): return " | ".join(schema_text({**s, "type": x}, defs) for x in t)
+  if t == "null": return "null"
+  if t == "boolean": return "bool"
+  if t in ("integer", "number"):
+    out = "int" if t == "integer" else "number"
+    if "minimum" in s: out += f" >= {s['minimum']}"
+    if "maximum" in s: out += f" <= {s['maximum']}"
+    return out
+  if t == "string":
+    out = "string"
+    if "pattern" in s: out += f" /{s['pattern']}/"
+    if s.get("contentEncoding"): out += f" ({s['contentEncoding']})"
+    if "maxLength" in s: out += f" (<= {s['maxLength']} chars)"
+    return out
+  if t == "array":
+    items = schema_text(s.get("items", True), defs)
+    n = ""
+    if "minItems" in s or "maxItems" in s: n = f" ({s.get('minItems', 0)}..{s.get('maxItems', '')} items)"
+    return f"[{items}, ...]{n}"
+  if t == "object":
+    props = s.get("properties") or {}
+    if not props: return "object"
+    req = set(s.get("required", ()))
+    parts = [f"{k}{'' if k in req else '?'}: {schema_text(v, defs)}" for k, v in props.items()]
+    if s.get("additionalProperties", True) is not False: parts.append("...")
+    return "{" + ", ".join(parts) + "}"
+  return compact(s)
+
+
+def named_arg_types(T) -> list[tuple[str, str]]:
+  """The `$defs` that print by name in arg schemas, with their one-line form."""
+  out = []
+  for name, d in T.defs.items():
+    if isinstance(d, dict) and d.get("type") == "object" and d.get("properties"): continue
+    out.append((name, schema_text({k: v for k, v in d.items()}, T.defs)))
+  return out
+
+
+# ------------------------------------------------------------------ decompositions
+def decompositions_file(T) -> dict:
+  """spec/decompositions.yaml next to the op table, if there is one ({} otherwise)."""
+  p = Path(T.ops_path).parent / "decompositions.yaml"
+  return _load_yaml(str(p)) if p.is_file() else {}
+
+
+@lru_cache(maxsize=None)
+def _load_yaml(path: str) -> dict:
+  with open(path) as f: d = yaml.safe_load(f)
+  return d if isinstance(d, dict) else {}
+
+
+def template_info(T, name: str) -> dict | None:
+  """The named decomposition template: looked up under `templates:` in
+  spec/decompositions.yaml (or derived.yaml), or as a top-level key there."""
+  for src in (decompositions_file(T), T.derived):
+    for d in (src.get("templates") or {}, src):
+      t = d.get(name) if isinstance(d, dict) else None
+      if isinstance(t, dict): return t
+  return None
+
+
+def template_summary(t: dict | None) -> str:
+  if not t: return ""
+  for k in ("summary", "description", "doc", "semantics", "what"):
+    if isinstance(t.get(k), str): return t[k].strip()
+  return ""
+
+
+def _operand(x, names) -> str:
+  if isinstance(x, dict) and "const" in x:
+    v = compact(x["const"])
+    return f"{v}:{x['dtype']}" if x.get("dtype") else v
+  if isinstance(x, str): return names.get(x, x)
+  return compact(x)
+
+
+def _arg_text(arg) -> str:
+  """A step's arg; `$arg.key` means the decomposed node's arg key."""
+  def sub(v):
+    if isinstance(v, str) and v.startswith("$"): return v[1:]
+    if isinstance(v, dict): return {k: sub(x) for k, x in v.items()}
+    if isinstance(v, list): return [sub(x) for x in v]
+    return v
+  return compact(sub(arg))
+
+
+def steps_formula(steps: list) -> list[str]:
+  """A step list as formulas: named steps used once are substituted in place
+  (ADD(A, NEG(B))); steps used more than once stay as `name = ...` lines."""
+  uses: dict[str, int] = {}
+  for st in steps:
+    for x in st.get("src", ()):
+      if isinstance(x, str): uses[x] = uses.get(x, 0) + 1
+  names: dict[str, str] = {}
+  lines = []
+  for i, st in enumerate(steps):
+    text = str(st.get("op", "?"))
+    if st.get("arg") is not None: text += _arg_text(st["arg"])
+    text += "(" + ", ".join(_operand(x, names) for x in st.get("src", ())) + ")"
+    nm = st.get("as")
+    if nm and i < len(steps) - 1:
+      if uses.get(nm, 0) == 1: names[nm] = text
+      else: lines.append(f"{nm} = {text}"); names[nm] = nm
+    else: lines.append(text)
+  return lines
+
+
+@dataclass
+class Decomposition:
+  formulas: list          # step lists rendered (one line each); empty for a template
+  template: str | None    # name of a named template
+  summary: str            # what the template computes, when spec/decompositions.yaml says
+  defined: bool           # the template is defined somewhere the docs can see
+
+
+def decomposition(T, op) -> Decomposition | None:
+  d = op.decomposition
+  if d is None: return None
+  if isinstance(d, dict) and "template" in d:
+    t = template_info(T, d["template"])
+    return Decomposition([], d["template"], template_summary(t), t is not None)
+  if isinstance(d, dict) and "steps" in d: d = d["steps"]
+  if isinstance(d, list): return Decomposition(steps_formula(d), None, "", True)
+  return Decomposition([compact(d)], None, "", True)
+
+
+# ------------------------------------------------------------------ examples
+def fmt_value(v) -> str:
+  if v is None: return "null"
+  if isinstance(v, tuple): return "(" + ", ".join(fmt_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+  if isinstance(v, float) and v != v: return "nan"
+  return str(v)
+
+
+@dataclass
+class ExampleLine:
+  index: int
+  text: str          # %1 = PARAM(%0) {slot: 0, dtype: float32}
+  props: str         # float32 (4,)   ("" when the node did not validate)
+
+
+@dataclass
+class Example:
+  lines: list
+  errors: list       # diagnostics, formatted, if the example is not valid
+
+
+def example(T, op) -> Example | None:
+  """The op's `example:` graph with each node's derived dtype and shape (validated
+  against these tables)."""
+  if not op.example: return None
+  from tinyspec.graph import from_document
+  from tinyspec.validate import validate
+  nodes = op.example
+  g, diags = from_document(nodes, f"{op.name}.example")
+  res = validate(g, tables=T, file=f"{op.name}.example") if g is not None and not diags else None
+  errors = [d.format() for d in (diags + (res.diagnostics if res else []))]
+  lines = []
+  for i, n in enumerate(nodes if isinstance(nodes, list) else []):
+    if not isinstance(n, dict): continue
+    text = f"%{i} = {n.get('op')}"
+    if n.get("src"): text += "(" + ", ".join(f"%{j}" for j in n["src"]) + ")"
+    if n.get("arg") is not None: text += " " + compact(n["arg"])
+    v = res.views[i] if res is not None and i < len(res.views) else None
+    props = f"{fmt_value(v.dtype)} {fmt_value(v.shape)}" if v is not None else ""
+    lines.append(ExampleLine(i, text, props))
+  return Example(lines, errors)
+
+
+# ------------------------------------------------------------------ cross references
+def decisions_for(T, op) -> list[str]:
+  return [k for k, d in T.decisions.items() if op.name in (d.get("ops") or ())]
+
+
+def ops_by_category(T) -> list[tuple[str, dict, list]]:
+  """(category, its title/note, its ops in table order), in `categories:` order; ops of
+  a category missing from `categories:` come last under their own name."""
+  cats = list(T.categories) + sorted({o.category for o in T.ops.values()} - set(T.categories))
+  return [(c, T.categories.get(c) or {"title": c, "note": ""}, [o for o in T.ops.values() if o.category == c]) for c in cats]
+
+
+def ops_for_rule(T) -> dict[str, list[str]]:
+  """rule id -> ops that rule can reject (ops in table order)."""
+  out: dict[str, list[str]] = {r: [] for r in T.rule_catalogue}
+  for op in T.ops.values():
+    for c in constraints(T, op): out.setdefault(c.rule, []).append(op.name)
+  return out
+
+
+def dtype_rows() -> list[dict]:
+  return [{"name": n, "class": d.cls, "itemsize": d.itemsize, "min": d.min, "max": d.max, "c": d.c, "cl": d.cl} for n, d in DTYPES.items()]
+
+
+def dtype_classes() -> dict: return dict(CLASSES)
+def dtype_groups() -> dict: return dict(GROUPS)
+def dtype_aliases() -> dict: return dict(ALIASES)
+
+
+# ------------------------------------------------------------------ corpus on disk
+def rule_case_files(root: Path) -> dict[str, list[str]]:
+  """conformance/rules/<rule-id>/...: rule id -> its case files (paths relative to root,
+  sorted). The folder name is the rule id (conformance/rules/README.md)."""
+  base = Path(root) / "conformance" / "rules"
+  out: dict[str, list[str]] = {}
+  if not base.is_dir(): return out
+  for d in sorted(base.iterdir()):
+    if not d.is_dir(): continue
+    files = sorted(p.relative_to(root).as_posix() for p in d.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".yml"))
+    if files: out[d.name] = files
+  return out
+
+
+def case_ops(root: Path) -> tuple[dict[str, int], int]:
+  """conformance/cases/**: how many case files name each op (from the file's
+  `meta.ops` if it has one, else the ops of its nodes), and the number of files."""
+  base = Path(root) / "conformance" / "cases"
+  counts: dict[str, int] = {}
+  n = 0
+  if not base.is_dir(): return counts, 0
+  for p in sorted(base.rglob("*")):
+    if not p.is_file() or p.suffix not in (".json", ".yaml", ".yml"): continue
+    n += 1
+    for op in sorted(_ops_named_by(p)): counts[op] = counts.get(op, 0) + 1
+  return counts, n
+
+
+def _ops_named_by(p: Path) -> set[str]:
+  try:
+    text = p.read_text()
+    doc = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+  except (OSError, ValueError, yaml.YAMLError):
+    return set()
+  meta = doc.get("meta") if isinstance(doc, dict) else None
+  if isinstance(meta, dict) and isinstance(meta.get("ops"), list): return {str(o) for o in meta["ops"]}
+  nodes = doc.get("nodes") if isinstance(doc, dict) else doc
+  if not isinstance(nodes, list): return set()
+  return {n["op"] for n in nodes if isinstance(n, dict) and isinstance(n.get("op"), str)}
