@@ -133,10 +133,8 @@ def _op(T, op) -> list[str]:
   if d is not None:
     out += ["", "**Decomposition**", ""]
     if d.template:
-      line = f"The named template {code(d.template)}"
-      line += f": {d.summary}" if d.summary else (" (defined in `spec/decompositions.yaml`)." if d.defined else
-                                                  " (not yet defined in `spec/decompositions.yaml`).")
-      out.append(line)
+      if d.defined: out.append(f"The template [{d.template}](#template-{anchor(d.template)}): {d.summary}.")
+      else: out.append(f"The template {code(d.template)} (not defined in `spec/decompositions.yaml` yet).")
     else:
       out += ["```", *d.formulas, "```"]
   decs = M.decisions_for(T, op)
@@ -158,7 +156,31 @@ def _tolerance_text(t) -> str:
   return ", ".join(f"{k} {v}" for k, v in t.items())
 
 
-_TAIL_TITLES = ["Decisions", "Tolerances", "Rule catalogue", "AxisTypes", "OptOps", "Conflicts between the seeds",
+def _templates(T) -> list[str]:
+  tpl = M.templates(T)
+  out = ["## Decomposition templates", ""]
+  if not tpl: return out + ["*(`spec/decompositions.yaml` does not exist yet: templates are named but not defined.)*"]
+  out += ["The named templates of `spec/decompositions.yaml` that `decomposition: {template: NAME}` refers to, step by step "
+          "(`name = OP(...)`; a later step may redefine a name; `$name` is a parameter of the dtype computed in, "
+          "`horner(c, x)` the polynomial with coefficients c by Horner's rule, a lower-case call another template). "
+          "The last line is the result unless the template names its outputs.", ""]
+  users: dict[str, list[str]] = {}
+  for op in T.ops.values():
+    if isinstance(op.decomposition, dict) and "template" in op.decomposition: users.setdefault(op.decomposition["template"], []).append(op.name)
+  for name, t in tpl.items():
+    if not isinstance(t, dict): continue
+    out += [f'<a id="template-{anchor(name)}"></a>', "", f"### {name}", "", M.template_summary(t) + "."]
+    if users.get(name): out += ["", "Used by: " + ", ".join(op_link(o) for o in users[name]) + "."]
+    params = {k: v for k, v in (t.get("params") or {}).items() if isinstance(v, dict)}
+    keys = list(dict.fromkeys(k for v in params.values() for k in v))
+    if keys:
+      out += ["", "Parameters per dtype:", ""]
+      out += table(["dtype"] + [code(k) for k in keys], [[code(dt)] + [code(M.compact(v[k])) if k in v else "" for k in keys] for dt, v in params.items()])
+    out += ["", "```", *M.steps_formula(t.get("steps") or [], inline=False), "```", ""]
+  return out[:-1]
+
+
+_TAIL_TITLES = ["Decomposition templates", "Decisions", "Tolerances", "Rule catalogue", "AxisTypes", "OptOps", "Conflicts between the seeds",
                 "The rule language", "Graph file format"]
 
 
@@ -271,6 +293,6 @@ def render_spec_md(T, root: Path | str | None = None) -> str:
   out += _contents(T) + [""] + _intro(T)
   for cat, info, ops in M.ops_by_category(T):
     if ops: out += [""] + _category(T, cat, info, ops)
-  for part in (_decisions(T), _tolerances(T), _catalogue(T, root), _axis_opt(T), _conflicts(T), _rule_language(T), _graph_format(T)):
+  for part in (_templates(T), _decisions(T), _tolerances(T), _catalogue(T, root), _axis_opt(T), _conflicts(T), _rule_language(T), _graph_format(T)):
     out += [""] + part
   return "\n".join(out).rstrip() + "\n"

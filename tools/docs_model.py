@@ -169,7 +169,7 @@ def signature(op) -> str:
   return op.name + op.arity_text()
 
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.\-]*$")
+_IDENT = re.compile(r"^\$?[A-Za-z_][A-Za-z0-9_:.\-]*$")   # $name: a decomposition parameter
 
 
 def _looks_like_literal(s: str) -> bool:
@@ -266,46 +266,92 @@ def template_info(T, name: str) -> dict | None:
 
 
 def template_summary(t: dict | None) -> str:
+  """A template's own `summary:` if it has one, else what its structure says: inputs,
+  dtypes (and those computed through another), steps, ops and templates used."""
   if not t: return ""
-  for k in ("summary", "description", "doc", "semantics", "what"):
-    if isinstance(t.get(k), str): return t[k].strip()
-  return ""
+  for k in ("summary", "description", "doc"):
+    if isinstance(t.get(k), str): return " ".join(t[k].split())
+  parts = []
+  if t.get("inputs"): parts.append("inputs " + ", ".join(map(str, t["inputs"])))
+  if t.get("outputs"): parts.append("outputs " + ", ".join(map(str, t["outputs"])))
+  params = t.get("params") or {}
+  if params:
+    dts = [f"{k} (computed in {v['compute']})" if isinstance(v, dict) and v.get("compute") else str(k) for k, v in params.items()]
+    parts.append("dtypes " + ", ".join(dts))
+  steps = t.get("steps") or []
+  ops = sorted({str(st["op"]) for st in steps if isinstance(st, dict) and "op" in st})
+  uses = sorted({str(st["use"]) for st in steps if isinstance(st, dict) and "use" in st})
+  text = f"{len(steps)} steps"
+  if ops: text += " over " + ", ".join(ops)
+  if any(isinstance(st, dict) and "horner" in st for st in steps): text += ", Horner polynomials"
+  if uses: text += "; uses " + ", ".join(uses)
+  parts.append(text)
+  return "; ".join(parts)
+
+
+def templates(T) -> dict:
+  """The named decomposition templates of spec/decompositions.yaml ({} when absent)."""
+  t = decompositions_file(T).get("templates")
+  return t if isinstance(t, dict) else {}
 
 
 def _operand(x, names) -> str:
   if isinstance(x, dict) and "const" in x:
     v = compact(x["const"])
-    return f"{v}:{x['dtype']}" if x.get("dtype") else v
+    return f"{v}:{compact(x['dtype'])}" if x.get("dtype") else v
   if isinstance(x, str): return names.get(x, x)
   return compact(x)
+
+
+def _reads(st) -> list[str]:
+  """Names a step reads."""
+  out = [x for x in st.get("src", ()) if isinstance(x, str)]
+  if isinstance(st.get("x"), str): out.append(st["x"])
+  return out
+
+
+def _step_text(st, names) -> str:
+  if "horner" in st:
+    coeffs = st["horner"]
+    return f"horner({coeffs if isinstance(coeffs, str) else compact(coeffs)}, {names.get(st.get('x'), st.get('x'))})"
+  head = str(st.get("use") or st.get("op") or "?")
+  arg = st.get("arg")
+  if arg is not None: head += _arg_text(arg) if isinstance(arg, dict) else "{" + _arg_text(arg) + "}"
+  if st.get("with"): head += "{with " + _arg_text(st["with"])[1:]
+  return head + "(" + ", ".join(_operand(x, names) for x in st.get("src", ())) + ")"
 
 
 def _arg_text(arg) -> str:
   """A step's arg; `$arg.key` means the decomposed node's arg key."""
   def sub(v):
-    if isinstance(v, str) and v.startswith("$"): return v[1:]
+    if isinstance(v, str) and v.startswith("$arg."): return v[1:]
     if isinstance(v, dict): return {k: sub(x) for k, x in v.items()}
     if isinstance(v, list): return [sub(x) for x in v]
     return v
   return compact(sub(arg))
 
 
-def steps_formula(steps: list) -> list[str]:
-  """A step list as formulas: named steps used once are substituted in place
-  (ADD(A, NEG(B))); steps used more than once stay as `name = ...` lines."""
-  uses: dict[str, int] = {}
-  for st in steps:
-    for x in st.get("src", ()):
-      if isinstance(x, str): uses[x] = uses.get(x, 0) + 1
+def steps_formula(steps: list, inline: bool = True) -> list[str]:
+  """A step list as formulas. With inline, a named value read exactly once is written in
+  place (ADD(A, NEG(B))); others stay `name = ...` lines. Names may be redefined (a
+  later `as:` shadows an earlier one), so uses are counted per definition."""
+  steps = [st for st in steps if isinstance(st, dict)]
+  uses: dict[int, int] = {}
+  current: dict[str, int] = {}
+  for i, st in enumerate(steps):            # count reads of each definition
+    for x in _reads(st):
+      if x in current: uses[current[x]] = uses.get(current[x], 0) + 1
+    for nm in (st["as"] if isinstance(st.get("as"), list) else [st.get("as")]):
+      if nm: current[nm] = i
   names: dict[str, str] = {}
   lines = []
   for i, st in enumerate(steps):
-    text = str(st.get("op", "?"))
-    if st.get("arg") is not None: text += _arg_text(st["arg"])
-    text += "(" + ", ".join(_operand(x, names) for x in st.get("src", ())) + ")"
+    text = _step_text(st, names)
     nm = st.get("as")
-    if nm and i < len(steps) - 1:
-      if uses.get(nm, 0) == 1: names[nm] = text
+    if isinstance(nm, list):
+      lines.append(f"{', '.join(nm)} = {text}"); names.update({n: n for n in nm})
+    elif nm and (i < len(steps) - 1 or not inline):
+      if inline and uses.get(i, 0) == 1: names[nm] = text
       else: lines.append(f"{nm} = {text}"); names[nm] = nm
     else: lines.append(text)
   return lines

@@ -210,6 +210,14 @@ def _functions(T) -> list[str]:
           r"boolean logic, conditionals, comprehensions) calling only these functions:", ""] + longtable(_p("3.0cm") + " " + _p("14.0cm"), ["Function", "What it does"], rows)
 
 
+def _templates(T) -> list[str]:
+  tpl = {k: v for k, v in M.templates(T).items() if isinstance(v, dict)}
+  if not tpl: return []
+  rows = [[tt(k), tex(M.template_summary(t))] for k, t in tpl.items()]
+  return [r"\subsection*{Decomposition Templates \normalfont\small--- named step lists in \texttt{spec/decompositions.yaml}}"] + \
+    longtable(_p("2.8cm") + " " + _p("14.2cm"), ["Template", "Summary"], rows)
+
+
 def _decisions(T) -> list[str]:
   rows = [[tt(k), ", ".join(op(o) for o in d.get("ops", ())), tex(d.get("rule", "")) + (r"\newline{\scriptsize\itshape " + tex(d["why"]) + "}" if d.get("why") else "")]
           for k, d in T.decisions.items()]
@@ -281,7 +289,7 @@ def render_spec_tex(T) -> str:
   out = _preamble(T) + _intro(T)
   for cat, info, ops in M.ops_by_category(T):
     if ops: out += ["%% " + "=" * 60] + _category(T, cat, info, ops, colors)
-  for part in (_derived(T), _decisions(T), _tolerances(T), _catalogue(T), _axis_opt(T, colors), _conflicts(T), _functions(T), _graph_format(T)):
+  for part in (_templates(T), _derived(T), _decisions(T), _tolerances(T), _catalogue(T), _axis_opt(T, colors), _conflicts(T), _functions(T), _graph_format(T)):
     out += ["%% " + "=" * 60] + part
   out += [r"\end{document}"]
   return "\n".join(out) + "\n"
