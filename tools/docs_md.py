@@ -40,7 +40,8 @@ def anchor(s: str) -> str: return s.lower().replace(".", "-").replace("_", "-")
 
 
 def arg_text(T, op) -> str:
-  return "—" if op.arg_schema == {"type": "null"} else code(M.schema_text(op.arg_schema, T.defs))
+  t = M.arg_text(T, op)
+  return "—" if t is None else code(t)
 
 
 # ------------------------------------------------------------------ sections

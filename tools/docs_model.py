@@ -190,21 +190,23 @@ def compact(v) -> str:
   return repr(v)
 
 
-def schema_text(s, defs: dict) -> str:
+def schema_text(s, defs: dict, named=None) -> str:
   """A JSON Schema in one line: `{slot: int >= 0, dtype: $dtype, name?: string}`.
-  Named types from `$defs` print as `$name` unless they are objects (inlined)."""
+  A `$ref` to a def in `named` prints as `$name`; others are written out in place
+  (named=None: every def that is not an object prints by name)."""
   if s is True or s == {}: return "any"
   if not isinstance(s, dict): return compact(s)
   if "$ref" in s:
     name = s["$ref"].rsplit("/", 1)[-1]
     d = defs.get(name, {})
-    return schema_text(d, defs) if isinstance(d, dict) and d.get("type") == "object" and d.get("properties") else f"${name}"
+    inline = (name not in named) if named is not None else (isinstance(d, dict) and d.get("type") == "object" and bool(d.get("properties")))
+    return schema_text(d, defs, named) if inline else f"${name}"
   for key in ("oneOf", "anyOf"):
-    if key in s: return " | ".join(schema_text(x, defs) for x in s[key])
+    if key in s: return " | ".join(schema_text(x, defs, named) for x in s[key])
   if "enum" in s: return " | ".join(compact(x) for x in s["enum"])
   if "const" in s: return compact(s["const"])
   t = s.get("type")
-  if isinstance(t, list): return " | ".join(schema_text({**s, "type": x}, defs) for x in t)
+  if isinstance(t, list): return " | ".join(schema_text({**s, "type": x}, defs, named) for x in t)
   if t == "null": return "null"
   if t == "boolean": return "bool"
   if t in ("integer", "number"):
@@ -219,7 +221,7 @@ def schema_text(s, defs: dict) -> str:
     if "maxLength" in s: out += f" (<= {s['maxLength']} chars)"
     return out
   if t == "array":
-    items = schema_text(s.get("items", True), defs)
+    items = schema_text(s.get("items", True), defs, named)
     n = ""
     if "minItems" in s or "maxItems" in s: n = f" ({s.get('minItems', 0)}..{s.get('maxItems', '')} items)"
     return f"[{items}, ...]{n}"
@@ -227,19 +229,39 @@ def schema_text(s, defs: dict) -> str:
     props = s.get("properties") or {}
     if not props: return "object"
     req = set(s.get("required", ()))
-    parts = [f"{k}{'' if k in req else '?'}: {schema_text(v, defs)}" for k, v in props.items()]
+    parts = [f"{k}{'' if k in req else '?'}: {schema_text(v, defs, named)}" for k, v in props.items()]
     if s.get("additionalProperties", True) is not False: parts.append("...")
     return "{" + ", ".join(parts) + "}"
   return compact(s)
 
 
+def _refs(x, out: dict):
+  if isinstance(x, dict):
+    if isinstance(x.get("$ref"), str): out[x["$ref"].rsplit("/", 1)[-1]] = out.get(x["$ref"].rsplit("/", 1)[-1], 0) + 1
+    for v in x.values(): _refs(v, out)
+  elif isinstance(x, list):
+    for v in x: _refs(v, out)
+
+
+def shared_defs(T) -> frozenset:
+  """The `$defs` referenced from more than one place (op args and other defs): these
+  print as `$name` and are listed once; a def used in one place is written out there."""
+  counts: dict[str, int] = {}
+  for op in T.ops.values(): _refs(op.arg_schema, counts)
+  _refs(T.defs, counts)
+  return frozenset(n for n, c in counts.items() if c > 1 and n in T.defs)
+
+
+def arg_text(T, op) -> str | None:
+  """The op's arg schema in one line, None for no arg (schema `null`)."""
+  if op.arg_schema == {"type": "null"}: return None
+  return schema_text(op.arg_schema, T.defs, shared_defs(T))
+
+
 def named_arg_types(T) -> list[tuple[str, str]]:
-  """The `$defs` that print by name in arg schemas, with their one-line form."""
-  out = []
-  for name, d in T.defs.items():
-    if isinstance(d, dict) and d.get("type") == "object" and d.get("properties"): continue
-    out.append((name, schema_text({k: v for k, v in d.items()}, T.defs)))
-  return out
+  """The shared `$defs` with their one-line form."""
+  named = shared_defs(T)
+  return [(n, schema_text(d, T.defs, named - {n})) for n, d in T.defs.items() if n in named]
 
 
 # ------------------------------------------------------------------ decompositions

@@ -110,7 +110,8 @@ def levels_short(T, op_) -> str:
 
 
 def _arg(T, op_) -> str:
-  return "---" if op_.arg_schema == {"type": "null"} else tt(M.schema_text(op_.arg_schema, T.defs))
+  t = M.arg_text(T, op_)
+  return "---" if t is None else tt(t)
 
 
 def _src(op_) -> str:
