@@ -195,3 +195,16 @@ def test_output_does_not_depend_on_optional_packages_or_hash_seed(shipped_docs):
   r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
   assert r.returncode == 0, r.stderr[-2000:]
   assert json.loads(r.stdout) == shipped_docs
+
+
+def test_cross_references_in_the_tables_resolve():
+  """Links the docs make: `(decision X)` in semantics, an op's `conflicts:`, decisions' ops."""
+  import re
+  T = tables()
+  for op in T.ops.values():
+    for m in re.finditer(r"\bdecisions? ([a-z0-9-]+(?:, [a-z0-9-]+)*)", op.semantics):
+      for k in m.group(1).split(", "):
+        assert k in T.decisions, f"{op.name}: semantics cites decision {k!r}, which `decisions:` lacks"
+    for k in op.conflicts: assert k in T.conflicts, f"{op.name}: conflict {k!r} is not in `conflicts:`"
+  for k, d in T.decisions.items():
+    for o in d.get("ops", ()): assert o in T.ops, f"decision {k} names unknown op {o}"

@@ -139,8 +139,11 @@ def _op(T, op) -> list[str]:
     else:
       out += ["```", *d.formulas, "```"]
   decs = M.decisions_for(T, op)
-  if decs: out += ["", "**Decisions**: " + ", ".join(f"[{k}](#decision-{anchor(k)})" for k in decs)]
-  if op.conflicts: out += ["", "**Conflicts between the seeds**: " + ", ".join(f"[{k}](#conflict-{anchor(k)})" for k in op.conflicts)]
+  if decs:
+    out += ["", "**Decisions**", ""] + [f"* [{k}](#decision-{anchor(k)}): {T.decisions[k].get('rule', '')}" for k in decs]
+  if op.conflicts:
+    out += ["", "**Conflicts between the seeds**", ""]
+    out += [f"* [{k}](#conflict-{anchor(k)}): {(T.conflicts.get(k) or {}).get('decision', '*(not in `conflicts:`)*')}" for k in op.conflicts]
   out += ["", "**Example**", ""]
   ex = M.example(T, op)
   if ex is None:
