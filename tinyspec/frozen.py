@@ -23,8 +23,14 @@ class FrozenDict(dict):
   __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _ro  # type: ignore[assignment]
 
 
+_ATOMS = frozenset({type(None), str, int, bool, float})
+
+
 def freeze(v):
-  if isinstance(v, dict): return FrozenDict((k, freeze(x)) for k, x in v.items())
+  t = type(v)
+  if t is dict or t is FrozenDict: return FrozenDict({k: x if type(x) in _ATOMS else freeze(x) for k, x in v.items()})
+  if t is list or t is tuple: return tuple([x if type(x) in _ATOMS else freeze(x) for x in v])
+  if isinstance(v, dict): return FrozenDict({k: freeze(x) for k, x in v.items()})
   if isinstance(v, list): return tuple(freeze(x) for x in v)
   return v
 

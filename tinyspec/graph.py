@@ -8,6 +8,7 @@ running jsonschema over a million-node file would take far longer than validatin
 """
 from __future__ import annotations
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,14 @@ class Node:
     self.dtype = tuple(dtype) if isinstance(dtype, list) else dtype
     self.shape = _freeze_shape(shape)
     self.tag, self.name = freeze(tag), name
+
+  @classmethod
+  def _checked(cls, op: str, src: tuple, arg) -> "Node":
+    """A node from parts the loader has already checked and frozen (the fast path)."""
+    self = object.__new__(cls)
+    self.op, self.src, self.arg = op, src, arg
+    self.dtype = self.shape = self.tag = self.name = None
+    return self
 
   def to_json(self) -> dict:
     d: dict = {"op": self.op}
@@ -150,6 +159,56 @@ def _reject_constant(c):
   raise ValueError(f"{c} is not JSON (write \"nan\", \"inf\" or \"-inf\" as a string)")
 
 
+def _finite_float(s: str) -> float:
+  f = float(s)
+  if f in (math.inf, -math.inf):
+    raise ValueError(f"the number {s[:40]} does not fit a float64 (write \"inf\" or \"-inf\" as a string)")
+  return f
+
+
+class _JSONYamlLoader(yaml.SafeLoader):
+  """Safe YAML that yields JSON data only: no aliases (they make exponentially large
+  documents), no !!binary/!!set/!!omap/!!pairs/!!timestamp, and dates stay strings."""
+  def compose_node(self, parent, index):
+    if self.check_event(yaml.events.AliasEvent):
+      ev = self.peek_event()
+      raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not accepted: a graph file is plain JSON data", ev.start_mark)
+    return super().compose_node(parent, index)
+
+
+def _refuse_tag(loader, node):
+  raise yaml.constructor.ConstructorError(None, None, f"the YAML tag {node.tag} has no JSON equivalent", node.start_mark)
+
+
+_JSONYamlLoader.yaml_implicit_resolvers = {
+  ch: [(tag, rx) for tag, rx in rs if tag != "tag:yaml.org,2002:timestamp"] for ch, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+for _t in ("binary", "set", "omap", "pairs", "timestamp"):
+  _JSONYamlLoader.add_constructor(f"tag:yaml.org,2002:{_t}", _refuse_tag)
+
+_FLOAT_SPECIAL = {math.inf: "inf", -math.inf: "-inf"}
+
+
+def _jsonify_yaml(doc):
+  """Check that a YAML document is JSON data (string keys) and write its float specials
+  as the strings the format uses ("nan", "inf", "-inf"). Iterative: no depth limit."""
+  def fix(v):
+    if type(v) is float and (v != v or v in _FLOAT_SPECIAL): return "nan" if v != v else _FLOAT_SPECIAL[v]
+    return v
+  stack = [doc]
+  while stack:
+    v = stack.pop()
+    if isinstance(v, dict):
+      for k, x in v.items():
+        if not isinstance(k, str): raise ParseError(f"the key {k!r} is not a string (a graph file is JSON data)"[:200])
+        if isinstance(x, (dict, list)): stack.append(x)
+        elif type(x) is float: v[k] = fix(x)
+    elif isinstance(v, list):
+      for i, x in enumerate(v):
+        if isinstance(x, (dict, list)): stack.append(x)
+        elif type(x) is float: v[i] = fix(x)
+  return fix(doc)
+
+
 def parse_bytes(data: bytes, name: str):
   """bytes -> Python object; raises ParseError with a precise message."""
   try:
@@ -159,19 +218,23 @@ def parse_bytes(data: bytes, name: str):
   stripped = text.lstrip()
   if not stripped:
     raise ParseError("the file is empty")
-  as_json = name.endswith(".json") or stripped[0] in "{["
+  as_json = name.endswith(".json") or (not name.endswith((".yaml", ".yml")) and stripped[0] in "{[")
   try:
     if as_json:
-      return json.loads(text, parse_constant=_reject_constant)
-    return yaml.safe_load(text)
+      return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    return _jsonify_yaml(yaml.load(text, Loader=_JSONYamlLoader))   # noqa: S506 (a SafeLoader subclass)
   except json.JSONDecodeError as e:
     raise ParseError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
   except RecursionError:
     raise ParseError("nesting too deep")
   except yaml.constructor.ConstructorError as e:
-    raise ParseError(f"YAML tags are not accepted (safe loading only): {str(e.problem)}")
+    raise ParseError(f"YAML tags are not accepted (safe loading only){_at(e)}: {e.problem}"[:300])
+  except yaml.composer.ComposerError as e:
+    raise ParseError(f"{e.problem}{_at(e)}")
+  except yaml.MarkedYAMLError as e:
+    raise ParseError(f"invalid YAML{_at(e)}: {e.problem}"[:300])
   except yaml.YAMLError as e:
-    raise ParseError(f"invalid YAML: {str(e).splitlines()[0]}")
+    raise ParseError(f"invalid YAML: {str(e).splitlines()[0]}"[:300])
   except ValueError as e:
     raise ParseError(str(e))
   except MemoryError:
@@ -180,6 +243,11 @@ def parse_bytes(data: bytes, name: str):
 
 class ParseError(Exception):
   pass
+
+
+def _at(e) -> str:
+  m = getattr(e, "problem_mark", None)
+  return f" at line {m.line + 1} column {m.column + 1}" if m is not None else ""
 
 
 def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
@@ -198,12 +266,36 @@ def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _as_index(x):
+  """x as a non-negative integer if JSON Schema calls it one (1.0 is an integer there), else None."""
+  if type(x) is int: return x if x >= 0 else None
+  if type(x) is float and x.is_integer() and x >= 0: return int(x)
+  return None
+
+
+def _index_list(v):
+  """A list of JSON Schema non-negative integers as a tuple of ints, else None."""
+  if not isinstance(v, list): return None
+  out = tuple(_as_index(x) for x in v)
+  return None if None in out else out
+
+
 def _valid_shape(s) -> bool:
-  return isinstance(s, list) and all((_is_int(d) and d >= 0) or isinstance(d, list) for d in s)
+  return isinstance(s, list) and all(_as_index(d) is not None or isinstance(d, list) for d in s)
+
+
+def _shape_ints(s):
+  return [d if isinstance(d, list) else _as_index(d) for d in s]
+
+
+_FAST_KEYS = frozenset({"op", "src", "arg"})
+_INT_ONLY = {int}
+_ATOMS = frozenset({type(None), str, int, bool, float})
 
 
 def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagnostic]]:
-  """Check a parsed document against the graph schema and build the Graph."""
+  """Check a parsed document against the graph schema and build the Graph.
+  Mirrors spec/graph.schema.json exactly (tests/test_graphfile_schema.py holds them to it)."""
   diags: list[Diagnostic] = []
   def bad(msg, node=None, op=None):
     diags.append(Diagnostic(name, node, op, "file.schema", msg))
@@ -213,53 +305,74 @@ def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagno
     raw_nodes = doc
   elif isinstance(doc, dict):
     extra = set(doc) - _DOC_KEYS
-    if extra: bad(f"unknown top-level field(s): {', '.join(sorted(map(str, extra)))}")
+    if extra: bad(f"unknown top-level field(s): {', '.join(sorted(map(str, extra)))}"[:300])
     if "nodes" not in doc: bad("missing field 'nodes'"); return None, diags
     raw_nodes = doc["nodes"]
-    if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {doc['format']!r}")
-    if "version" in doc and (not _is_int(doc["version"]) or doc["version"] != 1): bad(f"unsupported version {doc['version']!r} (this reader knows 1)")
+    if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {doc['format']!r}"[:300])
+    if "version" in doc and not (type(doc["version"]) in (int, float) and doc["version"] == 1): bad(f"unsupported version {doc['version']!r} (this reader knows 1)"[:300])
     if "level" in doc:
       level = doc["level"]
-      if level not in ("tensor", "kernel", "program"): bad(f"'level' must be tensor, kernel or program, not {level!r}"); level = None
+      if not (isinstance(level, str) and level in ("tensor", "kernel", "program")): bad(f"'level' must be tensor, kernel or program, not {level!r}"[:300]); level = None
     if "meta" in doc:
       if isinstance(doc["meta"], dict): meta = doc["meta"]
       else: bad("'meta' must be an object")
     if "roots" in doc:
-      roots = doc["roots"]
-      if not isinstance(roots, list) or not all(_is_int(r) and r >= 0 for r in roots):
-        bad("'roots' must be a list of node indices"); roots = None
+      roots = _index_list(doc["roots"])
+      if roots is None: bad("'roots' must be a list of node indices")
+      else: roots = list(roots)
   else:
-    bad(f"the document must be an object with 'nodes' or a list of nodes, not {type(doc).__name__}")
+    bad(f"the document must be an object with 'nodes' or a list of nodes, not {_json_type(doc)}")
     return None, diags
-  if not isinstance(raw_nodes, list): bad("'nodes' must be a list"); return None, diags
+  if not isinstance(raw_nodes, list): bad(f"'nodes' must be a list, not {_json_type(raw_nodes)}"); return None, diags
   if not raw_nodes: bad("'nodes' is empty: a graph has at least one node"); return None, diags
 
   nodes: list[Node] = []
+  append, checked = nodes.append, Node._checked
+  good_ops: set[str] = set()       # op names that passed the pattern check
   for i, n in enumerate(raw_nodes):
-    if not isinstance(n, dict):
-      bad(f"a node must be an object, not {type(n).__name__}", i); nodes.append(Node("?")); continue
-    op = n.get("op")
-    ok = True
-    extra = set(n) - _NODE_KEYS
-    if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}", i, op if isinstance(op, str) else None); ok = False
-    if not isinstance(op, str) or not _OP_RE.match(op) or len(op) > 64:
-      bad(f"'op' must be an upper-case op name, not {op!r}"[:200], i); ok = False; op = "?"
-    src = n.get("src", [])
-    if not isinstance(src, list) or not all(_is_int(s) and s >= 0 for s in src):
-      bad("'src' must be a list of node indices", i, op); ok = False; src = []
-    dt = n.get("dtype")
-    if dt is not None and not (isinstance(dt, str) or (isinstance(dt, list) and all(isinstance(x, str) for x in dt))):
-      bad("'dtype' must be a dtype name", i, op); ok = False; dt = None
-    sh = n.get("shape")
-    if sh is not None and not _valid_shape(sh):
-      bad("'shape' must be a list of non-negative dims", i, op); ok = False; sh = None
-    nm = n.get("name")
-    if nm is not None and not (isinstance(nm, str) and len(nm) <= 128):
-      bad("'name' must be a string of at most 128 characters", i, op); ok = False; nm = None
     try:
-      node = Node(op, src, n.get("arg"), dt, sh, n.get("tag"), nm)
+      # fast path: {op, src?, arg?} with a known-good op name and plain int sources
+      if type(n) is dict and n.keys() <= _FAST_KEYS:
+        op, src = n.get("op"), n.get("src", ())
+        if type(op) is str and op in good_ops and type(src) in (list, tuple) and (not src or ({*map(type, src)} <= _INT_ONLY and min(src) >= 0)):
+          arg = n.get("arg")
+          append(checked(op, tuple(src), arg if type(arg) in _ATOMS else freeze(arg)))
+          continue
+      node = _node_slow(n, i, bad)
     except RecursionError:
-      bad("the arg is nested too deeply", i, op); node = Node(op, src); ok = False
-    nodes.append(node if ok else Node("?", src))
+      bad("the node is nested too deeply", i); node = Node("?")
+    if node.op != "?": good_ops.add(node.op)
+    append(node)
   g = Graph(nodes, roots, level, meta)
   return g, diags
+
+
+def _json_type(v) -> str:
+  return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null", int: "a number", float: "a number"}.get(type(v), type(v).__name__)
+
+
+def _node_slow(n, i: int, bad) -> Node:
+  """Check one node field by field; report every problem; a broken node becomes op '?'."""
+  if not isinstance(n, dict):
+    bad(f"a node must be an object, not {_json_type(n)}", i); return Node("?")
+  op = n.get("op")
+  ok = True
+  extra = set(n) - _NODE_KEYS
+  if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300], i, op if isinstance(op, str) else None); ok = False
+  if not isinstance(op, str) or not _OP_RE.match(op) or len(op) > 64:
+    bad(("missing 'op'" if "op" not in n else f"'op' must be an upper-case op name, not {op!r}")[:200], i); ok = False; op = "?"
+  src = _index_list(n.get("src", []))
+  if src is None:
+    bad("'src' must be a list of node indices", i, op); ok = False; src = ()
+  dt = n.get("dtype")
+  if dt is not None and not (isinstance(dt, str) or (isinstance(dt, list) and all(isinstance(x, str) for x in dt))):
+    bad("'dtype' must be a dtype name or a list of them", i, op); ok = False; dt = None
+  sh = n.get("shape")
+  if sh is not None:
+    if _valid_shape(sh): sh = _shape_ints(sh)
+    else: bad("'shape' must be a list of non-negative dims", i, op); ok = False; sh = None
+  nm = n.get("name")
+  if nm is not None and not (isinstance(nm, str) and len(nm) <= 128):
+    bad("'name' must be a string of at most 128 characters", i, op); ok = False; nm = None
+  node = Node(op, src, n.get("arg"), dt, sh, n.get("tag"), nm)
+  return node if ok else Node("?", src)

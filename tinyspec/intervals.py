@@ -37,16 +37,41 @@ _RANGES = {n: (d.min, d.max) for n, d in DTYPES.items()}
 def _is_float(name) -> bool: return name in _FLOATS
 
 
+# float16 / float32 / float64 as struct formats with the unsigned integer of the same width:
+# rounding to nearest is struct.pack (OverflowError past the largest finite), and one step
+# along the grid is +-1 on the bit pattern (sign-magnitude order).
+_PACK = {"float16": ("<e", "<H"), "float32": ("<f", "<I"), "float64": ("<d", "<Q")}
+
+
+def _nearest(x: float, name: str) -> float:
+  """x rounded to nearest (ties to even) in dtype `name`; ±inf past the largest finite."""
+  fmt = _PACK.get(name)
+  if fmt is None:
+    with np.errstate(over="ignore", invalid="ignore"):
+      return float(np.array(x, dtype=np.float64).astype(np_dtype(name)))
+  try: return struct.unpack(fmt[0], struct.pack(fmt[0], x))[0]
+  except OverflowError: return math.copysign(math.inf, x)
+
+
+def _step_down(y: float, name: str) -> float:
+  """The next value of dtype `name` below y (y on the dtype's grid)."""
+  if y == -math.inf: return y
+  fmt = _PACK.get(name)
+  if fmt is None:
+    t = np_dtype(name)
+    return float(np.nextafter(np.array(y, dtype=t), np.array(-np.inf, dtype=t)))
+  f, u = fmt
+  if y == 0: return -struct.unpack(f, struct.pack(u, 1))[0]     # below ±0: the smallest negative subnormal
+  bits = struct.unpack(u, struct.pack(f, y))[0]
+  return struct.unpack(f, struct.pack(u, bits - 1 if y > 0 else bits + 1))[0]
+
+
 def _down(x: float, name: str) -> float:
   """Largest value of dtype `name` that is <= x (and one step lower, to absorb the
   double rounding of computing x in float64 first)."""
   if math.isnan(x): return -math.inf
   if x == -math.inf: return x
-  t = np_dtype(name) if (name != "bfloat16" or ml_dtypes) else np.dtype(np.float32)
-  with np.errstate(over="ignore", invalid="ignore"):
-    y = np.array(x, dtype=np.float64).astype(t)
-    y = np.nextafter(y, np.array(-np.inf, dtype=t)) if t != np.float64 else np.nextafter(np.float64(x), -np.inf)
-  return float(y)
+  return _step_down(_nearest(x, name), name)
 
 
 def _up(x: float, name: str) -> float:
@@ -112,9 +137,8 @@ def iv_sub(a, b, name):
 def iv_mul(a, b, name):
   if a is None or b is None: return dtype_range(name)
   if _is_float(name):
-    with np.errstate(all="ignore"):
-      c = [x * y for x in a for y in b]
-    if any(math.isnan(v) for v in c): return dtype_range(name)
+    c = [x * y for x in a for y in b]   # Python floats: inf*0 is nan, overflow is inf, no traps
+    if any(v != v for v in c): return dtype_range(name)
     return _float_iv(min(c), max(c), name)
   c = [x * y for x in a for y in b]
   return _int_iv(min(c), max(c), name)

@@ -45,17 +45,19 @@ def shape_value(v):
   """Dims held by a shape operand."""
   if v.dtype != "index":
     raise RuleFail("shape.operand", f"a shape operand must have dtype index, not {v.dtype} (node {v.index}, {v.op})")
-  if v.value is None:
+  dims = v.value
+  if dims is None:
     raise RuleFail("shape.operand", f"shape operand node {v.index} ({v.op}) is not a constant index vector")
-  dims = v.value if isinstance(v.value, tuple) else (v.value,)
+  if type(dims) is not tuple: dims = (dims,)
   if len(v.shape) > 1:
     raise RuleFail("shape.operand", f"a shape operand must be ()- or (k,)-shaped, node {v.index} has shape {v.shape}")
-  if any(d < 0 for d in dims):
-    raise RuleFail("shape.operand", f"negative dim in shape {dims}")
-  n = numel(dims)
-  if n > MAX_NUMEL:
-    raise RuleFail("shape.limit", f"shape {dims} has {n} elements, more than the limit {MAX_NUMEL}")
-  return tuple(int(d) for d in dims)
+  n = 1
+  for d in dims:
+    if d < 0: raise RuleFail("shape.operand", f"negative dim in shape {dims}"[:300])
+    if n <= MAX_NUMEL: n *= d   # past the limit only a 0 dim matters (no huge products)
+  if n > MAX_NUMEL and 0 not in dims:
+    raise RuleFail("shape.limit", f"shape {dims} has more than {MAX_NUMEL} elements (limits.max_numel)"[:300])
+  return dims   # index constants are ints (rule CONST.value)
 
 
 def broadcast(*shapes):
@@ -64,6 +66,11 @@ def broadcast(*shapes):
     if a == b or not b: return a
     if not a: return b
   elif len(shapes) == 1: return shapes[0]
+  else:
+    big = [s for s in shapes if s]   # ()-shaped sources broadcast to anything
+    if not big: return ()
+    if big.count(big[0]) == len(big): return big[0]
+    shapes = big
   nd = max((len(s) for s in shapes), default=0)
   out = []
   for k in range(nd):
@@ -209,8 +216,10 @@ _ALLOWED = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast
 PARAMS = ("src", "arg", "op", "level", "node", "dtype", "shape", "device", "addrspace", "min_max")
 
 
-def compile_rule(expr: str, where: str = "rule"):
-  """Compile one rule expression into a function of PARAMS (keyword-free, positional)."""
+def _check_and_rewrite(expr: str, where: str, known: tuple[str, ...] = PARAMS):
+  """Parse one rule expression, check every AST node against the whitelist (names must be
+  in `known`, FUNCTIONS, CONSTANTS or bound by a comprehension) and return its body with
+  `arg.x` rewritten to `arg['x']`."""
   if not isinstance(expr, str): expr = repr(expr)
   try:
     tree = ast.parse(expr, mode="eval")
@@ -226,8 +235,9 @@ def compile_rule(expr: str, where: str = "rule"):
       raise RuleSyntaxError(f"{where}: {type(n).__name__} is not allowed in rules: {expr!r}")
     if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
       raise RuleSyntaxError(f"{where}: private attribute {n.attr!r} in {expr!r}")
-    if isinstance(n, ast.Name) and n.id not in PARAMS and n.id not in FUNCTIONS and n.id not in CONSTANTS and n.id not in bound:
-      raise RuleSyntaxError(f"{where}: unknown name {n.id!r} in {expr!r}")
+    if isinstance(n, ast.Name) and n.id not in known and n.id not in FUNCTIONS and n.id not in CONSTANTS and n.id not in bound:
+      later = " (a property computed later)" if n.id in PARAMS else ""
+      raise RuleSyntaxError(f"{where}: unknown name {n.id!r}{later} in {expr!r}")
     if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in FUNCTIONS) and \
        not (isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "index", "keys", "values", "items")):
       raise RuleSyntaxError(f"{where}: only the rule functions may be called: {expr!r}")
@@ -238,8 +248,37 @@ def compile_rule(expr: str, where: str = "rule"):
       if isinstance(n.value, ast.Name) and n.value.id == "arg" and n.attr not in ("get", "keys", "values", "items", "index"):
         return ast.copy_location(ast.Subscript(value=n.value, slice=ast.Constant(n.attr), ctx=ast.Load()), n)
       return n
-  body = _ArgKeys().visit(tree).body
+  return _ArgKeys().visit(tree).body
+
+
+def _env():
+  return {"__builtins__": {}, **FUNCTIONS, **CONSTANTS}
+
+
+def compile_rule(expr: str, where: str = "rule"):
+  """Compile one rule expression into a function of PARAMS (keyword-free, positional)."""
+  body = _check_and_rewrite(expr, where)
   lam = ast.Expression(ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in PARAMS], kwonlyargs=[], kw_defaults=[], defaults=[]), body=body))
   code = compile(ast.fix_missing_locations(lam), where, "eval")
-  env = {"__builtins__": {}, **FUNCTIONS, **CONSTANTS}
-  return eval(code, env)   # noqa: S307 -- the AST was whitelisted above
+  return eval(code, _env())   # noqa: S307 -- the AST was whitelisted above
+
+
+INPUTS = PARAMS[:5]   # src, arg, op, level, node: what a node brings; the rest are properties
+
+
+def compile_props(props: tuple[str, ...], exprs: list[str], where: str = "derive"):
+  """Compile the property rules of one op into a single function
+  f(src, arg, op, level, node) -> tuple of the properties, computed in order: each rule
+  may read the inputs and the properties before it (checked here), which is what the
+  one-rule-per-call form passes. One call per node instead of one per property."""
+  fn = ast.FunctionDef(name="derive", args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in INPUTS], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                       body=[], decorator_list=[], returns=None)
+  if "type_params" in ast.FunctionDef._fields: fn.type_params = []   # Python >= 3.12
+  for k, (prop, expr) in enumerate(zip(props, exprs)):
+    body = _check_and_rewrite(expr, f"{where}.{prop}", INPUTS + tuple(props[:k]))
+    fn.body.append(ast.Assign(targets=[ast.Name(prop, ast.Store())], value=body))
+  fn.body.append(ast.Return(ast.Tuple([ast.Name(p, ast.Load()) for p in props], ast.Load())))
+  mod = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+  env = _env()
+  exec(compile(mod, where, "exec"), env)   # noqa: S102 -- every expression was whitelisted above
+  return env["derive"]

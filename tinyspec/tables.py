@@ -65,6 +65,8 @@ class Op:
   family: str | None = None
   derive: tuple = ()            # compiled property rules, in PROPS order
   derive_src: dict = field(default_factory=dict)   # property -> (expr, where it came from)
+  derive_all: object = None     # all six rules as one function (src, arg, op, level, node) -> tuple
+  checks_all: object = None     # all checks and-ed into one rule function (None: no checks)
   arg_validator: object = None
 
   min_src: int = 0
@@ -143,17 +145,20 @@ class Tables:
                        int(s.get("min_count", 0))) for s in d.get("src", []))
     arg_schema = d.get("arg", {"type": "null"})
     checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]")) for c in d.get("checks", [])]
+    # all checks as one expression: the validator's quick yes (on a no it runs them one by one)
+    checks_all = rules.compile_rule(" and ".join(f"({c.expr})" for c in checks), f"{name}.checks") if checks else None
     full = dict(arg_schema); full["$defs"] = self.defs
     validator = jsonschema.Draft202012Validator(full, format_checker=None)
     return Op(name=name, category=d["category"], levels=tuple(d.get("levels", ("tensor",))), slots=slots, arg_schema=arg_schema,
               semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
               conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),
-              family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full))
+              family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full), checks_all=checks_all)
 
   # -- derived properties
   def _compile_derived(self):
     dv = self.derived
     cache: dict[str, object] = {}
+    combined: dict[tuple, object] = {}
 
     def comp(expr, where):
       key = str(expr)
@@ -173,6 +178,9 @@ class Tables:
         srcs[prop] = (str(expr), origin)
         fns.append(comp(expr, f"derived {op.name}.{prop}"))
       op.derive, op.derive_src = tuple(fns), srcs
+      exprs = tuple(srcs[p][0] for p in PROPS)
+      if exprs not in combined: combined[exprs] = rules.compile_props(PROPS, list(exprs), f"derived {op.name}")
+      op.derive_all = combined[exprs]
 
   # -- queries used across the project
   def rule_ids(self) -> set[str]:

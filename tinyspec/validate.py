@@ -13,7 +13,7 @@ from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
 from tinyspec.diagnostics import Diagnostic, EXIT_OK, EXIT_INVALID
 from tinyspec.dtypes import canonical
-from tinyspec.frozen import key as _key
+from tinyspec.frozen import key as _key, FrozenDict
 from tinyspec.graph import Graph, load_file
 
 LEVELS = ("tensor", "kernel", "program")
@@ -57,20 +57,23 @@ class ValidationResult:
   def rules(self) -> set[str]: return {d.rule for d in self.diagnostics}
 
 
-def detect_level(g: Graph, T: Tables) -> str:
+def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
   """The level of a graph with none declared: program if its root is LINEAR/PROGRAM,
-  kernel if it uses kernel-only ops outside CALLed kernels, else tensor."""
+  kernel if it uses kernel-only ops outside CALLed kernels, else tensor.
+  `present` is the set of ops in the graph, if the caller has it."""
   last = g.nodes[g.root_indices[-1]] if g.nodes and 0 <= g.root_indices[-1] < len(g.nodes) else None
   if last is not None and last.op in ("LINEAR", "PROGRAM"): return "program"
-  kernel_only = {n for n, o in T.ops.items() if "tensor" not in o.levels}
-  if not any(n.op in kernel_only for n in g.nodes): return "tensor"
-  calls_kernel = any(n.op == "CALL" and n.src and 0 <= n.src[0] < len(g.nodes) and g.nodes[n.src[0]].op == "SINK" for n in g.nodes)
+  if present is None: present = {n.op for n in g.nodes}
+  if not any(T.ops[n].levels and "tensor" not in T.ops[n].levels for n in present if n in T.ops): return "tensor"
+  calls_kernel = "CALL" in present and any(n.op == "CALL" and n.src and 0 <= n.src[0] < len(g.nodes) and g.nodes[n.src[0]].op == "SINK" for n in g.nodes)
   return "tensor" if calls_kernel else "kernel"
 
 
-def _contexts(g: Graph, top: str, T: Tables) -> list[int]:
+def _contexts(g: Graph, top: str, present: set) -> list[int] | None:
   """Bitmask of the levels each node is used at: kernel inside a CALLed SINK, program
-  inside LINEAR/PROGRAM, else the graph's level. One reverse pass."""
+  inside LINEAR/PROGRAM, else the graph's level. One reverse pass; None when no node
+  opens another level (every node is at `top`)."""
+  if not present & {"LINEAR", "PROGRAM", "CALL"}: return None
   n = len(g.nodes)
   ctx = [0] * n
   for r in g.root_indices:
@@ -90,30 +93,31 @@ def _contexts(g: Graph, top: str, T: Tables) -> list[int]:
 
 def _skeleton(v):
   """The arg with every number replaced by its kind and sign: for skeleton-safe schemas
-  (see tables._skeleton_safe) validity depends on nothing else."""
+  (see tables._skeleton_safe) validity depends on nothing else. Object keys keep their
+  order (an arg written in another key order is just another cache entry)."""
   t = type(v)
   if t is str or v is None: return v
   if t is int: return _NEG if v < 0 else _POS
   if t is float: return _FLT
-  if v is None or isinstance(v, str): return v
-  if isinstance(v, bool): return ("b", v)
-  if isinstance(v, int): return ("i", v < 0)
-  if isinstance(v, float): return ("f",)
-  if isinstance(v, dict): return ("d",) + tuple(sorted((k, _skeleton(x)) for k, x in v.items()))
-  if isinstance(v, tuple): return ("l",) + tuple(_skeleton(x) for x in v)
+  if t is bool: return _TRUE if v else _FALSE
+  if t is FrozenDict or t is dict: return ("d",) + tuple([(k, x if type(x) is str else _skeleton(x)) for k, x in v.items()])
+  if t is tuple or t is list: return ("l",) + tuple(map(_skeleton, v))
   return ("o", repr(v))
 
 
-_NEG, _POS, _FLT = ("i", True), ("i", False), ("f",)
+_NEG, _POS, _FLT, _TRUE, _FALSE = ("i", True), ("i", False), ("f",), ("b", True), ("b", False)
 
 
 class _ArgCache:
   """jsonschema is thorough but slow; an arg is checked once per distinct value, or per
   distinct skeleton where the op's schema allows it (CONST values, BUFFER slots...)."""
+  LIMIT = 200_000    # distinct args remembered (a file of huge distinct args must not grow it forever)
+
   def __init__(self): self.seen: dict = {}
 
   def errors(self, op, arg) -> str | None:
-    if arg is None or type(arg) is int: k = (op.name, arg, type(arg))   # fast path for the common args
+    t = type(arg)
+    if arg is None or t is int or t is str: k = (op.name, arg, t)   # fast path for the common args
     else:
       try: k = (op.name, _skeleton(arg) if op.skeleton_safe else _key(arg))
       except RecursionError: return "the arg is nested too deeply"
@@ -129,6 +133,7 @@ class _ArgCache:
       e = jsonschema.exceptions.best_match(errs)
       path = "".join(f"[{p!r}]" for p in e.absolute_path)
       err = f"arg{path}: {e.message}"[:300]
+    if len(self.seen) >= self.LIMIT: self.seen.clear()
     self.seen[k] = err
     return err
 
@@ -158,16 +163,100 @@ def _slot_plan(od):
   return plan
 
 
+_ANY, _VALUE, _SHAPE, _RANGE, _VOID = "any", "value", "shape", "range", "void"
+
+
+def _slots_pred(od):
+  """A function src -> bool: the quick yes of the slot checks, generated once per op from
+  its slots (one call per node instead of a loop over slot descriptions). On a no,
+  _slot_errors says what is wrong. Slots are positional and only the last may be
+  variadic, so slot k's first source sits at position k."""
+  pred = getattr(od, "_slots_pred", None)
+  if pred is not None: return pred
+  env: dict = {"__builtins__": {}, "all": all, "len": len, "str": str, "type": type}
+  names = [s.name for s in od.slots]
+  conds = []
+  for k, (sname, kind, allowed, same) in enumerate(_slot_plan(od)):
+    var = od.slots[k].variadic
+    x = "x" if var else f"src[{k}]"
+    c = []
+    if kind == _RANGE: c.append(f"{x}.op == 'RANGE'")
+    elif kind == _VOID: c.append(f"{x}.dtype == 'void'")
+    elif kind == _SHAPE: c.append(f"{x}.dtype == 'index' and len({x}.shape) <= 1")
+    elif kind != _ANY and allowed is None: c.append(f"type({x}.dtype) is str and {x}.dtype != 'void'")
+    if kind != _ANY and allowed is not None:
+      env[f"A{k}"] = allowed; c.append(f"{x}.dtype in A{k}")   # dtype names: excludes void and tuples
+    if kind != _ANY and same is not None:
+      j = names.index(same)
+      c.append(f"(len(src) <= {j} or {x}.dtype == src[{j}].dtype)")
+    if not c: continue
+    body = " and ".join(f"({t})" for t in c)
+    conds.append(f"all({body} for x in src[{k}:])" if var else f"(len(src) <= {k} or ({body}))")
+  code = "lambda src: " + (" and ".join(conds) if conds else "True")
+  od._slots_pred = pred = eval(code, env)   # noqa: S307 -- generated from the slot table above
+  return pred
+
+
+def _slot_errors(od, name, src):
+  """(rule, message) for every source that does not fit its slot."""
+  out = []
+  by_name = {}
+  plan = _slot_plan(od)
+  for k, s in enumerate(src):
+    sname, kind, allowed, same = plan[k] if k < len(plan) else plan[-1]
+    by_name.setdefault(sname, s)
+    if kind == _ANY: continue
+    if kind in (_VALUE, _SHAPE) and (s.dtype == "void" or isinstance(s.dtype, tuple)):
+      out.append(("slot.kind", f"source {k} ({sname}) must be a value, node {s.index} ({s.op}) is {'void' if s.dtype == 'void' else 'a tuple'}")); continue
+    if kind == _RANGE and s.op != "RANGE":
+      out.append(("slot.kind", f"source {k} ({sname}) must be a RANGE, not {s.op}")); continue
+    if kind == _VOID and s.dtype != "void":
+      out.append(("slot.kind", f"source {k} ({sname}) must be a side effect (void), not {s.op} of dtype {s.dtype}")); continue
+    if kind == _SHAPE and (s.dtype != "index" or len(s.shape) > 1):
+      out.append(("shape.operand", f"source {k} ({sname}) must be an index shape operand, node {s.index} ({s.op}) is {s.dtype} with shape {s.shape}")); continue
+    if allowed is not None and s.dtype not in allowed:
+      out.append(("dtype.allowed", f"source {k} ({sname}) has dtype {s.dtype}, {name} takes {od.slot_for(k).dtype}")); continue
+    if same is not None:
+      other = by_name.get(same)
+      if other is not None and other.dtype != s.dtype:
+        out.append(("dtype.match", f"source {k} ({sname}) has dtype {s.dtype}, it must match {same} ({other.dtype})"))
+  return out
+
+
+class _OpInfo:
+  """What the main loop needs of one op, gathered once per Tables."""
+  __slots__ = ("od", "min_src", "max_src", "off_levels", "slots_ok", "checks", "checks_all", "derive", "null_arg_err")
+
+  def __init__(self, od, arg_errors):
+    self.od, self.min_src, self.max_src = od, od.min_src, od.max_src
+    self.off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)   # level bits where the op may not appear
+    self.slots_ok = _slots_pred(od)
+    self.checks, self.checks_all, self.derive = od.checks, od.checks_all, od.derive_all
+    self.null_arg_err = arg_errors(od, None)
+
+
+def _op_infos(T: Tables, arg_cache) -> dict:
+  infos = T.__dict__.get("_validate_infos")
+  if infos is None or infos[0] is not arg_cache:
+    infos = (arg_cache, {name: _OpInfo(od, arg_cache.errors) for name, od in T.ops.items()})
+    T._validate_infos = infos
+  return infos[1]
+
+
 def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> ValidationResult:
   T = tables or _tables()
   diags: list[Diagnostic] = []
   nodes = graph.nodes
-  top = level if level in LEVELS else (graph.level or detect_level(graph, T))
-  ctx = _contexts(graph, top, T)
+  present = {nd.op for nd in nodes}
+  top = level if level in LEVELS else (graph.level or detect_level(graph, T, present))
+  ctx = _contexts(graph, top, present)
+  top_bit = _BIT[top]
   views: list[View | None] = [None] * len(nodes)
-  arg_cache = _arg_cache if tables is None else _ArgCache()
-  ops = T.ops
-  od_masks: dict[str, int] = {}
+  vget = views.__getitem__
+  arg_cache = _arg_cache if tables is None else T.__dict__.setdefault("_arg_cache", _ArgCache())
+  arg_errors = arg_cache.errors
+  infos = _op_infos(T, arg_cache)
+  new_view = View.__new__
 
   def report(i, op, rule, msg):
     diags.append(Diagnostic(file, i, op, rule, msg))
@@ -177,94 +266,81 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> Val
 
   for i, node in enumerate(nodes):
     name = node.op
-    if name == "?": continue   # already reported by the file-schema check
-    od = ops.get(name)
-    if od is None:
-      report(i, name, "graph.unknown_op", f"unknown op {name!r}"); continue
+    info = infos.get(name)
+    if info is None:
+      if name != "?": report(i, name, "graph.unknown_op", f"unknown op {name!r}"[:300])   # "?": already a file.schema error
+      continue
     srcs_i = node.src
-    bad = [j for j in srcs_i if not (0 <= j < i)]
-    if bad:
+    if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
+      bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
-      report(i, name, "graph.src", f"src {bad[0]} refers to {why}"); continue
+      report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
     ns = len(srcs_i)
-    if ns < od.min_src or ns > od.max_src:
+    if ns < info.min_src or ns > info.max_src:
+      od = info.od
       report(i, name, "graph.arity", f"{name} takes {od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}"); continue
     arg = node.arg
-    err = arg_cache.errors(od, arg)
+    err = info.null_arg_err if arg is None else arg_errors(info.od, arg)
     if err is not None:
       report(i, name, "arg.schema", err); continue
-    src = [views[j] for j in srcs_i]
+    src = list(map(vget, srcs_i))
     if None in src: continue   # a source is already broken: do not cascade
-    # level
-    c = ctx[i]
-    mask = od_masks.get(name)
-    if mask is None: mask = od_masks[name] = sum(_BIT[lv] for lv in od.levels)
-    if c & ~mask:
-      wrong = next(lv for lv in LEVELS if c & ~mask & _BIT[lv])
+    c = top_bit if ctx is None else ctx[i]
+    if c & info.off_levels:
+      od = info.od
+      wrong = next(lv for lv in LEVELS if c & info.off_levels & _BIT[lv])
       report(i, name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {wrong} graph"); continue
     lvl = _FIRST_LEVEL[c]
-    # source slots
-    ok = True
-    slots_by_name = {}
-    plan = _slot_plan(od)
-    nplan = len(plan)
-    for k, s in enumerate(src):
-      sname, kind, allowed, same = plan[k] if k < nplan else plan[-1]
-      if sname not in slots_by_name: slots_by_name[sname] = s
-      if kind == "any": continue
-      if kind == "value" or kind == "shape":
-        if s.dtype == "void" or isinstance(s.dtype, tuple):
-          report(i, name, "slot.kind", f"source {k} ({sname}) must be a value, node {s.index} ({s.op}) is {'void' if s.dtype == 'void' else 'a tuple'}"); ok = False; continue
-      elif kind == "range":
-        if s.op != "RANGE":
-          report(i, name, "slot.kind", f"source {k} ({sname}) must be a RANGE, not {s.op}"); ok = False; continue
-      elif kind == "void":
-        if s.dtype != "void":
-          report(i, name, "slot.kind", f"source {k} ({sname}) must be a side effect (void), not {s.op} of dtype {s.dtype}"); ok = False; continue
-      if kind == "shape" and (s.dtype != "index" or len(s.shape) > 1):
-        report(i, name, "shape.operand", f"source {k} ({sname}) must be an index shape operand, node {s.index} ({s.op}) is {s.dtype} with shape {s.shape}"); ok = False; continue
-      if allowed is not None and s.dtype not in allowed:
-        report(i, name, "dtype.allowed", f"source {k} ({sname}) has dtype {s.dtype}, {name} takes {od.slot_for(k).dtype}"); ok = False; continue
-      if same is not None:
-        other = slots_by_name.get(same)
-        if other is not None and other.dtype != s.dtype:
-          report(i, name, "dtype.match", f"source {k} ({sname}) has dtype {s.dtype}, it must match {same} ({other.dtype})"); ok = False
-    if not ok: continue
-    v = View(i, name, arg, src)
-    for chk in od.checks:
-      try:
-        good = chk.fn(src, arg, name, lvl, v, None, None, None, None, None)
-      except RuleFail as e:
-        report(i, name, e.rule, e.msg); ok = False; continue
-      except Exception as e:  # a check that cannot even be evaluated counts as broken
-        report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300]); ok = False; continue
-      if not good:
-        report(i, name, chk.rule, chk.msg); ok = False
-    if not ok: continue
+    if not info.slots_ok(src):   # the quick yes failed: say what is wrong
+      errs = _slot_errors(info.od, name, src)
+      for rule, msg in errs: report(i, name, rule, msg)
+      if errs: continue
+    v = new_view(View)
+    v.index, v.op, v.arg, v.src, v.value = i, name, arg, src, None
+    if info.checks:
+      try: all_good = info.checks_all(src, arg, name, lvl, v, None, None, None, None, None)
+      except Exception: all_good = False
+      if not all_good and not _run_checks(info.checks, src, arg, name, lvl, v, i, report): continue
     try:
-      f_dt, f_sh, f_dev, f_as, f_mm, f_ax = od.derive
-      v.dtype = dt = f_dt(src, arg, name, lvl, v, None, None, None, None, None)
-      v.shape = sh = f_sh(src, arg, name, lvl, v, dt, None, None, None, None)
-      v.device = dev = f_dev(src, arg, name, lvl, v, dt, sh, None, None, None)
-      v.addrspace = asp = f_as(src, arg, name, lvl, v, dt, sh, dev, None, None)
-      v.min_max = mm = f_mm(src, arg, name, lvl, v, dt, sh, dev, asp, None)
-      v.axis = f_ax(src, arg, name, lvl, v, dt, sh, dev, asp, mm)
+      v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = info.derive(src, arg, name, lvl, v)
     except RuleFail as e:
-      report(i, name, e.rule, e.msg); continue
+      report(i, name, e.rule, e.msg[:300]); continue
     except Exception as e:
       report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); continue
     if dt == "index":   # constant folding of shape operands
       if name == "CONST": v.value = arg["value"]
       elif name == "VCONST": v.value = tuple(arg["values"])
       elif name == "STACK" and all(s.value is not None and not isinstance(s.value, tuple) for s in src): v.value = tuple(s.value for s in src)
-    if node.dtype is not None:
-      want = node.dtype if isinstance(node.dtype, tuple) else canonical(node.dtype)
-      if want != dt:
-        report(i, name, "declared.dtype", f"declared dtype {node.dtype} but derived {dt}"); continue
-    if node.shape is not None and tuple(node.shape) != tuple(sh):
-      report(i, name, "declared.shape", f"declared shape {tuple(node.shape)} but derived {sh}"); continue
+    if node.dtype is not None or node.shape is not None:
+      if not _declared_ok(node, dt, sh, i, name, report): continue
     views[i] = v
   return ValidationResult(graph, diags, views, top)
+
+
+def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
+  """Evaluate the op checks one by one and report each that fails."""
+  ok = True
+  for chk in checks:
+    try:
+      good = chk.fn(src, arg, name, lvl, v, None, None, None, None, None)
+    except RuleFail as e:
+      report(i, name, e.rule, e.msg[:300]); ok = False; continue
+    except Exception as e:  # a check that cannot even be evaluated counts as broken
+      report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300]); ok = False; continue
+    if not good:
+      report(i, name, chk.rule, chk.msg); ok = False
+  return ok
+
+
+def _declared_ok(node, dt, sh, i, name, report) -> bool:
+  if node.dtype is not None:
+    want = node.dtype if isinstance(node.dtype, tuple) else canonical(node.dtype)
+    if want != dt:
+      what = f"declared dtype {node.dtype}" if want is not None or isinstance(node.dtype, tuple) else f"declared dtype {node.dtype!r} is not a dtype, and"
+      report(i, name, "declared.dtype", f"{what} but derived {dt}"[:300]); return False
+  if node.shape is not None and tuple(node.shape) != tuple(sh):
+    report(i, name, "declared.shape", f"declared shape {tuple(node.shape)} but derived {sh}"[:300]); return False
+  return True
 
 
 def validate_file(path, level: str = "auto", tables: Tables | None = None) -> ValidationResult:
