@@ -1,0 +1,118 @@
+"""The conformance runner: cases through backends, one Result per (case, backend).
+
+A *case* is anything with an `id` and a `kind` (today: the rule corpus, `kind == "rule"`,
+see conformance/rulecases.py). A *backend* says which kinds of case it can judge
+(`supports`) and judges one (`run`). tinyspec's own validator is the pseudo-backend
+`validator`; evaluators and compilers register themselves the same way
+(`register_backend`) and take the case kinds they understand. The runner never lets an
+exception out of a case: a backend that crashes gives a Result with status `error`.
+"""
+from __future__ import annotations
+import fnmatch
+import time
+import traceback
+from dataclasses import dataclass, asdict
+from pathlib import Path
+from typing import Callable, Iterable
+
+STATUSES = ("pass", "fail", "error", "skip")
+
+
+@dataclass
+class Result:
+  case: str           # case id
+  backend: str
+  status: str         # one of STATUSES
+  message: str = ""   # why it failed / errored / was skipped
+  seconds: float = 0.0
+
+  def to_json(self) -> dict: return asdict(self)
+
+
+class Backend:
+  """Judges cases. Subclasses set `name` and implement supports() and run()."""
+  name = "?"
+
+  def supports(self, case) -> bool: return False
+
+  def run(self, case) -> Result: raise NotImplementedError
+
+
+class ValidatorBackend(Backend):
+  """tinyspec's validator against the rule corpus: does it accept the valid graphs and
+  reject the invalid ones with the expected rule id at the expected node?"""
+  name = "validator"
+
+  def supports(self, case) -> bool: return getattr(case, "kind", None) == "rule"
+
+  def run(self, case) -> Result:
+    from conformance.rulecases import validate_case
+    mismatch, _ = validate_case(case)
+    return Result(case.id, self.name, "fail" if mismatch else "pass", mismatch or "")
+
+
+BACKENDS: dict[str, Callable[[], Backend]] = {"validator": ValidatorBackend}
+DEFAULT_BACKENDS = ("validator",)
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+  """Make a backend available to `tinyspec conformance --backend NAME`."""
+  BACKENDS[name] = factory
+
+
+def load_cases(path: Path | str | None = None) -> list:
+  """The cases under path: a rule corpus folder (holding *.expect.json files). Default:
+  conformance/rules. Raises rulecases.CorpusError for a missing or malformed corpus."""
+  from conformance.rulecases import load_rule_cases
+  return load_rule_cases(path)
+
+
+def select(cases: Iterable, patterns: list[str] | None) -> list:
+  """Cases whose id matches every pattern: a glob (`*`, `?`) or else a substring, case-insensitive."""
+  def hit(cid: str, pat: str) -> bool:
+    cid, pat = cid.lower(), pat.lower()
+    return fnmatch.fnmatchcase(cid, pat) if any(ch in pat for ch in "*?[") else pat in cid
+  return [c for c in cases if all(hit(c.id, p) for p in patterns or ())]
+
+
+def run_case(case, backend: Backend) -> Result:
+  t0 = time.perf_counter()
+  if not backend.supports(case):
+    return Result(case.id, backend.name, "skip", f"{backend.name} does not run {getattr(case, 'kind', '?')} cases")
+  try:
+    r = backend.run(case)
+  except Exception as e:   # a crashing backend is a result, not a crashed runner
+    where = traceback.extract_tb(e.__traceback__)[-1]
+    r = Result(case.id, backend.name, "error", f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"[:500])
+  r.seconds = time.perf_counter() - t0
+  return r
+
+
+def run(cases: Iterable, backends: Iterable[Backend], on_result: Callable[[Result], None] | None = None) -> list[Result]:
+  """Every case through every backend, in order; on_result sees each Result as it comes."""
+  out = []
+  for case in cases:
+    for b in backends:
+      r = run_case(case, b)
+      out.append(r)
+      if on_result: on_result(r)
+  return out
+
+
+def counts(results: Iterable[Result]) -> dict[str, int]:
+  c = {s: 0 for s in STATUSES}
+  for r in results: c[r.status] += 1
+  return c
+
+
+def summary_line(c: dict[str, int]) -> str:
+  """`N passed, N failed`, plus errors and skips when there are any."""
+  s = f"{c['pass']} passed, {c['fail']} failed"
+  if c["error"]: s += f", {c['error']} errors"
+  if c["skip"]: s += f", {c['skip']} skipped"
+  return s
+
+
+def report_json(results: list[Result], backends: list[str], cases_dir: str) -> dict:
+  return {"format": "tinyspec-conformance-results", "version": 1, "cases": cases_dir, "backends": backends,
+          "summary": counts(results), "results": [r.to_json() for r in results]}
