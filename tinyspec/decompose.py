@@ -64,7 +64,7 @@ class Step:
     return d
 
 
-@dataclass(frozen=True)
+@dataclass
 class Flat:
   """A decomposition for fixed input dtypes: steps over the op's slot names; the value of
   step `result` is the op's value."""
@@ -72,6 +72,15 @@ class Flat:
   steps: tuple[Step, ...]
   result: str
   dtypes: dict          # name -> dtype, inputs and steps
+  _plan: list | None = None
+
+  def plan(self) -> list:
+    """The steps with their constants as (hash-consed) CONST UOps, built once: a source
+    is then a UOp or a name."""
+    if self._plan is None:
+      self._plan = [(st.name, st.op, tuple(UOp("CONST", (), {"value": x.value, "dtype": x.dtype}) if isinstance(x, Const) else x
+                                           for x in st.src), st.arg) for st in self.steps]
+    return self._plan
 
 
 # ------------------------------------------------------------------ constants and dtypes
@@ -347,16 +356,12 @@ def _instantiate(flat: Flat, srcs: list) -> tuple[UOp, list[UOp]]:
   """The flat steps as UOps over the given source UOps; also every UOp made, in order."""
   env = dict(zip(flat.inputs, srcs))
   made: list[UOp] = []
-  for st in flat.steps:
+  for name, op, src, arg in flat.plan():
     args = []
-    for s in st.src:
-      if isinstance(s, Const):
-        c = UOp("CONST", (), {"value": s.value, "dtype": s.dtype})
-        made.append(c); args.append(c)
-      else:
-        args.append(env[s])
-    u = UOp(st.op, tuple(args), st.arg)
-    env[st.name] = u
+    for x in src:
+      if type(x) is str: args.append(env[x])
+      else: made.append(x); args.append(x)
+    u = env[name] = UOp(op, tuple(args), arg)
     made.append(u)
   return env[flat.result], made
 
@@ -372,6 +377,14 @@ def expand(graph_or_uops, ops=None):
   file order (no recursion); identical subgraphs are shared through hash-consed UOps.
   Inside LINEAR-like ops (whose checks require their sources listed in order) the new
   nodes are listed just before the instruction they replace."""
+  import gc
+  was = gc.isenabled(); gc.disable()   # many long-lived allocations, no cycles (as in validate)
+  try: return _expand(graph_or_uops, ops)
+  finally:
+    if was: gc.enable()
+
+
+def _expand(graph_or_uops, ops):
   from tinyspec.validate import validate
   T = tables()
   if isinstance(graph_or_uops, Graph): g, kind = graph_or_uops, "graph"
