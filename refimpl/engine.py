@@ -1,0 +1,246 @@
+"""evaluate(): validate, plan, run, collect the outputs.
+
+Inputs and outputs are keyed as docs/architecture.md says: a storage's input name is its
+arg's `name`, else `buf{slot}` (BUFFER) or `param{slot}` (PARAM); a bare int k means
+`buf{k}`. Outputs: `out{k}` for the k-th root when it is a value (`out{k}.{j}` for the
+elements of a tuple root); for void roots, every GLOBAL storage some STORE wrote, under
+its input name, with its final contents. Storage with no input starts zeroed; a
+symbolic size (a ()-shaped integer PARAM with bounds) must be given.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+import numpy as np
+from tinyspec.graph import Graph
+from tinyspec.tables import tables
+from tinyspec.uop import UOp
+from tinyspec.validate import validate
+from refimpl.errors import EvalError
+from refimpl.registry import supported_ops, role
+from refimpl.budget import Budget
+from refimpl.numeric import NP
+from refimpl.plan import Plan
+from refimpl.scope import Scope
+from refimpl.storage import Storage, merge_effects
+
+
+@dataclass
+class EvalResult:
+  """evaluate(..., trace=True): the outputs, and every node's value by node index. Kernel
+  values have one leading axis per loop axis (`loop_axes[k]` is the RANGE/SPECIAL node
+  of axis k; size 1 where the value does not depend on it). Void nodes have no entry; a
+  node evaluated more than once (a function body called twice) keeps its last value."""
+  outputs: dict
+  values: dict = field(default_factory=dict)
+  loop_axes: dict = field(default_factory=dict)   # node -> the loop axes (node indices) of its scope
+  peak_bytes: int = 0
+
+  def __getitem__(self, k): return self.outputs[k]
+  def __iter__(self): return iter(self.outputs)
+  def __len__(self): return len(self.outputs)
+  def keys(self): return self.outputs.keys()
+  def items(self): return self.outputs.items()
+
+
+def as_graph(graph) -> Graph:
+  if isinstance(graph, Graph): return graph
+  if isinstance(graph, UOp): return Graph.from_uops(graph)
+  if isinstance(graph, (list, tuple)) and graph and all(isinstance(u, UOp) for u in graph): return Graph.from_uops(*graph)
+  raise TypeError(f"evaluate() takes a tinyspec Graph, a UOp or a list of root UOps, not {type(graph).__name__}")
+
+
+def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False):
+  """Evaluate a graph with NumPy, exactly as the tables say. Returns {name: array}, or with
+  trace=True an EvalResult. Raises EvalError for invalid graphs (carrying the
+  validator's diagnostics), untrusted ops, inputs that do not fit, and values over the
+  memory budget."""
+  g = as_graph(graph)
+  res = validate(g, level)
+  if not res.ok:
+    d = res.diagnostics
+    lines = "\n".join(x.format() for x in d[:10]) + (f"\n... and {len(d) - 10} more" if len(d) > 10 else "")
+    raise EvalError(f"the graph is invalid, nothing was evaluated:\n{lines}", d[0].node, d[0].op, d[0].rule, diagnostics=d,
+                    exit_code=max(x.exit_code for x in d))
+  m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted)
+  with np.errstate(all="ignore"):
+    out = m.run()
+  if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
+  return out
+
+
+class Machine:
+  """One evaluation: the validated graph, the inputs, the budget, the trace."""
+
+  def __init__(self, g: Graph, res, inputs, trace, budget: Budget, allow_untrusted):
+    self.g, self.nodes, self.views, self.level = g, g.nodes, res.views, res.level
+    self.T = tables()
+    self.tracing = bool(trace)
+    self.trace: dict = {}
+    self.trace_axes: dict = {}
+    self.budget = budget
+    self.allow_untrusted = allow_untrusted
+    self.inputs = self._inputs(inputs)
+    self.used_inputs: set[str] = set()
+    self.storages: dict = {}
+
+  # ---------------------------------------------------------------- inputs
+  def _inputs(self, inputs) -> dict:
+    out = {}
+    for k, v in (inputs or {}).items():
+      name = f"buf{k}" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else str(k)
+      if name in out: raise EvalError(f"input {name!r} is given twice", rule="eval.input", exit_code=2)
+      out[name] = v
+    return out
+
+  def input_name(self, i) -> str:
+    n = self.nodes[i]
+    return n.arg.get("name") or (f"buf{n.arg['slot']}" if n.op == "BUFFER" else f"param{n.arg['slot']}")
+
+  def global_storage(self, i) -> Storage:
+    view = self.views[i]
+    name = self.input_name(i)
+    st = self.storages.get(name)
+    if st is None:
+      initial = self.input_array(name, view, i)
+      st = self.storages[name] = Storage(name, name, view.dtype, view.shape, "GLOBAL", initial)
+    return st
+
+  def input_array(self, name, view, i) -> np.ndarray:
+    dt = NP[view.dtype]
+    shape = tuple(view.shape)
+    if name not in self.inputs:
+      if len(self.nodes[i].src) == 3:
+        raise EvalError(f"the symbolic size {name!r} needs a value (an input)", i, self.nodes[i].op, rule="eval.input", exit_code=2)
+      self.budget.need(dt.itemsize * int(np.prod(shape, dtype=np.int64)), i, self.nodes[i].op, "its zero-filled contents")
+      z = np.zeros(shape, dt)
+      self.budget.track(z)
+      return z
+    self.used_inputs.add(name)
+    a = self.inputs[name]
+    try: arr = np.asarray(a)
+    except Exception as e: raise EvalError(f"input {name!r} is not an array: {e}", i, rule="eval.input", exit_code=2) from None
+    if arr.shape != shape:
+      raise EvalError(f"input {name!r} has shape {arr.shape}, the graph needs {shape}", i, self.nodes[i].op, rule="eval.input", exit_code=2)
+    if arr.dtype != dt:
+      conv = self._convert(arr, dt)
+      if conv is None:
+        raise EvalError(f"input {name!r} has dtype {arr.dtype}, the graph needs {view.dtype} and the values do not convert exactly",
+                        i, self.nodes[i].op, rule="eval.input", exit_code=2)
+      arr = conv
+    self.budget.external(arr)
+    return arr
+
+  @staticmethod
+  def _convert(arr, dt):
+    """arr as dtype dt when every value converts exactly (NaN to NaN), else None."""
+    if arr.dtype == object or arr.dtype.kind in "USV" and arr.dtype.names: return None
+    try:
+      with np.errstate(all="ignore"):
+        out = arr.astype(dt)
+        back = out.astype(arr.dtype)
+    except (TypeError, ValueError): return None
+    same = (back == arr) | ((back != back) & (arr != arr))
+    return out if np.all(same) else None
+
+  # ---------------------------------------------------------------- running
+  def closure(self, roots) -> list[int]:
+    """Nodes the roots need, without entering FUNCTION/CALL bodies (their own scopes)."""
+    seen, stack = set(), list(roots)
+    nodes = self.nodes
+    while stack:
+      i = stack.pop()
+      if i in seen: continue
+      seen.add(i)
+      n = nodes[i]
+      stack.extend(n.src[1:] if role(n.op) == "call" else n.src)
+    return sorted(seen)
+
+  def _check_ops(self, roots):
+    """Every op the evaluation can reach must have a unit; untrusted ones are refused."""
+    supported = supported_ops()
+    seen, stack = set(), list(roots)
+    while stack:
+      i = stack.pop()
+      if i in seen: continue
+      seen.add(i)
+      n = self.nodes[i]
+      op = self.T.ops[n.op]
+      if op.untrusted:
+        if not self.allow_untrusted:
+          raise EvalError(f"{n.op} is untrusted (op.untrusted in spec/ops.yaml): refused; pass allow_untrusted=True to accept it",
+                          i, n.op, rule="eval.untrusted")
+        raise EvalError(f"{n.op} is opaque: the tables give it no semantics, so there is nothing the reference evaluator can run "
+                        "(allow_untrusted only stops the refusal)", i, n.op, rule="eval.untrusted")
+      if n.op not in supported: raise EvalError(f"the reference evaluator has no unit for {n.op}", i, n.op, rule="eval.unsupported")
+      stack.extend(n.src)
+
+  def run(self) -> dict:
+    roots = self.g.root_indices
+    self._check_ops(roots)
+    if self.level == "program":
+      (r,) = roots[-1:]
+      lin = r if self.nodes[r].op == "LINEAR" else self.nodes[r].src[0]
+      order = list(self.nodes[lin].src) + [lin] + ([r] if r != lin else [])
+      plan = Plan(self, order, True, roots, linear=list(self.nodes[lin].src))
+      scope = Scope(self, plan, "kernel")
+    else:
+      kernel = self.level == "kernel"
+      plan = Plan(self, self.closure(roots), kernel, roots)
+      scope = Scope(self, plan, "kernel" if kernel else "tensor")
+    scope.run()
+    unused = set(self.inputs) - self.used_inputs
+    if unused:
+      raise EvalError(f"input(s) {', '.join(sorted(unused))} name no BUFFER or PARAM of the graph (known: "
+                      f"{', '.join(sorted(self.storages)) or 'none'})", rule="eval.input", exit_code=2)
+    return self.outputs(scope, roots)
+
+  def outputs(self, scope, roots) -> dict:
+    out, effs = {}, []
+    for k, r in enumerate(roots):
+      v = scope.values.get(r)
+      if self.views[r].dtype == "void": effs.append(scope.eff.get(r))
+      elif isinstance(v, tuple):
+        for j, x in enumerate(v): out[f"out{k}.{j}"] = self.strip(scope, x)
+      elif v is not None: out[f"out{k}"] = self.strip(scope, v)
+    for key, ver in (merge_effects(effs) or {}).items():
+      st = ver.storage
+      if not st.output or ver is st.base or not isinstance(key, str): continue
+      out[st.name] = self.strip(scope, scope.materialize(ver, 0, roots[-1]))
+    return out
+
+  def strip(self, scope, x) -> np.ndarray:
+    """An output array: the caller's own copy, without loop axes when it does not vary."""
+    x = np.asarray(x)
+    R = scope.R
+    if R and all(d == 1 for d in x.shape[:R]): x = x.reshape(x.shape[R:])
+    return x.copy() if (x.base is not None or not x.flags.writeable) else x
+
+  def run_function(self, body, args):
+    plan = Plan(self, self.closure([body]), False, [body])
+    scope = Scope(self, plan, "function", bindings=dict(enumerate(args)))
+    scope.run()
+    return scope.values[body], scope.eff.get(body)
+
+  def run_kernel(self, body, args, call) -> dict:
+    """Run a CALLed kernel on its arguments; {slot: final contents} of the PARAMs it wrote."""
+    n = self.nodes[body]
+    if n.op == "SINK":
+      plan = Plan(self, self.closure([body]), True, [body])
+    else:
+      lin = n.src[0]
+      order = list(self.nodes[lin].src) + [lin, body]
+      plan = Plan(self, order, True, [body], linear=list(self.nodes[lin].src))
+    scope = Scope(self, plan, "kernel", bindings=dict(enumerate(args)))
+    scope.run()
+    out = {}
+    for key, ver in (scope.eff.get(body) or {}).items():
+      if isinstance(key, tuple) and key[1] == "param" and ver is not ver.storage.base:
+        arr = scope.materialize(ver, 0, body)
+        out[key[2]] = arr.reshape(arr.shape[scope.R:]) if scope.R else arr
+    return out
+
+  def record(self, scope, i, val):
+    if val is None: return
+    self.trace[i] = val
+    if scope.R: self.trace_axes[i] = tuple(scope.plan.loop_nodes)
+
+

@@ -1,0 +1,316 @@
+"""Loops that carry a dependency through storage, evaluated without giving up vectorization.
+
+A kernel is evaluated with every RANGE as an array axis: all iterations at once. That is
+exact as long as no iteration reads what an earlier iteration of the same loop wrote.
+The one way a kernel graph says "read what the previous iteration wrote" is an AFTER
+that lists the RANGE itself among its dependencies, `AFTER(acc, init, r)`, read inside
+loop r, while a STORE inside loop r writes the same storage (tinygrad's accumulator:
+`acc.after(acc_init, *reduce_ranges)`). Such a loop is *carried*; a read through an
+AFTER that does not list the loop sees only what its dependencies stored (the
+unordered-read rule of refimpl/storage.py), so nothing else is carried.
+
+A carried loop is evaluated in one of two ways:
+
+1. Accumulation (the common case). Every store into the carried storage in loop r has
+   the form `STORE(T, OP(read, x))` (or `MULACC(a, b, read)`, which is ADD with
+   x = a*b): OP is one of the REDUCE ops (ADD, MUL, MAX), `read` reads the carried
+   storage at the same place T writes (same index nodes or equal constants, not
+   depending on r) and is used only there, and x does not depend on any carried read.
+   Then the value after iteration t is OP-accumulated over x[0..t]: one
+   `ufunc.accumulate` along r's axis, starting from the value before the loop, in the
+   dtype, in iteration order -- bit for bit what the sequential loop computes (float
+   rounding included; the gate of the store masks x with the identity). The reads and
+   the updates inside the loop get the exclusive and inclusive scans (only computed
+   when tracing), and the store writes the final value once.
+
+2. Anything else (`acc = acc*2 + x`, a read elsewhere in the buffer, a store at a
+   varying place): loop r runs sequentially, one iteration at a time, while every other
+   loop stays an array axis. Axis r has size 1 during an iteration and the RANGE holds
+   t; each carried AFTER reads a snapshot of the storage after iteration t-1. The writes
+   of all iterations are then concatenated along r, which is exactly the vectorized
+   write of the whole loop, so everything after the END sees what it would have.
+"""
+from __future__ import annotations
+import numpy as np
+from refimpl.errors import EvalError
+from refimpl.registry import UNITS, role
+from refimpl.storage import Write, Version, snapshot, merge_effects
+
+
+# ------------------------------------------------------------------ static analysis
+def storage_id(nodes, i):
+  """Storage roots that name the same storage (the same input, or one register)."""
+  n = nodes[i]
+  a = n.arg
+  if a.get("addrspace", "GLOBAL") != "GLOBAL": return ("local", i)
+  return (n.op, a.get("name") or a.get("slot"))
+
+
+def find_carried(plan, nodes):
+  """Fill plan.reductions (STORE -> Accumulation), plan.sequential (END -> Sequential),
+  plan.in_loop (nodes a sequential loop runs) and add the deferred updates."""
+  plan.reductions, plan.sequential, plan.in_loop = {}, {}, set()
+  axes, axis_of = plan.axes, plan.axis_of
+  stores: dict = {}
+  for i in plan.order:
+    if role(nodes[i].op) == "store" and nodes[i].src[0] in plan.root:
+      stores.setdefault(storage_id(nodes, plan.root[nodes[i].src[0]]), []).append(i)
+  carried: dict[int, list] = {}     # RANGE -> carried AFTERs
+  for a in plan.order:
+    if role(nodes[a].op) != "after" or a not in plan.read: continue
+    sid = storage_id(nodes, plan.root[a])
+    for r in nodes[a].src[1:]:
+      if nodes[r].op == "RANGE" and r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ())):
+        carried.setdefault(r, []).append(a)
+  for r, afters in carried.items():
+    specs = _accumulations(plan, nodes, r, afters, stores)
+    if specs is not None:
+      for s, spec in specs.items():
+        plan.reductions[s] = spec
+        plan.deferred.add(spec.update)
+    else:
+      _sequential(plan, nodes, r)
+
+
+class Accumulation:
+  __slots__ = ("range", "op", "read", "update", "contribution")
+
+  def __init__(self, r, op, read, update, contribution):
+    self.range, self.op, self.read, self.update, self.contribution = r, op, read, update, contribution
+
+
+def _index_signature(plan, nodes, i):
+  """The index sources along a storage chain, as comparable keys."""
+  sig = []
+  for link in plan.chain_links(i):
+    n = nodes[link]
+    if role(n.op) == "through" and len(n.src) > 1:
+      sig.append(tuple(_const_key(nodes, j) for j in n.src[1:]))
+    elif role(n.op) == "view": sig.append(("view", n.arg["offset"], n.arg["size"], n.arg["dtype"]))
+  return tuple(sig)
+
+
+def _const_key(nodes, j):
+  n = nodes[j]
+  if n.op == "CONST": return ("c", repr(n.arg["value"]), n.arg["dtype"])
+  if n.op == "VCONST": return ("v", repr(list(n.arg["values"])), n.arg["dtype"])
+  return ("n", j)
+
+
+def _accumulations(plan, nodes, r, afters, stores):
+  bit = 1 << plan.axis_of[r]
+  carried_afters = set(afters)
+  sids = {storage_id(nodes, plan.root[a]) for a in afters}
+  body_stores = [s for sid in sids for s in stores.get(sid, ()) if plan.axes[s] & bit]
+  specs, places = {}, {}
+  for s in body_stores:
+    st = nodes[s]
+    if st.op != "STORE": return None
+    v = st.src[1]
+    u = UNITS.get(nodes[v].op)
+    if u is None or u.accumulates is None or plan.uses[v] != [(s, 1)]: return None
+    slot, op, contribution = u.accumulates
+    spec = None
+    for k in ([slot] if slot is not None else range(len(nodes[v].src))):
+      rd = nodes[v].src[k]
+      if rd not in plan.root or plan.uses[rd] != [(v, k)]: continue
+      if not any(l in carried_afters for l in [rd] + plan.chain_links(rd)): continue
+      if storage_id(nodes, plan.root[rd]) != storage_id(nodes, plan.root[st.src[0]]): continue
+      sig = _index_signature(plan, nodes, rd)
+      if sig != _index_signature(plan, nodes, st.src[0]): continue
+      if any(plan.axes[j] & bit for part in sig for key in part if isinstance(key, tuple) and key[0] == "n" for j in [key[1]]): continue
+      others = [j for kk, j in enumerate(nodes[v].src) if kk != k]
+      if any(_reaches(plan, nodes, j, carried_afters, bit) for j in others): continue
+      spec = Accumulation(r, op, rd, v, contribution)
+      places.setdefault(storage_id(nodes, plan.root[rd]), []).append(sig)
+      break
+    if spec is None: return None
+    specs[s] = spec
+  for sigs in places.values():   # several accumulators in one buffer: at distinct constant places
+    if len(sigs) > 1 and (len(set(sigs)) != len(sigs) or any(k[0] == "n" for sig in sigs for part in sig for k in part if isinstance(k, tuple))):
+      return None
+  # the carried storage must not be read anywhere else in the loop
+  reads = {spec.read for spec in specs.values()}
+  updates = {spec.update for spec in specs.values()}
+  for a in carried_afters:
+    for c, k in plan.uses[a]:
+      if c in reads or c in updates: continue
+      if k == 0 and (role(nodes[c].op) == "store" or (c in plan.root and c not in plan.read)): continue
+      return None
+  return specs
+
+
+def _reaches(plan, nodes, j, targets, bit) -> bool:
+  """Does j depend on one of targets, looking only inside the loop (nodes that vary with it)?"""
+  stack, seen = [j], set()
+  while stack:
+    x = stack.pop()
+    if x in targets: return True
+    if x in seen or not plan.axes.get(x, 0) & bit: continue
+    seen.add(x)
+    stack.extend(nodes[x].src)
+  return False
+
+
+class Sequential:
+  __slots__ = ("range", "body", "carried")
+
+  def __init__(self, r, body, carried):
+    self.range, self.body, self.carried = r, body, carried
+
+
+def _sequential(plan, nodes, r):
+  ends = [i for i in plan.order if role(nodes[i].op) == "close" and r in nodes[i].src[1:]]
+  if len(ends) != 1:
+    raise EvalError(f"RANGE node {r} carries a dependency through storage but is closed by {len(ends)} ENDs (one is needed)", r, "RANGE", rule="eval.unsupported")
+  e = ends[0]
+  bit = 1 << plan.axis_of[r]
+  body = [i for i in plan.order if plan.axes.get(i, 0) & bit and i < e]
+  late = [i for i in plan.order if plan.axes.get(i, 0) & bit and i > e]
+  if late:
+    raise EvalError(f"node {late[0]} still depends on RANGE node {r} after its END node {e}", late[0], nodes[late[0]].op, rule="eval.unsupported")
+  carried = [a for a in body if role(nodes[a].op) == "after" and r in nodes[a].src[1:]]
+  plan.sequential[e] = Sequential(r, body, carried)
+  plan.in_loop.update(body)
+
+
+# ------------------------------------------------------------------ accumulation at runtime
+def reduction_write(scope, s, path, gate) -> Write:
+  """The write of an accumulation store: the value after the loop's last iteration."""
+  spec = scope.plan.reductions[s]
+  m, plan, R = scope.m, scope.plan, scope.R
+  node_v = m.nodes[spec.update]
+  d = plan.axis_of[spec.range]
+  n = scope.loop_sizes[d]
+  k_read = node_v.src.index(spec.read)
+  start = scope.values[spec.read]
+  srcs = [scope.values[j] for kk, j in enumerate(node_v.src) if kk != k_read]
+  rank = len(m.views[spec.update].shape)
+  srcs = [scope.align(a, rank) for a in srcs]
+  x = spec.contribution(m.views[spec.update].dtype, *srcs) if spec.contribution else srcs[0]
+  x = scope.align(np.asarray(x), rank)
+  dt = m.views[spec.update].dtype
+  x = np.broadcast_to(x, x.shape[:d] + (n,) + x.shape[d + 1:])
+  start = scope.align(start, rank)
+  valid = scope.loop_validity([spec.range])
+  g = gate if valid is None else (valid if gate is None else gate & valid)
+  if g is not None:
+    g = np.broadcast_to(g.reshape(g.shape + (1,) * (x.ndim - g.ndim)), np.broadcast_shapes(g.shape + (1,) * (x.ndim - g.ndim), x.shape))
+    x = np.where(g, x, _masked(spec.op, dt))
+  seq = accumulate(spec.op, dt, start, x, d)
+  if m.tracing:
+    m.record(scope, spec.read, np.take(seq, np.arange(n), axis=d))
+    m.record(scope, spec.update, np.take(seq, np.arange(1, n + 1), axis=d))
+  final = np.take(seq, [n], axis=d)
+  return Write(s, [(k, dd) for k, dd, _ in path], final, None)
+
+
+def _masked(op, dt):
+  """What a gated-off iteration contributes: an identity that keeps every value, -0.0 included."""
+  from refimpl.ops.reduce import identity
+  if op == "ADD" and dt in ("float16", "bfloat16", "float32", "float64"): return np.asarray(-0.0).astype(identity(op, dt).dtype)
+  return identity(op, dt)
+
+
+def accumulate(op, dt, start, x, d):
+  """[start, OP(start, x0), OP(OP(start, x0), x1), ...] along axis d, in the dtype."""
+  start = np.take(start, [0], axis=d)   # the value before the loop (the same along the loop)
+  full = np.broadcast_shapes(start.shape[:d] + start.shape[d + 1:], x.shape[:d] + x.shape[d + 1:])
+  start = np.broadcast_to(start, full[:d] + (1,) + full[d:])
+  x = np.broadcast_to(x, full[:d] + (x.shape[d],) + full[d:])
+  seq = np.concatenate([start, x], axis=d)
+  if op == "ADD": return np.add.accumulate(seq, axis=d, dtype=seq.dtype)
+  if op == "MUL": return np.multiply.accumulate(seq, axis=d, dtype=seq.dtype)
+  if seq.dtype.kind == "f" or dt == "bfloat16":
+    f = seq.astype(np.float32) if dt == "bfloat16" else seq
+    r = np.maximum.accumulate(f, axis=d)
+    pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=d)
+    r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
+    return r.astype(seq.dtype) if dt == "bfloat16" else r
+  return np.maximum.accumulate(seq, axis=d)
+
+
+# ------------------------------------------------------------------ sequential loops
+def run_sequential(scope, ctx):
+  """Run the body of a carried loop one iteration at a time (see the module docstring)."""
+  m, plan = scope.m, scope.plan
+  spec = plan.sequential[ctx.i]
+  r, body = spec.range, spec.body
+  d = plan.axis_of[r]
+  nodes = m.nodes
+  bound = np.asarray(scope.values[nodes[r].src[0]])
+  if bound.size != 1:
+    raise EvalError("a loop that carries a dependency needs the same bound everywhere", r, "RANGE", rule="eval.unsupported")
+  n = max(int(bound.reshape(-1)[0]), 0)
+  inbody = set(body)
+  inner = {i for e, sq in plan.sequential.items() if e in inbody for i in sq.body}
+  walk = [i for i in body if i != r and i not in inner and i not in plan.deferred]
+  # what the body sees from before the loop
+  before = merge_effects([scope.eff.get(j) for i in body for j in nodes[i].src if j not in inbody]) or {}
+  carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
+  state = {}
+  for a, st in carried.items():
+    pre = merge_effects([scope.eff.get(j) for j in nodes[a].src if j not in inbody]) or {}
+    state[a] = pre.get(st.key) or st.base
+  per_iter: dict = {}       # storage key -> [writes of iteration 0, writes of iteration 1, ...]
+  storages: dict = {}
+  traced: dict[int, list] = {}
+  scope.pinned += 1
+  saved = scope.loop_sizes[d]
+  try:
+    scope.loop_sizes[d] = 1
+    for t in range(n):
+      scope.values[r] = np.full((1,) * scope.R, t, dtype=np.int64)
+      starts = {}
+      for a, st in carried.items():   # the carried reads see everything earlier iterations stored
+        arr = scope.materialize(state[a], plan.axes[a], a)
+        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), plan.axes[a])
+      for i in walk: scope.step(i)
+      last = merge_effects([scope.eff.get(i) for i in walk]) or {}
+      for key, ver in last.items():
+        start = starts.get(key) or before.get(key) or ver.storage.base
+        ws, v = [], ver
+        while v is not None and v is not start and v.write is not None and v.seq > start.seq:
+          ws.append(v.write); v = v.parent
+        if ws:
+          per_iter.setdefault(key, [[] for _ in range(t)]).append(ws[::-1])
+          storages[key] = ver.storage
+      for key in per_iter:
+        if len(per_iter[key]) < t + 1: per_iter[key].append([])
+      for a, st in carried.items(): state[a] = last.get(st.key, state[a])
+      if m.tracing:
+        for i in walk:
+          v = scope.values.get(i)
+          if isinstance(v, np.ndarray): traced.setdefault(i, []).append(v)
+  finally:
+    scope.loop_sizes[d] = saved
+    scope.pinned -= 1
+    for a in carried: scope.override.pop(a, None)
+  scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
+  # after the loop: the state before it plus every iteration's writes, write by write
+  eff = dict(merge_effects([before] + [scope.eff.get(j) for j in nodes[ctx.i].src if j not in inbody]) or {})
+  for key, iters in per_iter.items():
+    st = storages[key]
+    if len({len(ws) for ws in iters}) != 1:
+      raise EvalError("the iterations of a sequential loop made different numbers of writes", r, "RANGE", rule="eval.unsupported")
+    v = eff.get(key) or st.base
+    for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], d))
+    eff[key] = v
+  ctx.eff = eff
+  if m.tracing:
+    for i, vs in traced.items():
+      if len(vs) == n and n and all(v.shape[d] == 1 for v in vs): m.record(scope, i, np.concatenate(vs, axis=d))
+  for i in body:   # release what the body used, once
+    if i != r: scope.consumed(i)
+
+
+def _concat(ws, d) -> Write:
+  """The writes one store made in each iteration, as one write over the whole loop."""
+  def cat(xs): return np.concatenate([np.asarray(x) for x in xs], axis=d)
+  first = ws[0]
+  path = []
+  for k, (kind, data) in enumerate(first.path):
+    if kind == "index": path.append((kind, [cat([w.path[k][1][j] for w in ws]) for j in range(len(data))]))
+    else: path.append((kind, data))
+  gate = None if first.gate is None else cat([w.gate for w in ws])
+  return Write(first.node, path, cat([w.value for w in ws]), gate, first.mode)

@@ -1,0 +1,117 @@
+"""NumPy storage types and exact rounding, read from spec/dtypes.yaml.
+
+Every dtype is stored in the NumPy type the table names (`np`), bfloat16 through
+ml_dtypes. Arithmetic happens in the dtype's own width:
+  * integers wrap (decision int-wrap): sums and products are computed on the unsigned
+    view of the same width, where NumPy's modular arithmetic is defined and warning-free;
+  * float32 and float64 compute in themselves, never silently widened;
+  * float16 and bfloat16 compute in float32 and round once (decision float-arith: exact
+    for + - * / sqrt, since float32 has more than 2p+2 bits of either);
+  * conversions that NumPy or ml_dtypes round twice (float64 -> bfloat16, wide integers
+    -> bfloat16) go through round-to-odd, which makes the second rounding exact.
+"""
+from __future__ import annotations
+import numpy as np
+import ml_dtypes
+from tinyspec.dtypes import DTYPES
+
+_EXTRA = {"bfloat16": np.dtype(ml_dtypes.bfloat16)}
+NP: dict[str, np.dtype] = {n: _EXTRA.get(n) or np.dtype(d.np) for n, d in DTYPES.items() if d.np}
+CLS: dict[str, str] = {n: d.cls for n, d in DTYPES.items()}
+NARROW = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and d.itemsize < 4)   # computed in float32
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+BF16 = _EXTRA["bfloat16"]
+
+
+def np_dtype(name: str) -> np.dtype: return NP[name]
+def is_float(name: str) -> bool: return CLS[name] == "float"
+def is_int(name: str) -> bool: return CLS[name] in ("int", "uint", "index")
+def is_signed_int(name: str) -> bool: return CLS[name] in ("int", "index")
+def is_bool(name: str) -> bool: return CLS[name] == "bool"
+
+
+def unsigned(name: str) -> np.dtype:
+  """The unsigned NumPy type of the same width (for wrap-around arithmetic and shifts)."""
+  return np.dtype(f"uint{DTYPES[name].itemsize * 8}")
+
+
+def bits(name: str) -> int: return DTYPES[name].itemsize * 8
+
+
+def arr(x, name: str) -> np.ndarray:
+  """x as an ndarray of dtype `name` (0-d for scalars)."""
+  return np.asarray(x, dtype=NP[name])
+
+
+def zeros(shape, name: str) -> np.ndarray: return np.zeros(shape, dtype=NP[name])
+
+
+# ------------------------------------------------------------------ float computation
+def compute_type(name: str) -> np.dtype:
+  """The NumPy type float arithmetic of `name` runs in."""
+  return F32 if name in NARROW else NP[name]
+
+
+def up(x: np.ndarray, name: str) -> np.ndarray:
+  return x.astype(F32) if name in NARROW else x
+
+
+def down(x: np.ndarray, name: str) -> np.ndarray:
+  """A float32 (or same-type) result rounded once to `name` (NumPy and ml_dtypes round
+  float32 to float16/bfloat16 to nearest even)."""
+  t = NP[name]
+  return x if x.dtype == t else x.astype(t)
+
+
+def float_op(fn, name: str, *xs):
+  """fn on float operands of dtype `name`, rounded once to `name`."""
+  if name in NARROW: return down(np.asarray(fn(*[x.astype(F32) for x in xs])), name)
+  return np.asarray(fn(*xs))
+
+
+def int_op(fn, name: str, *xs):
+  """fn on integer operands of dtype `name`, computed modulo 2^bits on unsigned views."""
+  t, u = NP[name], unsigned(name)
+  return np.asarray(fn(*[x.view(u) for x in xs])).astype(u, copy=False).view(t)
+
+
+def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
+  """float64 -> float32 rounding to odd: truncate, then set the last bit if inexact. A
+  following round-to-nearest to any format with <= 22 mantissa bits is then exact."""
+  with np.errstate(all="ignore"):
+    f = x.astype(F32)
+    back = f.astype(F64)
+    inexact = (back != x) & ~np.isnan(x)
+    over = inexact & (np.abs(back) > np.abs(x))
+    f = np.where(over, np.nextafter(f, np.zeros_like(f)), f)
+    b = f.view(np.uint32)
+    b = np.where(inexact, b | np.uint32(1), b)
+  return b.astype(np.uint32).view(F32)
+
+
+def from_f64(x: np.ndarray, name: str) -> np.ndarray:
+  """A float64 value rounded once (to nearest even) to float dtype `name`."""
+  t = NP[name]
+  x = np.asarray(x, dtype=F64)
+  if t == F64: return x
+  if name == "bfloat16": return round_to_odd_f32(x).astype(BF16)
+  with np.errstate(over="ignore"):
+    return x.astype(t)   # float32 and float16: NumPy rounds float64 directly
+
+
+def int_to_float(x: np.ndarray, src: str, name: str) -> np.ndarray:
+  """An integer array converted to float dtype `name`, rounded once to nearest even."""
+  t = NP[name]
+  if name != "bfloat16":
+    return x.astype(t)   # C conversions of integers to float/double/half round once
+  if DTYPES[src].itemsize < 8: return from_f64(x.astype(F64), name)   # exact in float64
+  # 64-bit values of 2^53 and more: fold the bits below bit 20 into a sticky bit, so float64
+  # holds the value exactly (at most 44 significant bits) without changing how it rounds to
+  # 8 bits (the rounding position is then bit 46 or higher).
+  neg = x < 0 if is_signed_int(src) else np.zeros(x.shape, bool)
+  mag = np.where(neg, (np.uint64(0) - x.view(np.uint64)), x.view(np.uint64)).astype(np.uint64)
+  sticky = (mag & np.uint64((1 << 20) - 1)) != 0
+  jam = ((mag >> np.uint64(20)) | sticky.astype(np.uint64)) << np.uint64(20)
+  f = np.where(mag >= np.uint64(1 << 53), jam, mag).astype(F64)
+  return from_f64(np.where(neg, -f, f), name)

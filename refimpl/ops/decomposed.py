@@ -1,0 +1,87 @@
+"""Decomposed elementwise ops (category `decomposed`) evaluated DIRECTLY with their true
+semantics; tinyspec.decompose expands them into primitives, and the tests hold the two
+within the op's tolerance.
+
+EXP2, LOG2, SIN and POW are computed in float64 and rounded once to the dtype: decision
+transcendental-accuracy measures ULPs from the correctly rounded result, so the reference
+should be that result (float64 carries 29 more bits than float32; for float64 operands
+NumPy's float64 functions are used as they are). SQRT, DIV and MULACC are IEEE operations
+computed in the dtype (float16/bfloat16 in float32, rounded once)."""
+from __future__ import annotations
+import numpy as np
+from refimpl.registry import unit
+from refimpl.numeric import float_op, int_op, is_float, from_f64, F64
+from refimpl.ops.elementwise import arith, _cmp
+
+
+@unit("NEG")
+def neg(ctx, x):   # integers wrap: -MIN = MIN
+  return float_op(np.negative, ctx.dtype, x) if is_float(ctx.dtype) else int_op(np.negative, ctx.dtype, x)
+
+
+@unit("SUB")
+def sub(ctx, a, b): return arith(np.subtract, ctx.dtype, a, b)
+
+
+@unit("DIV")
+def div(ctx, a, b): return float_op(np.divide, ctx.dtype, a, b)
+
+
+@unit("CMPGT")
+def cmpgt(ctx, a, b): return _cmp(np.greater, ctx, a, b)
+
+
+@unit("CMPGE")
+def cmpge(ctx, a, b): return _cmp(np.greater_equal, ctx, a, b)
+
+
+@unit("CMPLE")
+def cmple(ctx, a, b): return _cmp(np.less_equal, ctx, a, b)
+
+
+@unit("CMPEQ")
+def cmpeq(ctx, a, b): return _cmp(np.equal, ctx, a, b)
+
+
+@unit("NOT")
+def not_(ctx, x): return np.logical_not(x)
+
+
+def transcendental(fn, name, *xs):
+  """fn evaluated in float64 and rounded once to float dtype `name`."""
+  return from_f64(fn(*[x.astype(F64) for x in xs]), name)
+
+
+@unit("EXP2")
+def exp2(ctx, x): return transcendental(np.exp2, ctx.dtype, x)
+
+
+@unit("LOG2")
+def log2(ctx, x): return transcendental(np.log2, ctx.dtype, x)   # log2(±0) = -inf, log2(x<0) = NaN
+
+
+@unit("SIN")
+def sin(ctx, x): return transcendental(np.sin, ctx.dtype, x)     # sin(±inf) = NaN
+
+
+@unit("SQRT")
+def sqrt(ctx, x): return float_op(np.sqrt, ctx.dtype, x)         # IEEE: correctly rounded in the dtype
+
+
+def pow64(a, b):
+  """a^b as decision pow-domain: the accurate power where a > 0 and b*log2(a) is finite;
+  elsewhere exactly what EXP2(b * LOG2(a)) gives in IEEE arithmetic (a < 0 -> NaN,
+  ±0^b -> 0 for b > 0 and inf for b < 0, 0^0, 1^inf and inf^0 -> NaN)."""
+  m = b * np.log2(a)
+  ordinary = (a > 0) & np.isfinite(m)
+  return np.where(ordinary, np.power(np.where(ordinary, a, 1.0), b), np.exp2(m))
+
+
+@unit("POW")
+def pow_(ctx, a, b): return transcendental(pow64, ctx.dtype, a, b)
+
+
+@unit("MULACC")
+def mulacc(ctx, a, b, c):   # a*b rounded, then + c rounded: never fused
+  name = ctx.dtype
+  return arith(np.add, name, arith(np.multiply, name, a, b), c)

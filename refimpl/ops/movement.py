@@ -1,0 +1,57 @@
+"""Movement ops: views where NumPy has them (PERMUTE, FLIP, RESHAPE when contiguous,
+EXPAND as a zero-copy broadcast, SHRINK), copies where it has not (PAD, STACK, INDEX).
+All but INDEX, STACK and BITCAST exist only at tensor level (no loop axes)."""
+from __future__ import annotations
+import numpy as np
+from refimpl.registry import unit
+
+
+
+@unit("PERMUTE", alloc=0)
+def permute(ctx, x): return np.transpose(x, ctx.arg)
+
+
+@unit("FLIP", alloc=0)
+def flip(ctx, x): return x[tuple(slice(None, None, -1) if f else slice(None) for f in ctx.arg)]
+
+
+@unit("RESHAPE", alloc=0)
+def reshape(ctx, x, _s): return x.reshape(ctx.shape)   # copies (and is then counted) only if x is strided
+
+
+@unit("EXPAND", alloc=0)
+def expand(ctx, x, _s): return np.broadcast_to(x, ctx.shape)
+
+
+@unit("PAD")
+def pad(ctx, x, _o, _s):
+  """T placed at offset o; everything else is invalid and reads as zero (decision pad-fill)."""
+  o = ctx.shape_value(1)
+  out = np.zeros(ctx.shape, x.dtype)
+  out[tuple(slice(a, a + n) for a, n in zip(o, x.shape))] = x
+  return out
+
+
+@unit("SHRINK", alloc=0)
+def shrink(ctx, x, _o, _s):
+  o, s = ctx.shape_value(1), ctx.shape_value(2)
+  return x[tuple(slice(a, a + n) for a, n in zip(o, s))]
+
+
+@unit("INDEX", raw=True, role="through")
+def index(ctx):
+  """Outer indexing from the left (()-shaped indices remove their axis, (k,)-shaped ones
+  make it k). Out of range: zero at tensor level (decisions index-oob, pad-fill); in a
+  kernel an ungated out-of-range read is refused (memory safety), see Scope.read_index."""
+  return ctx.s.read_index(ctx.i, ctx.value(0), [ctx.value(k) for k in range(1, len(ctx.node.src))])
+
+
+@unit("STACK")
+def stack(ctx, *xs):
+  R = ctx.R
+  if R:
+    full = np.broadcast_shapes(*[x.shape[:R] for x in xs])
+    xs = [np.broadcast_to(x, full + x.shape[R:]) for x in xs]
+  return np.stack(xs, axis=R)
+
+

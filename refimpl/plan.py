@@ -1,0 +1,174 @@
+"""Static analysis of one scope (the nodes one evaluation pass runs), done once before
+any value is computed. Linear-time, iterative passes over the scope's nodes in order.
+
+What it finds:
+  * consumers of every node (for freeing values after their last use);
+  * storage chains: for each link (INDEX, AFTER, BUFFER_VIEW, marker) the storage root
+    it leads to, and whether its value is READ at all (an INDEX that is only a STORE
+    target is never gathered);
+  * the REDUCE(ADD) over a large broadcast MUL that is computed as one einsum;
+  * in kernels: the loop axes (one per RANGE/SPECIAL), the axes each node varies over,
+    the IF blocks it sits in, which reads are gated, and the loops that carry a
+    dependency through storage (see refimpl/loops.py).
+"""
+from __future__ import annotations
+from collections import defaultdict
+from refimpl.registry import UNITS, role
+from refimpl.errors import EvalError
+
+FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built
+
+
+def _numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
+
+
+class Plan:
+  def __init__(self, m, order: list[int], kernel: bool, roots: list[int], linear: list[int] | None = None):
+    self.m, self.order, self.kernel, self.roots = m, order, kernel, roots
+    nodes = m.nodes
+    self.uses: dict[int, list] = defaultdict(list)
+    for i in order:
+      for k, j in enumerate(nodes[i].src): self.uses[j].append((i, k))
+    self._chains(nodes)
+    self.fused: dict[int, int] = {}     # MUL node -> the REDUCE that consumes it as a sum of products
+    self.deferred: set[int] = set()     # not evaluated in order (fused, or computed by their consumer)
+    self._fusion(nodes)
+    self.naxes = 0
+    self.axes: dict[int, int] = {}
+    self.axis_of: dict[int, int] = {}
+    self.ifs: dict = {}
+    self.gated: set[int] = set()
+    self.reductions: dict = {}
+    self.sequential: dict = {}
+    self.in_loop: set[int] = set()
+    if kernel: self._kernel(nodes, linear)
+
+  # ---------------------------------------------------------------- storage chains
+  def _chains(self, nodes):
+    self.root: dict[int, int] = {}    # chain node -> its storage root node
+    for i in self.order:
+      n = nodes[i]
+      r = role(n.op)
+      if r == "storage": self.root[i] = i
+      elif r in ("through", "view", "after") and n.src and n.src[0] in self.root: self.root[i] = self.root[n.src[0]]
+    # links whose index values a later node still needs (a STORE's target, an AFTER's
+    # chain, a kernel CALL's arguments): counted as extra uses so they stay alive
+    self.extra: dict[int, list] = {}
+    for i in self.order:
+      n = nodes[i]
+      r = role(n.op)
+      targets = n.src[:1] if r in ("store", "after") else n.src[1:] if r == "call" else ()
+      extra = [j for t in targets for link in self.chain_links(t) if role(nodes[link].op) == "through" for j in nodes[link].src[1:]]
+      if extra: self.extra[i] = extra
+    self.read: set[int] = set()
+    rootset = set(self.roots)
+    for i in reversed(self.order):
+      if i not in self.root: continue
+      if i in rootset or any(self._reads(c, k) for c, k in self.uses[i]): self.read.add(i)
+
+  def _reads(self, c, k) -> bool:
+    r = role(self.m.nodes[c].op)
+    if r == "store": return k != 0
+    if r in ("after", "through", "view"): return c in self.read if k == 0 else r == "through"
+    if r in ("effect", "close", "barrier", "endif"): return False
+    if r == "reduce": return k == 0
+    if r == "if": return k == 0
+    return True
+
+  def chain_links(self, i) -> list[int]:
+    """The chain from the storage root (exclusive) down to i (inclusive)."""
+    out = []
+    nodes = self.m.nodes
+    while self.root.get(i, i) != i:
+      out.append(i)
+      i = nodes[i].src[0]
+    return out[::-1]
+
+  # ---------------------------------------------------------------- REDUCE(ADD) of a product
+  def _fusion(self, nodes):
+    if self.m.tracing: return
+    views = self.m.views
+    for i in self.order:
+      n = nodes[i]
+      if n.op != "REDUCE" or n.arg.get("op") != "ADD" or not n.src: continue
+      j = n.src[0]
+      if nodes[j].op != "MUL" or len(self.uses[j]) != 1 or j in self.roots: continue
+      if views[j].dtype not in ("float32", "float64"): continue
+      size = _numel(views[j].shape) * self._static_loop_size(j, n)
+      a, b = (views[s].shape for s in nodes[j].src)
+      if size >= FUSE_MIN_ELEMENTS and size > 2 * max(_numel(a), _numel(b)):
+        self.fused[j] = i
+        self.deferred.add(j)
+
+  def _static_loop_size(self, j, reduce_node) -> int:
+    if not self.kernel: return 1
+    size = 1
+    for r in reduce_node.src[1:]:
+      mm = self.m.views[self.m.nodes[r].src[0]].min_max
+      size *= max(int(mm[1]), 1) if mm else 1
+    return size
+
+  # ---------------------------------------------------------------- kernels
+  def _kernel(self, nodes, linear):
+    views = self.m.views
+    loops = [i for i in self.order if role(nodes[i].op) == "loop"]
+    if linear is not None:
+      pos = {n: k for k, n in enumerate(linear)}
+      loops.sort(key=lambda i: (nodes[i].op != "SPECIAL", pos.get(i, 0)))
+    else:   # parallel thread indices outermost, then loops by their id (lower id = outer)
+      loops.sort(key=lambda i: (nodes[i].op != "SPECIAL", str(nodes[i].arg.get("name", "")) if nodes[i].op == "SPECIAL" else "",
+                                nodes[i].arg.get("id", 0) if isinstance(nodes[i].arg, dict) else 0, i))
+    self.axis_of = {r: d for d, r in enumerate(loops)}
+    self.loop_nodes = loops
+    self.naxes = len(loops)
+    depth = max((len(views[i].shape) for i in self.order if isinstance(views[i].shape, tuple) and all(isinstance(d, int) for d in views[i].shape)), default=0)
+    if self.naxes + depth > 60:
+      raise EvalError(f"the kernel has {self.naxes} loop axes; with values of rank {depth} that is more array axes than NumPy allows", rule="eval.unsupported")
+    local_bits = 0
+    for r in loops:
+      if nodes[r].op == "SPECIAL" and str(nodes[r].arg.get("name", "")).startswith("l"): local_bits |= 1 << self.axis_of[r]
+    axes = self.axes
+    for i in self.order:
+      n = nodes[i]
+      mask = 0
+      for j in n.src: mask |= axes.get(j, 0)
+      r = role(n.op)
+      if r == "loop": mask |= 1 << self.axis_of[i]
+      elif r in ("close", "reduce"):
+        for j in n.src[1:]:
+          if j in self.axis_of: mask &= ~(1 << self.axis_of[j])
+      elif r == "barrier": mask &= ~local_bits
+      axes[i] = mask
+    # IF blocks: a node is inside every IF it depends on (not through the IF's ENDIF); in a
+    # LINEAR also inside every IF whose block its position falls in.
+    self.ifs: dict[int, frozenset] = {}
+    empty = frozenset()
+    open_at: dict[int, frozenset] = {}
+    if linear is not None:
+      stack: list[int] = []
+      for i in linear:
+        r = role(nodes[i].op)
+        if r == "endif" and nodes[i].src and nodes[i].src[0] in stack: stack.remove(nodes[i].src[0])
+        open_at[i] = frozenset(stack)
+        if r == "if": stack.append(i)
+    for i in self.order:
+      n = nodes[i]
+      s = open_at.get(i, empty)
+      for j in n.src:
+        sj = self.ifs.get(j, empty)
+        if sj: s = s | sj
+      r = role(n.op)
+      if r == "if": s = s | {i}
+      elif r == "endif" and n.src: s = s - {n.src[0]}
+      self.ifs[i] = s
+    # reads whose every consumer gates them (LOAD with a gate): out-of-range is fine where the gate is false
+    self.gated: set[int] = set()
+    for i in self.order:
+      if i in self.root and i in self.read and self.uses[i]:
+        if all(role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3 for c, k in self.uses[i]):
+          self.gated.add(i)
+    from refimpl.loops import find_carried
+    self.carried = find_carried(self, nodes)

@@ -1,0 +1,374 @@
+"""One evaluation pass: the nodes of a graph, a function body or a kernel, in order.
+
+Every node is computed once from its sources' values by its unit (refimpl/ops), after a
+budget check; a value is dropped when its last consumer has run (unless tracing). Each
+node also carries its *effects*: for every storage a STORE ordered before it touched,
+the Version that store made (refimpl/storage.py). AFTER reads the version its sources
+carry; STORE makes a new one.
+
+In a kernel (refimpl/plan.py decides the loop axes) every value has one leading array
+axis per loop, of size 1 where it does not depend on that loop, followed by its own
+shape; elementwise units see operands whose own dims are right-aligned. Loops that carry
+a dependency through storage are refimpl/loops.py's business.
+"""
+from __future__ import annotations
+import numpy as np
+from refimpl.errors import EvalError
+from refimpl.registry import UNITS, role
+from refimpl.numeric import NP
+from refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
+from refimpl.ops.elementwise import truth
+from refimpl.ops.source import byte_view
+from refimpl import loops
+
+_FACTOR = {"elementwise": 2.0, "decomposed": 3.0}   # temporaries per result byte (float32/64 round trips)
+
+
+class NodeCtx:
+  """What a unit sees: the node, its derived properties and its sources' values."""
+  __slots__ = ("s", "i", "node", "view", "eff")
+
+  def __init__(self, s, i, eff):
+    self.s, self.i, self.eff = s, i, eff
+    self.node, self.view = s.m.nodes[i], s.m.views[i]
+
+  @property
+  def op(self): return self.node.op
+  @property
+  def arg(self): return self.node.arg
+  @property
+  def dtype(self): return self.view.dtype
+  @property
+  def shape(self): return self.view.shape
+  @property
+  def R(self): return self.s.R
+  @property
+  def kernel(self): return self.s.kernel
+  def value(self, k): return self.s.values[self.node.src[k]]
+  def src_dtype(self, k): return self.s.m.views[self.node.src[k]].dtype
+  def src_shape(self, k): return self.s.m.views[self.node.src[k]].shape
+
+  def shape_value(self, k):
+    v = self.s.m.views[self.node.src[k]].value
+    return v if isinstance(v, tuple) else (v,)
+
+
+class Scope:
+  def __init__(self, m, plan, kind: str, bindings: dict | None = None):
+    self.m, self.plan, self.kind = m, plan, kind
+    self.kernel = plan.kernel
+    self.R = plan.naxes
+    self.loop_sizes = [1] * self.R
+    self.valid_of: dict[int, np.ndarray] = {}   # loop axis -> iterations that run (bounds that vary)
+    self.varying = 0
+    self.bindings = bindings
+    self.values: dict = {}
+    self.eff: dict = {}
+    self.held: dict = {}        # tensor-level STOREs keep their new contents alive here
+    self.oob: dict = {}         # gated reads: where the index was in range
+    self.if_gate: dict = {}
+    self.override: dict = {}    # AFTER -> Version, inside a sequential loop
+    self.storages: dict = {}    # root node -> Storage
+    self.local: dict = {}       # scope-local storage key -> Storage
+    self.pinned = 0
+    self.keep = set(plan.roots)
+    self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
+    for extra in plan.extra.values():
+      for j in extra: self.counts[j] = self.counts.get(j, 0) + 1
+
+  # ---------------------------------------------------------------- the walk
+  def run(self):
+    skip = self.plan.deferred | self.plan.in_loop
+    for i in self.plan.order:
+      if i not in skip: self.step(i)
+
+  def step(self, i):
+    m, plan = self.m, self.plan
+    node = m.nodes[i]
+    u = UNITS[node.op]
+    eff = merge_effects([self.eff.get(j) for j in node.src]) if node.src else None
+    ctx = NodeCtx(self, i, eff)
+    unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
+    if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
+    if unread_link: val = None
+    elif u.raw: val = u.fn(ctx)
+    else: val = u.fn(ctx, *self.args(i))
+    if val is not None and not isinstance(val, tuple): val = self.finish(i, val)
+    self.values[i] = val
+    if ctx.eff: self.eff[i] = ctx.eff
+    if m.tracing: m.record(self, i, val)
+    if not self.pinned: self.consumed(i)
+
+  def consumed(self, i):
+    for j in self.m.nodes[i].src: self.release(j)
+    for j in self.plan.extra.get(i, ()): self.release(j)
+
+  def release(self, j):
+    c = self.counts.get(j, 0) - 1
+    self.counts[j] = c
+    if c > 0 or j in self.keep or self.m.tracing: return
+    self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
+    if j in self.plan.deferred: self.consumed(j)
+
+  def args(self, i):
+    node = self.m.nodes[i]
+    vals = [self.values[j] for j in node.src]
+    if self.R and self.m.T.ops[node.op].category in ("elementwise", "decomposed"):
+      rank = len(self.m.views[i].shape)
+      vals = [self.align(a, rank) for a in vals]
+    return vals
+
+  def align(self, a, rank):
+    """Insert size-1 dims after the loop axes so that a's own dims are right-aligned to rank."""
+    k = a.ndim - self.R
+    return a if k >= rank else a.reshape(a.shape[:self.R] + (1,) * (rank - k) + a.shape[self.R:])
+
+  def finish(self, i, val):
+    val = np.asarray(val)
+    view = self.m.views[i]
+    if self.R and val.ndim == len(view.shape): val = val.reshape((1,) * self.R + val.shape)
+    want = NP.get(view.dtype)
+    if want is not None and val.dtype != want:
+      raise EvalError(f"internal error: the unit made {val.dtype} where the node has dtype {view.dtype}", i, self.m.nodes[i].op, rule="eval.internal")
+    self.m.budget.track(val)
+    return val
+
+  def estimate(self, i, u) -> int:
+    view = self.m.views[i]
+    dt = view.dtype
+    if not isinstance(dt, str) or dt == "void" or not isinstance(view.shape, tuple): return 0
+    n = NP[dt].itemsize * u.alloc * _FACTOR.get(self.m.T.ops[self.m.nodes[i].op].category, 1.0)
+    for d in view.shape: n *= d
+    return int(n * self.loop_numel(self.plan.axes.get(i, 0)))
+
+  def loop_numel(self, mask) -> int:
+    n, d = 1, 0
+    while mask:
+      if mask & 1: n *= self.loop_sizes[d]
+      mask >>= 1; d += 1
+    return n
+
+  # ---------------------------------------------------------------- storage
+  def storage(self, i) -> Storage:
+    st = self.storages.get(i)
+    if st is not None: return st
+    m = self.m
+    node, view = m.nodes[i], m.views[i]
+    arg = node.arg
+    addr = arg.get("addrspace", "GLOBAL")
+    if node.op == "PARAM" and self.bindings is not None:
+      slot = arg["slot"]
+      key = (id(self), "param", slot)
+      st = self.local.get(key)
+      if st is None:
+        if slot not in self.bindings: raise EvalError(f"PARAM slot {slot} has no argument", i, node.op, rule="FUNCTION.param")
+        st = self.local[key] = Storage(key, f"param{slot}", view.dtype, view.shape, addr, np.asarray(self.bindings[slot]))
+    elif addr != "GLOBAL":
+      key = (id(self), "local", i)
+      st = self.local[key] = Storage(key, f"{addr.lower()}{arg.get('slot', i)}", view.dtype, view.shape, addr, np.zeros(view.shape, NP[view.dtype]), output=False)
+    else:
+      st = m.global_storage(i)
+    if len(node.src) == 3: self.check_bounds(i, st)
+    if st.dtype != view.dtype or st.shape != tuple(view.shape):
+      raise EvalError(f"storage {st.name} is used as {view.dtype}{list(view.shape)} here and as {st.dtype}{list(st.shape)} elsewhere", i, node.op, rule="eval.storage")
+    self.storages[i] = st
+    return st
+
+  def check_bounds(self, i, st):
+    """A symbolic size: its value must lie in [min, max]."""
+    node = self.m.nodes[i]
+    lo, hi = (self.values[j] for j in node.src[1:3])
+    v = st.initial
+    if v.size and (np.any(v < lo.min()) or np.any(v > hi.max())):
+      raise EvalError(f"{st.name} = {v.reshape(-1)[0]} is outside its bounds [{lo.reshape(-1)[0]}, {hi.reshape(-1)[0]}]", i, node.op, rule="PARAM.bounds", exit_code=2)
+
+  def root_value(self, i):
+    st = self.storage(i)
+    if i not in self.plan.read: return None
+    return self.materialize(st.base, 0, i)
+
+  def materialize(self, ver, keep, i):
+    st = ver.storage
+    if ver.cached(keep) is None and ver.write is not None:
+      self.m.budget.need(int(st.initial.nbytes * self.loop_numel(keep)) * 2, i, self.m.nodes[i].op, "the buffer's contents")
+    out = materialize(ver, keep, tuple(self.loop_sizes), self.R)
+    self.m.budget.track(out)
+    return out
+
+  def runtime_path(self, t) -> list:
+    steps = []
+    nodes = self.m.nodes
+    for link in self.plan.chain_links(t):
+      n = nodes[link]
+      r = role(n.op)
+      if r == "through" and len(n.src) > 1: steps.append(("index", [self.values[j] for j in n.src[1:]], link))
+      elif r == "view": steps.append(("view", (n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]]), link))
+    return steps
+
+  # ---------------------------------------------------------------- reads
+  def read_index(self, i, T, idxs):
+    node = self.m.nodes[i]
+    R = self.R
+    if R and len(idxs) == 1:
+      d = self.plan.axis_of.get(node.src[1])
+      if d is not None and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
+        t = np.swapaxes(T, d, R)[(slice(None),) * d + (slice(0, self.loop_sizes[d]),)]   # x[i] for the loop index i: a view
+        return t.reshape(t.shape[:R] + t.shape[R + 1:])
+    out, valid = gather(T, idxs, R)
+    if valid is None: return out
+    if self.kernel:
+      if i in self.plan.gated: self.oob[i] = valid
+      else:
+        g = self.guard(i)
+        bad = ~valid if g is None else (~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim)))
+        if np.any(bad): self.out_of_bounds(i, node, idxs, bad, "read")
+    return zero_invalid(out, valid)
+
+  def out_of_bounds(self, i, node, idxs, bad, what, store=None):
+    shape = self.m.views[node.src[0]].shape
+    at = tuple(int(x[0]) for x in np.nonzero(bad))
+    got = tuple(int(np.broadcast_to(a, bad.shape)[at]) for a in layout(idxs, self.R))
+    by = f" by STORE node {store}" if store is not None else ""
+    raise EvalError(f"out-of-bounds {what}{by}: index {got} into shape {tuple(shape)} with no gate covering it "
+                    "(a kernel must never touch memory out of bounds)", i, node.op, rule="eval.oob")
+
+  def check_gated_read(self, i, src, gate):
+    gate = truth(gate)
+    valid = self.oob.get(src)
+    if valid is not None:
+      g = self.guard(i)
+      g = gate if g is None else gate & g
+      bad = ~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim))
+      if np.any(bad):
+        n = self.m.nodes[src]
+        self.out_of_bounds(src, n, [self.values[j] for j in n.src[1:]], bad, "read")
+    return gate
+
+  def guard(self, i):
+    """Where node i runs: the gates of the IF blocks it is in and the iterations of loops
+    with varying bounds. None when it always runs."""
+    if not self.kernel: return None
+    ifs = self.plan.ifs.get(i)
+    var = self.plan.axes.get(i, 0) & self.varying
+    if not ifs and not var: return None
+    g = None
+    for f in ifs or ():
+      gv = self.if_gate[f]
+      g = gv if g is None else g & gv
+    d = 0
+    while var:
+      if var & 1:
+        g = self.valid_of[d] if g is None else g & self.valid_of[d]
+      var >>= 1; d += 1
+    return g
+
+  def loop_validity(self, ranges):
+    g = None
+    for r in ranges:
+      d = self.plan.axis_of[r]
+      if self.varying >> d & 1: g = self.valid_of[d] if g is None else g & self.valid_of[d]
+    return g
+
+  def full_along(self, ranges, *arrays):
+    dims = [self.plan.axis_of[r] for r in ranges]
+    out = []
+    for a in arrays:
+      shp = list(a.shape)
+      for d in dims: shp[d] = self.loop_sizes[d]
+      out.append(np.broadcast_to(a, tuple(shp)))
+    return out
+
+  # ---------------------------------------------------------------- writes and order
+  def store(self, ctx, mode):
+    i, node = ctx.i, ctx.node
+    t = node.src[0]
+    st = self.storage(self.plan.root[t])
+    path = self.runtime_path(t)
+    val = self.values[node.src[1]]
+    gate = truth(self.values[node.src[2]]) if len(node.src) > 2 and mode == "set" else None
+    g = self.guard(i)
+    if g is not None: gate = g if gate is None else gate & g
+    if self.kernel: self.check_write(i, path, gate)
+    if i in self.plan.reductions: write = loops.reduction_write(self, i, path, gate)
+    else: write = Write(i, [(k, d) for k, d, _ in path], val, gate, mode)
+    self.new_version(ctx, i, st, write)
+    return None
+
+  def new_version(self, ctx, i, st, write):
+    ver = Version(st, (ctx.eff or {}).get(st.key) or st.base, write)
+    if self.R == 0: self.held[i] = self.materialize(ver, 0, i)   # tensor level: apply now, keep while needed
+    ctx.eff = dict(ctx.eff or {})
+    ctx.eff[st.key] = ver
+
+  def check_write(self, i, path, gate):
+    """Memory safety: an ungated write must be in bounds (a gated one may not be, where the
+    gate is false)."""
+    nodes = self.m.nodes
+    for kind, data, link in path:
+      if kind != "index": continue
+      shape = self.m.views[nodes[link].src[0]].shape
+      bad = None
+      for j, a in enumerate(layout(data, self.R)):
+        b = (a < 0) | (a >= shape[j])
+        bad = b if bad is None else bad | b
+      if bad is None or not np.any(bad): continue
+      if gate is not None: bad = bad & gate.reshape(gate.shape + (1,) * (bad.ndim - gate.ndim))
+      if np.any(bad): self.out_of_bounds(link, nodes[link], data, bad, "write", store=i)
+
+  def after(self, ctx):
+    i, node = ctx.i, ctx.node
+    st = self.storage(self.plan.root[i])
+    ver = self.override.get(i)
+    if ver is not None:
+      ctx.eff = dict(ctx.eff or {})
+      ctx.eff[st.key] = ver
+    else:
+      ver = (ctx.eff or {}).get(st.key) or st.base
+    if i not in self.plan.read: return None
+    x = self.materialize(ver, self.plan.axes.get(i, 0), i)
+    for link in self.plan.chain_links(node.src[0]):   # the chain below the AFTER, replayed on this version
+      n = self.m.nodes[link]
+      r = role(n.op)
+      if r == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[j] for j in n.src[1:]])
+      elif r == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
+    return x
+
+  def loop_axis(self, i, bound):
+    d = self.plan.axis_of[i]
+    b = np.asarray(bound)
+    if b.size == 1: n = max(int(b.reshape(-1)[0]), 0)
+    else:
+      n = max(int(b.max()), 0) if b.size else 0
+    self.m.budget.need(n * 8, i, self.m.nodes[i].op, "its iterations")
+    it = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (self.R - d - 1))
+    if b.size > 1:
+      self.valid_of[d] = it < b
+      self.varying |= 1 << d
+    self.loop_sizes[d] = n
+    return it
+
+  def open_if(self, i, gate):
+    self.if_gate[i] = truth(gate)
+
+  def end(self, ctx):
+    if ctx.i in self.plan.sequential: loops.run_sequential(self, ctx)
+    return None
+
+  def call(self, ctx):
+    node = ctx.node
+    m = self.m
+    body = node.src[0]
+    bop = m.nodes[body].op
+    args = [ctx.value(k) for k in range(1, len(node.src))]
+    if bop == "TUPLE":
+      value, body_eff = m.run_function(body, args)
+      if body_eff: ctx.eff = merge_effects([ctx.eff, {k: v for k, v in body_eff.items() if isinstance(k, str)}])
+      return value
+    results = m.run_kernel(body, args, ctx.i)
+    for slot, arr in sorted(results.items()):
+      a = node.src[slot + 1]
+      if a not in self.plan.root: continue   # a computed argument: what the kernel wrote there is dropped
+      st = self.storage(self.plan.root[a])
+      path = [(k, d) for k, d, _ in self.runtime_path(a)]
+      self.new_version(ctx, ctx.i, st, Write(ctx.i, path, arr.reshape((1,) * self.R + arr.shape)))
+    return None

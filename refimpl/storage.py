@@ -1,0 +1,300 @@
+"""Mutable storage as immutable versions, and the gather/scatter both levels share.
+
+Storage (a BUFFER, a PARAM, a kernel's REG/LOCAL buffer) never changes in place. A STORE
+makes a new Version: its parent plus one Write. A reader sees the version its storage
+expression is ordered after (through AFTER); so a read that is not ordered after a store
+sees the contents before it, and two unordered stores are both seen, applied in file
+order, by a reader ordered after both.
+
+Kernel values carry one leading array axis per loop axis (RANGE or SPECIAL) of the
+kernel, of size 1 where the value does not depend on that loop. Storage state can vary
+over loops too (a register is per thread): `materialize(version, keep)` gives the state
+as seen at points of the loop axes in the bitmask `keep` -- per point along `keep`,
+and with every iteration of the other loops applied in iteration order (last write wins).
+"""
+from __future__ import annotations
+import itertools
+import weakref
+import numpy as np
+
+_seq = itertools.count(1)
+
+
+class Write:
+  """One STORE (or ATOMICADD) at every point of its loops: `path` leads from the storage
+  root to the target ((kind, data) steps: ("index", [index arrays]) or
+  ("view", (byte offset, size, np dtype))); `value` and `gate` are loop-prefixed arrays."""
+  __slots__ = ("node", "path", "value", "gate", "mode")
+
+  def __init__(self, node, path, value, gate=None, mode="set"):
+    self.node, self.path, self.value, self.gate, self.mode = node, path, value, gate, mode
+
+
+class Version:
+  """A state of one storage: `parent` + `write`, or the initial contents (parent None).
+  Materialized arrays are cached weakly: whoever still holds one (a node's value) keeps
+  it; otherwise it is rebuilt from the nearest ancestor that is still cached."""
+  __slots__ = ("storage", "parent", "write", "seq", "cache", "strong", "__weakref__")
+
+  def __init__(self, storage, parent=None, write=None):
+    self.storage, self.parent, self.write = storage, parent, write
+    self.seq = next(_seq)
+    self.cache: dict = {}
+    self.strong = None
+
+  def cached(self, keep):
+    ref = self.cache.get(keep)
+    return None if ref is None else ref()
+
+  def remember(self, keep, a):
+    try: self.cache[keep] = weakref.ref(a)
+    except TypeError: pass
+
+
+class Storage:
+  """A buffer's identity: its key (input name or a local key), dtype, shape, addrspace,
+  and initial contents (an array of the buffer's shape, without loop axes)."""
+  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output")
+
+  def __init__(self, key, name, dtype, shape, addrspace, initial, output=True):
+    self.key, self.name, self.dtype, self.shape, self.addrspace = key, name, dtype, tuple(shape), addrspace
+    self.initial, self.output = initial, output
+    self.base = Version(self)
+
+
+# ------------------------------------------------------------------ versions
+def is_ancestor(a: Version, b: Version) -> bool:
+  """a is b or an ancestor of b."""
+  while b is not None and b.seq >= a.seq:
+    if b is a: return True
+    b = b.parent
+  return False
+
+
+def merge(a: Version, b: Version) -> Version:
+  """The version a reader ordered after both a and b sees."""
+  if a is b or is_ancestor(b, a): return a
+  if is_ancestor(a, b): return b
+  # unordered stores: both apply, in file order, on their common ancestor
+  chain_a, chain_b = _chain(a), _chain(b)
+  common = set(map(id, chain_a)) & set(map(id, chain_b))
+  base = next(v for v in chain_a if id(v) in common)
+  writes = [v.write for v in chain_a + chain_b if id(v) not in common]
+  writes = sorted({id(w): w for w in writes}.values(), key=lambda w: w.node)
+  v = base
+  for w in writes: v = Version(base.storage, v, w)
+  return v
+
+
+def _chain(v: Version) -> list:
+  out = []
+  while v is not None: out.append(v); v = v.parent
+  return out
+
+
+def merge_effects(effs):
+  """Merge several {storage key: Version} maps (None entries ignored); shares an input
+  map when it already holds everything."""
+  out = None
+  for e in effs:
+    if not e or e is out: continue
+    if out is None: out = e; continue
+    merged = None
+    for k, v in e.items():
+      cur = out.get(k) if merged is None else merged.get(k)
+      if cur is v: continue
+      nv = v if cur is None else merge(cur, v)
+      if nv is cur: continue
+      if merged is None: merged = dict(out)
+      merged[k] = nv
+    if merged is not None: out = merged
+  return out
+
+
+# ------------------------------------------------------------------ materialize
+def materialize(v: Version, keep: int, loop_sizes: tuple, R: int) -> np.ndarray:
+  """The contents of version v as an array of shape (P..., *buffer shape), P having the
+  loop size for the axes in `keep` and 1 elsewhere. Read-only."""
+  keep &= _varying(v, R)   # per point only along loops some write actually varies over
+  got = v.cached(keep)
+  if got is not None: return got
+  chain, cur, base = [], v, None
+  while True:
+    if cur.write is None:   # the initial contents, or a snapshot taken inside a sequential loop
+      base = _start(cur, keep, R)
+      break
+    got = cur.cached(keep)
+    if got is not None: base = got; break
+    chain.append(cur); cur = cur.parent
+  st = v.storage
+  P = tuple(n if keep >> d & 1 else 1 for d, n in enumerate(loop_sizes))
+  if not chain:
+    out = np.broadcast_to(base, P + st.shape) if base.shape[:R] != P else base
+    v.remember(keep, out)
+    return out
+  state = np.array(np.broadcast_to(base, P + st.shape))   # a private, contiguous copy
+  for ver in reversed(chain): apply_write(state, ver.write, keep, loop_sizes, R)
+  state.flags.writeable = False
+  v.remember(keep, state)
+  return state
+
+
+def _varying(v: Version, R: int) -> int:
+  """Loop axes (bitmask) along which the writes of v's chain (or its snapshot) vary."""
+  mask = 0
+  while v is not None:
+    if v.write is None:
+      if v.strong is not None: mask |= v.strong[1]
+      break
+    w = v.write
+    arrays = [w.value] + ([w.gate] if w.gate is not None else []) + [a for kind, data in w.path if kind == "index" for a in data]
+    for a in arrays:
+      for d in range(min(R, np.ndim(a))):
+        if a.shape[d] > 1: mask |= 1 << d
+    v = v.parent
+  return mask
+
+
+def _start(v: Version, keep: int, R: int) -> np.ndarray:
+  if v.strong is None:
+    return v.storage.initial.reshape((1,) * R + v.storage.shape)
+  arr, mask = v.strong
+  if mask & ~keep:
+    from refimpl.errors import EvalError
+    raise EvalError(f"storage {v.storage.name} is read at a different loop nesting than the sequential loop that carries it", rule="eval.unsupported")
+  return arr
+
+
+def snapshot(storage: Storage, arr: np.ndarray, mask: int) -> Version:
+  """A version whose contents are given (per point along the loop axes in `mask`)."""
+  v = Version(storage)
+  v.strong = (arr, mask)
+  return v
+
+
+# ------------------------------------------------------------------ gather (reads)
+def layout(idxs: list, R: int) -> list:
+  """Index arrays reshaped for outer indexing with loop axes: index j's own dims go to
+  their place among all the indices' dims, after the R loop axes."""
+  kdims = [a.ndim - R for a in idxs]
+  nI, off, out = sum(kdims), 0, []
+  for a, k in zip(idxs, kdims):
+    out.append(a.reshape(a.shape[:R] + (1,) * off + a.shape[R:] + (1,) * (nI - off - k)))
+    off += k
+  return out
+
+
+def gather(T: np.ndarray, idxs: list, R: int):
+  """Outer indexing from the left with loop-prefixed arrays: T is (L..., S...), each index
+  is (L_j..., I_j) with I_j () or (k,). Returns (values of shape (L'..., I_1.., I_n..,
+  S[n:]...), valid mask of shape (L'..., I...) or None when every index is in range).
+  Out-of-range positions read T's element 0 (the caller zeroes or refuses them)."""
+  S = T.shape[R:]
+  idxs = layout(idxs, R)
+  nI = idxs[0].ndim - R if idxs else 0
+  index, valid = [], None
+  for d in range(R):
+    n = T.shape[d]
+    shp = (1,) * d + (n,) + (1,) * (R - d - 1 + nI)
+    index.append(np.zeros(shp, np.intp) if n == 1 else np.arange(n).reshape(shp))
+  for j, a in enumerate(idxs):
+    ok = (a >= 0) & (a < S[j])
+    if not ok.all():
+      a = np.where(ok, a, np.zeros((), a.dtype))
+      valid = ok if valid is None else valid & ok
+    index.append(a)
+  return T[tuple(index)], valid
+
+
+def zero_invalid(x: np.ndarray, valid):
+  """Set the elements read through an out-of-range index to zero (decision pad-fill)."""
+  if valid is None: return x
+  extra = x.ndim - valid.ndim
+  v = valid.reshape(valid.shape + (1,) * extra)
+  return np.where(v, x, np.zeros((), x.dtype))
+
+
+# ------------------------------------------------------------------ scatter (writes)
+def resolve_target(state: np.ndarray, path: list, R: int):
+  """The region a path points into: (flat writable (P..., n) view, per-point shape, the
+  index steps to apply to it)."""
+  region = state
+  steps = []
+  for kind, data in path:
+    if kind == "view":
+      off, size, dt = data
+      flat = region.reshape(region.shape[:R] + (-1,))
+      b = flat.view(np.uint8) if flat.dtype.itemsize != 1 or flat.dtype != np.uint8 else flat
+      region = b[..., off:off + size * dt.itemsize].view(dt)
+      steps = []
+    else:
+      steps.append(data)
+  shape = region.shape[R:]
+  return region.reshape(region.shape[:R] + (-1,)), shape, steps
+
+
+def target_positions(shape, steps, R: int):
+  """Element positions (in the flattened per-point buffer) the index steps select, as a
+  loop-prefixed array, and their validity mask (None when all are in range). Positions
+  read through an out-of-range index become -1, so later steps keep them invalid."""
+  n = 1
+  for d in shape: n *= d
+  ids = np.arange(n, dtype=np.intp).reshape((1,) * R + tuple(shape))
+  any_bad = False
+  for idxs in steps:
+    ids, ok = gather(ids, idxs, R)
+    if ok is not None:
+      ids = np.where(ok.reshape(ok.shape + (1,) * (ids.ndim - ok.ndim)), ids, -1)
+      any_bad = True
+  return ids, ((ids >= 0) if any_bad else None)
+
+
+def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: int) -> None:
+  """Apply w to a private state array (P_keep..., S) in place: every point of w's loops,
+  in iteration order; loops outside `keep` land on the same state (merged, last wins)."""
+  flat, shape, steps = resolve_target(state, w.path, R)
+  ids, valid = target_positions(shape, steps, R)
+  val = w.value
+  nv = ids.ndim - R   # value dims of the target
+  vshape = val.shape[:R]
+  B = np.broadcast_shapes(ids.shape[:R], vshape, flat.shape[:R], *(() if w.gate is None else (w.gate.shape[:R],)))
+  full = B + ids.shape[R:]
+  ids = np.broadcast_to(ids, full)
+  val = np.broadcast_to(val.reshape(val.shape[:R] + (1,) * (nv - (val.ndim - R)) + val.shape[R:]), full)
+  mask = None
+  if valid is not None: mask = np.broadcast_to(valid, full)
+  if w.gate is not None:
+    g = np.broadcast_to(w.gate.reshape(w.gate.shape[:R] + (1,) * nv), full)
+    mask = g if mask is None else (mask & g)
+  # flat position in `flat`: loop coordinates on the kept axes, then the element id
+  P = flat.shape[:R]
+  npp = flat.shape[R]
+  pos = ids.astype(np.intp, copy=False)
+  stride = npp
+  for d in range(R - 1, -1, -1):
+    if P[d] > 1:
+      coord = np.arange(P[d], dtype=np.intp).reshape((1,) * d + (P[d],) + (1,) * (len(full) - d - 1))
+      pos = pos + coord * stride
+    stride *= P[d]
+  pos = np.broadcast_to(pos, full).reshape(-1)
+  vals = val.reshape(-1)
+  if mask is not None:
+    m = mask.reshape(-1)
+    pos, vals = pos[m], vals[m]
+  target = flat.reshape(-1) if flat.flags.c_contiguous else None
+  if w.mode == "add":
+    if target is None: raise AssertionError("ATOMICADD into a strided view")
+    np.add.at(target, pos, vals)
+    return
+  if pos.size > 1 and not (pos[1:] > pos[:-1]).all():
+    _, last = np.unique(pos[::-1], return_index=True)   # keep the last write to each element
+    sel = pos.size - 1 - last
+    pos, vals = pos[sel], vals[sel]
+  if target is not None:
+    if pos.size and pos[-1] - pos[0] == pos.size - 1:   # strictly increasing and dense: a slice
+      target[pos[0]:pos[-1] + 1] = vals
+    else:
+      target[pos] = vals
+  else:
+    flat[np.unravel_index(pos, flat.shape)] = vals
+
