@@ -1,0 +1,163 @@
+"""Running a compiled program: storage, inputs, kernel launches, outputs.
+
+Inputs are keyed as refimpl.evaluate keys them (docs/architecture.md): a BUFFER by its
+arg `name` or `buf{slot}`, a top-level PARAM by `name` or `param{slot}`; a missing
+input starts as zeros. Outputs: `out{k}` for a value root; when a root is a side effect,
+every program buffer (or PARAM) a kernel stored to, under its input name.
+
+Intermediate buffers live in one arena laid out by the memory plan (compiler.memplan).
+Every device of the program is the one device the kernels run on (the host for `c`, the
+OpenCL device for `opencl`): an n-tuple device's buffer is held whole.
+"""
+from __future__ import annotations
+import base64
+import numpy as np
+from tinyspec.uop import UOp
+from tinyspec.intervals import np_dtype
+from compiler.props import props, CompileError
+
+
+def input_name(u: UOp) -> str:
+  a = u.arg
+  if a.get("name"): return a["name"]
+  return f"buf{a['slot']}" if u.op == "BUFFER" else f"param{a['slot']}"
+
+
+def _numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
+
+
+def constant_data(u: UOp) -> np.ndarray:
+  """The contents of a VCONST or BINARY used as data."""
+  if u.op == "BINARY": return np.frombuffer(base64.b64decode(u.arg["data"]), dtype=np.uint8).copy()
+  dt = props(u).dtype
+  vals = [float(v) if isinstance(v, str) else v for v in u.arg["values"]]
+  with np.errstate(all="ignore"):
+    return np.array(vals, dtype=np.float64 if np_dtype(dt).kind == "f" or np_dtype(dt).name == "bfloat16" else None).astype(np_dtype(dt)) \
+      if vals else np.zeros(0, np_dtype(dt))
+
+
+class HostMemory:
+  """Storage for the C target: NumPy arrays."""
+  def alloc(self, nbytes: int): return np.zeros(max(nbytes, 1), dtype=np.uint8)
+  def view(self, base, offset: int, nbytes: int): return base[offset:offset + max(nbytes, 1)]
+  def upload(self, handle, arr: np.ndarray): handle[:arr.nbytes] = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+  def download(self, handle, shape, dt: str) -> np.ndarray:
+    n = _numel(shape) * np_dtype(dt).itemsize
+    return handle[:n].copy().view(np_dtype(dt)).reshape(shape)
+  def pointer(self, handle) -> int: return handle.ctypes.data
+  def finish(self): pass
+
+
+class CLMemory:
+  """Storage for the OpenCL target: cl.Buffers (views are aligned sub-buffers)."""
+  def __init__(self):
+    import pyopencl as cl
+    from compiler.runtime.opencl import device
+    self.cl = cl
+    self.ctx, self.queue, self.dev = device()
+    self.align = max(self.dev.mem_base_addr_align // 8, 1)
+
+  def alloc(self, nbytes: int):
+    buf = self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, max(nbytes, 1))
+    self.cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, max(nbytes, 1))
+    return buf
+
+  def view(self, base, offset: int, nbytes: int):
+    if offset == 0 and nbytes >= base.size: return base
+    if offset % self.align: raise CompileError("compile.unsupported", f"a view at byte offset {offset} is not aligned to the device's {self.align} bytes")
+    return base.get_sub_region(offset, max(nbytes, 1))
+
+  def upload(self, handle, arr: np.ndarray):
+    if arr.nbytes: self.cl.enqueue_copy(self.queue, handle, np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
+
+  def download(self, handle, shape, dt: str) -> np.ndarray:
+    out = np.empty(_numel(shape) * np_dtype(dt).itemsize, dtype=np.uint8)
+    if out.nbytes: self.cl.enqueue_copy(self.queue, out, handle)
+    return out.view(np_dtype(dt)).reshape(shape)
+
+  def finish(self): self.queue.finish()
+
+
+class Executable:
+  """A compiled program, ready to run any number of times."""
+
+  def __init__(self, compiled):
+    self.c = compiled
+    self.target = compiled.target
+    if self.target == "c":
+      from compiler.runtime.c import CProgram
+      self.mem = HostMemory()
+      self.programs = [CProgram(ks) for ks in compiled.sources]
+    else:
+      from compiler.runtime.opencl import CLProgram
+      self.mem = CLMemory()
+      self.programs = [CLProgram(ks) for ks in compiled.sources]
+
+  def storages(self) -> list[UOp]:
+    seen: dict[UOp, None] = {}
+    for k in self.c.schedule.kernels:
+      for a in k.args: seen[a] = None
+    for o in self.c.schedule.outputs:
+      if o.storage is not None: seen[o.storage] = None
+    return list(seen)
+
+  def run(self, inputs: dict | None = None, threads: int | None = None) -> dict[str, np.ndarray]:
+    inputs = dict(inputs or {})
+    s = self.c.schedule
+    mem = self.mem
+    plan = s.meta.get("memory", {"buffers": {}, "arena": 0})
+    arena = mem.alloc(plan["arena"]) if plan["arena"] else None
+    handles: dict[UOp, object] = {}
+    vals: dict[UOp, int] = {}
+    storages = self.storages()
+    for u in storages:
+      pr = props(u)
+      nbytes = _numel(pr.shape) * np_dtype(pr.dtype).itemsize
+      if u in s.intermediates:
+        off, size = plan["buffers"][u.arg["slot"]]
+        handles[u] = mem.view(arena, off, size)
+      elif u.op == "BUFFER_VIEW":
+        base = u.src[0]
+        if base not in handles: handles[base] = self._input(base, inputs)
+        handles[u] = mem.view(handles[base], u.arg["offset"], nbytes)
+      elif u.op in ("VCONST", "BINARY"):
+        h = mem.alloc(nbytes); mem.upload(h, constant_data(u)); handles[u] = h
+      elif u.op == "PARAM" and len(u.src) == 3:
+        vals[u] = int(np.asarray(inputs.get(input_name(u), props(u).min_max[0])).reshape(()))
+      else:
+        handles[u] = self._input(u, inputs)
+    for k, prog in zip(s.kernels, self.programs):
+      args = [handles.get(a) for a in k.args]
+      v = [vals.get(a, 0) for a in k.args]
+      if self.target == "c": prog([mem.pointer(h) if h is not None else 0 for h in args], v, threads)
+      else: prog(args, v)
+    mem.finish()
+    out: dict[str, np.ndarray] = {}
+    for n, o in enumerate(s.outputs):
+      if o.kind == "value":
+        pr = props(o.storage)
+        out[f"out{n}"] = np.asarray(vals[o.storage], dtype=np_dtype(pr.dtype)) if o.storage in vals else mem.download(handles[o.storage], pr.shape, pr.dtype)
+    if any(o.kind == "void" for o in s.outputs):
+      for k in s.kernels:
+        for slot in k.writes:
+          a = k.args[slot]
+          if a in s.intermediates or a.op not in ("BUFFER", "PARAM"): continue
+          pr = props(a)
+          out[input_name(a)] = mem.download(handles[a], pr.shape, pr.dtype)
+    return out
+
+  def _input(self, u: UOp, inputs: dict):
+    pr = props(u)
+    nbytes = _numel(pr.shape) * np_dtype(pr.dtype).itemsize
+    h = self.mem.alloc(nbytes)
+    name = input_name(u)
+    if name in inputs:
+      arr = np.asarray(inputs[name])
+      if arr.shape != tuple(pr.shape):
+        if arr.size != _numel(pr.shape): raise ValueError(f"input {name}: shape {arr.shape}, the graph's {u.op} has shape {tuple(pr.shape)}")
+        arr = arr.reshape(pr.shape)
+      self.mem.upload(h, arr.astype(np_dtype(pr.dtype), copy=False))
+    return h

@@ -1,0 +1,36 @@
+"""Stage 5, instruction selection: every op becomes one the target renders.
+
+A decomposed op (ops.yaml category `decomposed`) stays when spec/render.yaml has a case
+for it on the target and the node's dtypes (NEG, SUB, the comparisons, DIV, SQRT, EXP2,
+... are native C / OpenCL operators or libm calls whose results meet the table's
+tolerances); otherwise it is replaced by its table decomposition
+(`tinyspec.decompose.expand`, e.g. THREEFRY). Any other op without a rule is refused
+with rule compile.unsupported.
+"""
+from __future__ import annotations
+from tinyspec.uop import UOp
+from compiler.props import CompileError
+from compiler.rewrite import toposort
+from compiler.tables import category, render_tables
+from compiler import render as R
+
+
+def _lowerable(u: UOp, target: str) -> bool:
+  return u.op not in render_tables()["ops"] or R.select_case(u, target) is not None
+
+
+def isel(sink: UOp, target: str) -> UOp:
+  nodes = toposort(sink)
+  need = {u.op for u in nodes if category(u.op) == "decomposed" and not (u.op in render_tables()["ops"] and R.select_case(u, target) is not None)}
+  if need:
+    from tinyspec.decompose import expand, decomposed_ops, DecompositionError
+    missing = sorted(need - decomposed_ops())
+    if missing: raise CompileError("compile.unsupported", f"{', '.join(missing)} has no render rule for {target} and no decomposition")
+    try:
+      sink = expand(sink, ops=need)
+    except DecompositionError as e:
+      raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
+  for u in toposort(sink):
+    if u.op in render_tables()["ops"] and R.select_case(u, target) is None:
+      raise CompileError("compile.unsupported", f"{u.op} has no {target} rule for its dtypes", u)
+  return sink

@@ -1,0 +1,117 @@
+"""The lowering pipeline of seed 001, one function per stage, each graph -> graph:
+
+  callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
+
+`compile_graph` runs them all and keeps each stage's output as a graph (`Compiled.stages`):
+stages up to isel are tensor-level schedule graphs (CALLs of kernel SINKs) that the
+validator accepts and the reference evaluator runs; linearize and render give one
+program-level graph per kernel (LINEAR, then PROGRAM(LINEAR, SOURCE)).
+The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
+are the inputs) or a linearized program (LINEAR: rendered as it is).
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinyspec.graph import Graph
+from tinyspec.uop import UOp
+from tinyspec.tables import tables
+from tinyspec.validate import validate, detect_level
+from compiler.props import CompileError, props
+from compiler.schedule import Kernel, Output, Schedule
+from compiler.rewrite import toposort
+from compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
+from compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
+
+STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
+
+
+@dataclass
+class Compiled:
+  target: str
+  schedule: Schedule
+  sources: list                       # render.KernelSource per kernel, in execution order
+  stages: dict = field(default_factory=dict)   # stage name -> Graph, or list of Graphs (one per kernel)
+
+  def source(self) -> str:
+    return "\n".join(f"// kernel {k.name}\n{k.source}" for k in self.sources)
+
+  def executable(self):
+    from compiler.executor import Executable
+    return Executable(self)
+
+  def run(self, inputs=None, threads=None):
+    return self.executable().run(inputs, threads)
+
+
+def check_input(g: Graph, allow_untrusted: bool = False) -> str:
+  """Validate; refuse untrusted ops. Returns the graph's level."""
+  res = validate(g)
+  if not res.ok:
+    d = res.diagnostics[0]
+    more = f" (and {len(res.diagnostics) - 1} more)" if len(res.diagnostics) > 1 else ""
+    raise CompileError(d.rule, d.format() + more)
+  T = tables()
+  if not allow_untrusted:
+    for i, n in enumerate(g.nodes):
+      if T.ops[n.op].untrusted:
+        raise CompileError("compile.untrusted", f"node {i} ({n.op}) is untrusted: refused without --allow-untrusted")
+  return res.level
+
+
+def _map_kernels(s: Schedule, fn) -> Schedule:
+  return Schedule([Kernel(fn(k), k.args, k.writes, k.name) for k in s.kernels], s.outputs, s.intermediates, dict(s.meta))
+
+
+def _kernel_schedule(sink: UOp) -> Schedule:
+  """A bare kernel: its PARAMs are the program's inputs and outputs."""
+  params = sorted({u for u in toposort(sink) if u.op == "PARAM"}, key=lambda p: p.arg["slot"])
+  slots = [p.arg["slot"] for p in params]
+  if slots != list(range(len(slots))):
+    raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1 (two PARAMs share a slot?)")
+  writes = _rangeify._kernel_sink_slots(sink)
+  return Schedule([Kernel(sink, params, writes, "kernel")], [Output("void")], set(), {})
+
+
+def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True) -> Compiled:
+  """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl"."""
+  if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
+  if isinstance(g, UOp): g = Graph.from_uops(g)
+  elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
+  level = check_input(g, allow_untrusted)
+  roots = g.root_uops()
+  stages: dict = {"input": g}
+  keep = (lambda name, val: stages.__setitem__(name, val)) if keep_stages else (lambda name, val: None)
+
+  if level == "program":
+    if len(roots) != 1 or roots[0].op != "LINEAR": raise CompileError("compile.form", "a program-level graph is compiled from its LINEAR root")
+    lin = roots[0]
+    sched = _kernel_schedule(UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END"))))
+    sched.kernels[0].sink = lin
+    kernels_lin = [lin]
+  else:
+    if level == "kernel":
+      if len(roots) != 1 or roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
+      sched = _kernel_schedule(roots[0])
+      keep("rangeify", sched.graph())
+    else:
+      roots = _callify.callify(roots)
+      keep("callify", Graph.from_uops(*roots, level="tensor"))
+      sched = _rangeify.rangeify(roots)
+      keep("rangeify", sched.graph())
+    sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, (opts or {}).get(k.name, ()) if isinstance(opts, dict) else opts or ()))
+    keep("optimize", sched.graph())
+    sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
+    keep("expand", sched.graph())
+    sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target))
+    keep("isel", sched.graph())
+    kernels_lin = [_linearize.linearize(k.sink) for k in sched.kernels]
+    keep("linearize", [Graph.from_uops(l, level="program") for l in kernels_lin])
+  sched.meta["memory"] = _memplan.plan(sched)
+  keep("memplan", sched.graph())
+  sources = []
+  for k, lin in zip(sched.kernels, kernels_lin):
+    ks = _render.render(lin, k.name, target)
+    k.program = ks
+    sources.append(ks)
+  keep("render", [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")
+                  for lin, ks in zip(kernels_lin, sources)])
+  return Compiled(target, sched, sources, stages)

@@ -1,0 +1,537 @@
+"""Stage 2, rangeify: decide the kernel split and break every tensor down to shape ().
+
+Which values get a buffer of their own ("realized"):
+  * the program's value roots, and the non-storage arguments of kernel CALLs;
+  * the ops in render.yaml `schedule.realize` (CONTIGUOUS, LOAD, COPY);
+  * an *expensive* value (one whose inlined computation contains a REDUCE) that would
+    otherwise be computed more than once: it has several data consumers, or a consumer
+    broadcasts it (EXPAND, an elementwise op with a larger shape, a gather).
+Everything else is inlined into the kernel that needs it: elementwise chains fuse with
+their reduce, and a reduce fuses with the elementwise ops after it, so
+`((a+b)*c).sum()` is one kernel. Cheap shared values (elementwise over loads) are
+recomputed rather than stored, which costs less memory traffic than a round trip; the
+schedule's meta counts them (`recomputed`).
+
+Each realized value and each tensor STORE becomes a kernel: a SINK over PARAMs in which
+the output is written element by element, `STORE(INDEX(out, r0, r1...), value)` closed
+by `END(..., r0, r1...)`. Reading a tensor at an index tuple turns movement ops into
+index arithmetic (simplified by compiler.symbolic): PERMUTE reorders, FLIP reflects,
+RESHAPE flattens and splits, EXPAND pins broadcast axes to 0, SHRINK shifts, PAD shifts
+and masks (`WHERE(valid, x, 0)`: decision pad-fill), INDEX reads its index operands and
+masks out-of-range ones (decision index-oob), STACK selects, REDUCE opens RANGEs of type
+REDUCE. Storage reads are `INDEX(PARAM, i...)`, whose out-of-range reads are zero by
+the same decision: the renderer proves them in bounds or guards them.
+
+Devices: every device of the program (n-tuple devices included) is the one device the
+kernels run on, so a COPY or device LOAD is a copy kernel and an n-tuple buffer is held
+whole (decided in docs: compiler section of the README).
+"""
+from __future__ import annotations
+from tinyspec.uop import UOp
+from tinyspec.tables import tables
+from tinyspec.dtypes import dtype as _dt
+from compiler.props import props, const, shape_operand, CompileError
+from compiler.rewrite import Matcher, Pat
+from compiler.schedule import Kernel, Output, Schedule
+from compiler.symbolic import simplify, build_sum
+from compiler.tables import policy, is_alu
+
+ZERO = const(0, "index")
+TRUE = const(True, "bool")
+
+
+def _numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
+
+
+def _dims(u: UOp) -> tuple:
+  v = props(u).value
+  return v if isinstance(v, tuple) else (v,)
+
+
+def _zero(dtype: str) -> UOp: return const(False if _dt(dtype).cls == "bool" else 0, dtype)
+
+
+_SIMP: dict = {}
+
+
+def sym(u: UOp) -> UOp:
+  """Simplified index/bool expression (cached: the same expression is built often)."""
+  r = _SIMP.get(u)
+  if r is None:
+    r = simplify(u)
+    if len(_SIMP) > 200_000: _SIMP.clear()
+    _SIMP[u] = r
+  return r
+
+
+def _and(a: UOp, b: UOp) -> UOp:
+  if a is TRUE: return b
+  if b is TRUE: return a
+  return sym(UOp("AND", (a, b)))
+
+
+def _in_range(v: UOp, n: int) -> UOp:
+  """0 <= v < n, simplified (true when the interval proves it)."""
+  lo = sym(UOp("CMPNE", (UOp("CMPLT", (v, const(0, props(v).dtype))), TRUE)))
+  return _and(lo, sym(UOp("CMPLT", (v, const(n, props(v).dtype)))))
+
+
+def _as_index(v: UOp) -> UOp:
+  return v if props(v).dtype == "index" else sym(UOp("CAST", (v,), "index"))
+
+
+def _bcast(sshape: tuple, oshape: tuple, idx: tuple) -> tuple:
+  """The index into a source of shape sshape broadcast to oshape (right-aligned)."""
+  off = len(oshape) - len(sshape)
+  return tuple(ZERO if d == 1 else idx[off + j] for j, d in enumerate(sshape))
+
+
+# ------------------------------------------------------------------ reading a tensor at an index
+# Each reader is a generator: it yields (source, index) for the values it needs and
+# returns the kernel-level scalar. KernelBuilder.value drives them with an explicit stack.
+def _alu(b, x, idx):
+  shape = props(x).shape
+  vals = []
+  for s in x.src:
+    vals.append((yield s, _bcast(props(s).shape, shape, idx)))
+  return UOp(x.op, tuple(vals), x.arg)
+
+
+def _same(b, x, idx):
+  return (yield x.src[0], idx)
+
+
+def _bitcast(b, x, idx):
+  return UOp("BITCAST", ((yield x.src[0], idx),), x.arg)
+
+
+def _permute(b, x, idx):
+  perm = list(x.arg)
+  return (yield x.src[0], tuple(idx[perm.index(j)] for j in range(len(perm))))
+
+
+def _flip(b, x, idx):
+  shape = props(x).shape
+  return (yield x.src[0], tuple(sym(UOp("ADD", (UOp("MUL", (i, const(-1, "index"))), const(d - 1, "index")))) if f else i
+                                for i, f, d in zip(idx, x.arg, shape)))
+
+
+def _reshape(b, x, idx):
+  src = x.src[0]
+  sshape, oshape = props(src).shape, props(x).shape
+  terms: dict = {}
+  stride, c = 1, 0
+  for i, d in reversed(list(zip(idx, oshape))):
+    if i.op == "CONST": c += int(i.arg["value"]) * stride
+    else: terms[i] = terms.get(i, 0) + stride
+    stride *= d
+  flat = build_sum(terms, c, ZERO)
+  sidx, stride = [], _numel(sshape)
+  for j, d in enumerate(sshape):
+    stride //= max(d, 1)
+    if d == 1: sidx.append(ZERO); continue
+    e = flat if stride == 1 else UOp("IDIV", (flat, const(stride, "index")))
+    if j > 0: e = UOp("MOD", (e, const(d, "index")))
+    sidx.append(sym(e))
+  return (yield src, tuple(sidx))
+
+
+def _expand(b, x, idx):
+  return (yield x.src[0], _bcast(props(x.src[0]).shape, props(x).shape, idx))
+
+
+def _shrink(b, x, idx):
+  return (yield x.src[0], tuple(sym(UOp("ADD", (i, const(o, "index")))) for i, o in zip(idx, _dims(x.src[1]))))
+
+
+def _pad(b, x, idx):
+  src = x.src[0]
+  valid = TRUE
+  sidx = []
+  for i, o, d in zip(idx, _dims(x.src[1]), props(src).shape):
+    sidx.append(sym(UOp("ADD", (i, const(-o, "index")))))
+    valid = _and(valid, _in_range(sidx[-1], d))
+  v = yield src, tuple(sidx)
+  return v if valid is TRUE else UOp("WHERE", (valid, v, _zero(props(x).dtype)))
+
+
+def _index(b, x, idx):
+  src = x.src[0]
+  tshape = props(src).shape
+  valid, sidx, pos = TRUE, [], 0
+  for j, i in enumerate(x.src[1:]):
+    if props(i).shape == (): v = yield i, ()
+    else:
+      v = yield i, (idx[pos],)
+      pos += 1
+    v = _as_index(v)
+    sidx.append(v)
+    valid = _and(valid, _in_range(v, tshape[j]))
+  v = yield src, tuple(sidx) + tuple(idx[pos:])
+  return v if valid is TRUE else UOp("WHERE", (valid, v, _zero(props(x).dtype)))
+
+
+def _stack(b, x, idx):
+  first, rest = idx[0], idx[1:]
+  vals = []
+  for s in x.src: vals.append((yield s, rest))
+  out = vals[-1]
+  for j in range(len(vals) - 2, -1, -1):
+    sel = sym(UOp("CMPNE", (first, const(j, "index"))))
+    out = vals[j] if sel.op == "CONST" and not sel.arg["value"] else out if sel.op == "CONST" else UOp("WHERE", (sel, out, vals[j]))
+  return out
+
+
+def _reduce(b, x, idx):
+  src = x.src[0]
+  if len(x.src) > 1: raise CompileError("compile.form", "a REDUCE over RANGEs in a tensor graph", x)
+  shape = props(src).shape
+  sidx, ranges = list(idx), []
+  for a in x.arg.get("axes", ()):
+    if shape[a] == 1: sidx[a] = ZERO; continue
+    r = b.new_range(shape[a], "REDUCE")
+    sidx[a] = r
+    ranges.append(r)
+  v = yield src, tuple(sidx)
+  return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]}) if ranges else v
+
+
+def _replicated(b, x, idx):
+  axes = set(x.arg)
+  return (yield x.src[0], tuple(ZERO if k in axes else i for k, i in enumerate(idx)))
+
+
+def _load(b, x, idx):
+  if len(x.src) < 3: return (yield x.src[0], idx)
+  gate = yield x.src[2], ()
+  alt = yield x.src[1], idx
+  v = yield x.src[0], idx
+  return UOp("WHERE", (gate, v, alt))
+
+
+READERS = {
+  "PERMUTE": _permute, "FLIP": _flip, "RESHAPE": _reshape, "EXPAND": _expand, "PAD": _pad, "SHRINK": _shrink,
+  "INDEX": _index, "STACK": _stack, "BITCAST": _bitcast, "REDUCE": _reduce, "REPLICATED": _replicated,
+  "LOAD": _load, "COPY": _same, "AFTER": _same, "CONTIGUOUS": _same,
+}
+
+
+def _reader(op: str):
+  r = READERS.get(op)
+  if r is not None: return r
+  if is_alu(op): return _alu
+  if op in policy("transparent"): return _same
+  return None
+
+
+# ------------------------------------------------------------------ one kernel
+class KernelBuilder:
+  def __init__(self, rz: "Rangeify"):
+    self.rz = rz
+    self.params: dict[UOp, UOp] = {}
+    self.args: list[UOp] = []
+    self.memo: dict = {}
+    self.nrange = 0
+    self.redirect: dict[UOp, UOp] = {}
+
+  def new_range(self, n: int, kind: str) -> UOp:
+    r = UOp("RANGE", (const(n, "index"),), {"id": self.nrange, "type": kind})
+    self.nrange += 1
+    return r
+
+  def output_index(self, shape) -> tuple[tuple, list]:
+    idx, ranges = [], []
+    for d in shape:
+      if d == 1: idx.append(ZERO); continue
+      r = self.new_range(d, "LOOP")
+      idx.append(r); ranges.append(r)
+    return tuple(idx), ranges
+
+  def param(self, storage: UOp, write: bool = False) -> UOp:
+    if not write: storage = self.redirect.get(storage, storage)
+    p = self.params.get(storage)
+    if p is not None: return p
+    pr = props(storage)
+    slot = len(self.args)
+    if storage.op == "PARAM" and len(storage.src) == 3:   # a symbolic size: passed by value with its bounds
+      lo, hi = props(storage.src[1]).min_max[0], props(storage.src[2]).min_max[1]
+      srcs = (shape_operand(()), const(lo, pr.dtype), const(hi, pr.dtype))
+    else:
+      srcs = (shape_operand(pr.shape),)
+    p = UOp("PARAM", srcs, {"slot": slot, "dtype": pr.dtype})
+    self.params[storage] = p
+    self.args.append(storage)
+    return p
+
+  def read(self, storage: UOp, idx: tuple) -> UOp:
+    p = self.param(storage)
+    return UOp("INDEX", (p, *idx)) if idx else p
+
+  def leaf(self, x: UOp, idx: tuple):
+    s = self.rz.realized.get(x)
+    if s is not None: return self.read(s, idx)
+    if self.rz.is_storage(x): return self.read(x, idx)
+    if x.op == "CONST": return x
+    return None
+
+  def value(self, x: UOp, idx: tuple, expand_top: bool = False) -> UOp:
+    """The kernel-level scalar of tensor x at index tuple idx."""
+    key = (x, idx)
+    if key in self.memo: return self.memo[key]
+    if not expand_top and (lf := self.leaf(x, idx)) is not None:
+      self.memo[key] = lf; return lf
+    stack = [(key, self._gen(x, idx))]
+    send = None
+    while stack:
+      k, gen = stack[-1]
+      try:
+        node, nidx = gen.send(send)
+      except StopIteration as e:
+        stack.pop()
+        self.memo[k] = send = e.value
+        continue
+      nk = (node, nidx)
+      if nk in self.memo: send = self.memo[nk]; continue
+      lf = self.leaf(node, nidx)
+      if lf is not None: self.memo[nk] = send = lf; continue
+      stack.append((nk, self._gen(node, nidx)))
+      send = None
+    return self.memo[key]
+
+  def _gen(self, x: UOp, idx: tuple):
+    r = _reader(x.op)
+    if r is None: raise CompileError("compile.unsupported", f"{x.op} cannot be lowered into a kernel", x)
+    return r(self, x, idx)
+
+
+# ------------------------------------------------------------------ the kernel split
+def _data_srcs(u: UOp) -> list[UOp]:
+  """Sources that are data (not shape operands, not ordering deps)."""
+  od = tables().ops[u.op]
+  out = []
+  for k, s in enumerate(u.src):
+    if od.slot_for(k).kind in ("shape", "range", "void"): continue
+    if u.op == "AFTER" and k > 0: continue
+    out.append(s)
+  return out
+
+
+def _expanding(s: UOp, u: UOp) -> bool:
+  """Does consumer u read source s more than once per element of s?"""
+  if u.op == "EXPAND" or is_alu(u.op): return _numel(props(u).shape) > _numel(props(s).shape)
+  if u.op == "INDEX": return _numel(props(u).shape) > (1 if s is u.src[0] else _numel(props(s).shape))
+  return False
+
+
+def _kernel_sink_slots(body: UOp) -> set[int]:
+  """PARAM slots a kernel body stores to."""
+  from compiler.rewrite import toposort
+  out = set()
+  for u in toposort(body):
+    if u.op in ("STORE", "ATOMICADD"):
+      t = u.src[0]
+      while t.op in ("INDEX", "AFTER"): t = t.src[0]
+      if t.op == "PARAM": out.add(t.arg["slot"])
+  return out
+
+
+def _tensor_nodes(roots: list[UOp]) -> list[UOp]:
+  """Toposort of the tensor-level nodes: kernel bodies under CALL are not entered."""
+  seen, out = set(), []
+  stack = [(r, False) for r in reversed(roots)]
+  while stack:
+    u, done = stack.pop()
+    if done: out.append(u); continue
+    if id(u) in seen: continue
+    seen.add(id(u))
+    stack.append((u, True))
+    srcs = u.src[1:] if u.op == "CALL" and u.src and u.src[0].op != "TUPLE" else u.src
+    for s in reversed(srcs):
+      if id(s) not in seen: stack.append((s, False))
+  return out
+
+
+LOWER = Matcher([
+  # a masked storage read becomes a gated LOAD: the read is skipped, not just discarded
+  (Pat("WHERE", (Pat.var("g"), Pat("INDEX", name="i"), Pat.cvar("z")), name="x"),
+   lambda x, g, i, z: UOp("LOAD", (i, z, g)) if (z.arg["value"] in (0, False) and i.src[0].op == "PARAM" and props(g).dtype == "bool") else None),
+])
+
+
+class Rangeify:
+  def __init__(self, roots: list[UOp]):
+    self.roots = roots
+    self.nodes = _tensor_nodes(roots)
+    self.realized: dict[UOp, UOp] = {}
+    self.kernels: list[Kernel] = []
+    self.intermediates: set = set()
+    self.storage_ops = policy("storage") | policy("constant_storage")
+    slots = [u.arg["slot"] for u in self.nodes if u.op == "BUFFER"]
+    self.next_slot = max(slots, default=-1) + 1
+    devs = [props(u).device for u in self.nodes if u.op == "BUFFER"]
+    self.default_device = next((d for d in devs if d is not None), "CPU")
+    self.names: dict[str, int] = {}
+    self.recomputed = 0
+
+  def is_storage(self, x: UOp) -> bool:
+    return x.op in self.storage_ops or x.op == "PARAM"
+
+  # -- which values get a buffer
+  def plan(self) -> set:
+    cons: dict[UOp, list[UOp]] = {u: [] for u in self.nodes}
+    for u in self.nodes:
+      for s in dict.fromkeys(_data_srcs(u)):
+        if s in cons: cons[s].append(u)
+    realize, expensive = set(), {}
+    always = policy("realize")
+    for u in self.nodes:
+      if self.is_storage(u) or u.op == "CONST" or props(u).dtype == "void" or isinstance(props(u).dtype, tuple):
+        expensive[u] = False; continue
+      exp = u.op == "REDUCE" or any(expensive.get(s, False) and s not in realize for s in _data_srcs(u))
+      expensive[u] = exp
+      if u.op in always: realize.add(u)
+      elif exp and (len(cons[u]) > 1 or any(_expanding(u, c) for c in cons[u])): realize.add(u)
+      elif len(cons[u]) > 1 and not self.is_storage(u): self.recomputed += 1
+    for u in self.nodes:
+      if u.op == "CALL" and u.src[0].op != "TUPLE":
+        for a in u.src[1:]:
+          if self._storage_of(a) is None: realize.add(a)
+    for r in self.roots:
+      pr = props(r)
+      if isinstance(pr.dtype, tuple): raise CompileError("compile.tuple_root", f"root {r.op} is a tuple value", r)
+      if pr.dtype != "void" and self._storage_of(r) is None: realize.add(r)
+    return realize
+
+  def _storage_of(self, x: UOp):
+    """The storage x reads in full (through AFTER and transparent markers), or None."""
+    while x.op == "AFTER" or x.op in policy("transparent"): x = x.src[0]
+    return x if self.is_storage(x) else None
+
+  # -- kernels
+  def new_buffer(self, like: UOp) -> UOp:
+    pr = props(like)
+    dev = pr.device if pr.device is not None else self.default_device
+    if isinstance(dev, tuple) and not (pr.shape and pr.shape[0] % len(dev) == 0): dev = dev[0]
+    b = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": self.next_slot, "dtype": pr.dtype, "device": dev})
+    self.next_slot += 1
+    self.intermediates.add(b)
+    return b
+
+  def _name(self, prefix: str, shape) -> str:
+    base = prefix + "_" + "_".join(str(d) for d in shape) if shape else prefix
+    n = self.names.get(base, 0)
+    self.names[base] = n + 1
+    return base if n == 0 else f"{base}n{n}"
+
+  def _finish(self, b: KernelBuilder, effect: UOp, ranges: list, shape, writes: set[int]) -> Kernel:
+    body = UOp("END", (effect, *ranges)) if ranges else effect
+    sink = simplify(UOp("SINK", (body,)), LOWER)
+    has_reduce = any(u.op == "REDUCE" for u in _walk(sink))
+    sink = sink.replace(arg={"name": self._name("r" if has_reduce else "E", shape)})
+    k = Kernel(sink, list(b.args), writes, sink.arg["name"])
+    self.kernels.append(k)
+    return k
+
+  def value_kernel(self, x: UOp) -> None:
+    out = self.new_buffer(x)
+    b = KernelBuilder(self)
+    p = b.param(out, write=True)
+    shape = props(x).shape
+    idx, ranges = b.output_index(shape)
+    v = b.value(x, idx, expand_top=True)
+    self._finish(b, UOp("STORE", (UOp("INDEX", (p, *idx)) if idx else p, v)), ranges, shape, {0})
+    self.realized[x] = out
+
+  def store_kernel(self, st: UOp, redirect: dict | None = None) -> None:
+    target, val = st.src[0], st.src[1]
+    b = KernelBuilder(self)
+    if redirect: b.redirect = redirect
+    storage, chain = self._target_chain(target)
+    p = b.param(storage, write=True)
+    shape = props(val).shape
+    idx, ranges = b.output_index(shape)
+    sidx, valid = self._target_index(b, chain, idx)
+    v = b.value(val, idx)
+    gate = valid
+    if len(st.src) == 3: gate = _and(gate, b.value(st.src[2], ()))
+    if not redirect and self._hazard(p, v, gate, sidx):
+      snap = self.new_buffer(storage)
+      self._copy_kernel(storage, snap)
+      return self.store_kernel(st, {storage: snap})
+    dst = UOp("INDEX", (p, *sidx)) if sidx else p
+    eff = UOp("STORE", (dst, v) if gate is TRUE else (dst, v, gate))
+    self._finish(b, eff, ranges, shape, {0})
+
+  def _copy_kernel(self, src: UOp, dst: UOp) -> None:
+    b = KernelBuilder(self)
+    p = b.param(dst, write=True)
+    shape = props(src).shape
+    idx, ranges = b.output_index(shape)
+    self._finish(b, UOp("STORE", (UOp("INDEX", (p, *idx)) if idx else p, b.read(src, idx))), ranges, shape, {0})
+
+  def _target_chain(self, t: UOp):
+    chain = []
+    while True:
+      if self.is_storage(t): return t, chain
+      if t.op == "AFTER" or t.op in policy("transparent") or t.op == "CONTIGUOUS": t = t.src[0]; continue
+      if t.op == "INDEX": chain.append(t); t = t.src[0]; continue
+      raise CompileError("STORE.target", f"cannot store through {t.op}", t)
+
+  def _target_index(self, b: KernelBuilder, chain: list, idx: tuple):
+    cur, valid = idx, TRUE
+    for ix in chain:
+      tshape = props(ix.src[0]).shape
+      sidx, pos = [], 0
+      for j, i in enumerate(ix.src[1:]):
+        if props(i).shape == (): v = b.value(i, ())
+        else:
+          v = b.value(i, (cur[pos],)); pos += 1
+        v = _as_index(v)
+        sidx.append(v)
+        valid = _and(valid, _in_range(v, tshape[j]))
+      cur = tuple(sidx) + tuple(cur[pos:])
+    return cur, valid
+
+  def _hazard(self, p: UOp, v: UOp, gate: UOp, sidx: tuple) -> bool:
+    """The kernel reads the storage it writes somewhere other than the element it is
+    writing, or writes at data-dependent elements (two iterations may collide)."""
+    reads = [u for u in _walk(v, gate) if (u.op == "INDEX" and u.src[0] is p) or u is p]
+    if not reads: return False
+    ranges = [i for i in sidx if i.op == "RANGE"]
+    if not all(i.op in ("RANGE", "CONST") for i in sidx) or len(set(ranges)) != len(ranges): return True
+    return any((u is p) if sidx else (u is not p) for u in reads) or \
+      any(u is not p and tuple(u.src[1:]) != tuple(sidx) for u in reads)
+
+  def call_kernel(self, c: UOp) -> None:
+    body = c.src[0]
+    if body.op != "SINK": raise CompileError("compile.unsupported", f"CALL of a {body.op} body", c)
+    args = []
+    for a in c.src[1:]:
+      s = self._storage_of(a)
+      args.append(s if s is not None else self.realized[a])
+    self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), (body.arg or {}).get("name", f"kernel{len(self.kernels)}")))
+
+  def run(self) -> Schedule:
+    realize = self.plan()
+    for u in self.nodes:
+      if u.op == "STORE": self.store_kernel(u)
+      elif u.op == "CALL" and u.src[0].op != "TUPLE": self.call_kernel(u)
+      elif u in realize and u not in self.realized: self.value_kernel(u)
+    outputs = []
+    for r in self.roots:
+      if props(r).dtype == "void": outputs.append(Output("void")); continue
+      s = self._storage_of(r)
+      outputs.append(Output("value", s if s is not None else self.realized[r]))
+    return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+
+
+def _walk(*roots):
+  from compiler.rewrite import toposort
+  return toposort(list(roots))
+
+
+def rangeify(roots: list[UOp]) -> Schedule:
+  return Rangeify(list(roots)).run()

@@ -1,0 +1,447 @@
+"""Stage 8, render: a linearized kernel becomes C or OpenCL C source.
+
+Everything op-specific comes from spec/render.yaml: per-op cases (`ops`), per-dtype
+value/storage types and conversions (`dtypes`), helper functions (`helpers`), and the
+targets' preludes. This module walks the LINEAR list once, names every value (`v3`,
+`r0`, `acc1`, `p2`), formats constants itself, and fills the templates. Nothing from the
+graph is pasted into the source except numbers formatted here and names generated here.
+
+Memory safety: an element read or write `p[i]` is emitted bare only when min_max proves
+every index in [0, dim); otherwise it is guarded (decision index-oob: a read gives 0 or
+the LOAD's alternative, a write is skipped), and the guard is evaluated before the
+address is formed, so no out-of-bounds address is ever computed or dereferenced.
+"""
+from __future__ import annotations
+import math
+import re
+from dataclasses import dataclass, field
+from tinyspec.uop import UOp
+from tinyspec.dtypes import dtype as _dt
+from compiler.props import props, CompileError
+from compiler.tables import render_tables
+
+TARGETS = ("c", "opencl")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+# ------------------------------------------------------------------ types and literals
+def value_type(dt: str, target: str) -> str:
+  d = render_tables()["dtypes"].get(dt, {})
+  if "value" in d: return d["value"][target]
+  return _dt(dt).c if target == "c" else _dt(dt).cl
+
+
+def storage_type(dt: str, target: str) -> str:
+  d = render_tables()["dtypes"].get(dt, {})
+  if "storage" in d: return d["storage"][target]
+  return _dt(dt).c if target == "c" else _dt(dt).cl
+
+
+def _utype(bits: int) -> str: return f"uint{bits}_t"
+
+
+def literal(value, dt: str, target: str) -> str:
+  """A constant of dtype dt as source text (exact: floats round-trip, wide ints suffixed)."""
+  d = _dt(dt)
+  if d.cls == "bool": return "true" if value else "false"
+  if d.cls == "float":
+    v = float(value) if not isinstance(value, str) else float(value)
+    if math.isnan(v): return "NAN"
+    if math.isinf(v): return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(v)
+    if "e" not in text and "." not in text and "inf" not in text: text += ".0"
+    if value_type(dt, target) == "float": text += "f"
+    return f"({text})" if text.startswith("-") else text
+  v = int(value)
+  if -2**31 < v < 2**31: return f"({v})" if v < 0 else str(v)
+  suffix = render_tables()["targets"][target]["literal_suffix"].get(dt, "LL" if target == "c" else "L")
+  if v == -2**63: return f"(-9223372036854775807{suffix} - 1)"
+  if d.cls == "uint": suffix = suffix if suffix.startswith("U") else "U" + suffix
+  return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
+
+
+# ------------------------------------------------------------------ choosing a case
+def _exact_iv(u: UOp):
+  """The exact interval of an integer ADD/SUB/MUL/NEG/MULACC from its sources'."""
+  iv = [props(s).min_max for s in u.src]
+  if any(i is None for i in iv): return None
+  if u.op == "ADD": return (iv[0][0] + iv[1][0], iv[0][1] + iv[1][1])
+  if u.op == "SUB": return (iv[0][0] - iv[1][1], iv[0][1] - iv[1][0])
+  if u.op == "NEG": return (-iv[0][1], -iv[0][0])
+  if u.op == "MUL":
+    c = [a * b for a in iv[0] for b in iv[1]]
+    return (min(c), max(c))
+  return None
+
+
+def _pred_exact(u):
+  iv = _exact_iv(u)
+  d = _dt(props(u).dtype)
+  return iv is not None and d.min <= iv[0] and iv[1] <= d.max
+
+
+def _pred_div_plain(u):
+  (alo, _), (blo, _) = props(u.src[0]).min_max, props(u.src[1]).min_max
+  return alo >= 0 and blo >= 1
+
+
+def _pred_shl_plain(u):
+  blo, bhi = props(u.src[1]).min_max
+  return 0 <= blo and bhi < _dt(props(u).dtype).bits
+
+
+def _pred_shift_plain(u):
+  return _pred_shl_plain(u) and (_dt(props(u).dtype).cls == "uint" or props(u.src[0]).min_max[0] >= 0)
+
+
+PREDICATES = {"exact": _pred_exact, "div_plain": _pred_div_plain, "shl_plain": _pred_shl_plain, "shift_plain": _pred_shift_plain}
+
+
+def _matches(sel, dt: str) -> bool:
+  return sel is None or dt in sel or _dt(dt).cls in sel
+
+
+def select_case(u: UOp, target: str):
+  """The render.yaml case for node u on target, or None."""
+  cases = render_tables()["ops"].get(u.op)
+  if cases is None: return None
+  out = props(u).dtype
+  src = props(u.src[0]).dtype if u.src else out
+  for case in cases:
+    if case.get("target", target) != target: continue
+    on = src if case.get("on") == "src" else out
+    if not _matches(case.get("class"), on): continue
+    if not _matches(case.get("from"), src) or not _matches(case.get("to"), out): continue
+    if "if" in case and not PREDICATES[case["if"]](u): continue
+    return case
+  return None
+
+
+# ------------------------------------------------------------------ the renderer
+@dataclass
+class KernelSource:
+  name: str
+  target: str
+  source: str
+  params: list            # per slot: ("buf", dtype, numel, writes) or ("scalar", dtype)
+  global_size: list = field(default_factory=list)   # per OpenCL dim: int or ("param", slot)
+  thread: object = None   # C: the bound of the THREAD axis (int or ("param", slot)), or None
+
+
+class Renderer:
+  def __init__(self, target: str):
+    if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
+    self.target = target
+    self.T = render_tables()
+    self.helpers: dict[str, None] = {}
+    self.names: dict[UOp, str] = {}
+    self.lines: list[str] = []
+    self.depth = 1
+    self.nvar = 0
+    self.fp64 = False
+
+  # -- names and values
+  def ref(self, u: UOp) -> str:
+    if u.op == "CONST": return literal(u.arg["value"], props(u).dtype, self.target)
+    if u.op == "PARAM" and len(u.src) != 3 and u in self.params: return self.read(u)   # a ()-shaped buffer used as a value
+    n = self.names.get(u)
+    if n is None: raise CompileError("compile.form", f"{u.op} is used before it is computed", u)
+    return n
+
+  def emit(self, line: str): self.lines.append("  " * self.depth + line)
+
+  def use_helper(self, name: str, fields: dict):
+    text = self.T["helpers"][name].format(**fields)
+    self.helpers[text] = None
+
+  def fields(self, u: UOp, on_src: bool) -> dict:
+    out = props(u).dtype
+    src = props(u.src[0]).dtype if u.src else out
+    on = src if on_src else out
+    bits_on = max(32, _dt(on).bits) if _dt(on).cls != "bool" else 32
+    f = {"T": value_type(out, self.target) if out != "void" else "void", "S": value_type(src, self.target),
+         "U": _utype(64 if bits_on > 32 else 32), "UT": _utype(max(8, _dt(out).bits)) if out != "void" else "",
+         "t": out, "s": src, "W": _dt(on).bits}
+    dd = _dt(out)
+    if dd.cls in ("int", "uint", "index"):
+      f["MIN"], f["MAX"] = literal(dd.min, out, self.target), literal(dd.max, out, self.target)
+      if _dt(src).cls == "float":
+        lo, hi = (-1, 2 ** dd.bits) if dd.cls == "uint" else (-(2 ** (dd.bits - 1)), 2 ** (dd.bits - 1))
+        stype = "float64" if value_type(src, self.target) == "double" else "float32"
+        f["LO"], f["HI"] = literal(float(lo), stype, self.target), literal(float(hi), stype, self.target)
+    svt = value_type(src, self.target)
+    f["fs"] = ("f" if svt == "float" else "") if self.target == "c" else ""
+    if dd.cls == "float": f["fs"] = ("f" if value_type(out, self.target) == "float" else "") if self.target == "c" else ""
+    f["R"] = self.T["dtypes"].get(out, {}).get("round", "")
+    return f
+
+  def conv(self, dt: str, kind: str, x: str, fields: dict | None = None) -> str:
+    """A dtype's load/store/to_bits/from_bits conversion of expression x."""
+    d = self.T["dtypes"].get(dt) or (self.T["dtypes"]["integer"] if _dt(dt).cls in ("int", "uint", "index") else {})
+    tmpl = d.get(kind)
+    for h in d.get("uses", ()): self.use_helper(h, {})
+    if tmpl is None: return x
+    f = dict(fields or {})
+    f.update({"x": x, "T": value_type(dt, self.target), "UT": _utype(max(8, _dt(dt).bits))})
+    return tmpl.format(**f)
+
+  def declare(self, u: UOp, expr: str) -> str:
+    name = f"v{self.nvar}"
+    self.nvar += 1
+    self.emit(f"{value_type(props(u).dtype, self.target)} {name} = {expr};")
+    self.names[u] = name
+    return name
+
+  # -- memory access
+  def address(self, idx: UOp):
+    """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...)."""
+    p = idx.src[0]
+    if p.op != "PARAM" or p not in self.params:
+      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs", idx)
+    shape = props(p).shape
+    ii = idx.src[1:]
+    if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
+    terms, guards, stride = [], [], 1
+    for i, d in reversed(list(zip(ii, shape))):
+      lo, hi = props(i).min_max
+      r = self.ref(i)
+      if props(i).dtype != "index": r = f"((int64_t){r})" if self.target == "c" else f"((long){r})"
+      if not (0 <= lo and hi < d): guards.append(f"(0 <= {r} && {r} < {literal(d, 'index', self.target)})")
+      if not (i.op == "CONST" and int(i.arg["value"]) == 0):
+        terms.append(r if stride == 1 else f"{r} * {literal(stride, 'index', self.target)}")
+      stride *= d
+    off = " + ".join(reversed(terms)) or "0"
+    return self.names[p], off, (" && ".join(reversed(guards)) or None)
+
+  def read(self, u: UOp, gate: str | None = None, alt: str | None = None) -> str:
+    """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM)."""
+    dt = props(u).dtype
+    zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
+    if u.op == "PARAM":
+      val = self.conv(dt, "load", f"{self.names[u]}[0]")
+      return f"({gate} ? {val} : {zero})" if gate else val
+    ptr, off, guard = self.address(u)
+    val = self.conv(dt, "load", f"{ptr}[{off}]")
+    cond = " && ".join(x for x in (gate, guard) if x)
+    return f"({cond} ? {val} : {zero})" if cond else val
+
+  # -- the walk
+  def render(self, linear: UOp, name: str) -> KernelSource:
+    if not _NAME.match(name): name = "kernel"
+    instrs = list(linear.src)
+    self.params = {u: u.arg["slot"] for u in instrs if u.op == "PARAM"}
+    slots = sorted(self.params.values())
+    if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
+    writes = set()
+    for u in instrs:
+      if u.op == "STORE":
+        t = u.src[0]
+        while t.op in ("INDEX", "AFTER"): t = t.src[0]
+        if t.op == "PARAM": writes.add(t.arg["slot"])
+    by_slot = {s: u for u, s in self.params.items()}
+    params = []
+    for s in range(len(slots)):
+      p = by_slot[s]
+      self.names[p] = f"p{s}"
+      if len(p.src) == 3: params.append(("scalar", props(p).dtype))
+      else: params.append(("buf", props(p).dtype, _numel(props(p).shape), s in writes))
+    if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
+    glob, thread = self.parallel_axes(instrs)
+    self.glob_ids = {r: k for k, r in enumerate(reversed(glob))}
+    self.thread = thread
+    gate_stack: list[UOp] = []
+    for u in instrs:
+      self.instr(u, gate_stack)
+    body = "\n".join(self.lines)
+    sig = self.signature(name, params)
+    pre = self.T["targets"][self.target]["prelude"]
+    if self.target == "opencl" and self.fp64: pre = self.T["targets"]["opencl"]["prelude_fp64"] + pre
+    src = pre + "".join(self.helpers) + sig + " {\n" + self.unpack(params) + body + "\n}\n"
+    gsize = [self.bound(r) for r in reversed(glob)]
+    return KernelSource(name, self.target, src, params, gsize, self.bound(thread) if thread is not None else None)
+
+  def bound(self, r: UOp):
+    b = r.src[0]
+    if b.op == "CONST": return int(b.arg["value"])
+    if b.op == "PARAM" and b in self.params and len(b.src) == 3: return ("param", self.params[b])
+    raise CompileError("compile.form", "a parallel axis needs a constant or PARAM bound", r)
+
+  def parallel_axes(self, instrs):
+    """OpenCL: the GLOBAL ranges that become work-item ids (up to 3, innermost first);
+    C: the THREAD range whose slices run on threads. An axis qualifies only when every
+    store of the kernel is inside it and it is not inside a sequential loop."""
+    kind = "GLOBAL" if self.target == "opencl" else "THREAD"
+    stores_depth, open_, chain, ok = [], [], [], True
+    for u in instrs:
+      if u.op == "RANGE": open_.append(u)
+      elif u.op == "END": open_.pop()
+      elif u.op == "STORE" and not _is_reg(u.src[0]): stores_depth.append(list(open_))
+    # candidate prefix: the leading ranges of the outermost nest with the parallel type
+    first = next((u for u in instrs if u.op == "RANGE"), None)
+    cands = []
+    depth = 0
+    for u in instrs:
+      if u.op == "RANGE":
+        if depth == len(cands) and u.arg.get("type") == kind and self._bound_ok(u): cands.append(u)
+        depth += 1
+      elif u.op == "END": depth -= 1
+    if first is None or not cands: return [], None
+    for st in stores_depth:
+      if st[:len(cands)] != cands: return [], None
+    if self.target == "opencl": return cands[-3:], None
+    return [], cands[0]
+
+  def _bound_ok(self, r: UOp) -> bool:
+    b = r.src[0]
+    return b.op == "CONST" or (b.op == "PARAM" and len(b.src) == 3)
+
+  def signature(self, name: str, params) -> str:
+    if self.target == "c":
+      return f"void {name}(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi)"
+    args = []
+    for s, p in enumerate(params):
+      if p[0] == "scalar": args.append(f"{value_type(p[1], 'opencl')} p{s}")
+      else: args.append(f"__global {'' if p[3] else 'const '}{storage_type(p[1], 'opencl')}* p{s}")
+    return f"__kernel void {name}(" + ", ".join(args) + ")"
+
+  def unpack(self, params) -> str:
+    if self.target != "c": return ""
+    out = []
+    for s, p in enumerate(params):
+      if p[0] == "scalar": out.append(f"  {value_type(p[1], 'c')} p{s} = ({value_type(p[1], 'c')})vals[{s}];")
+      else:
+        t = storage_type(p[1], "c")
+        q = "" if p[3] else "const "
+        out.append(f"  {q}{t}* p{s} = ({q}{t}*)bufs[{s}];")
+    out.append("  (void)bufs; (void)vals; (void)tlo; (void)thi;")
+    return "\n".join(out) + "\n"
+
+  def instr(self, u: UOp, gates: list):
+    op = u.op
+    if op in ("PARAM", "CONST", "VCONST", "SINK", "GROUP"): return
+    if op == "RANGE":
+      r = f"r{u.arg['id']}"
+      self.names[u] = r
+      bound = self.ref(u.src[0])
+      if u in self.glob_ids:
+        self.emit(f"int64_t {r} = (int64_t)get_global_id({self.glob_ids[u]});" if self.target == "c" else f"long {r} = (long)get_global_id({self.glob_ids[u]});")
+        return
+      it = "int64_t" if self.target == "c" else "long"
+      start, stop = ("tlo", "thi") if u is self.thread else ("0", bound)
+      self.emit(f"for ({it} {r} = {start}; {r} < {stop}; {r}++) {{")
+      self.depth += 1
+      return
+    if op == "END":
+      if u.src[1] in self.glob_ids: return
+      self.depth -= 1
+      self.emit("}")
+      return
+    if op == "IF":
+      self.emit(f"if ({self.ref(u.src[0])}) {{")
+      self.depth += 1
+      gates.append(u.src[0])
+      return
+    if op == "ENDIF":
+      self.depth -= 1
+      self.emit("}")
+      gates.pop()
+      return
+    if op == "BUFFER":
+      if props(u).addrspace != "REG": raise CompileError("compile.form", "only REG buffers live inside a kernel", u)
+      name = f"acc{u.arg['slot']}"
+      self.names[u] = name
+      self.emit(f"{value_type(props(u).dtype, self.target)} {name};")
+      return
+    if op == "AFTER":
+      base = u.src[0]
+      while base.op == "AFTER": base = base.src[0]
+      s = u.src[0]
+      if not self._used_as_value(u): self.names[u] = self.names.get(base, "")
+      elif _is_reg(base): self.declare(u, self.names[base])
+      elif s.op == "INDEX": self.declare(u, self.read(s))
+      else: self.names[u] = self.ref(s)
+      return
+    if op == "INDEX":
+      if u.src[0].op == "PARAM" and self._used_as_value(u): self.declare(u, self.read(u))
+      return
+    if op == "LOAD":
+      src = u.src[0]
+      if len(u.src) == 3: self.declare(u, self.read(src, self.ref(u.src[2]), self.ref(u.src[1])))
+      else: self.declare(u, self.ref(src) if src in self.names else self.read(src))
+      return
+    if op == "STORE":
+      self.store(u, gates)
+      return
+    if op in self.T["ops"]:
+      self.alu(u)
+      return
+    raise CompileError("compile.unsupported", f"{op} cannot be rendered for {self.target}", u)
+
+  def _used_as_value(self, u: UOp) -> bool:
+    return self._value_uses.get(u, False)
+
+  def store(self, u: UOp, gates: list):
+    dst, val = u.src[0], u.src[1]
+    gate = u.src[2] if len(u.src) == 3 else None
+    if gate is not None and gates and gates[-1] is gate: gate = None   # inside IF(gate) already
+    base = dst
+    while base.op == "AFTER": base = base.src[0]
+    v = self.ref(val)
+    if _is_reg(base):
+      line = f"{self.names[base]} = {v};"
+      self.emit(line if gate is None else f"if ({self.ref(gate)}) {line}")
+      return
+    dt = props(val).dtype
+    if base.op == "PARAM":
+      line = f"{self.names[base]}[0] = {self.conv(dt, 'store', v)};"
+      self.emit(line if gate is None else f"if ({self.ref(gate)}) {line}")
+      return
+    if base.op != "INDEX": raise CompileError("compile.form", f"STORE into {base.op}", u)
+    ptr, off, guard = self.address(base)
+    cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
+    line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
+    self.emit(f"if ({cond}) {line}" if cond else line)
+
+  def alu(self, u: UOp):
+    case = select_case(u, self.target)
+    if case is None: raise CompileError("compile.unsupported", f"{u.op} has no {self.target} rule for {props(u).dtype}", u)
+    f = self.fields(u, case.get("on") == "src")
+    for k, s in zip("abc", u.src): f[k] = self.ref(s)
+    if u.op == "BITCAST":
+      sdt, ddt = props(u.src[0]).dtype, props(u).dtype
+      f["from_bits"] = self.conv(ddt, "from_bits", self.conv(sdt, "to_bits", f["a"]))
+    for h in case.get("uses", ()): self.use_helper(h, f)
+    expr = case["code"].format(**f)
+    out = props(u).dtype
+    rnd = self.T["dtypes"].get(out, {}).get("round")
+    if rnd and case.get("rounds", True) and _dt(out).cls == "float":
+      for h in self.T["dtypes"][out].get("uses", ()): self.use_helper(h, {})
+      expr = f"{rnd}({expr})"
+    for h in self.T["dtypes"].get(out, {}).get("uses", ()): self.use_helper(h, {})
+    for s in u.src:
+      for h in self.T["dtypes"].get(props(s).dtype, {}).get("uses", ()): self.use_helper(h, {})
+    self.declare(u, expr)
+
+
+def _is_reg(u: UOp) -> bool:
+  while u.op == "AFTER": u = u.src[0]
+  return u.op == "BUFFER" and props(u).addrspace == "REG"
+
+
+def _numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
+
+
+def render(linear: UOp, name: str, target: str) -> KernelSource:
+  r = Renderer(target)
+  # an INDEX is a read where something other than a STORE target or a LOAD uses it
+  uses: dict[UOp, bool] = {}
+  for u in linear.src:
+    for k, s in enumerate(u.src):
+      if s.op not in ("INDEX", "AFTER"): continue
+      as_addr = (u.op == "STORE" and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
+      uses[s] = uses.get(s, False) or not as_addr
+  r._value_uses = uses
+  return r.render(linear, name)

@@ -1,0 +1,69 @@
+"""The schedule: what rangeify produces and the later stages refine.
+
+A Schedule is a list of kernel calls in execution order plus how the program's outputs
+are read back. Its graph form (`Schedule.graph()`) is a tensor-level graph:
+
+    CALL(SINK-kernel, arg0, arg1, ...)      kernel PARAM slot k is bound to arg k
+    arg = BUFFER | AFTER(BUFFER, CALL...)   AFTER orders the call after the writers
+                                            (and, for a written buffer, the readers) before it
+    root k = AFTER(BUFFER, CALL) for a value root (out{k} is that buffer's contents),
+             SINK(CALL...) for a void root
+
+so the reference evaluator runs it and the validator checks it like any other graph.
+Storage is BUFFER (the program's own and the intermediates rangeify adds), top-level
+PARAM, BUFFER_VIEW, or a VCONST/BINARY holding constant data.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinyspec.uop import UOp
+from tinyspec.graph import Graph
+
+
+@dataclass
+class Kernel:
+  sink: UOp                      # kernel-level SINK over PARAMs (or, after linearize, a LINEAR)
+  args: list[UOp]                # storage bound to PARAM slot k
+  writes: set[int] = field(default_factory=set)   # PARAM slots the kernel stores to
+  name: str = "kernel"
+  program: object = None         # filled by the later stages (linear program, source text)
+
+  def reads(self) -> set[int]:
+    return set(range(len(self.args))) - self.writes
+
+
+@dataclass
+class Output:
+  kind: str                      # "value": storage holds out{k}; "void": the root is side effects
+  storage: UOp | None = None
+
+
+@dataclass
+class Schedule:
+  kernels: list[Kernel]
+  outputs: list[Output]
+  intermediates: set = field(default_factory=set)   # storage UOps rangeify added
+  meta: dict = field(default_factory=dict)
+
+  def graph(self, body=lambda k: k.sink) -> Graph:
+    """The tensor-level graph of the schedule; `body(kernel)` is what each CALL calls."""
+    last_write: dict[UOp, UOp] = {}
+    readers: dict[UOp, list[UOp]] = {}
+    calls: list[UOp] = []
+    for k in self.kernels:
+      args = []
+      for slot, s in enumerate(k.args):
+        deps = [last_write[s]] if s in last_write else []
+        if slot in k.writes: deps += [c for c in readers.get(s, []) if c not in deps]
+        args.append(UOp("AFTER", (s, *deps)) if deps else s)
+      call = UOp("CALL", (body(k), *args))
+      calls.append(call)
+      for slot, s in enumerate(k.args):
+        if slot in k.writes: last_write[s], readers[s] = call, []
+        else: readers.setdefault(s, []).append(call)
+    roots = []
+    for o in self.outputs:
+      if o.kind == "value":
+        roots.append(UOp("AFTER", (o.storage, last_write[o.storage])) if o.storage in last_write else o.storage)
+      else:
+        roots.append(UOp("SINK", tuple(calls)) if calls else UOp("SINK", ()))
+    return Graph.from_uops(*roots, level="tensor")
