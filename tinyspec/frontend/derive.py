@@ -6,15 +6,15 @@ every op of a long chain. `derive(u)` instead checks only the nodes below u that
 properties yet, each against its sources' cached Views, and stores the result in the
 UOp's `_props`, so building an n-op chain costs O(n).
 
-Each node goes through the validator's steps, in the validator's order, using the same
-table objects (arity, arg schema, source slots, level, op checks, derived properties);
-tests/test_tensor_derive.py holds the two to the same answers. Front-end graphs are
+Each node goes through the validator's steps, in the validator's order, using the
+validator's own per-op pieces (arity, arg schema, level, source slots, op checks, derived
+properties); tests/test_tensor.py holds the two to the same answers. Front-end graphs are
 tensor-level programs, so the level of every node is "tensor".
 """
 from __future__ import annotations
 from tinyspec.tables import tables
 from tinyspec.rules import RuleFail
-from tinyspec.validate import View, _arg_cache, _slot_plan
+from tinyspec.validate import View, _BIT, _arg_cache, _op_infos, _run_checks, _slot_errors
 
 LEVEL = "tensor"
 
@@ -47,58 +47,34 @@ def derive(u) -> View:
 
 
 def check_node(u) -> View:
-  """Check one UOp whose sources already have Views; return its View."""
+  """Check one UOp whose sources already have Views; return its View. The steps and their
+  order are the validator's main loop, run on the validator's per-op info."""
   name, arg = u.op, u.arg
-  od = tables().ops.get(name)
-  if od is None: raise GraphError(name, "graph.unknown_op", f"unknown op {name!r}")
+  info = _op_infos(tables(), _arg_cache).get(name)
+  if info is None: raise GraphError(name, "graph.unknown_op", f"unknown op {name!r}")
   ns = len(u.src)
-  if ns < od.min_src or ns > od.max_src:
-    raise GraphError(name, "graph.arity", f"{name} takes {od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}")
-  err = _arg_cache.errors(od, arg)
+  if ns < info.min_src or ns > info.max_src:
+    raise GraphError(name, "graph.arity", f"{name} takes {info.od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}")
+  err = info.null_arg_err if arg is None else _arg_cache.errors(info.od, arg)
   if err is not None: raise GraphError(name, "arg.schema", err)
-  if LEVEL not in od.levels:
-    raise GraphError(name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {LEVEL} graph")
+  if _BIT[LEVEL] & info.off_levels:
+    raise GraphError(name, "level.op", f"{name} may appear at level {', '.join(info.od.levels)}, not in a {LEVEL} graph")
   src = [s._props for s in u.src]
-  _check_slots(od, name, src)
+  if not info.slots_ok(src):
+    for rule, msg in _slot_errors(info.od, name, src): raise GraphError(name, rule, msg)
   v = View(None, name, arg, src)
-  for chk in od.checks:
-    try:
-      good = chk.fn(src, arg, name, LEVEL, v, None, None, None, None, None)
-    except RuleFail as e: raise GraphError(name, e.rule, e.msg) from None
-    except Exception as e: raise GraphError(name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})") from None
-    if not good: raise GraphError(name, chk.rule, chk.msg)
+  if info.checks:   # the and-ed checks first, as the validator does; one by one only on a no
+    try: good = info.checks_all(src, arg, name, LEVEL, v, None, None, None, None, None)
+    except Exception: good = False
+  if info.checks and not good:
+    failed = []
+    _run_checks(info.checks, src, arg, name, LEVEL, v, None, lambda i, op, rule, msg: failed.append((rule, msg)))
+    if failed: raise GraphError(name, *failed[0])
   try:
-    f_dt, f_sh, f_dev, f_as, f_mm, f_ax = od.derive
-    v.dtype = dt = f_dt(src, arg, name, LEVEL, v, None, None, None, None, None)
-    v.shape = sh = f_sh(src, arg, name, LEVEL, v, dt, None, None, None, None)
-    v.device = dev = f_dev(src, arg, name, LEVEL, v, dt, sh, None, None, None)
-    v.addrspace = asp = f_as(src, arg, name, LEVEL, v, dt, sh, dev, None, None)
-    v.min_max = mm = f_mm(src, arg, name, LEVEL, v, dt, sh, dev, asp, None)
-    v.axis = f_ax(src, arg, name, LEVEL, v, dt, sh, dev, asp, mm)
+    v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, _, _, _, _, _ = info.derive(src, arg, name, LEVEL, v)
   except RuleFail as e: raise GraphError(name, e.rule, e.msg) from None
   if dt == "index":   # constant folding of shape operands, as the validator does
     if name == "CONST": v.value = arg["value"]
     elif name == "VCONST": v.value = tuple(arg["values"])
     elif name == "STACK" and all(s.value is not None and not isinstance(s.value, tuple) for s in src): v.value = tuple(s.value for s in src)
   return v
-
-
-def _check_slots(od, name, src) -> None:
-  by_name: dict = {}
-  plan = _slot_plan(od)
-  for k, s in enumerate(src):
-    sname, kind, allowed, same = plan[k] if k < len(plan) else plan[-1]
-    by_name.setdefault(sname, s)
-    if kind == "any": continue
-    if kind in ("value", "shape") and (s.dtype == "void" or isinstance(s.dtype, tuple)):
-      raise GraphError(name, "slot.kind", f"source {k} ({sname}) must be a value, {s.op} is {'void' if s.dtype == 'void' else 'a tuple'}")
-    if kind == "range" and s.op != "RANGE":
-      raise GraphError(name, "slot.kind", f"source {k} ({sname}) must be a RANGE, not {s.op}")
-    if kind == "void" and s.dtype != "void":
-      raise GraphError(name, "slot.kind", f"source {k} ({sname}) must be a side effect (void), not {s.op} of dtype {s.dtype}")
-    if kind == "shape" and (s.dtype != "index" or len(s.shape) > 1):
-      raise GraphError(name, "shape.operand", f"source {k} ({sname}) must be an index shape operand, {s.op} is {s.dtype} with shape {s.shape}")
-    if allowed is not None and s.dtype not in allowed:
-      raise GraphError(name, "dtype.allowed", f"source {k} ({sname}) has dtype {s.dtype}, {name} takes {od.slot_for(k).dtype}")
-    if same is not None and (other := by_name.get(same)) is not None and other.dtype != s.dtype:
-      raise GraphError(name, "dtype.match", f"source {k} ({sname}) has dtype {s.dtype}, it must match {same} ({other.dtype})")
