@@ -445,3 +445,15 @@ def test_markers_copy_assign_values():
   b = Tensor(np.zeros((2, 3), np.float32))
   b.assign(Tensor(np.ones((2, 3), np.float32)) * 4)
   np.testing.assert_array_equal(value(b + 1), np.full((2, 3), 5, np.float32))
+
+
+def test_convenience_methods():
+  x = np.array([-1.5, 0.5, 2.0], np.float32)
+  t = Tensor(x)
+  for build, want in [(t.exp(), np.exp(x)), (t.abs().log(), np.log(np.abs(x))), (t.relu(), np.maximum(x, 0)),
+                      (t.abs(), np.abs(x)), (t.mulacc(t, 1.0), x * x + 1), (t.contiguous_backward(), x),
+                      (t.to("GPU"), x), (Tensor.ones(3) - t, 1 - x)]:
+    check_graph(build)
+    np.testing.assert_allclose(value(build), want, rtol=2e-6)
+  assert t.exp().uop.op == "EXP2" and t.mulacc(t, t).uop.op == "MULACC" and t.to("GPU").uop.op == "COPY"
+  assert t.sum().item() == np.float32(1.0) and t.tolist() == x.tolist() and len(t) == 3 and t.ndim == 1

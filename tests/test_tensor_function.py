@@ -154,3 +154,18 @@ def test_saved_function_graph_validates_on_the_command_line(tmp_path, capsys):
   assert "valid" in capsys.readouterr().out
   s.graph().save(tmp_path / "s.json")
   assert cli(["validate", "-q", str(tmp_path / "s.json")]) == 0
+
+
+def test_function_over_a_sharded_tensor():
+  from tinyspec.tensor import collectives as X
+  D = ("A", "B")
+
+  @function
+  def allreduce(t): return X.allreduce(t, D)
+
+  T = np.arange(8, dtype=np.float32)
+  r = allreduce(Tensor(T, device=D))
+  body = r.uop.src[0].src[0]
+  assert not ops_below(body, "BUFFER") and ops_below(body, "COPY")
+  assert r.shape == (4,) and r.device == D
+  np.testing.assert_array_equal(value(r), T.reshape(2, 4).sum(0))
