@@ -129,3 +129,12 @@ def test_sharded_collectives(D, dt, s):
 def test_reduce_scatter_needs_divisible_shards():
   D = ("A", "B", "C", "D")
   with pytest.raises(ValueError): X.reduce_scatter(Tensor(np.zeros(4 * 6, np.float32), device=D), D)
+
+
+def test_compositions_agree_on_the_c_backend():
+  """The front end's backend registry reaches the compiler's C target; it must agree with the reference."""
+  a, b = data((3, 4), np.float32, 11), data((4, 2), np.float32, 12)
+  idx = np.array([2, 0, 2], np.int32)
+  for t in (C.gemm(Tensor(a), Tensor(b)), C.prefix_sum(Tensor(a.reshape(-1))), C.arange(6),
+            C.gather(Tensor(a[0]), Tensor(idx)), C.scatter_add(Tensor(a[0]), Tensor(idx), Tensor(a[1, :3]))):
+    np.testing.assert_array_equal(Tensor(t.uop).numpy(backend="c"), Tensor(t.uop).numpy(backend="ref"))
