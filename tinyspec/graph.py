@@ -73,12 +73,16 @@ class Graph:
     """One UOp per node (hash-consed: identical nodes become the same UOp)."""
     from tinyspec.uop import UOp
     out: list = []
-    for n in self.nodes:
+    for i, n in enumerate(self.nodes):
+      if n.src and (min(n.src) < 0 or max(n.src) >= i):
+        raise ValueError(f"node {i} ({n.op}): src {[j for j in n.src if not 0 <= j < i][0]} is not an earlier node [graph.src]")
       out.append(UOp(n.op, tuple(out[j] for j in n.src), n.arg, dtype=n.dtype, shape=n.shape, tag=n.tag, name=n.name))
     return out
 
   def root_uops(self) -> list:
     u = self.uops()
+    bad = [r for r in self.root_indices if not 0 <= r < len(u)]
+    if bad: raise ValueError(f"root {bad[0]} is not a node index [graph.src]")
     return [u[i] for i in self.root_indices]
 
   @staticmethod
@@ -361,18 +365,19 @@ def _node_slow(n, i: int, bad) -> Node:
   if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300], i, op if isinstance(op, str) else None); ok = False
   if not isinstance(op, str) or not _OP_RE.match(op) or len(op) > 64:
     bad(("missing 'op'" if "op" not in n else f"'op' must be an upper-case op name, not {op!r}")[:200], i); ok = False; op = "?"
+  shown = None if op == "?" else op
   src = _index_list(n.get("src", []))
   if src is None:
-    bad("'src' must be a list of node indices", i, op); ok = False; src = ()
-  dt = n.get("dtype")
-  if dt is not None and not (isinstance(dt, str) or (isinstance(dt, list) and all(isinstance(x, str) for x in dt))):
-    bad("'dtype' must be a dtype name or a list of them", i, op); ok = False; dt = None
+    bad("'src' must be a list of node indices", i, shown); ok = False; src = ()
+  dt = n.get("dtype")   # dtype, shape and name are optional, but null is not a value for them
+  if "dtype" in n and not (isinstance(dt, str) or (isinstance(dt, list) and all(isinstance(x, str) for x in dt))):
+    bad("'dtype' must be a dtype name or a list of them", i, shown); ok = False; dt = None
   sh = n.get("shape")
-  if sh is not None:
+  if "shape" in n:
     if _valid_shape(sh): sh = _shape_ints(sh)
-    else: bad("'shape' must be a list of non-negative dims", i, op); ok = False; sh = None
+    else: bad("'shape' must be a list of non-negative dims", i, shown); ok = False; sh = None
   nm = n.get("name")
-  if nm is not None and not (isinstance(nm, str) and len(nm) <= 128):
-    bad("'name' must be a string of at most 128 characters", i, op); ok = False; nm = None
+  if "name" in n and not (isinstance(nm, str) and len(nm) <= 128):
+    bad("'name' must be a string of at most 128 characters", i, shown); ok = False; nm = None
   node = Node(op, src, n.get("arg"), dt, sh, n.get("tag"), nm)
   return node if ok else Node("?", src)

@@ -56,6 +56,13 @@ class ValidationResult:
 
   def rules(self) -> set[str]: return {d.rule for d in self.diagnostics}
 
+  def untrusted(self, tables: Tables | None = None) -> list[int]:
+    """Nodes whose op the tables mark `untrusted` (CUSTOM, INS...): valid graph data, but
+    opaque code that evaluators and compilers refuse unless explicitly allowed."""
+    if self.graph is None: return []
+    ops = (tables or _tables()).ops
+    return [i for i, n in enumerate(self.graph.nodes) if n.op in ops and ops[n.op].untrusted]
+
 
 def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
   """The level of a graph with none declared: program if its root is LINEAR/PROGRAM,
@@ -344,10 +351,14 @@ def _declared_ok(node, dt, sh, i, name, report) -> bool:
 
 
 def validate_file(path, level: str = "auto", tables: Tables | None = None) -> ValidationResult:
+  """Load and validate one file. A file that parses but breaks the file schema in places
+  is still validated (broken nodes count as unknown), so every error is reported."""
   g, diags = load_file(path)
-  if g is None or diags:
-    return ValidationResult(g, diags, [], None)
-  return validate(g, level, tables, file=str(path))
+  if g is None:
+    return ValidationResult(None, diags, [], None)
+  res = validate(g, level, tables, file=str(path))
+  if diags: res.diagnostics[:0] = diags
+  return res
 
 
 def derive_uop(u) -> None:
