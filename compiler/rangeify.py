@@ -432,6 +432,7 @@ class Rangeify:
     has_reduce = any(u.op == "REDUCE" for u in _walk(sink))
     sink = sink.replace(arg={"name": self._name("r" if has_reduce else "E", shape)})
     k = Kernel(sink, list(b.args), writes, sink.arg["name"])
+    k.nest = (tuple(shape), tuple(ranges)) if _simple_stores(sink, ranges) else None
     self.kernels.append(k)
     return k
 
@@ -520,12 +521,87 @@ class Rangeify:
       if u.op == "STORE": self.store_kernel(u)
       elif u.op == "CALL" and u.src[0].op != "TUPLE": self.call_kernel(u)
       elif u in realize and u not in self.realized: self.value_kernel(u)
+    self.kernels = fuse_horizontal(self.kernels)
     outputs = []
     for r in self.roots:
       if props(r).dtype == "void": outputs.append(Output("void")); continue
       s = self._storage_of(r)
       outputs.append(Output("value", s if s is not None else self.realized[r]))
     return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+
+
+def _simple_stores(sink: UOp, ranges: list) -> bool:
+  """Every store of the kernel writes INDEX(PARAM, its output ranges in order) (or a
+  ()-shaped PARAM when it has none): the kernels horizontal fusion may merge."""
+  body = sink.src[0] if len(sink.src) == 1 else None
+  if body is None: return False
+  if ranges:
+    if body.op != "END" or list(body.src[1:]) != list(ranges): return False
+    body = body.src[0]
+  stores = list(body.src) if body.op == "GROUP" else [body]
+  for st in stores:
+    if st.op != "STORE" or len(st.src) != 2: return False
+    dst = st.src[0]
+    if dst.op == "PARAM": continue
+    if dst.op != "INDEX" or dst.src[0].op != "PARAM": return False
+    if [i for i in dst.src[1:] if i.op != "CONST"] != list(ranges): return False
+  return True
+
+
+def _merge(a: Kernel, b: Kernel) -> Kernel:
+  """One kernel doing a's and b's stores in a's loop nest (same output shape)."""
+  args = list(a.args)
+  slot_of = {s: i for i, s in enumerate(args)}
+  pmap: dict[UOp, UOp] = {}
+  a_params = {u.arg["slot"]: u for u in _walk(a.sink) if u.op == "PARAM"}
+  for u in _walk(b.sink):
+    if u.op != "PARAM": continue
+    st = b.args[u.arg["slot"]]
+    if st not in slot_of:
+      slot_of[st] = len(args); args.append(st)
+    ns = slot_of[st]
+    pmap[u] = a_params.get(ns) or u.replace(arg={**u.arg, "slot": ns})
+  a_ranges = [r for r in a.nest[1]]
+  b_ranges = list(b.nest[1])
+  rmap = dict(zip(b_ranges, a_ranges))
+  top = max((u.arg["id"] for u in _walk(a.sink) if u.op == "RANGE"), default=-1) + 1
+  a_red = [u for u in _walk(a.sink) if u.op == "REDUCE"]
+  b_red = [u for u in _walk(b.sink) if u.op == "REDUCE"]
+  if len(a_red) == 1 and len(b_red) == 1 and [props(r.src[0]).value for r in a_red[0].src[1:]] == [props(r.src[0]).value for r in b_red[0].src[1:]] \
+     and [r.arg.get("type") for r in a_red[0].src[1:]] == [r.arg.get("type") for r in b_red[0].src[1:]]:
+    rmap.update(zip(b_red[0].src[1:], a_red[0].src[1:]))    # the two reductions share one loop
+  for u in _walk(b.sink):
+    if u.op == "RANGE" and u not in rmap:
+      rmap[u] = u.replace(arg={**u.arg, "id": top}); top += 1
+  from compiler.rewrite import substitute
+  bsink = substitute(b.sink, {**pmap, **rmap})
+  def stores(k_sink, nest_ranges):
+    body = k_sink.src[0]
+    if nest_ranges: body = body.src[0]
+    return list(body.src) if body.op == "GROUP" else [body]
+  group = stores(a.sink, a_ranges) + stores(bsink, [rmap[r] for r in b_ranges])
+  body = UOp("GROUP", tuple(group))
+  if a_ranges: body = UOp("END", (body, *a_ranges))
+  k = Kernel(UOp("SINK", (body,), a.sink.arg), args, a.writes | {slot_of[b.args[w]] for w in b.writes}, a.name)
+  k.nest = a.nest
+  return k
+
+
+def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
+  """Merge each kernel into the one before it when both are simple loop nests of the
+  same shape and neither touches what the other writes (so their order is free)."""
+  out: list[Kernel] = []
+  for k in kernels:
+    prev = out[-1] if out else None
+    nest = getattr(k, "nest", None)
+    if prev is not None and nest is not None and getattr(prev, "nest", None) is not None and prev.nest[0] == nest[0]:
+      pw = {prev.args[w] for w in prev.writes}
+      kw = {k.args[w] for w in k.writes}
+      if not (pw & set(k.args)) and not (kw & set(prev.args)):
+        out[-1] = _merge(prev, k)
+        continue
+    out.append(k)
+  return out
 
 
 def _walk(*roots):

@@ -21,6 +21,12 @@ from compiler.props import props, CompileError
 from compiler.tables import render_tables
 
 TARGETS = ("c", "opencl")
+_FIELD = re.compile(r"\{([A-Za-z_]+)\}")
+
+
+def fill(template: str, fields: dict) -> str:
+  """Replace the {NAME} fields a template uses (C braces and unknown names stay as they are)."""
+  return _FIELD.sub(lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
@@ -151,7 +157,7 @@ class Renderer:
   def emit(self, line: str): self.lines.append("  " * self.depth + line)
 
   def use_helper(self, name: str, fields: dict):
-    text = self.T["helpers"][name].format(**fields)
+    text = fill(self.T["helpers"][name], fields)
     self.helpers[text] = None
 
   def fields(self, u: UOp, on_src: bool) -> dict:
@@ -183,7 +189,7 @@ class Renderer:
     if tmpl is None: return x
     f = dict(fields or {})
     f.update({"x": x, "T": value_type(dt, self.target), "UT": _utype(max(8, _dt(dt).bits))})
-    return tmpl.format(**f)
+    return fill(tmpl, f)
 
   def declare(self, u: UOp, expr: str) -> str:
     name = f"v{self.nvar}"
@@ -411,7 +417,7 @@ class Renderer:
       sdt, ddt = props(u.src[0]).dtype, props(u).dtype
       f["from_bits"] = self.conv(ddt, "from_bits", self.conv(sdt, "to_bits", f["a"]))
     for h in case.get("uses", ()): self.use_helper(h, f)
-    expr = case["code"].format(**f)
+    expr = fill(case["code"], f)
     out = props(u).dtype
     rnd = self.T["dtypes"].get(out, {}).get("round")
     if rnd and case.get("rounds", True) and _dt(out).cls == "float":

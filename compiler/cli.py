@@ -1,0 +1,124 @@
+"""`tinyspec compile` and `tinyspec run`.
+
+  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON] [--allow-untrusted]
+      prints the rendered kernels; --dump-stages writes one graph file per stage
+      (NN_stage.json, and NN_stage.kK.json for the per-kernel program-level stages), each
+      accepted by `tinyspec validate`.
+  tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR]
+      runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
+
+Exit codes: 0 success, 1 the graph is refused or fails (the message names the rule id),
+2 unreadable file or bad usage.
+"""
+from __future__ import annotations
+import json
+import sys
+from pathlib import Path
+from tinyspec.cli import command
+from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+
+
+def _load(path: str):
+  from tinyspec.graph import load_file
+  g, diags = load_file(path)
+  if g is None or any(d.fatal for d in diags):
+    for d in diags: print(d.format(), file=sys.stderr)
+    return None, max((d.exit_code for d in diags), default=EXIT_UNREADABLE)
+  return g, EXIT_OK
+
+
+def _refusal(path: str, e) -> int:
+  print(f"{path}: {e.msg if hasattr(e, 'msg') else e} [{e.rule}]", file=sys.stderr)
+  return EXIT_INVALID
+
+
+@command("compile", "lower a graph to C or OpenCL C kernels")
+def _compile_cmd(sub):
+  p = sub.add_parser("compile", help="lower a graph to C or OpenCL C kernels",
+                     description="Compile a graph file through the lowering pipeline and print the kernels. "
+                                 "Exit 0 compiled, 1 refused (rule id printed), 2 unreadable file or bad usage.")
+  p.add_argument("file", metavar="FILE")
+  p.add_argument("--target", choices=["c", "opencl"], default="c")
+  p.add_argument("--dump-stages", metavar="DIR", help="write one graph file per stage into DIR")
+  p.add_argument("--opt", metavar="JSON", help='OptOps for every kernel, e.g. \'[["SPLIT", 0, [4, "THREAD"]]]\'')
+  p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
+  p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
+
+  def run(a) -> int:
+    from compiler import compile_graph, CompileError
+    g, code = _load(a.file)
+    if g is None: return code
+    try: opts = json.loads(a.opt) if a.opt else None
+    except json.JSONDecodeError as e:
+      print(f"--opt: not JSON: {e}", file=sys.stderr); return EXIT_UNREADABLE
+    try:
+      c = compile_graph(g, a.target, opts, a.allow_untrusted)
+      if a.build: c.executable()
+    except CompileError as e:
+      return _refusal(a.file, e)
+    if a.dump_stages: dump_stages(c, a.dump_stages)
+    print(c.source(), end="")
+    return EXIT_OK
+  return p, run
+
+
+def dump_stages(c, where) -> list[Path]:
+  d = Path(where)
+  d.mkdir(parents=True, exist_ok=True)
+  written = []
+  for n, (name, g) in enumerate(c.stages.items()):
+    if isinstance(g, list):
+      for k, gg in enumerate(g):
+        f = d / f"{n:02d}_{name}.k{k}.json"; gg.save(f); written.append(f)
+    else:
+      f = d / f"{n:02d}_{name}.json"; g.save(f); written.append(f)
+  return written
+
+
+def _parse_inputs(items) -> dict:
+  import numpy as np
+  out = {}
+  for it in items or ():
+    if "=" not in it: raise ValueError(f"--input {it!r}: expected NAME=FILE.npy")
+    name, path = it.split("=", 1)
+    out[name] = np.load(path, allow_pickle=False)
+  return out
+
+
+@command("run", "run a graph on the reference evaluator or a compiled backend")
+def _run_cmd(sub):
+  p = sub.add_parser("run", help="run a graph on the reference evaluator or a compiled backend",
+                     description="Run a graph. Exit 0 success, 1 refused or failed, 2 unreadable input or bad usage.")
+  p.add_argument("file", metavar="FILE")
+  p.add_argument("--backend", choices=["ref", "c", "opencl"], default="ref")
+  p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
+  p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
+  p.add_argument("--allow-untrusted", action="store_true")
+
+  def run(a) -> int:
+    import numpy as np
+    g, code = _load(a.file)
+    if g is None: return code
+    try: inputs = _parse_inputs(a.input)
+    except (ValueError, OSError) as e:
+      print(f"{e}", file=sys.stderr); return EXIT_UNREADABLE
+    try:
+      if a.backend == "ref":
+        from refimpl import evaluate, EvalError
+        try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted)
+        except EvalError as e:
+          print(f"{a.file}: {e}", file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
+      else:
+        from compiler import compile_graph, CompileError
+        try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False).run(inputs)
+        except CompileError as e: return _refusal(a.file, e)
+    except ValueError as e:
+      print(f"{a.file}: {e}", file=sys.stderr); return EXIT_UNREADABLE
+    if a.out:
+      d = Path(a.out); d.mkdir(parents=True, exist_ok=True)
+      for k, v in out.items(): np.save(d / f"{k}.npy", np.asarray(v), allow_pickle=False)
+    for k, v in out.items():
+      v = np.asarray(v)
+      print(f"{k}: {v.dtype} {tuple(v.shape)}" + (f" {np.array2string(v.reshape(-1)[:8], threshold=8)}" if v.size else ""))
+    return EXIT_OK
+  return p, run
