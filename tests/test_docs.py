@@ -154,9 +154,12 @@ def test_tex_compiles_with_pdflatex(frob, tmp_path):
 
 # ------------------------------------------------------------------ status inputs
 def _mini_root(tmp_path) -> Path:
-  (tmp_path / "conformance" / "rules" / "PERMUTE.perm").mkdir(parents=True)
-  for n in ("valid_1.json", "invalid_1.json", "invalid_2.json"):
-    (tmp_path / "conformance" / "rules" / "PERMUTE.perm" / n).write_text("[]")
+  d = tmp_path / "conformance" / "rules" / "PERMUTE.perm"   # the layout of conformance/rules/README.md
+  d.mkdir(parents=True)
+  for n in ("valid-1", "invalid-1", "invalid-2"):
+    (d / f"{n}.json").write_text("[]")
+    expect = {"valid": n.startswith("valid")} | ({} if n.startswith("valid") else {"rule": "PERMUTE.perm", "exit": 1, "node": 0})
+    (d / f"{n}.expect.json").write_text(json.dumps({"rule": "PERMUTE.perm", "input": f"{n}.json", "expect": expect}))
   (tmp_path / "conformance" / "cases").mkdir(parents=True)
   (tmp_path / "conformance" / "cases" / "a.json").write_text(json.dumps({"meta": {"ops": ["ADD", "MUL"]}, "nodes": [{"op": "CONST"}]}))
   (tmp_path / "conformance" / "cases" / "b.json").write_text(json.dumps([{"op": "CONST"}, {"op": "ADD", "src": [0, 0]}]))
@@ -169,7 +172,8 @@ def test_status_counts_corpus_files(tmp_path):
   assert rows["ADD"][-2] == "2" and rows["MUL"][-2] == "1" and rows["CONST"][-2] == "1"   # meta.ops wins over nodes
   assert rows["PERMUTE"][-1] == "3" and rows["FLIP"][-1] == "0" and rows["ADD"][-1] == "—"
   md = gen_docs.render_spec_md(tables(), tmp_path)
-  assert "Cases: `conformance/rules/PERMUTE.perm/invalid_1.json`" in md
+  assert "Invalid cases: `conformance/rules/PERMUTE.perm/invalid-1.json`, `conformance/rules/PERMUTE.perm/invalid-2.json`" in md
+  assert "Valid cases: `conformance/rules/PERMUTE.perm/valid-1.json`" in md
 
 
 def test_status_renders_conformance_results(tmp_path):

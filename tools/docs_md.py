@@ -219,8 +219,10 @@ def _catalogue(T, root) -> list[str]:
     ops = by_rule.get(rid, [])
     if ops: out += ["", "Applies to: " + ("every op" if len(ops) == n_ops else ", ".join(op_link(o) for o in ops)) + "."]
     files = cases.get(rid, [])
-    if files: out += ["", "Cases: " + ", ".join(code(f) for f in files)]
-    elif root is not None and cases: out += ["", "Cases: *none*"]
+    for valid in (False, True):
+      fs = [c.input for c in files if c.valid == valid]
+      if fs: out += ["", f"{'Valid' if valid else 'Invalid'} cases: " + ", ".join(code(f) for f in fs)]
+    if not files and cases: out += ["", "Cases: *none*"]
     out.append("")
   return out[:-1]
 

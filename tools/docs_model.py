@@ -471,17 +471,37 @@ def dtype_aliases() -> dict: return dict(ALIASES)
 
 
 # ------------------------------------------------------------------ corpus on disk
-def rule_case_files(root: Path) -> dict[str, list[str]]:
-  """conformance/rules/<rule-id>/...: rule id -> its case files (paths relative to root,
-  sorted). The folder name is the rule id (conformance/rules/README.md)."""
+@dataclass(frozen=True)
+class RuleCaseRef:
+  rule: str | None    # the rule the case is about; None for an op's example case
+  op: str | None
+  valid: bool
+  input: str          # the graph file, relative to the repository root
+
+
+def rule_cases(root: Path) -> list[RuleCaseRef]:
+  """The rule corpus, read as the data its README describes: one case per
+  conformance/rules/**/NAME.expect.json, naming its input, its rule (or op) and whether
+  the input is valid. Sorted by input path."""
   base = Path(root) / "conformance" / "rules"
-  out: dict[str, list[str]] = {}
+  out = []
   if not base.is_dir(): return out
-  for d in sorted(base.iterdir()):
-    if not d.is_dir(): continue
-    files = sorted(p.relative_to(root).as_posix() for p in d.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".yml"))
-    if files: out[d.name] = files
-  return out
+  for p in sorted(base.rglob("*.expect.json")):
+    try: d = json.loads(p.read_text())
+    except (OSError, ValueError): continue
+    if not isinstance(d, dict) or not isinstance(d.get("expect"), dict): continue
+    inp = (p.parent / str(d.get("input", ""))).relative_to(root).as_posix()
+    rule = d.get("rule") if isinstance(d.get("rule"), str) else None
+    out.append(RuleCaseRef(rule, d.get("op") if isinstance(d.get("op"), str) else None, bool(d["expect"].get("valid")), inp))
+  return sorted(out, key=lambda c: c.input)
+
+
+def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
+  """rule id -> its cases (invalid ones first, then valid)."""
+  out: dict[str, list[RuleCaseRef]] = {}
+  for c in rule_cases(root):
+    if c.rule: out.setdefault(c.rule, []).append(c)
+  return {r: sorted(cs, key=lambda c: (c.valid, c.input)) for r, cs in out.items()}
 
 
 def case_ops(root: Path) -> tuple[dict[str, int], int]:

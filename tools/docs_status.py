@@ -5,8 +5,8 @@ Columns per op: in the tables; example (valid / invalid / none); validator rules
 op's checks, rules raised while deriving its properties, structural rules); derived
 properties with an op-specific rule; reference evaluation (`refimpl.supported_ops()`);
 compilation per target (`compiler.supported_ops(target)`); conformance cases
-(conformance/cases/ files naming the op) and rule-corpus cases (conformance/rules/ files
-for the op's check rules).
+(conformance/cases/ files naming the op) and rule-corpus cases (conformance/rules/
+*.expect.json files for the op's check rules).
 
 "Conformance coverage per backend" renders docs/conformance-results.json when present:
 
@@ -147,7 +147,8 @@ def render_status_md(T, root: Path | str | None = None) -> str:
     title = _TARGET_TITLES.get(t, t)
     out.append(f"* compiled to {title}: " + (f"{totals[t]} of {n_ops}" if comp[t] is not None else f"— (`compiler.supported_ops({t!r})` does not exist yet)"))
   out += [f"* with conformance cases: {totals['cases']} of {n_ops} (" + (f"{n_case_files} case files in `conformance/cases/`" if n_case_files else "no `conformance/cases/` files yet") + ")",
-          f"* rule ids: {len(T.rule_ids())}, of which {sum(1 for r in T.rule_ids() if rule_cases.get(r))} have files in `conformance/rules/`", "",
+          f"* rule ids: {len(T.rule_ids())}; with an invalid and a valid case in `conformance/rules/`: "
+          f"{sum(1 for r in T.rule_ids() if {c.valid for c in rule_cases.get(r, ())} == {True, False})}", "",
           "## Ops", "",
           "Columns: **tables**: the op is in `spec/ops.yaml` (rows marked **no** are implemented in code but missing from the "
           "tables); **example**: its `example:` graph validates; **validator rules**: its own checks + rules raised while "
@@ -155,7 +156,7 @@ def render_status_md(T, root: Path | str | None = None) -> str:
           f"rule naming the op in `spec/derived.yaml`; **reference**, {', '.join('**' + _TARGET_TITLES.get(t, t) + '**' for t in targets)}: "
           f"levels handled ({level_key}; `—`: the function does not exist yet, `no`: not handled), from "
           "`refimpl.supported_ops()` and `compiler.supported_ops(target)`; **cases**: files in `conformance/cases/` that name "
-          "the op (`meta.ops`, else its nodes); **rule cases**: files in `conformance/rules/` for the op's own check rules.", ""]
+          "the op (`meta.ops`, else its nodes); **rule cases**: cases in `conformance/rules/` (one per `*.expect.json`) for the op's own check rules.", ""]
   out += ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
   out += ["| " + " | ".join(r) + " |" for r in rows]
   out += [""] + _results_section(T, root)
