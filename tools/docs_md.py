@@ -282,11 +282,12 @@ def _graph_format(T) -> list[str]:
          "the node list. The roots default to the last node.", "", "Document fields:", ""]
   doc = defs.get("document", {})
   req = set(doc.get("required", ()))
-  out += table(["field", "schema", "required"], [[code(k), code(M.schema_text(v, defs)), "yes" if k in req else ""] for k, v in doc.get("properties", {}).items()])
+  shown = frozenset(("document", "node"))   # the defs tabulated here print by name
+  out += table(["field", "schema", "required"], [[code(k), code(M.schema_text(v, defs, shown)), "yes" if k in req else ""] for k, v in doc.get("properties", {}).items()])
   node = defs.get("node", {})
   req = set(node.get("required", ()))
   out += ["", "Node fields:", ""]
-  out += table(["field", "schema", "required"], [[code(k), code(M.schema_text(v, defs)), "yes" if k in req else ""] for k, v in node.get("properties", {}).items()])
+  out += table(["field", "schema", "required"], [[code(k), code(M.schema_text(v, defs, shown)), "yes" if k in req else ""] for k, v in node.get("properties", {}).items()])
   if T.limits:
     out += ["", "Limits (`limits:` in `spec/ops.yaml`): " + ", ".join(f"{code(k)} = {code(v)}" for k, v in T.limits.items()) + "."]
   return out

@@ -222,8 +222,8 @@ def schema_text(s, defs: dict, named=None) -> str:
     return out
   if t == "array":
     items = schema_text(s.get("items", True), defs, named)
-    n = ""
-    if "minItems" in s or "maxItems" in s: n = f" ({s.get('minItems', 0)}..{s.get('maxItems', '')} items)"
+    lo, hi = s.get("minItems"), s.get("maxItems")
+    n = f" ({lo}..{hi} items)" if lo is not None and hi is not None else f" (>= {lo} items)" if lo is not None else f" (<= {hi} items)" if hi is not None else ""
     return f"[{items}, ...]{n}"
   if t == "object":
     props = s.get("properties") or {}

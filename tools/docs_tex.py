@@ -274,11 +274,11 @@ def _conflicts(T) -> list[str]:
 def _graph_format(T) -> list[str]:
   schema = T.graph_schema()
   defs = schema.get("$defs", {})
-  rows = []
-  for part in ("document", "node"):
+  rows, parts = [], ("document", "node")   # the defs tabulated here print by name
+  for part in parts:
     d = defs.get(part, {})
     req = set(d.get("required", ()))
-    rows += [[tex(part), tt(k), tt(M.schema_text(v, defs)), "yes" if k in req else ""] for k, v in d.get("properties", {}).items()]
+    rows += [[tex(part), tt(k), tt(M.schema_text(v, defs, frozenset(parts))), "yes" if k in req else ""] for k, v in d.get("properties", {}).items()]
   return [r"\subsection*{Graph File Format}", tex(schema.get("description", "")) + " JSON (or plain YAML loaded safely), described by "
           + tt("spec/graph.schema.json") + ": a document or just the node list; the roots default to the last node.", ""] + \
     longtable("l l " + _p("10.5cm") + " l", ["Part", "Field", "Schema", "Required"], rows)
