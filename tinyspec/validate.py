@@ -2,10 +2,16 @@
 
 One pass over the nodes in file order (they are topologically sorted by construction),
 so the cost is linear in the graph and no recursion is involved. For each node:
-  op known -> sources are earlier nodes -> arity -> arg schema -> source slots (kind,
-  dtype) -> level -> op checks -> derived properties -> declared dtype/shape.
+  op known -> sources are earlier nodes -> arity -> arg schema -> level (these need the
+  node alone) -> source slots (kind, dtype) -> op checks -> derived properties ->
+  declared dtype/shape (these read the sources' properties).
 A node that breaks a rule is reported and then treated as unknown, so its consumers are
 not blamed for it: every independent error is reported once.
+
+Speed (bench/bench_validate.py): the per-op work is prepared once per Tables (_OpInfo:
+a generated slot predicate, the op checks and-ed into one function, the six property
+rules compiled into one), so a node costs a few dict lookups and two or three calls; the
+detailed diagnostics are only computed for nodes that fail the quick yes.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -290,14 +296,15 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> Val
     err = info.null_arg_err if arg is None else arg_errors(info.od, arg)
     if err is not None:
       report(i, name, "arg.schema", err); continue
-    src = list(map(vget, srcs_i))
-    if None in src: continue   # a source is already broken: do not cascade
     c = top_bit if ctx is None else ctx[i]
     if c & info.off_levels:
       od = info.od
       wrong = next(lv for lv in LEVELS if c & info.off_levels & _BIT[lv])
       report(i, name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {wrong} graph"); continue
     lvl = _FIRST_LEVEL[c]
+    # everything above depends on the node alone; what follows reads its sources' properties
+    src = list(map(vget, srcs_i))
+    if None in src: continue   # a source is already broken: do not cascade
     if not info.slots_ok(src):   # the quick yes failed: say what is wrong
       errs = _slot_errors(info.od, name, src)
       for rule, msg in errs: report(i, name, rule, msg)
