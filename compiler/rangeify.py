@@ -588,19 +588,21 @@ def _merge(a: Kernel, b: Kernel) -> Kernel:
 
 
 def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
-  """Merge each kernel into the one before it when both are simple loop nests of the
-  same shape and neither touches what the other writes (so their order is free)."""
+  """Merge each kernel into the latest earlier kernel of the same shape when both are
+  simple loop nests and the kernel commutes with every kernel from that one on (it reads
+  nothing they write and writes nothing they touch), so moving it there is invisible."""
   out: list[Kernel] = []
   for k in kernels:
-    prev = out[-1] if out else None
     nest = getattr(k, "nest", None)
-    if prev is not None and nest is not None and getattr(prev, "nest", None) is not None and prev.nest[0] == nest[0]:
-      pw = {prev.args[w] for w in prev.writes}
-      kw = {k.args[w] for w in k.writes}
-      if not (pw & set(k.args)) and not (kw & set(prev.args)):
-        out[-1] = _merge(prev, k)
-        continue
-    out.append(k)
+    kr, kw = set(k.args), {k.args[w] for w in k.writes}
+    target = None
+    for j in range(len(out) - 1, -1, -1):
+      o = out[j]
+      ow = {o.args[w] for w in o.writes}
+      if (ow & kr) or (kw & set(o.args)): break
+      if nest is not None and getattr(o, "nest", None) is not None and o.nest[0] == nest[0]: target = j; break
+    if target is None: out.append(k)
+    else: out[target] = _merge(out[target], k)
   return out
 
 

@@ -1,0 +1,125 @@
+"""Checking compiled results against the reference evaluator, stage by stage.
+
+  compare(got, want, dtype, ulp)  -> None or a message: integers and bools bit-exact;
+                                     floats within `ulp` units in the last place of the
+                                     dtype (ulp 0: bit-exact), NaN where the reference
+                                     has NaN (any payload)
+  tolerance(op)                   -> the ulp bound ops.yaml `tolerances` gives op
+  check_stages(graph, inputs)     -> every schedule-level stage graph validates and
+                                     evaluates (refimpl) to the input graph's outputs;
+                                     every kernel's program-level LINEAR evaluates like
+                                     its kernel SINK. The first difference names its stage.
+"""
+from __future__ import annotations
+import numpy as np
+from tinyspec.tables import tables
+from tinyspec.dtypes import dtype as _dt
+from tinyspec.validate import validate
+
+
+def tolerance(op: str, dt: str = "float32", decomposed: bool = False) -> float:
+  """The ulp bound ops.yaml `tolerances` gives op's results of dtype dt."""
+  from tinyspec.tolerance import tolerance as _tol
+  return _tol(op, dt, decomposed)[0] if _dt(dt).cls == "float" else 0
+
+
+def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
+  """Float bit patterns mapped to integers in the order of the values (-0 and +0 equal)."""
+  b = bits.astype(np.int64)
+  sign = np.int64(1) << (nbits - 1)
+  mag = b & (sign - 1)
+  neg = (b & sign) != 0
+  return np.where(neg, -mag, mag)
+
+
+def compare(got, want, dt: str, ulp: int = 0) -> str | None:
+  got, want = np.asarray(got), np.asarray(want)
+  if got.shape != want.shape: return f"shape {got.shape} != {want.shape}"
+  d = _dt(dt)
+  if d.cls != "float":
+    bad = got.astype(want.dtype) != want
+    if not np.any(bad): return None
+    i = np.argwhere(bad)[0]
+    return f"{np.sum(bad)} of {bad.size} differ, e.g. at {tuple(i)}: got {got[tuple(i)]!r}, want {want[tuple(i)]!r}"
+  nbits = d.bits
+  ubits = np.dtype(f"uint{nbits}")
+  g = np.ascontiguousarray(got).view(ubits)
+  w = np.ascontiguousarray(want).view(ubits)
+  gf, wf = got.astype(np.float64), want.astype(np.float64)
+  gn, wn = np.isnan(gf), np.isnan(wf)
+  if ulp == 0:
+    bad = (g != w) & ~(gn & wn)
+  else:
+    dist = np.abs(_ordered(g, nbits) - _ordered(w, nbits))
+    bad = (gn != wn) | (~gn & ~wn & (dist > ulp))
+  if not np.any(bad): return None
+  i = tuple(np.argwhere(bad)[0])
+  return f"{np.sum(bad)} of {bad.size} differ (tolerance {ulp} ulp), e.g. at {i}: got {got[i]!r}, want {want[i]!r}"
+
+
+def compare_outputs(got: dict, want: dict, tol: dict | None = None, default_ulp: int = 0) -> list[str]:
+  """Messages for every output of `want` that `got` lacks or gets wrong."""
+  from refimpl.numeric import NP
+  names = {v: k for k, v in NP.items()}
+  out = []
+  for k, w in want.items():
+    if k not in got: out.append(f"{k}: missing"); continue
+    w = np.asarray(w)
+    dt = names.get(w.dtype, "float64" if w.dtype.kind == "f" else "int64")
+    msg = compare(got[k], w, dt, (tol or {}).get(k, default_ulp))
+    if msg: out.append(f"{k}: {msg}")
+  return out
+
+
+class StageMismatch(AssertionError):
+  pass
+
+
+def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | None = None, compiled=None):
+  """Compile (unless given) and check every stage against the input graph's outputs.
+  Raises StageMismatch naming the first stage that differs; returns the Compiled."""
+  from refimpl import evaluate
+  from compiler.pipeline import compile_graph
+  c = compiled or compile_graph(graph, target, opts)
+  want = evaluate(c.stages["input"], inputs)
+  for name, g in c.stages.items():
+    if name == "input": continue
+    graphs = g if isinstance(g, list) else [g]
+    for k, gg in enumerate(graphs):
+      res = validate(gg)
+      if not res.ok:
+        raise StageMismatch(f"stage {name}{f' kernel {k}' if isinstance(g, list) else ''}: invalid graph: " + "; ".join(d.format() for d in res.diagnostics[:3]))
+    if isinstance(g, list): continue
+    got = evaluate(g, inputs)
+    bad = compare_outputs(got, want, tol)
+    if bad: raise StageMismatch(f"stage {name}: " + "; ".join(bad))
+  check_kernels(c)
+  return c
+
+
+def check_kernels(c, seed: int = 0):
+  """Each kernel's LINEAR (program level) against its isel-stage SINK (kernel level), on
+  random contents for its PARAMs."""
+  from refimpl import evaluate
+  from compiler.props import props
+  from tinyspec.intervals import np_dtype
+  from tinyspec.uop import UOp
+  rng = np.random.default_rng(seed)
+  lin_graphs = c.stages.get("linearize") or []
+  for k, (kern, lg) in enumerate(zip(c.schedule.kernels, lin_graphs)):
+    if kern.sink.op != "SINK": continue
+    inputs = {}
+    for u in lg.root_uops()[0].src:
+      if u.op != "PARAM": continue
+      pr = props(u)
+      if len(u.src) == 3:
+        inputs[f"param{u.arg['slot']}"] = np.asarray(pr.min_max[1], dtype=np_dtype(pr.dtype)); continue
+      shape, dt = pr.shape, np_dtype(pr.dtype)
+      if dt.kind == "f" or dt.name == "bfloat16": x = rng.standard_normal(shape).astype(dt)
+      elif dt.kind == "b": x = rng.integers(0, 2, shape).astype(bool)
+      else: x = rng.integers(0, 7, shape).astype(dt)
+      inputs[f"param{u.arg['slot']}"] = x
+    want = evaluate(kern.sink, inputs)
+    got = evaluate(lg, inputs)
+    bad = compare_outputs(got, want)
+    if bad: raise StageMismatch(f"stage linearize kernel {k} ({kern.name}): " + "; ".join(bad))
