@@ -32,8 +32,13 @@ def ulp_distance(a, b) -> np.ndarray:
     d = np.abs(oa.astype(np.float64) - ob.astype(np.float64))
     exact = np.abs(oa - ob).astype(np.float64)   # exact where it does not overflow
   d = np.where(d < 2.0 ** 52, exact, d)
-  na, nb = np.isnan(a.astype(np.float32)), np.isnan(b.astype(np.float32))
+  na, nb = np.isnan(a), np.isnan(b)
   return np.where(na & nb, 0.0, np.where(na | nb, np.inf, d))
+
+
+def _as_f64(inputs: list) -> list[np.ndarray]:
+  with np.errstate(invalid="ignore", over="ignore"):
+    return np.broadcast_arrays(*[np.asarray(x).astype(np.float64) for x in inputs])
 
 
 def _normal_range(dt: str) -> tuple[float, float]:
@@ -62,7 +67,7 @@ def tolerance(op: str, dt: str, decomposed: bool = False) -> tuple[float, str | 
 def in_domain(op: str, dt: str, inputs: list, decomposed: bool = False) -> np.ndarray:
   """Mask of the elements (inputs broadcast together) inside the op's domain."""
   _, dom = tolerance(op, dt, decomposed)
-  xs = np.broadcast_arrays(*[np.asarray(x).astype(np.float64) for x in inputs])
+  xs = _as_f64(inputs)
   if dom is None: return np.ones(xs[0].shape, bool)
   tiny, big = _normal_range(dt)
   def normal(x): return (np.abs(x) >= tiny) & (np.abs(x) <= big)
@@ -79,7 +84,7 @@ def within_tolerance(op: str, dt: str, got, want, inputs: list, decomposed: bool
   anything elsewhere outside the domain."""
   ulp, _ = tolerance(op, dt, decomposed)
   dist = ulp_distance(got, want)
-  xs = np.broadcast_arrays(*[np.asarray(x).astype(np.float64) for x in inputs]) if inputs else []
+  xs = _as_f64(inputs) if inputs else []
   special = np.zeros(dist.shape, bool)
   for x in xs: special |= ~np.isfinite(np.broadcast_to(x, dist.shape))
   inside = in_domain(op, dt, inputs, decomposed) if inputs else np.ones(dist.shape, bool)
