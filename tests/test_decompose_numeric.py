@@ -154,3 +154,21 @@ def test_ulp_distance_counts_representable_values():
   assert ulp_distance(np.array([np.nan], f32), np.array([np.nan], f32))[0] == 0
   assert ulp_distance(np.array([np.nan], f32), np.array([one]))[0] == np.inf
   assert ulp_distance(np.array([np.finfo(f32).max]), np.array([np.inf], f32))[0] == 1
+
+
+def test_kernel_level_expansion():
+  """Inside a kernel (what instruction selection sees): a RANGE over a buffer, SIN of each
+  element stored to another; the expanded kernel stores the same values within tolerance."""
+  nodes = [Node("CONST", (), {"value": 64, "dtype": "index"}), Node("RANGE", (0,), {"id": 0, "type": "LOOP"}),
+           Node("VCONST", (), {"values": [64], "dtype": "index"}),
+           Node("PARAM", (2,), {"slot": 0, "dtype": "float32"}), Node("PARAM", (2,), {"slot": 1, "dtype": "float32"}),
+           Node("INDEX", (3, 1)), Node("SIN", (5,)), Node("INDEX", (4, 1)), Node("STORE", (7, 6)),
+           Node("END", (8, 1)), Node("SINK", (9,))]
+  g = Graph(nodes, level="kernel")
+  x = np.linspace(-7, 7, 64).astype(np.float32)
+  inputs = {"param0": x, "param1": np.zeros(64, np.float32)}
+  e = expand(g)
+  assert "SIN" not in {n.op for n in e.nodes}
+  direct, expanded = evaluate(g, dict(inputs))["param1"], evaluate(e, dict(inputs))["param1"]
+  assert within_tolerance("SIN", "float32", expanded, direct, [x], decomposed=True).all()
+  assert not np.array_equal(expanded, np.zeros(64, np.float32))
