@@ -67,18 +67,36 @@ class CLMemory:
 
   def view(self, base, offset: int, nbytes: int):
     if offset == 0 and nbytes >= base.size: return base
-    if offset % self.align: raise CompileError("compile.unsupported", f"a view at byte offset {offset} is not aligned to the device's {self.align} bytes")
-    return base.get_sub_region(offset, max(nbytes, 1))
+    if offset % self.align == 0: return base.get_sub_region(offset, max(nbytes, 1))
+    # OpenCL sub-buffers must start aligned: an unaligned view is a scratch buffer that is
+    # filled from the base before each kernel using it and written back after each one
+    # that stores to it (buffer-to-buffer copies have no alignment rule)
+    return _Staged(base, offset, max(nbytes, 1), self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, max(nbytes, 1)))
+
+  def before(self, h):
+    if isinstance(h, _Staged): self.cl.enqueue_copy(self.queue, h.tmp, h.base, byte_count=h.nbytes, src_offset=h.offset, dst_offset=0)
+    return h.tmp if isinstance(h, _Staged) else h
+
+  def after(self, h, written: bool):
+    if isinstance(h, _Staged) and written:
+      self.cl.enqueue_copy(self.queue, h.base, h.tmp, byte_count=h.nbytes, src_offset=0, dst_offset=h.offset)
 
   def upload(self, handle, arr: np.ndarray):
     if arr.nbytes: self.cl.enqueue_copy(self.queue, handle, np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
 
   def download(self, handle, shape, dt: str) -> np.ndarray:
     out = np.empty(_numel(shape) * np_dtype(dt).itemsize, dtype=np.uint8)
+    if isinstance(handle, _Staged): handle = self.before(handle)
     if out.nbytes: self.cl.enqueue_copy(self.queue, out, handle)
     return out.view(np_dtype(dt)).reshape(shape)
 
   def finish(self): self.queue.finish()
+
+
+class _Staged:
+  def __init__(self, base, offset, nbytes, tmp): self.base, self.offset, self.nbytes, self.tmp = base, offset, nbytes, tmp
+  @property
+  def size(self): return self.nbytes
 
 
 class Executable:
@@ -133,7 +151,9 @@ class Executable:
       args = [handles.get(a) for a in k.args]
       v = [vals.get(a, 0) for a in k.args]
       if self.target == "c": prog([mem.pointer(h) if h is not None else 0 for h in args], v, threads)
-      else: prog(args, v)
+      else:
+        prog([mem.before(h) if h is not None else None for h in args], v)
+        for slot, h in enumerate(args): mem.after(h, slot in k.writes)
     mem.finish()
     out: dict[str, np.ndarray] = {}
     for n, o in enumerate(s.outputs):

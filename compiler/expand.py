@@ -14,6 +14,7 @@
       result = AFTER(acc, END)
 
   REDUCEs over the same ranges share one loop (END over a GROUP of their updates).
+* An END over several ranges becomes nested ENDs of one range each (the loop nest).
 The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum for MAX.
 """
 from __future__ import annotations
@@ -113,4 +114,5 @@ def _accumulate(sink: UOp) -> UOp:
 
 
 def expand(sink: UOp) -> UOp:
-  return _accumulate(_unroll(sink))
+  from compiler.linearize import split_ends
+  return split_ends(_accumulate(_unroll(sink)))

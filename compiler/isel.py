@@ -5,7 +5,8 @@ for it on the target and the node's dtypes (NEG, SUB, the comparisons, DIV, SQRT
 ... are native C / OpenCL operators or libm calls whose results meet the table's
 tolerances); otherwise it is replaced by its table decomposition
 (`tinyspec.decompose.expand`, e.g. THREEFRY). Any other op without a rule is refused
-with rule compile.unsupported.
+with rule compile.unsupported. Every memory access not proved in bounds gets its bounds
+check as a gate (compiler.bounds.gate_memory).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
@@ -13,10 +14,6 @@ from compiler.props import CompileError
 from compiler.rewrite import toposort
 from compiler.tables import category, render_tables
 from compiler import render as R
-
-
-def _lowerable(u: UOp, target: str) -> bool:
-  return u.op not in render_tables()["ops"] or R.select_case(u, target) is not None
 
 
 def isel(sink: UOp, target: str) -> UOp:
@@ -30,6 +27,8 @@ def isel(sink: UOp, target: str) -> UOp:
       sink = expand(sink, ops=need)
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
+  from compiler.bounds import gate_memory
+  sink = gate_memory(sink)
   for u in toposort(sink):
     if u.op in render_tables()["ops"] and R.select_case(u, target) is None:
       raise CompileError("compile.unsupported", f"{u.op} has no {target} rule for its dtypes", u)

@@ -68,7 +68,7 @@ def _kernel_schedule(sink: UOp) -> Schedule:
   if slots != list(range(len(slots))):
     raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1 (two PARAMs share a slot?)")
   writes = _rangeify._kernel_sink_slots(sink)
-  return Schedule([Kernel(sink, params, writes, "kernel")], [Output("void")], set(), {})
+  return Schedule([Kernel(sink, params, writes, "user_kernel")], [Output("void")], set(), {})
 
 
 def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True) -> Compiled:

@@ -35,6 +35,7 @@ from compiler.rewrite import Matcher, Pat
 from compiler.schedule import Kernel, Output, Schedule
 from compiler.symbolic import simplify, build_sum
 from compiler.tables import policy, is_alu
+from compiler.bounds import gate_memory
 
 ZERO = const(0, "index")
 TRUE = const(True, "bool")
@@ -428,7 +429,7 @@ class Rangeify:
 
   def _finish(self, b: KernelBuilder, effect: UOp, ranges: list, shape, writes: set[int]) -> Kernel:
     body = UOp("END", (effect, *ranges)) if ranges else effect
-    sink = simplify(UOp("SINK", (body,)), LOWER)
+    sink = gate_memory(simplify(UOp("SINK", (body,)), LOWER))
     has_reduce = any(u.op == "REDUCE" for u in _walk(sink))
     sink = sink.replace(arg={"name": self._name("r" if has_reduce else "E", shape)})
     k = Kernel(sink, list(b.args), writes, sink.arg["name"])
@@ -513,7 +514,7 @@ class Rangeify:
     for a in c.src[1:]:
       s = self._storage_of(a)
       args.append(s if s is not None else self.realized[a])
-    self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), (body.arg or {}).get("name", f"kernel{len(self.kernels)}")))
+    self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), f"user_kernel{len(self.kernels)}"))
 
   def run(self) -> Schedule:
     realize = self.plan()

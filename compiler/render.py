@@ -199,8 +199,15 @@ class Renderer:
     return name
 
   # -- memory access
-  def address(self, idx: UOp):
-    """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...)."""
+  def address(self, idx: UOp, gates: tuple = ()):
+    """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...); an
+    index is guarded unless its interval, narrowed by what `gates` state, is in bounds."""
+    from compiler.bounds import facts, interval
+    known: dict = {}
+    for g in gates:
+      for x, (flo, fhi) in facts(g).items():
+        plo, phi = known.get(x, (None, None))
+        known[x] = (flo if plo is None else plo if flo is None else max(plo, flo), fhi if phi is None else phi if fhi is None else min(phi, fhi))
     p = idx.src[0]
     if p.op != "PARAM" or p not in self.params:
       raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs", idx)
@@ -209,7 +216,7 @@ class Renderer:
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
     terms, guards, stride = [], [], 1
     for i, d in reversed(list(zip(ii, shape))):
-      lo, hi = props(i).min_max
+      lo, hi = interval(i, known)
       r = self.ref(i)
       if props(i).dtype != "index": r = f"((int64_t){r})" if self.target == "c" else f"((long){r})"
       if not (0 <= lo and hi < d): guards.append(f"(0 <= {r} && {r} < {literal(d, 'index', self.target)})")
@@ -219,21 +226,21 @@ class Renderer:
     off = " + ".join(reversed(terms)) or "0"
     return self.names[p], off, (" && ".join(reversed(guards)) or None)
 
-  def read(self, u: UOp, gate: str | None = None, alt: str | None = None) -> str:
+  def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None) -> str:
     """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM)."""
     dt = props(u).dtype
     zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
     if u.op == "PARAM":
       val = self.conv(dt, "load", f"{self.names[u]}[0]")
       return f"({gate} ? {val} : {zero})" if gate else val
-    ptr, off, guard = self.address(u)
+    ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
     val = self.conv(dt, "load", f"{ptr}[{off}]")
     cond = " && ".join(x for x in (gate, guard) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
 
   # -- the walk
   def render(self, linear: UOp, name: str) -> KernelSource:
-    if not _NAME.match(name): name = "kernel"
+    if not _NAME.match(name) or name in ("kernel", "main"): name = "user_kernel"
     instrs = list(linear.src)
     self.params = {u: u.arg["slot"] for u in instrs if u.op == "PARAM"}
     slots = sorted(self.params.values())
@@ -372,7 +379,7 @@ class Renderer:
       return
     if op == "LOAD":
       src = u.src[0]
-      if len(u.src) == 3: self.declare(u, self.read(src, self.ref(u.src[2]), self.ref(u.src[1])))
+      if len(u.src) == 3: self.declare(u, self.read(src, self.ref(u.src[2]), self.ref(u.src[1]), u.src[2]))
       else: self.declare(u, self.ref(src) if src in self.names else self.read(src))
       return
     if op == "STORE":
@@ -389,6 +396,7 @@ class Renderer:
   def store(self, u: UOp, gates: list):
     dst, val = u.src[0], u.src[1]
     gate = u.src[2] if len(u.src) == 3 else None
+    known = tuple(gates) + ((gate,) if gate is not None else ())
     if gate is not None and gates and gates[-1] is gate: gate = None   # inside IF(gate) already
     base = dst
     while base.op == "AFTER": base = base.src[0]
@@ -403,7 +411,7 @@ class Renderer:
       self.emit(line if gate is None else f"if ({self.ref(gate)}) {line}")
       return
     if base.op != "INDEX": raise CompileError("compile.form", f"STORE into {base.op}", u)
-    ptr, off, guard = self.address(base)
+    ptr, off, guard = self.address(base, known)
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
     line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)

@@ -1,0 +1,125 @@
+"""Memory safety: every kernel access is in bounds, proved or gated.
+
+An access `INDEX(p, i0, i1, ...)` is *proved* when each index's interval lies in
+[0, dim) -- its min_max, narrowed by the facts its gate states (a gate that is an AND of
+`x < c` and `NOT(x < c)` clauses bounds x, and so every `x + k`). Otherwise the missing
+`0 <= i` / `i < dim` clauses are added to its gate (decision index-oob): a read becomes
+`LOAD(INDEX, 0, gate)` (reads 0 where out of range), a store gets them in its gate (writes
+nothing there). After `gate_memory` no kernel can touch memory out of bounds by its
+graph alone, which the reference evaluator checks; the renderer re-proves every access
+with the same facts and guards anything it cannot prove (defence in depth).
+"""
+from __future__ import annotations
+from tinyspec.uop import UOp
+from compiler.props import props, const
+from compiler.symbolic import linear, simplify
+
+TRUE = const(True, "bool")
+
+
+def clauses(gate: UOp | None) -> list[UOp]:
+  """The conjuncts of an AND tree (bool AND)."""
+  if gate is None: return []
+  out, stack = [], [gate]
+  while stack:
+    g = stack.pop()
+    if g.op == "AND" and props(g).dtype == "bool": stack.extend(g.src)
+    else: out.append(g)
+  return out
+
+
+def facts(gate: UOp | None) -> dict[UOp, tuple]:
+  """x -> (lo, hi) bounds the gate guarantees when it is true."""
+  out: dict[UOp, tuple] = {}
+  def add(x, lo, hi):
+    plo, phi = out.get(x, (None, None))
+    out[x] = (lo if plo is None else max(plo, lo) if lo is not None else plo, hi if phi is None else min(phi, hi) if hi is not None else phi)
+  for c in clauses(gate):
+    if c.op == "CMPLT" and c.src[1].op == "CONST" and _intlike(c.src[0]): add(c.src[0], None, int(c.src[1].arg["value"]) - 1)
+    elif c.op == "CMPLT" and c.src[0].op == "CONST" and _intlike(c.src[1]): add(c.src[1], int(c.src[0].arg["value"]) + 1, None)
+    elif c.op == "CMPNE" and c.src[1].op == "CONST" and c.src[1].arg["value"] is True and c.src[0].op == "CMPLT":
+      lt = c.src[0]
+      if lt.src[1].op == "CONST" and _intlike(lt.src[0]): add(lt.src[0], int(lt.src[1].arg["value"]), None)
+  return out
+
+
+def _intlike(u: UOp) -> bool:
+  from tinyspec.dtypes import dtype as _dt
+  d = props(u).dtype
+  return isinstance(d, str) and _dt(d).cls in ("int", "uint", "index")
+
+
+def interval(i: UOp, known: dict) -> tuple:
+  """i's interval given the facts: its own, or x's narrowed one shifted when i = x + k."""
+  lo, hi = props(i).min_max
+  f = known.get(i)
+  if f is None and known:
+    lf = linear(i, 4)
+    if lf is not None and len(lf[0]) == 1:
+      (x, k), = lf[0].items()
+      if k == 1 and x in known:
+        xlo, xhi = props(x).min_max
+        flo, fhi = known[x]
+        if flo is not None: xlo = max(xlo, flo)
+        if fhi is not None: xhi = min(xhi, fhi)
+        return (max(lo, xlo + lf[1]), min(hi, xhi + lf[1]))
+  if f is not None:
+    if f[0] is not None: lo = max(lo, f[0])
+    if f[1] is not None: hi = min(hi, f[1])
+  return lo, hi
+
+
+def missing(index: UOp, gate: UOp | None) -> list[UOp]:
+  """The bounds clauses of INDEX(p, i...) that neither intervals nor the gate prove."""
+  p = index.src[0]
+  shape = props(p).shape
+  known = facts(gate)
+  out = []
+  for i, d in zip(index.src[1:], shape):
+    lo, hi = interval(i, known)
+    if lo < 0: out.append(UOp("CMPNE", (UOp("CMPLT", (i, const(0, props(i).dtype))), TRUE)))
+    if hi >= d: out.append(UOp("CMPLT", (i, const(d, props(i).dtype))))
+  return out
+
+
+def proved(index: UOp, gate: UOp | None) -> bool:
+  return not missing(index, gate)
+
+
+def _and(gate: UOp | None, extra: list[UOp]) -> UOp:
+  g = gate
+  for c in extra: g = c if g is None else UOp("AND", (g, c))
+  return simplify(g)
+
+
+def gate_memory(sink: UOp) -> UOp:
+  """Add every unproved bounds clause to its access's gate (see the module doc)."""
+  from compiler.rewrite import toposort
+  memo: dict[UOp, UOp] = {}
+  for u in toposort(sink):
+    src = [memo[s] for s in u.src]
+    if u.op == "STORE" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM":
+      gate = src[2] if len(src) == 3 else None
+      extra = missing(src[0], gate)
+      if extra: src = [src[0], src[1], _and(gate, extra)]
+    elif u.op == "LOAD" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM" and len(src) == 3:
+      extra = missing(src[0], src[2])
+      if extra: src = [src[0], src[1], _and(src[2], extra)]
+    else:
+      for k, s in enumerate(src):
+        if s.op != "INDEX" or s.src[0].op != "PARAM" or _is_address(u, k): continue
+        extra = missing(s, None)
+        if extra: src[k] = UOp("LOAD", (s, _zero(s), _and(None, extra)))
+    memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=tuple(src))
+  return memo[sink]
+
+
+def _is_address(u: UOp, k: int) -> bool:
+  """Is source k of u the place it accesses (not a value it reads)?"""
+  return (u.op in ("STORE", "LOAD") and k == 0) or (u.op == "AFTER" and k == 0)
+
+
+def _zero(index: UOp) -> UOp:
+  from tinyspec.dtypes import dtype as _dt
+  dt = props(index).dtype
+  return const(False if _dt(dt).cls == "bool" else 0, dt)
