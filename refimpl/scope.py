@@ -284,13 +284,12 @@ class Scope:
     t = node.src[0]
     st = self.storage(self.plan.root[t])
     path = self.runtime_path(t)
-    val = self.values[node.src[1]]
     gate = truth(self.values[node.src[2]]) if len(node.src) > 2 and mode == "set" else None
     g = self.guard(i)
     if g is not None: gate = g if gate is None else gate & g
     if self.kernel: self.check_write(i, path, gate)
     if i in self.plan.reductions: write = loops.reduction_write(self, i, path, gate)
-    else: write = Write(i, [(k, d) for k, d, _ in path], val, gate, mode)
+    else: write = Write(i, [(k, d) for k, d, _ in path], self.values[node.src[1]], gate, mode)
     self.new_version(ctx, i, st, write)
     return None
 

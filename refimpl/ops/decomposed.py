@@ -81,7 +81,10 @@ def pow64(a, b):
 def pow_(ctx, a, b): return transcendental(pow64, ctx.dtype, a, b)
 
 
-@unit("MULACC")
+def _product(name, a, b): return arith(np.multiply, name, a, b)
+
+
+@unit("MULACC", accumulates=(2, "ADD", _product))   # acc = a*b + acc: a sum of products
 def mulacc(ctx, a, b, c):   # a*b rounded, then + c rounded: never fused
   name = ctx.dtype
   return arith(np.add, name, arith(np.multiply, name, a, b), c)

@@ -11,11 +11,11 @@ def arith(fn, name, *xs):
   return float_op(fn, name, *xs) if is_float(name) else int_op(fn, name, *xs)
 
 
-@unit("ADD")
+@unit("ADD", accumulates=(None, "ADD", None))   # acc = acc + x: a carried loop that is a sum (refimpl/loops.py)
 def add(ctx, a, b): return arith(np.add, ctx.dtype, a, b)
 
 
-@unit("MUL")
+@unit("MUL", accumulates=(None, "MUL", None))
 def mul(ctx, a, b): return arith(np.multiply, ctx.dtype, a, b)
 
 
@@ -28,7 +28,7 @@ def fmax(a, b):
   return r
 
 
-@unit("MAX")
+@unit("MAX", accumulates=(None, "MAX", None))
 def max_(ctx, a, b):   # decision max-nan; for bool np.maximum is OR
   return float_op(fmax, ctx.dtype, a, b) if is_float(ctx.dtype) else np.maximum(a, b)
 
