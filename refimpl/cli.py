@@ -1,0 +1,113 @@
+"""`tinyspec eval FILE --input NAME=FILE.npy ... [--input FILE.npz] [--out DIR|FILE.npz]`
+
+Evaluates a graph file with the reference evaluator. Inputs are .npy files (named on
+the command line) or .npz archives (each array under its own name). Outputs go to
+--out: a directory (one NAME.npy per output) or a .npz file; without --out a summary is
+printed. --trace also writes every node's value (trace.npz in the directory, or
+`node{i}` entries in the .npz). Exit codes: 0 evaluated, 1 invalid graph or refused
+evaluation, 2 unreadable graph or input file, or bad usage.
+"""
+from __future__ import annotations
+import sys
+import zipfile
+from pathlib import Path
+import numpy as np
+from tinyspec.cli import command
+from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+
+
+class InputError(Exception):
+  pass
+
+
+def read_inputs(specs: list[str]) -> dict:
+  inputs: dict = {}
+  for spec in specs:
+    name, path = spec.split("=", 1) if "=" in spec and not Path(spec).exists() else (None, spec)
+    p = Path(path)
+    try:
+      if p.suffix == ".npz":
+        with np.load(p, allow_pickle=False) as z:
+          arrays = {k: z[k] for k in z.files}
+        if name is not None:
+          if len(arrays) != 1: raise InputError(f"{path}: NAME=FILE.npz needs an archive with one array, this one has {len(arrays)}")
+          arrays = {name: next(iter(arrays.values()))}
+      else:
+        if name is None: raise InputError(f"{spec}: give a .npy input as NAME=FILE.npy (or use a .npz archive)")
+        arrays = {name: np.load(p, allow_pickle=False)}
+    except InputError: raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+      raise InputError(f"{path}: cannot read the input: {e}") from None
+    for k, v in arrays.items():
+      if k in inputs: raise InputError(f"input {k!r} is given twice")
+      inputs[k] = v
+  return inputs
+
+
+def _summary(name, a) -> str:
+  a = np.asarray(a)
+  text = np.array2string(a, threshold=16, edgeitems=3, max_line_width=100) if a.dtype.kind != "V" else str(a.astype(np.float32))
+  return f"{name}: {a.dtype} {list(a.shape)}\n  " + text.replace("\n", "\n  ")
+
+
+def write_outputs(out: str, outputs: dict, trace: dict | None) -> None:
+  p = Path(out)
+  if p.suffix == ".npz":
+    arrays = dict(outputs)
+    if trace: arrays.update({f"node{i}": v for i, v in trace.items()})
+    p.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(p, **arrays)
+    return
+  p.mkdir(parents=True, exist_ok=True)
+  for k, v in outputs.items(): np.save(p / f"{k}.npy", v)
+  if trace: np.savez(p / "trace.npz", **{f"node{i}": v for i, v in trace.items()})
+
+
+@command("eval", "evaluate a graph file with the NumPy reference evaluator")
+def _eval_cmd(sub):
+  p = sub.add_parser("eval", help="evaluate a graph file with the NumPy reference evaluator",
+                     description="Evaluate a graph file with the reference evaluator. Exit 0 evaluated, 1 invalid graph or "
+                                 "refused evaluation, 2 unreadable graph or input file, or bad usage.")
+  p.add_argument("file", metavar="FILE")
+  p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
+                 help="an input array (repeatable); names as in docs/architecture.md (buf0, param1, or the arg's name)")
+  p.add_argument("--out", "-o", metavar="DIR|FILE.npz", help="write the outputs here (default: print a summary)")
+  p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G (default: TINYSPEC_EVAL_BUDGET or 1/4 of RAM)")
+  p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
+  p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
+  p.add_argument("--allow-untrusted", action="store_true", help="do not refuse untrusted ops up front (they still cannot run)")
+
+  def run(a) -> int:
+    from tinyspec.graph import load_file
+    from refimpl import evaluate, EvalError
+    g, diags = load_file(a.file)
+    if g is None or diags:
+      for d in diags: print(d.format(), file=sys.stderr)
+      return max((d.exit_code for d in diags), default=EXIT_UNREADABLE)
+    try:
+      inputs = read_inputs(a.input)
+    except InputError as e:
+      print(f"tinyspec eval: {e}", file=sys.stderr)
+      return EXIT_UNREADABLE
+    try:
+      res = evaluate(g, inputs, trace=a.trace, budget=a.budget, level=a.level, allow_untrusted=a.allow_untrusted)
+    except EvalError as e:
+      if e.diagnostics:
+        for d in e.diagnostics: print(d.format().replace("<graph>", a.file), file=sys.stderr)
+      else:
+        print(f"{a.file}: {e}", file=sys.stderr)
+      return e.exit_code or EXIT_INVALID
+    outputs = res.outputs if a.trace else res
+    trace = res.values if a.trace else None
+    if a.out:
+      try: write_outputs(a.out, outputs, trace)
+      except OSError as e:
+        print(f"tinyspec eval: cannot write {a.out}: {e}", file=sys.stderr)
+        return EXIT_UNREADABLE
+      print(f"{a.file}: {len(outputs)} output(s) written to {a.out}")
+    else:
+      for k, v in outputs.items(): print(_summary(k, v))
+      for i, v in (trace or {}).items():
+        if isinstance(v, np.ndarray): print(_summary(f"node {i}", v))
+    return EXIT_OK
+  return p, run
