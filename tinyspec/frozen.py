@@ -28,7 +28,11 @@ _ATOMS = frozenset({type(None), str, int, bool, float})
 
 def freeze(v):
   t = type(v)
-  if t is dict or t is FrozenDict: return FrozenDict({k: x if type(x) in _ATOMS else freeze(x) for k, x in v.items()})
+  if t is dict or t is FrozenDict:
+    for x in v.values():
+      if type(x) not in _ATOMS: break
+    else: return FrozenDict(v)   # flat (most args): one copy
+    return FrozenDict({k: x if type(x) in _ATOMS else freeze(x) for k, x in v.items()})
   if t is list or t is tuple: return tuple([x if type(x) in _ATOMS else freeze(x) for x in v])
   if isinstance(v, dict): return FrozenDict({k: freeze(x) for k, x in v.items()})
   if isinstance(v, list): return tuple(freeze(x) for x in v)

@@ -292,8 +292,8 @@ def _shape_ints(s):
   return [d if isinstance(d, list) else _as_index(d) for d in s]
 
 
-_FAST_KEYS = frozenset({"op", "src", "arg"})
-_INT_ONLY = {int}
+_NO_SRC: list = []      # marks a node without "src" (an empty list: the fast path takes it)
+_ABSENT = object()      # marks a node without "arg"
 _ATOMS = frozenset({type(None), str, int, bool, float})
 
 
@@ -335,13 +335,16 @@ def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagno
   good_ops: set[str] = set()       # op names that passed the pattern check
   for i, n in enumerate(raw_nodes):
     try:
-      # fast path: {op, src?, arg?} with a known-good op name and plain int sources
-      if type(n) is dict and n.keys() <= _FAST_KEYS:
-        op, src = n.get("op"), n.get("src", ())
-        if type(op) is str and op in good_ops and type(src) in (list, tuple) and (not src or ({*map(type, src)} <= _INT_ONLY and min(src) >= 0)):
-          arg = n.get("arg")
-          append(checked(op, tuple(src), arg if type(arg) in _ATOMS else freeze(arg)))
-          continue
+      # fast path: {op, src?, arg?} with an op name seen before and plain int sources
+      if type(n) is dict:
+        op, src, arg = n.get("op"), n.get("src", _NO_SRC), n.get("arg", _ABSENT)
+        if type(op) is str and op in good_ops and type(src) is list and len(n) == 1 + (src is not _NO_SRC) + (arg is not _ABSENT):
+          for j in src:
+            if type(j) is not int or j < 0: break
+          else:
+            if arg is _ABSENT: arg = None
+            append(checked(op, tuple(src), arg if type(arg) in _ATOMS else freeze(arg)))
+            continue
       node = _node_slow(n, i, bad)
     except RecursionError:
       bad("the node is nested too deeply", i); node = Node("?")

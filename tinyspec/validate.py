@@ -113,8 +113,8 @@ def _skeleton(v):
   if t is int: return _NEG if v < 0 else _POS
   if t is float: return _FLT
   if t is bool: return _TRUE if v else _FALSE
-  if t is FrozenDict or t is dict: return ("d",) + tuple([(k, x if type(x) is str else _skeleton(x)) for k, x in v.items()])
-  if t is tuple or t is list: return ("l",) + tuple(map(_skeleton, v))
+  if t is FrozenDict or t is dict: return ("d",) + tuple([(k, x if type(x) is str else _FLT if type(x) is float else _skeleton(x)) for k, x in v.items()])
+  if t is tuple or t is list: return ("l",) + tuple([_NEG if type(x) is int and x < 0 else _POS if type(x) is int else _skeleton(x) for x in v])
   return ("o", repr(v))
 
 
@@ -236,22 +236,18 @@ def _slot_errors(od, name, src):
   return out
 
 
-class _OpInfo:
-  """What the main loop needs of one op, gathered once per Tables."""
-  __slots__ = ("od", "min_src", "max_src", "off_levels", "slots_ok", "checks", "checks_all", "derive", "null_arg_err")
-
-  def __init__(self, od, arg_errors):
-    self.od, self.min_src, self.max_src = od, od.min_src, od.max_src
-    self.off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)   # level bits where the op may not appear
-    self.slots_ok = _slots_pred(od)
-    self.checks, self.checks_all, self.derive = od.checks, od.checks_all, od.derive_all
-    self.null_arg_err = arg_errors(od, None)
+def _op_info(od, arg_errors) -> tuple:
+  """What the main loop needs of one op, gathered once per Tables (a tuple: the loop
+  unpacks it in one step): (op, min sources, max sources, level bits where the op may not
+  appear, slot predicate, checks, all checks as one function, derive, error of a null arg)."""
+  off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)
+  return (od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all, arg_errors(od, None))
 
 
 def _op_infos(T: Tables, arg_cache) -> dict:
   infos = T.__dict__.get("_validate_infos")
   if infos is None or infos[0] is not arg_cache:
-    infos = (arg_cache, {name: _OpInfo(od, arg_cache.errors) for name, od in T.ops.items()})
+    infos = (arg_cache, {name: _op_info(od, arg_cache.errors) for name, od in T.ops.items()})
     T._validate_infos = infos
   return infos[1]
 
@@ -283,40 +279,39 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> Val
     if info is None:
       if name != "?": report(i, name, "graph.unknown_op", f"unknown op {name!r}"[:300])   # "?": already a file.schema error
       continue
+    od, min_src, max_src, off_levels, slots_ok, checks, checks_all, derive, null_arg_err = info
     srcs_i = node.src
     if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
       bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
       report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
     ns = len(srcs_i)
-    if ns < info.min_src or ns > info.max_src:
-      od = info.od
+    if ns < min_src or ns > max_src:
       report(i, name, "graph.arity", f"{name} takes {od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}"); continue
     arg = node.arg
-    err = info.null_arg_err if arg is None else arg_errors(info.od, arg)
+    err = null_arg_err if arg is None else arg_errors(od, arg)
     if err is not None:
       report(i, name, "arg.schema", err); continue
     c = top_bit if ctx is None else ctx[i]
-    if c & info.off_levels:
-      od = info.od
-      wrong = next(lv for lv in LEVELS if c & info.off_levels & _BIT[lv])
+    if c & off_levels:
+      wrong = next(lv for lv in LEVELS if c & off_levels & _BIT[lv])
       report(i, name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {wrong} graph"); continue
     lvl = _FIRST_LEVEL[c]
     # everything above depends on the node alone; what follows reads its sources' properties
     src = list(map(vget, srcs_i))
     if None in src: continue   # a source is already broken: do not cascade
-    if not info.slots_ok(src):   # the quick yes failed: say what is wrong
-      errs = _slot_errors(info.od, name, src)
+    if not slots_ok(src):      # the quick yes failed: say what is wrong
+      errs = _slot_errors(od, name, src)
       for rule, msg in errs: report(i, name, rule, msg)
       if errs: continue
     v = new_view(View)
     v.index, v.op, v.arg, v.src, v.value = i, name, arg, src, None
-    if info.checks:
-      try: all_good = info.checks_all(src, arg, name, lvl, v, None, None, None, None, None)
+    if checks:
+      try: all_good = checks_all(src, arg, name, lvl, v, None, None, None, None, None)
       except Exception: all_good = False
-      if not all_good and not _run_checks(info.checks, src, arg, name, lvl, v, i, report): continue
+      if not all_good and not _run_checks(checks, src, arg, name, lvl, v, i, report): continue
     try:
-      v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = info.derive(src, arg, name, lvl, v)
+      v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
     except RuleFail as e:
       report(i, name, e.rule, e.msg[:300]); continue
     except Exception as e:
