@@ -15,6 +15,7 @@ detailed diagnostics are only computed for nodes that fail the quick yes.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
 from tinyspec.diagnostics import Diagnostic, EXIT_OK, EXIT_INVALID
@@ -236,12 +237,23 @@ def _slot_errors(od, name, src):
   return out
 
 
-def _op_info(od, arg_errors) -> tuple:
-  """What the main loop needs of one op, gathered once per Tables (a tuple: the loop
-  unpacks it in one step): (op, min sources, max sources, level bits where the op may not
-  appear, slot predicate, checks, all checks as one function, derive, error of a null arg)."""
+class _OpInfo(NamedTuple):
+  """What the main loop needs of one op, gathered once per Tables (a tuple, so the loop
+  unpacks it in one step; the names serve other readers such as the front end)."""
+  od: object            # the Op
+  min_src: int
+  max_src: float
+  off_levels: int       # level bits where the op may not appear
+  slots_ok: object      # src -> bool, the quick yes of the slot checks
+  checks: list
+  checks_all: object    # all checks as one function (None without checks)
+  derive: object        # the six property rules as one function
+  null_arg_err: str | None   # the arg.schema error of a null arg, or None
+
+
+def _op_info(od, arg_errors) -> _OpInfo:
   off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)
-  return (od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all, arg_errors(od, None))
+  return _OpInfo(od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all, arg_errors(od, None))
 
 
 def _op_infos(T: Tables, arg_cache) -> dict:
