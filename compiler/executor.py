@@ -159,7 +159,7 @@ class Executable:
     for n, o in enumerate(s.outputs):
       if o.kind == "value":
         pr = props(o.storage)
-        out[f"out{n}"] = np.asarray(vals[o.storage], dtype=np_dtype(pr.dtype)) if o.storage in vals else mem.download(handles[o.storage], pr.shape, pr.dtype)
+        out[o.name or f"out{n}"] = np.asarray(vals[o.storage], dtype=np_dtype(pr.dtype)) if o.storage in vals else mem.download(handles[o.storage], pr.shape, pr.dtype)
     if any(o.kind == "void" for o in s.outputs):
       for k in s.kernels:
         for slot in k.writes:

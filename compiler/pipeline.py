@@ -62,11 +62,15 @@ def _map_kernels(s: Schedule, fn) -> Schedule:
 
 
 def _kernel_schedule(sink: UOp) -> Schedule:
-  """A bare kernel: its PARAMs are the program's inputs and outputs."""
+  """A bare kernel: its PARAMs are the program's inputs and outputs (named by their own
+  slots); inside, they are renumbered 0..n-1, the argument positions."""
+  from compiler.rewrite import substitute
   params = sorted({u for u in toposort(sink) if u.op == "PARAM"}, key=lambda p: p.arg["slot"])
   slots = [p.arg["slot"] for p in params]
-  if slots != list(range(len(slots))):
-    raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1 (two PARAMs share a slot?)")
+  if len(set(slots)) != len(slots):
+    raise CompileError("compile.form", f"two kernel PARAMs share a slot ({slots})")
+  renum = {p: p.replace(arg={**p.arg, "slot": i}) for i, p in enumerate(params) if p.arg["slot"] != i}
+  if renum: sink = substitute(sink, renum)
   writes = _rangeify._kernel_sink_slots(sink)
   return Schedule([Kernel(sink, params, writes, "user_kernel")], [Output("void")], set(), {})
 
@@ -82,8 +86,10 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   keep = (lambda name, val: stages.__setitem__(name, val)) if keep_stages else (lambda name, val: None)
 
   if level == "program":
-    if len(roots) != 1 or roots[0].op != "LINEAR": raise CompileError("compile.form", "a program-level graph is compiled from its LINEAR root")
-    lin = roots[0]
+    root = roots[-1] if roots else None
+    if root is not None and root.op == "PROGRAM": root = root.src[0]     # its SOURCE text is never used
+    if root is None or root.op != "LINEAR": raise CompileError("compile.form", "a program-level graph is compiled from its LINEAR (or PROGRAM) root")
+    lin = root
     sched = _kernel_schedule(UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END"))))
     sched.kernels[0].sink = lin
     kernels_lin = [lin]

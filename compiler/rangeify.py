@@ -282,6 +282,7 @@ class KernelBuilder:
     """The kernel-level scalar of tensor x at index tuple idx."""
     key = (x, idx)
     if key in self.memo: return self.memo[key]
+    if x.op == "CONST": return x
     if not expand_top and (lf := self.leaf(x, idx)) is not None:
       self.memo[key] = lf; return lf
     stack = [(key, self._gen(x, idx))]
@@ -401,9 +402,10 @@ class Rangeify:
         for a in u.src[1:]:
           if self._storage_of(a) is None: realize.add(a)
     for r in self.roots:
-      pr = props(r)
-      if isinstance(pr.dtype, tuple): raise CompileError("compile.tuple_root", f"root {r.op} is a tuple value", r)
-      if pr.dtype != "void" and self._storage_of(r) is None: realize.add(r)
+      for e in (r.src if r.op == "TUPLE" else (r,)):
+        pr = props(e)
+        if isinstance(pr.dtype, tuple): raise CompileError("compile.tuple_root", f"root {r.op} holds a nested tuple", r)
+        if pr.dtype != "void" and self._storage_of(e) is None: realize.add(e)
     return realize
 
   def _storage_of(self, x: UOp):
@@ -430,9 +432,10 @@ class Rangeify:
   def _finish(self, b: KernelBuilder, effect: UOp, ranges: list, shape, writes: set[int]) -> Kernel:
     body = UOp("END", (effect, *ranges)) if ranges else effect
     sink = gate_memory(simplify(UOp("SINK", (body,)), LOWER))
+    sink, args, writes = _prune_params(sink, list(b.args), writes)
     has_reduce = any(u.op == "REDUCE" for u in _walk(sink))
     sink = sink.replace(arg={"name": self._name("r" if has_reduce else "E", shape)})
-    k = Kernel(sink, list(b.args), writes, sink.arg["name"])
+    k = Kernel(sink, args, writes, sink.arg["name"])
     k.nest = (tuple(shape), tuple(ranges)) if _simple_stores(sink, ranges) else None
     self.kernels.append(k)
     return k
@@ -524,11 +527,22 @@ class Rangeify:
       elif u in realize and u not in self.realized: self.value_kernel(u)
     self.kernels = fuse_horizontal(self.kernels)
     outputs = []
-    for r in self.roots:
+    for k, r in enumerate(self.roots):
       if props(r).dtype == "void": outputs.append(Output("void")); continue
-      s = self._storage_of(r)
-      outputs.append(Output("value", s if s is not None else self.realized[r]))
+      for j, e in enumerate(r.src if r.op == "TUPLE" else (r,)):
+        s = self._storage_of(e)
+        outputs.append(Output("value", s if s is not None else self.realized[e], f"out{k}.{j}" if r.op == "TUPLE" else f"out{k}"))
     return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+
+
+def _prune_params(sink: UOp, args: list, writes: set):
+  """Drop the arguments whose PARAM simplification removed; number the rest 0..n-1."""
+  from compiler.rewrite import substitute
+  used = sorted({u.arg["slot"] for u in _walk(sink) if u.op == "PARAM"})
+  if used == list(range(len(args))): return sink, args, writes
+  new = {old: i for i, old in enumerate(used)}
+  sink = substitute(sink, {u: u.replace(arg={**u.arg, "slot": new[u.arg["slot"]]}) for u in _walk(sink) if u.op == "PARAM" and new[u.arg["slot"]] != u.arg["slot"]})
+  return sink, [args[o] for o in used], {new[w] for w in writes if w in new}
 
 
 def _simple_stores(sink: UOp, ranges: list) -> bool:

@@ -360,7 +360,7 @@ class Renderer:
       gates.pop()
       return
     if op == "BUFFER":
-      if props(u).addrspace != "REG": raise CompileError("compile.form", "only REG buffers live inside a kernel", u)
+      if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers (workgroup memory) are not rendered yet", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
       self.emit(f"{value_type(props(u).dtype, self.target)} {name};")
@@ -379,7 +379,9 @@ class Renderer:
       return
     if op == "LOAD":
       src = u.src[0]
-      if len(u.src) == 3: self.declare(u, self.read(src, self.ref(u.src[2]), self.ref(u.src[1]), u.src[2]))
+      g = u.src[2] if len(u.src) == 3 else None
+      if g is not None and g.op == "CONST" and not isinstance(g.arg["value"], str) and not g.arg["value"]: self.declare(u, self.ref(u.src[1]))   # never read
+      elif g is not None and not (g.op == "CONST" and g.arg["value"] is True): self.declare(u, self.read(src, self.ref(g), self.ref(u.src[1]), g))
       else: self.declare(u, self.ref(src) if src in self.names else self.read(src))
       return
     if op == "STORE":
@@ -398,6 +400,7 @@ class Renderer:
     gate = u.src[2] if len(u.src) == 3 else None
     known = tuple(gates) + ((gate,) if gate is not None else ())
     if gate is not None and gates and gates[-1] is gate: gate = None   # inside IF(gate) already
+    if gate is not None and gate.op == "CONST" and gate.arg["value"] is True: gate = None
     base = dst
     while base.op == "AFTER": base = base.src[0]
     v = self.ref(val)

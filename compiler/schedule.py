@@ -33,8 +33,9 @@ class Kernel:
 
 @dataclass
 class Output:
-  kind: str                      # "value": storage holds out{k}; "void": the root is side effects
+  kind: str                      # "value": storage holds output `name`; "void": the root is side effects
   storage: UOp | None = None
+  name: str | None = None        # out{k}, or out{k}.{j} for element j of a tuple root
 
 
 @dataclass
@@ -60,10 +61,16 @@ class Schedule:
       for slot, s in enumerate(k.args):
         if slot in k.writes: last_write[s], readers[s] = call, []
         else: readers.setdefault(s, []).append(call)
-    roots = []
+    roots, tuples = [], {}
     for o in self.outputs:
       if o.kind == "value":
-        roots.append(UOp("AFTER", (o.storage, last_write[o.storage])) if o.storage in last_write else o.storage)
+        v = UOp("AFTER", (o.storage, last_write[o.storage])) if o.storage in last_write else o.storage
+        if o.name and "." in o.name:   # element of a tuple root: the root is the TUPLE of them
+          k = o.name.split(".")[0]
+          if k not in tuples: tuples[k] = len(roots); roots.append([])
+          roots[tuples[k]].append(v)
+        else: roots.append(v)
       else:
         roots.append(UOp("SINK", tuple(calls)) if calls else UOp("SINK", ()))
+    roots = [UOp("TUPLE", tuple(r)) if isinstance(r, list) else r for r in roots]
     return Graph.from_uops(*roots, level="tensor")
