@@ -123,7 +123,9 @@ class Executable:
     return list(seen)
 
   def run(self, inputs: dict | None = None, threads: int | None = None) -> dict[str, np.ndarray]:
-    inputs = dict(inputs or {})
+    inputs = {(f"buf{k}" if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
+    unknown = sorted(set(inputs) - self.c.input_names)
+    if unknown: raise ValueError(f"input(s) {', '.join(unknown)} name no BUFFER or PARAM of the graph (known: {', '.join(sorted(self.c.input_names)) or 'none'})")
     s = self.c.schedule
     mem = self.mem
     plan = s.meta.get("memory", {"buffers": {}, "arena": 0})

@@ -30,6 +30,7 @@ class Compiled:
   schedule: Schedule
   sources: list                       # render.KernelSource per kernel, in execution order
   stages: dict = field(default_factory=dict)   # stage name -> Graph, or list of Graphs (one per kernel)
+  input_names: set = field(default_factory=set)  # the input names the program's storage answers to
 
   def source(self) -> str:
     return "\n".join(f"// kernel {k.name}\n{k.source}" for k in self.sources)
@@ -120,4 +121,11 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     sources.append(ks)
   keep("render", [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")
                   for lin, ks in zip(kernels_lin, sources)])
-  return Compiled(target, sched, sources, stages)
+  return Compiled(target, sched, sources, stages, _input_names(sched))
+
+
+def _input_names(s: Schedule) -> set:
+  """Names the program's inputs answer to: its storage (BUFFERs and input PARAMs)."""
+  from compiler.executor import input_name
+  seen = [a for k in s.kernels for a in k.args] + [o.storage for o in s.outputs if o.storage is not None]
+  return {input_name(u) for u in seen if u.op in ("BUFFER", "PARAM") and u not in s.intermediates}
