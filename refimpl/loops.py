@@ -256,6 +256,7 @@ def run_sequential(scope, ctx):
   storages: dict = {}
   traced: dict[int, list] = {}
   scope.pinned += 1
+  scope.fixed.add(r)
   saved = scope.loop_sizes[d]
   try:
     scope.loop_sizes[d] = 1
@@ -285,6 +286,7 @@ def run_sequential(scope, ctx):
   finally:
     scope.loop_sizes[d] = saved
     scope.pinned -= 1
+    scope.fixed.discard(r)
     for a in carried: scope.override.pop(a, None)
   scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
   # after the loop: the state before it plus every iteration's writes, write by write

@@ -71,6 +71,7 @@ class Scope:
     self.storages: dict = {}    # root node -> Storage
     self.local: dict = {}       # scope-local storage key -> Storage
     self.pinned = 0
+    self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a sequential loop)
     self.keep = set(plan.roots)
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
     for extra in plan.extra.values():
@@ -211,7 +212,7 @@ class Scope:
     R = self.R
     if R and len(idxs) == 1:
       d = self.plan.axis_of.get(node.src[1])
-      if d is not None and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
+      if d is not None and node.src[1] not in self.fixed and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
         t = np.swapaxes(T, d, R)[(slice(None),) * d + (slice(0, self.loop_sizes[d]),)]   # x[i] for the loop index i: a view
         return t.reshape(t.shape[:R] + t.shape[R + 1:])
     out, valid = gather(T, idxs, R)
@@ -226,7 +227,7 @@ class Scope:
 
   def out_of_bounds(self, i, node, idxs, bad, what, store=None):
     shape = self.m.views[node.src[0]].shape
-    at = tuple(int(x[0]) for x in np.nonzero(bad))
+    at = tuple(int(x[0]) for x in np.nonzero(bad)) if bad.ndim else ()
     got = tuple(int(np.broadcast_to(a, bad.shape)[at]) for a in layout(idxs, self.R))
     by = f" by STORE node {store}" if store is not None else ""
     raise EvalError(f"out-of-bounds {what}{by}: index {got} into shape {tuple(shape)} with no gate covering it "

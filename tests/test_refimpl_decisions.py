@@ -1,0 +1,249 @@
+"""One test per decision in spec/ops.yaml `decisions:`, named test_decision_<id>, holding
+the reference evaluator to exactly what the decision says (a meta-test checks that every
+decision has its test)."""
+from __future__ import annotations
+import math
+import numpy as np
+import pytest
+from tinyspec.tables import tables
+from refimpl import evaluate, EvalError
+from refimpl.build import Builder
+from refimpl.numeric import NP
+
+T = tables()
+F32 = "float32"
+
+
+def binop(op, dt, a, b, arg=None, out_dt=None):
+  bld = Builder()
+  x = bld.buffer((len(a),), dt, 0); y = bld.buffer((len(b),), dt, 1)
+  bld.add(op, x, y, arg=arg)
+  return evaluate(bld.graph(), {0: np.array(a, NP[dt]), 1: np.array(b, NP[dt])})["out0"]
+
+
+def unop(op, dt, a, arg=None):
+  bld = Builder()
+  bld.add(op, bld.buffer((len(a),), dt, 0), arg=arg)
+  return evaluate(bld.graph(), {0: np.array(a, NP[dt])})["out0"]
+
+
+def bits_equal(x, y): return np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+def test_every_decision_has_a_test():
+  names = {n for n in globals() if n.startswith("test_decision_")}
+  missing = [d for d in T.decisions if "test_decision_" + d.replace("-", "_") not in names]
+  assert not missing, f"decisions without a test: {missing}"
+
+
+def test_decision_idiv_mod():
+  a = [7, -7, 7, -7, 5, -128, -128, 0]
+  b = [2, 2, -2, -2, 0, -1, 1, 3]
+  q, r = binop("IDIV", "int8", a, b), binop("MOD", "int8", a, b)
+  assert q.tolist() == [3, -4, -4, 3, 0, -128, -128, 0]
+  assert r.tolist() == [1, 1, -1, -1, 5, 0, 0, 0]
+  for x, y, qq, rr in zip(a, b, q.tolist(), r.tolist()):   # a == b*q + r, modulo 2^8
+    assert (y * qq + rr - x) % 256 == 0
+
+
+def test_decision_int_wrap():
+  assert binop("ADD", "int32", [2**31 - 1], [1]).tolist() == [-2**31]
+  assert binop("MUL", "uint8", [200], [2]).tolist() == [144]
+  assert binop("SUB", "uint16", [0], [1]).tolist() == [65535]
+  assert unop("NEG", "int64", [-2**63]).tolist() == [-2**63]
+  assert binop("ADD", "index", [2**63 - 1], [1]).tolist() == [-2**63]
+  bld = Builder()
+  r = bld.REDUCE(bld.buffer((3,), "int8", 0), arg={"op": "ADD", "axes": [0]})
+  assert evaluate(bld.graph(), {0: np.array([100, 100, 100], np.int8)})["out0"].tolist() == [44]
+
+
+def test_decision_shift():
+  assert binop("SHL", "int8", [1, 1, 1, 3, -1], [7, 8, -1, 100, 1]).tolist() == [-128, 0, 0, 0, -2]
+  assert binop("SHR", "int8", [-128, -128, 64, -1, 64], [7, 8, 9, -1, -3]).tolist() == [-1, -1, 0, -1, 0]
+  assert binop("SHR", "uint32", [2**32 - 1, 2**32 - 1], [31, 32]).tolist() == [1, 0]
+
+
+def test_decision_cast_float_int():
+  x = [1.9, -1.9, 300.0, -300.0, math.nan, math.inf, -math.inf, -0.0, 2.0**70]
+  assert unop("CAST", F32, x, arg="int8").tolist() == [1, -1, 127, -128, 0, 127, -128, 0, 127]
+  assert unop("CAST", "float64", [-5.0, 2.0**64, 2.0**63], arg="uint64").tolist() == [0, 2**64 - 1, 2**63]
+  assert unop("CAST", F32, [0.0, -0.0, math.nan, 0.5], arg="bool").tolist() == [False, False, True, True]
+
+
+def test_decision_cast_int_int():
+  assert unop("CAST", "int32", [300, -1, 255, 2**31 - 1], arg="uint8").tolist() == [44, 255, 255, 255]
+  assert unop("CAST", "uint16", [65535], arg="int16").tolist() == [-1]
+  assert unop("CAST", "int64", [0, -5, 2**40], arg="bool").tolist() == [False, True, True]
+
+
+def test_decision_cast_to_float():
+  # ties to even: 2^24 + 1 and 2^24 + 3 are halfway between float32 neighbours
+  assert unop("CAST", "int32", [2**24 + 1, 2**24 + 3], arg=F32).tolist() == [2.0**24, 2.0**24 + 4]
+  assert unop("CAST", "float64", [1e300, -1e300], arg=F32).tolist() == [math.inf, -math.inf]
+  assert unop("CAST", "float64", [1 + 2.0**-8 + 2.0**-40], arg="bfloat16").astype(np.float64).tolist() == [1 + 2.0**-7]
+  assert unop("CAST", "bool", [True, False], arg="float16").tolist() == [1.0, 0.0]
+
+
+def test_decision_bitcast_nan():
+  payload = np.array([0x7FC01234, 0xFFA00001], np.uint32)
+  out = unop("BITCAST", "uint32", payload.tolist(), arg=F32)
+  assert bits_equal(out, payload)
+  bld = Builder()
+  bld.BITCAST(bld.BITCAST(bld.buffer((2,), "uint32", 0), arg=F32), arg="uint32")
+  assert evaluate(bld.graph(), {0: payload})["out0"].tolist() == payload.tolist()
+  assert unop("BITCAST", "uint8", [0, 1, 2, 255], arg="bool").tolist() == [False, True, True, True]
+
+
+def test_decision_max_nan():
+  out = binop("MAX", F32, [math.nan, 1.0, -0.0, 0.0, -0.0], [1.0, math.nan, 0.0, -0.0, -0.0])
+  assert math.isnan(out[0]) and math.isnan(out[1])
+  assert [math.copysign(1, v) for v in out[2:].tolist()] == [1, 1, -1]
+  assert binop("MAX", "bool", [True, False, False], [False, True, False]).tolist() == [True, True, False]
+
+
+def test_decision_cmp_nan():
+  n = math.nan
+  for op, want in (("CMPLT", [False, False, False]), ("CMPNE", [True, True, False]), ("CMPGT", [False, False, False]),
+                   ("CMPGE", [False, False, True]), ("CMPLE", [False, False, True]), ("CMPEQ", [False, False, True])):
+    assert binop(op, F32, [n, 1.0, -0.0], [1.0, n, 0.0]).tolist() == want, op
+
+
+def test_decision_float_div_zero():
+  out = binop("DIV", F32, [1.0, -1.0, 0.0], [0.0, 0.0, 0.0])
+  assert out[0] == math.inf and out[1] == -math.inf and math.isnan(out[2])
+  assert unop("RECIP", F32, [-0.0, 0.0]).tolist() == [-math.inf, math.inf]
+
+
+def test_decision_float_arith():
+  # float32 in float32: 1 + 2^-24 rounds back to 1 (float64 would keep it)
+  assert binop("ADD", F32, [1.0], [2.0**-24]).tolist() == [1.0]
+  # bfloat16 in float32, rounded once: 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7
+  assert binop("ADD", "bfloat16", [1 + 2.0**-7], [-(2.0**-9)]).astype(np.float64).tolist() == [1 + 2.0**-7]
+  # denormals are not flushed
+  tiny = float(np.finfo(np.float32).smallest_subnormal)
+  assert binop("MUL", F32, [tiny], [1.0]).tolist() == [tiny]
+  assert unop("SQRT", F32, [2.0]).tolist() == [float(np.sqrt(np.float32(2.0)))]
+
+
+def test_decision_transcendental_accuracy():
+  assert unop("EXP2", F32, [-math.inf, math.inf]).tolist() == [0.0, math.inf]
+  assert unop("LOG2", F32, [0.0, math.inf]).tolist() == [-math.inf, math.inf]
+  assert all(math.isnan(v) for v in unop("LOG2", F32, [-1.0, math.nan]).tolist())
+  assert all(math.isnan(v) for v in unop("SIN", F32, [math.inf, -math.inf, math.nan]).tolist())
+  x = np.linspace(-20, 20, 4001, dtype=np.float32)
+  want = np.exp2(x.astype(np.float64)).astype(np.float32)   # float64 then one rounding: the correctly rounded result
+  got = unop("EXP2", F32, x.tolist())
+  tol = T.tolerances["EXP2"]["ulp"]
+  tol = tol["float32"] if isinstance(tol, dict) else tol
+  assert np.max(np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32))) <= tol
+
+
+def test_decision_pow_domain():
+  out = binop("POW", F32, [-2.0, 0.0, -0.0, 0.0, 0.0, 1.0, math.inf, 2.0], [2.0, 3.0, 3.0, -1.0, 0.0, math.inf, 0.0, 10.0])
+  assert math.isnan(out[0])
+  assert out[1:3].tolist() == [0.0, 0.0] and math.copysign(1, out[2]) == 1
+  assert out[3] == math.inf
+  assert all(math.isnan(v) for v in out[4:7].tolist())
+  assert out[7] == 1024.0
+
+
+def test_decision_pad_fill():
+  bld = Builder()
+  bld.PAD(bld.buffer((2,), "bool", 0), bld.shape(1), bld.shape(4))
+  assert evaluate(bld.graph(), {0: np.array([True, True])})["out0"].tolist() == [False, True, True, False]
+  bld = Builder()
+  bld.PAD(bld.buffer((2,), F32, 0), bld.shape(2), bld.shape(5))
+  out = evaluate(bld.graph(), {0: np.array([3, -1], np.float32)})["out0"]
+  assert out.tolist() == [0.0, 0.0, 3.0, -1.0, 0.0]
+
+
+def test_decision_index_oob():
+  bld = Builder()
+  buf = bld.buffer((3,), "int32", 0)
+  idx = bld.buffer((4,), "index", 1)
+  bld.INDEX(buf, idx)
+  out = evaluate(bld.graph(), {0: np.array([10, 20, 30], np.int32), 1: np.array([2, -1, 3, 0])})
+  assert out["out0"].tolist() == [30, 0, 0, 10]
+  # a STORE through an out-of-range index writes nothing
+  bld = Builder()
+  buf = bld.buffer((3,), "int32", 0)
+  idx = bld.buffer((2,), "index", 1)
+  tgt = bld.INDEX(buf, idx)
+  bld.SINK(bld.STORE(tgt, bld.buffer((2,), "int32", 2)))
+  out = evaluate(bld.graph(), {0: np.array([1, 2, 3], np.int32), 1: np.array([5, 1]), 2: np.array([7, 8], np.int32)})
+  assert out["buf0"].tolist() == [1, 8, 3]
+  # and in a kernel an ungated out-of-range access is refused
+  bld = Builder()
+  x = bld.param((4,), "int32", 0)
+  bld.SINK(bld.STORE(bld.INDEX(x, bld.const(4, "index")), bld.const(1, "int32")))
+  with pytest.raises(EvalError, match="out-of-bounds write"):
+    evaluate(bld.graph(), level="kernel")
+
+
+def test_decision_reduce_empty():
+  for dt, op, want in (("float32", "ADD", 0.0), ("float32", "MUL", 1.0), ("float32", "MAX", -math.inf), ("int8", "MAX", -128),
+                       ("uint16", "MAX", 0), ("bool", "MAX", False), ("int32", "MUL", 1)):
+    bld = Builder()
+    bld.REDUCE(bld.buffer((2, 0), dt, 0), arg={"op": op, "axes": [1]})
+    assert evaluate(bld.graph())["out0"].tolist() == [[want], [want]], (dt, op)
+
+
+def test_decision_where_cond():
+  for dt, conds in (("float32", [math.nan, -0.0, 0.5]), ("int8", [-1, 0, 2]), ("bool", [True, False, True])):
+    bld = Builder()
+    bld.WHERE(bld.buffer((3,), dt, 0), bld.const(1, "int32"), bld.const(2, "int32"))
+    assert evaluate(bld.graph(), {0: np.array(conds, NP[dt])})["out0"].tolist() == [1, 2, 1], dt
+
+
+def test_decision_bool_arith():
+  bld = Builder()
+  bld.ADD(bld.const(True, "bool"), bld.const(True, "bool"))
+  with pytest.raises(EvalError) as e:
+    evaluate(bld.graph())
+  assert e.value.rule == "dtype.allowed" and e.value.diagnostics
+
+
+def test_decision_replicated_check():
+  bld = Builder()
+  bld.REPLICATED(bld.buffer((2, 3), F32, 0, device=("GPU:0", "GPU:1")), arg=[0])
+  same = np.array([[1, 2, np.nan], [1, 2, np.nan]], np.float32)
+  assert evaluate(bld.graph(), {0: same})["out0"].tolist()[0][:2] == [1.0, 2.0]
+  with pytest.raises(EvalError, match="slices differ") as e:
+    evaluate(bld.graph(), {0: np.array([[1, 2, 3], [1, 2, 4]], np.float32)})
+  assert e.value.node == 2 and e.value.op == "REPLICATED"
+  with pytest.raises(EvalError):   # -0.0 is not +0.0
+    evaluate(bld.graph(), {0: np.array([[0.0], [-0.0]], np.float32).repeat(3, 1)})
+
+
+def test_decision_store_order():
+  bld = Builder()
+  a = bld.buffer((2,), F32, 0)
+  s1 = bld.STORE(a, bld.EXPAND(bld.RESHAPE(bld.const(1.0, F32), bld.shape(1)), bld.shape(2)))
+  before = bld.ADD(a, bld.const(0.0, F32))                     # not ordered after s1: the input
+  after = bld.ADD(bld.AFTER(a, s1), bld.const(0.0, F32))       # ordered after s1
+  s2 = bld.STORE(bld.INDEX(a, bld.const(0, "index")), bld.const(5.0, F32))   # unordered with s1
+  both = bld.ADD(bld.AFTER(a, s1, s2), bld.const(0.0, F32))  # both applied, in graph order: s1 then s2
+  g = bld.graph(roots=[before, after, both, bld.SINK(s1, s2)])
+  out = evaluate(g, {0: np.array([7, 7], np.float32)})
+  assert out["out0"].tolist() == [7, 7] and out["out1"].tolist() == [1, 1] and out["out2"].tolist() == [5, 1]
+  assert out["buf0"].tolist() == [5, 1]
+
+
+def test_decision_kernel_loops():
+  # x[i] += x[i-1] for i in 1..3 in place: a read through AFTER(x, r) sees the previous iteration's store
+  bld = Builder()
+  x = bld.param((4,), "int32", 0)
+  r = bld.range(3, 0)
+  i = bld.ADD(r, bld.const(1, "index"))
+  ax = bld.AFTER(x, r)
+  st = bld.STORE(bld.INDEX(ax, i), bld.ADD(bld.INDEX(ax, i), bld.INDEX(ax, r)))
+  bld.SINK(bld.END(st, r))
+  assert evaluate(bld.graph(), {"param0": np.array([1, 2, 3, 4], np.int32)})["param0"].tolist() == [1, 3, 6, 10]
+  # without the RANGE in the AFTER, every iteration reads the input (no carried dependency)
+  bld = Builder()
+  x = bld.param((4,), "int32", 0)
+  r = bld.range(3, 0)
+  i = bld.ADD(r, bld.const(1, "index"))
+  st = bld.STORE(bld.INDEX(x, i), bld.ADD(bld.INDEX(x, i), bld.INDEX(x, r)))
+  bld.SINK(bld.END(st, r))
+  assert evaluate(bld.graph(), {"param0": np.array([1, 2, 3, 4], np.int32)})["param0"].tolist() == [1, 3, 5, 7]
