@@ -346,8 +346,9 @@ def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
       good = chk.fn(src, arg, name, lvl, v, None, None, None, None, None)
     except RuleFail as e:
       report(i, name, e.rule, e.msg[:300]); ok = False; continue
-    except Exception as e:  # a check that cannot even be evaluated counts as broken
-      report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300]); ok = False; continue
+    except Exception as e:  # a check that cannot even be evaluated counts as broken ...
+      if ok: report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300])   # ... unless an earlier one explains it
+      ok = False; continue
     if not good:
       report(i, name, chk.rule, chk.msg); ok = False
   return ok
