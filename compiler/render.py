@@ -283,7 +283,7 @@ class Renderer:
     """OpenCL: the GLOBAL ranges that become work-item ids (up to 3, innermost first);
     C: the THREAD range whose slices run on threads. An axis qualifies only when every
     store of the kernel is inside it and it is not inside a sequential loop."""
-    kind = "GLOBAL" if self.target == "opencl" else "THREAD"
+    kinds = ("GLOBAL", "THREAD", "LOCAL") if self.target == "opencl" else ("THREAD",)   # OpenCL runs every parallel axis as work items
     stores_depth, open_, chain, ok = [], [], [], True
     for u in instrs:
       if u.op == "RANGE": open_.append(u)
@@ -295,7 +295,7 @@ class Renderer:
     depth = 0
     for u in instrs:
       if u.op == "RANGE":
-        if depth == len(cands) and u.arg.get("type") == kind and self._bound_ok(u): cands.append(u)
+        if depth == len(cands) and u.arg.get("type") in kinds and self._bound_ok(u): cands.append(u)
         depth += 1
       elif u.op == "END": depth -= 1
     if first is None or not cands: return [], None
