@@ -224,8 +224,9 @@ def accumulate(op, dt, start, x, d):
   if seq.dtype.kind == "f" or dt == "bfloat16":
     f = seq.astype(np.float32) if dt == "bfloat16" else seq
     r = np.maximum.accumulate(f, axis=d)
-    pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=d)
-    r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
+    if np.any(r == 0):   # np.maximum keeps -0 over +0: make any +0 so far win
+      pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=d)
+      r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
     return r.astype(seq.dtype) if dt == "bfloat16" else r
   return np.maximum.accumulate(seq, axis=d)
 

@@ -35,7 +35,7 @@ def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
   if op == "MAX":
     xs = x.astype(F32) if name == "bfloat16" else x
     r = np.maximum.reduce(xs, axis=dims, keepdims=True, initial=identity(op, name).astype(xs.dtype))
-    if cls == "float":
+    if cls == "float" and np.any(r == 0):   # np.maximum keeps -0 over +0: make any +0 win
       pos0 = np.logical_or.reduce((xs == 0) & ~np.signbit(xs), axis=dims, keepdims=True)
       r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
     return down(r, name) if name == "bfloat16" else r
