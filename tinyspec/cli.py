@@ -130,7 +130,9 @@ def _load_plugins():
 
 
 def main(argv=None) -> int:
-  _load_plugins()
+  argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+  first = next((a for a in argv if not a.startswith("-")), None)
+  if first not in COMMANDS: _load_plugins()   # validate/props need no plugin (and start faster without)
   parser = _Parser(prog="tinyspec", description="Executable specification of tinygrad's UOp IR.",
                    epilog="exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage")
   sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
