@@ -106,3 +106,11 @@ def test_args_are_immutable():
   with pytest.raises(TypeError): u.arg["value"] = 2
   v = UOp("VCONST", (), {"values": [1, 2], "dtype": "int32"})
   assert v.arg["values"] == (1, 2)
+
+
+def test_python_float_specials_save_as_the_format_strings():
+  """A graph built in Python may hold float('inf') / float('nan'); saving writes the
+  format's strings, which load back to the same CONSTs."""
+  u = UOp("MAX", (UOp("CONST", (), {"value": float("-inf"), "dtype": "float32"}), UOp("CONST", (), {"value": float("nan"), "dtype": "float32"})))
+  g = Graph.loads(Graph.from_uops(u).dumps())
+  assert [n.arg["value"] for n in g.nodes[:2]] == ["-inf", "nan"] and validate(g).ok

@@ -117,8 +117,8 @@ class Graph:
   def dumps(self) -> str:
     """Compact JSON, one node per line, so diffs of graph files stay readable."""
     head = {k: v for k, v in self.to_json().items() if k != "nodes"}
-    lines = [json.dumps(n.to_json(), separators=(", ", ": "), allow_nan=False) for n in self.nodes]
-    body = json.dumps(head)[:-1] + (", " if head else "") + '"nodes": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+    lines = [_dump(n.to_json()) for n in self.nodes]
+    body = _dump(head)[:-1] + (", " if head else "") + '"nodes": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
     return body
 
   def save(self, path) -> None:
@@ -137,6 +137,22 @@ class Graph:
     if g is None or any(d.fatal for d in diags):
       raise GraphFileError(diags)
     return g
+
+
+def _dump(v) -> str:
+  """JSON text of v; float NaN and infinities (from graphs built in Python) are written as
+  the format's strings "nan", "inf", "-inf"."""
+  try:
+    return json.dumps(v, separators=(", ", ": "), allow_nan=False)
+  except ValueError:
+    return json.dumps(_specials_as_strings(v), separators=(", ", ": "), allow_nan=False)
+
+
+def _specials_as_strings(v):
+  if isinstance(v, float) and (v != v or v in _FLOAT_SPECIAL): return "nan" if v != v else _FLOAT_SPECIAL[v]
+  if isinstance(v, dict): return {k: _specials_as_strings(x) for k, x in v.items()}
+  if isinstance(v, (list, tuple)): return [_specials_as_strings(x) for x in v]
+  return v
 
 
 class GraphFileError(Exception):
