@@ -218,7 +218,7 @@ class Scope:
     out, valid = gather(T, idxs, R)
     if valid is None: return out
     if self.kernel:
-      if i in self.plan.gated: self.oob[i] = valid
+      if i in self.plan.gated: self.oob[i] = (valid, idxs)
       else:
         g = self.guard(i)
         bad = ~valid if g is None else (~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim)))
@@ -235,14 +235,14 @@ class Scope:
 
   def check_gated_read(self, i, src, gate):
     gate = truth(gate)
-    valid = self.oob.get(src)
-    if valid is not None:
+    got = self.oob.pop(src, None)
+    if got is not None:
+      valid, idxs = got
       g = self.guard(i)
       g = gate if g is None else gate & g
       bad = ~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim))
       if np.any(bad):
-        n = self.m.nodes[src]
-        self.out_of_bounds(src, n, [self.values[j] for j in n.src[1:]], bad, "read")
+        self.out_of_bounds(src, self.m.nodes[src], idxs, bad, "read")
     return gate
 
   def guard(self, i):
