@@ -43,33 +43,62 @@ def _is_float(name) -> bool: return name in _FLOATS
 _PACK = {"float16": ("<e", "<H"), "float32": ("<f", "<I"), "float64": ("<d", "<Q")}
 
 
+def _round_to_odd_f32(x):
+  """float64 -> float32 by round-to-odd (truncate, set the last bit when inexact), so that
+  rounding the result to a narrower format (bfloat16) rounds once, like the reference
+  evaluator does. ml_dtypes' float64 -> bfloat16 goes through float32 rounding to nearest
+  twice: 1 + 2^-8 + 2^-40 would become 1 instead of 1 + 2^-7 (an unsound interval)."""
+  f = x.astype(np.float32)
+  back = f.astype(np.float64)
+  inexact = (back != x) & (x == x)
+  f = np.where(inexact & (np.abs(back) > np.abs(x)), np.nextafter(f, np.float32(0)), f)
+  return np.where(inexact, f.view(np.uint32) | np.uint32(1), f.view(np.uint32)).astype(np.uint32).view(np.float32)
+
+
 def _nearest(x: float, name: str) -> float:
   """x rounded to nearest (ties to even) in dtype `name`; ±inf past the largest finite."""
   fmt = _PACK.get(name)
   if fmt is None:
     with np.errstate(over="ignore", invalid="ignore"):
-      return float(np.array(x, dtype=np.float64).astype(np_dtype(name)))
+      return float(_round_to_odd_f32(np.array(x, dtype=np.float64)).astype(np_dtype(name)))
   try: return struct.unpack(fmt[0], struct.pack(fmt[0], x))[0]
   except OverflowError: return math.copysign(math.inf, x)
 
 
 def _step_down(y: float, name: str) -> float:
   """The next value of dtype `name` below y (y on the dtype's grid)."""
+  if name in _PACK: return _down_bits(y, name)
   if y == -math.inf: return y
-  fmt = _PACK.get(name)
-  if fmt is None:
-    t = np_dtype(name)
-    return float(np.nextafter(np.array(y, dtype=t), np.array(-np.inf, dtype=t)))
-  f, u = fmt
-  if y == 0: return -struct.unpack(f, struct.pack(u, 1))[0]     # below ±0: the smallest negative subnormal
-  bits = struct.unpack(u, struct.pack(f, y))[0]
-  return struct.unpack(f, struct.pack(u, bits - 1 if y > 0 else bits + 1))[0]
+  t = np_dtype(name)
+  return float(np.nextafter(np.array(y, dtype=t), np.array(-np.inf, dtype=t)))
+
+
+def _grid(f: str, u: str) -> tuple:
+  """(float format, unsigned format, sign bit, the smallest negative subnormal, the largest finite)."""
+  sign = 1 << (struct.calcsize(u) * 8 - 1)
+  inf_bits = struct.unpack(u, struct.pack(f, math.inf))[0]
+  return (f, u, sign, -struct.unpack(f, struct.pack(u, 1))[0], struct.unpack(f, struct.pack(u, inf_bits - 1))[0])
+
+
+_GRID = {n: _grid(f, u) for n, (f, u) in _PACK.items()}
+
+
+def _down_bits(x: float, name: str) -> float:
+  """One step below the value of dtype `name` nearest to x: round by packing, then step
+  on the bit pattern (two struct round trips)."""
+  if x == -math.inf: return x
+  f, u, sign, smallest_neg, max_finite = _GRID[name]
+  try: bits = struct.unpack(u, struct.pack(f, x))[0]
+  except OverflowError: return max_finite if x > 0 else -math.inf   # the nearest is ±inf
+  if not bits & (sign - 1): return smallest_neg                      # ±0
+  return struct.unpack(f, struct.pack(u, bits + 1 if bits & sign else bits - 1))[0]
 
 
 def _down(x: float, name: str) -> float:
   """Largest value of dtype `name` that is <= x (and one step lower, to absorb the
   double rounding of computing x in float64 first)."""
-  if math.isnan(x): return -math.inf
+  if x != x: return -math.inf
+  if name in _PACK: return _down_bits(x, name)
   if x == -math.inf: return x
   return _step_down(_nearest(x, name), name)
 
@@ -79,8 +108,9 @@ def _up(x: float, name: str) -> float:
 
 
 def _float_iv(lo: float, hi: float, name: str):
-  if math.isnan(lo) or math.isnan(hi): return dtype_range(name)
-  return (_down(lo, name), _up(hi, name))
+  if lo != lo or hi != hi: return dtype_range(name)
+  if lo == -math.inf and hi == math.inf: return (lo, hi)   # the common case once ranges have grown
+  return (_down(lo, name), -_down(-hi, name))
 
 
 def _int_iv(lo: int, hi: int, name: str):
@@ -103,8 +133,8 @@ def round_to(f: float, name: str) -> float:
   if name == "float32":
     try: return struct.unpack("f", struct.pack("f", f))[0]
     except OverflowError: return math.copysign(math.inf, f)
-  with np.errstate(over="ignore"):
-    return float(np.array(f, dtype=np.float64).astype(np_dtype(name)))
+  with np.errstate(over="ignore", invalid="ignore"):
+    return float(_round_to_odd_f32(np.array(f, dtype=np.float64)).astype(np_dtype(name)))
 
 
 def iv_const(v, name):
