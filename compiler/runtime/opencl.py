@@ -9,7 +9,7 @@ device of the first platform.
 from __future__ import annotations
 import os
 from functools import lru_cache
-from compiler.runtime.cache import cache_dir
+from compiler.runtime.cache import cache_dir, digest
 from compiler.tables import render_tables
 
 os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))
@@ -44,7 +44,42 @@ def device():
       if not hits: raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={want}: no device name contains it")
       pick = hits[0]
   ctx = cl.Context([pick])
-  return ctx, cl.CommandQueue(ctx), pick
+  q = cl.CommandQueue(ctx)
+  _warm_up(cl, ctx, q, pick)
+  return ctx, q, pick
+
+
+_WARM = "__kernel void tinyspec_warm_up(__global int* a) { a[0] = 1; }"
+
+
+def _warm_up(cl, ctx, q, dev):
+  """PoCL does a one-time setup (tens of ms) at the first kernel of a process; doing it
+  here, when the device opens, keeps it out of every program's load time."""
+  try:
+    prg, save = _program(cl, ctx, dev, _WARM, [])
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
+    prg.tinyspec_warm_up(q, (1,), None, buf)
+    q.finish()
+    if save is not None: _write(save, prg)
+  except Exception:   # a device that cannot run it will say so at the first real kernel
+    pass
+
+
+def _program(cl, ctx, dev, source: str, opts: list):
+  """(built program, path to store its binary at or None): from the binary cache when it
+  holds this source for this device, else built from source."""
+  key = digest(source, " ".join(opts), dev.platform.name, dev.name, dev.driver_version)
+  path = cache_dir("opencl") / f"{key}.bin"
+  if path.exists():
+    try: return cl.Program(ctx, [dev], [path.read_bytes()]).build(options=opts), None
+    except (cl.Error, cl.RuntimeError, OSError): pass     # stale or corrupt entry: rebuild it
+  return cl.Program(ctx, source).build(options=opts), path
+
+
+def _write(path, prg):
+  tmp = path.with_suffix(f".{os.getpid()}.tmp")
+  tmp.write_bytes(prg.binaries[0])
+  os.replace(tmp, path)
 
 
 def has_fp64() -> bool:
@@ -52,17 +87,28 @@ def has_fp64() -> bool:
 
 
 class CLProgram:
+  """A kernel built for the selected device. Built programs are cached as device binaries
+  under $TINYSPEC_CACHE/opencl, keyed by source, options and device (PoCL loads one in a
+  few ms; from source it would redo its front end even with its own cache warm)."""
+
   def __init__(self, ks):
     import pyopencl as cl
     self.ks = ks
     ctx, self.queue, dev = device()
     opts = list(render_tables()["targets"]["opencl"].get("options", []))
     try:
-      self.prg = cl.Program(ctx, ks.source).build(options=opts, cache_dir=str(cache_dir("opencl")))
+      # a fresh build's binary is stored after the first launch: PoCL's binary then holds
+      # the compiled work-group code too, and loads without compiling anything
+      self.prg, self._save = _program(cl, ctx, dev, ks.source, opts)
     except cl.RuntimeError as e:
       from compiler.runtime.c import BuildError
       raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
     self.kernel = getattr(self.prg, ks.name)
+
+  def _store(self):
+    path, self._save = self._save, None
+    self.queue.finish()
+    _write(path, self.prg)
 
   def __call__(self, args: list, vals: list[int]):
     from tinyspec.intervals import np_dtype
@@ -73,3 +119,4 @@ class CLProgram:
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
     self.kernel(self.queue, tuple(gs) or (1,), None, *conv)
+    if self._save is not None: self._store()

@@ -1,0 +1,75 @@
+"""`tinyspec compile` and `tinyspec run`: output, stage dumps, exit codes, refusals."""
+from __future__ import annotations
+import json
+import numpy as np
+import pytest
+from tinyspec.cli import main
+from tinyspec.validate import validate_file
+
+GRAPH = {"nodes": [
+  {"op": "VCONST", "arg": {"values": [4, 3], "dtype": "index"}},
+  {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
+  {"op": "BUFFER", "src": [0], "arg": {"slot": 1, "dtype": "float32", "device": "CPU"}},
+  {"op": "ADD", "src": [1, 2]},
+  {"op": "REDUCE", "src": [3], "arg": {"op": "MAX", "axes": [1]}},
+]}
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+  f = tmp_path / "g.json"
+  f.write_text(json.dumps(GRAPH))
+  return f
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_compile_prints_kernels_and_dumps_valid_stages(graph_file, tmp_path, capsys, target):
+  d = tmp_path / "stages"
+  assert main(["compile", str(graph_file), "--target", target, "--dump-stages", str(d)]) == 0
+  out = capsys.readouterr().out
+  assert "r_4_1" in out and ("__kernel" in out) == (target == "opencl")
+  files = sorted(p.name for p in d.iterdir())
+  for stage in ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render"):
+    assert any(f"_{stage}" in f for f in files), stage
+  for f in d.iterdir():
+    res = validate_file(f)
+    assert res.ok, (f.name, [x.format() for x in res.diagnostics])
+
+
+@pytest.mark.parametrize("backend", ["ref", "c", "opencl"])
+def test_run_writes_outputs(graph_file, tmp_path, backend):
+  a = np.arange(12, dtype=np.float32).reshape(4, 3)
+  np.save(tmp_path / "a.npy", a)
+  out = tmp_path / "out"
+  assert main(["run", str(graph_file), "--backend", backend, "--input", f"buf0={tmp_path / 'a.npy'}", "--out", str(out)]) == 0
+  got = np.load(out / "out0.npy")
+  assert got.tolist() == (a + 0).max(axis=1, keepdims=True).tolist()   # buf1 is missing: zeros
+
+
+def test_untrusted_ops_are_refused(tmp_path, capsys):
+  f = tmp_path / "u.json"
+  f.write_text(json.dumps({"nodes": [{"op": "CONST", "arg": {"value": 1, "dtype": "int32"}},
+                                     {"op": "CUSTOM", "src": [0], "arg": {"fmt": "system(\"rm -rf /\")", "dtype": "int32"}},
+                                     {"op": "SINK", "src": [1]}]}))
+  assert main(["compile", str(f)]) == 1
+  err = capsys.readouterr().err
+  assert "[compile.untrusted]" in err and "rm -rf" not in err
+
+
+def test_refusals_and_bad_input_exit_codes(tmp_path, capsys):
+  bad = tmp_path / "bad.json"
+  bad.write_text('{"nodes": [{"op": "ADD", "src": [0, 0]}]}')
+  assert main(["compile", str(bad)]) == 1                       # invalid graph: the validator's rule id
+  assert "[graph.src]" in capsys.readouterr().err
+  assert main(["compile", str(tmp_path / "missing.json")]) == 2
+  trunc = tmp_path / "t.json"
+  trunc.write_text('{"nodes": [')
+  assert main(["compile", str(trunc)]) == 2
+  g = tmp_path / "g.json"
+  g.write_text(json.dumps(GRAPH))
+  assert main(["compile", str(g), "--opt", '[["SPLIT", 0, [3, "UPCAST"]]]']) == 1
+  assert "[opt.divisible]" in capsys.readouterr().err
+  assert main(["compile", str(g), "--opt", "not json"]) == 2
+  assert main(["run", str(g), "--backend", "c", "--input", "nope"]) == 2
+  np.save(tmp_path / "x.npy", np.zeros(3, np.float32))
+  assert main(["run", str(g), "--backend", "c", "--input", f"buf7={tmp_path / 'x.npy'}"]) == 2   # names no storage
