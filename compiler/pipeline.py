@@ -128,4 +128,8 @@ def _input_names(s: Schedule) -> set:
   """Names the program's inputs answer to: its storage (BUFFERs and input PARAMs)."""
   from compiler.executor import input_name
   seen = [a for k in s.kernels for a in k.args] + [o.storage for o in s.outputs if o.storage is not None]
-  return {input_name(u) for u in seen if u.op in ("BUFFER", "PARAM") and u not in s.intermediates}
+  out = set()
+  for u in seen:
+    while u.op == "BUFFER_VIEW": u = u.src[0]
+    if u.op in ("BUFFER", "PARAM") and u not in s.intermediates: out.add(input_name(u))
+  return out
