@@ -30,12 +30,18 @@ def _compiler() -> list[str]:
   return [path] + cmd[1:]
 
 
+def _flags() -> list[str]:
+  """The compiler command; $TINYSPEC_CFLAGS adds flags after the table's (tests use it to
+  build with UBSan and without -fwrapv)."""
+  return _compiler() + os.environ.get("TINYSPEC_CFLAGS", "").split()
+
+
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
 def build(source: str) -> str:
   """Path of the shared library for source (compiled unless cached)."""
-  cmd = _compiler()
+  cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
   key = digest(source, " ".join(cmd + link))
   d = cache_dir("c")
