@@ -53,6 +53,14 @@ def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allo
   trace=True an EvalResult. Raises EvalError for invalid graphs (carrying the
   validator's diagnostics), untrusted ops, inputs that do not fit, and values over the
   memory budget."""
+  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted)
+  if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
+  return out
+
+
+def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False):
+  """evaluate() that also returns the Machine (its .budget.peak says how many bytes the
+  evaluation held at most)."""
   g = as_graph(graph)
   res = validate(g, level)
   if not res.ok:
@@ -63,8 +71,7 @@ def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allo
   m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted)
   with np.errstate(all="ignore"):
     out = m.run()
-  if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
-  return out
+  return out, m
 
 
 class Machine:
