@@ -1,0 +1,45 @@
+"""`tinyspec compile` on every graph of the conformance corpus either succeeds -- and the
+source it prints builds with the target's compiler -- or refuses with a rule id that a
+catalogue defines (the validator's in ops.yaml, the compiler's in render.yaml). It never
+crashes and never prints source that fails to build."""
+from __future__ import annotations
+import pytest
+from conformance.rulecases import load_rule_cases
+from tinyspec.graph import load_file
+from tinyspec.tables import tables
+from compiler import compile_graph, CompileError
+from compiler.tables import render_tables
+
+try:
+  from compiler.runtime.opencl import device as _cl_device
+  _cl_device()
+  HAVE_CL = True
+except Exception:
+  HAVE_CL = False
+TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+
+
+def corpus_graphs():
+  out = []
+  for c in load_rule_cases():
+    if not c.input.exists(): continue
+    g, diags = load_file(c.input)
+    if g is None or any(d.fatal for d in diags): continue
+    out.append((c, g))
+  return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_corpus_compiles_or_is_refused_with_a_rule(target):
+  known = tables().rule_ids() | set(render_tables()["rules"])
+  compiled = refused = 0
+  for case, g in corpus_graphs():
+    try:
+      compile_graph(g, target, keep_stages=False).executable()      # render and build every kernel
+      compiled += 1
+      assert case.valid, f"{case.id}: an invalid graph compiled"
+    except CompileError as e:
+      refused += 1
+      assert e.rule in known, f"{case.id}: refused with unknown rule {e.rule!r}"
+      if not case.valid and case.expect_rule: assert e.rule == case.expect_rule, case.id   # the validator's verdict, unchanged
+  assert compiled > 80 and refused > 50, (compiled, refused)
