@@ -84,7 +84,8 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   level = check_input(g, allow_untrusted)
   roots = g.root_uops()
   stages: dict = {"input": g}
-  keep = (lambda name, val: stages.__setitem__(name, val)) if keep_stages else (lambda name, val: None)
+  def keep(name, make):   # make() builds the stage's graph(s), only when they are kept
+    if keep_stages: stages[name] = make()
 
   if level == "program":
     root = roots[-1] if roots else None
@@ -98,28 +99,28 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     if level == "kernel":
       if len(roots) != 1 or roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
       sched = _kernel_schedule(roots[0])
-      keep("rangeify", sched.graph())
+      keep("rangeify", lambda: sched.graph())
     else:
       roots = _callify.callify(roots)
-      keep("callify", Graph.from_uops(*roots, level="tensor"))
+      keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
       sched = _rangeify.rangeify(roots)
-      keep("rangeify", sched.graph())
+      keep("rangeify", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, (opts or {}).get(k.name, ()) if isinstance(opts, dict) else opts or ()))
-    keep("optimize", sched.graph())
+    keep("optimize", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
-    keep("expand", sched.graph())
+    keep("expand", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target))
-    keep("isel", sched.graph())
+    keep("isel", lambda: sched.graph())
     kernels_lin = [_linearize.linearize(k.sink) for k in sched.kernels]
-    keep("linearize", [Graph.from_uops(l, level="program") for l in kernels_lin])
+    keep("linearize", lambda: [Graph.from_uops(l, level="program") for l in kernels_lin])
   sched.meta["memory"] = _memplan.plan(sched)
-  keep("memplan", sched.graph())
+  keep("memplan", lambda: sched.graph())
   sources = []
   for k, lin in zip(sched.kernels, kernels_lin):
     ks = _render.render(lin, k.name, target)
     k.program = ks
     sources.append(ks)
-  keep("render", [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")
+  keep("render", lambda: [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")
                   for lin, ks in zip(kernels_lin, sources)])
   return Compiled(target, sched, sources, stages, _input_names(sched))
 
