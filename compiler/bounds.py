@@ -7,7 +7,8 @@ An access `INDEX(p, i0, i1, ...)` is *proved* when each index's interval lies in
 `LOAD(INDEX, 0, gate)` (reads 0 where out of range), a store gets them in its gate (writes
 nothing there). After `gate_memory` no kernel can touch memory out of bounds by its
 graph alone, which the reference evaluator checks; the renderer re-proves every access
-with the same facts and guards anything it cannot prove (defence in depth).
+with the same facts and guards anything it cannot prove (defence in depth; ATOMICADD has
+no gate slot, so its guard is the renderer's alone).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
@@ -116,7 +117,7 @@ def gate_memory(sink: UOp) -> UOp:
 
 def _is_address(u: UOp, k: int) -> bool:
   """Is source k of u the place it accesses (not a value it reads)?"""
-  return (u.op in ("STORE", "LOAD") and k == 0) or (u.op == "AFTER" and k == 0)
+  return (u.op in ("STORE", "LOAD", "ATOMICADD") and k == 0) or (u.op == "AFTER" and k == 0)
 
 
 def _zero(index: UOp) -> UOp:

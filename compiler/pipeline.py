@@ -117,7 +117,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   keep("memplan", lambda: sched.graph())
   sources = []
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target)
+    ks = _render.render(lin, k.name, target, allow_untrusted)
     k.program = ks
     sources.append(ks)
   keep("render", lambda: [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")

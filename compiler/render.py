@@ -130,12 +130,22 @@ class KernelSource:
   target: str
   source: str
   params: list            # per slot: ("buf", dtype, numel, writes) or ("scalar", dtype)
-  global_size: list = field(default_factory=list)   # per OpenCL dim: int or ("param", slot)
+  global_size: list = field(default_factory=list)   # per OpenCL dim: int, ("param", slot), or a list of those (a product)
   thread: object = None   # C: the bound of the THREAD axis (int or ("param", slot)), or None
+  local_size: list | None = None   # per OpenCL dim, when the kernel uses SPECIAL lidx/gidx
+
+
+def launch_size(entry, vals) -> int:
+  """An entry of global_size/local_size/thread, with PARAM values filled in."""
+  if isinstance(entry, list):
+    n = 1
+    for e in entry: n *= launch_size(e, vals)
+    return n
+  return vals[entry[1]] if isinstance(entry, tuple) else entry
 
 
 class Renderer:
-  def __init__(self, target: str):
+  def __init__(self, target: str, allow_untrusted: bool = False):
     if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
     self.target = target
     self.T = render_tables()
@@ -145,6 +155,8 @@ class Renderer:
     self.depth = 1
     self.nvar = 0
     self.fp64 = False
+    self.exts: dict[str, None] = {}
+    self.allow_untrusted = allow_untrusted
 
   # -- names and values
   def ref(self, u: UOp) -> str:
@@ -247,7 +259,7 @@ class Renderer:
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
     for u in instrs:
-      if u.op == "STORE":
+      if u.op in ("STORE", "ATOMICADD"):
         t = u.src[0]
         while t.op in ("INDEX", "AFTER"): t = t.src[0]
         if t.op == "PARAM": writes.add(t.arg["slot"])
@@ -259,19 +271,47 @@ class Renderer:
       if len(p.src) == 3: params.append(("scalar", props(p).dtype))
       else: params.append(("buf", props(p).dtype, _numel(props(p).shape), s in writes))
     if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
-    glob, thread = self.parallel_axes(instrs)
+    specials = [u for u in instrs if u.op == "SPECIAL"]
+    glob, thread = self.parallel_axes(instrs) if not specials else ([], None)
     self.glob_ids = {r: k for k, r in enumerate(reversed(glob))}
     self.thread = thread
+    gsize, lsize = [self.bound(r) for r in reversed(glob)], None
+    if specials: gsize, lsize = self.specials(specials)
     gate_stack: list[UOp] = []
     for u in instrs:
       self.instr(u, gate_stack)
+    while self.depth > 1:   # the C loops of SPECIALs around the whole body
+      self.depth -= 1; self.emit("}")
     body = "\n".join(self.lines)
     sig = self.signature(name, params)
     pre = self.T["targets"][self.target]["prelude"]
     if self.target == "opencl" and self.fp64: pre = self.T["targets"]["opencl"]["prelude_fp64"] + pre
+    pre = "".join(f"#pragma OPENCL EXTENSION {e} : enable\n" for e in self.exts) + pre
     src = pre + "".join(self.helpers) + sig + " {\n" + self.unpack(params) + body + "\n}\n"
-    gsize = [self.bound(r) for r in reversed(glob)]
-    return KernelSource(name, self.target, src, params, gsize, self.bound(thread) if thread is not None else None)
+    return KernelSource(name, self.target, src, params, gsize, self.bound(thread) if thread is not None else None, lsize)
+
+  def specials(self, specials):
+    """Name every SPECIAL; on C open a loop per SPECIAL around the body, on OpenCL
+    work out the launch size. Returns (global_size, local_size)."""
+    dims: dict[int, dict] = {}
+    for k, u in enumerate(specials):
+      self.names[u] = f"s{k}"
+      kind, d = u.arg["name"][0], int(u.arg["name"][-1])
+      b = self.bound(u)
+      if kind in dims.setdefault(d, {}): raise CompileError("compile.form", f"two SPECIALs of kind {kind} on dimension {d}", u)
+      dims[d][kind] = b
+      if self.target == "c":
+        it = "int64_t"
+        self.emit(f"for ({it} s{k} = 0; s{k} < {self.ref(u.src[0])}; s{k}++) {{")
+        self.depth += 1
+    if self.target == "c": return [], None
+    gsize, lsize = [], []
+    for d in range(max(dims) + 1):
+      k = dims.get(d, {})
+      if "t" in k and ("g" in k or "l" in k): raise CompileError("compile.unsupported", f"tidx{d} together with gidx{d}/lidx{d}")
+      if "t" in k: gsize.append(k["t"]); lsize.append(1)
+      else: gsize.append([k.get("g", 1), k.get("l", 1)]); lsize.append(k.get("l", 1))
+    return gsize, (lsize if any(isinstance(x, tuple) or x != 1 for x in lsize) else None)
 
   def bound(self, r: UOp):
     b = r.src[0]
@@ -288,7 +328,7 @@ class Renderer:
     for u in instrs:
       if u.op == "RANGE": open_.append(u)
       elif u.op == "END": open_.pop()
-      elif u.op == "STORE" and not _is_reg(u.src[0]): stores_depth.append(list(open_))
+      elif u.op in ("STORE", "ATOMICADD") and not _is_reg(u.src[0]): stores_depth.append(list(open_))
     # candidate prefix: the leading ranges of the outermost nest with the parallel type
     first = next((u for u in instrs if u.op == "RANGE"), None)
     cands = []
@@ -387,6 +427,17 @@ class Renderer:
     if op == "STORE":
       self.store(u, gates)
       return
+    if op == "SPECIAL":
+      if self.target == "opencl":
+        fn = self.T["special"]["opencl"][u.arg["name"][0]]
+        self.emit(f"long {self.names[u]} = (long){fn}({int(u.arg['name'][-1])});")
+      return
+    if op == "ATOMICADD":
+      self.atomic(u)
+      return
+    if op == "CUSTOM":
+      self.custom(u)
+      return
     if op in self.T["ops"]:
       self.alu(u)
       return
@@ -418,6 +469,31 @@ class Renderer:
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
     line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
+
+  def atomic(self, u: UOp):
+    dst, val = u.src
+    while dst.op == "AFTER": dst = dst.src[0]
+    if dst.op != "INDEX": raise CompileError("compile.form", "ATOMICADD into something other than an element", u)
+    dt = props(val).dtype
+    case = next((c for c in self.T["atomic"][self.target] if _matches(c.get("class"), dt)), None)
+    if case is None: raise CompileError("compile.unsupported", f"no atomic add for {dt} on {self.target}", u)
+    ptr, off, guard = self.address(dst)
+    v = self.ref(val)
+    old = case.get("load_bits") or self.conv(dt, "load", "o")
+    add = f"({old} + {v})"
+    rnd = self.T["dtypes"].get(dt, {}).get("round")
+    if rnd: add = f"{rnd}({add})"
+    f = {"p": f"{ptr}[{off}]", "v": v, "ST": storage_type(dt, self.target), "add": add, "store": self.conv(dt, "store", add)}
+    for e in case.get("exts", ()): self.exts[e] = None
+    code = fill(case["code"], f)
+    self.emit(f"if ({guard}) {code}" if guard else code)
+
+  def custom(self, u: UOp):
+    """CUSTOM pastes its own text: only with allow_untrusted (the user's explicit opt-in)."""
+    if not self.allow_untrusted: raise CompileError("compile.untrusted", "CUSTOM is untrusted: refused without --allow-untrusted", u)
+    text = re.sub(r"\{(\d+)\}", lambda m: self.ref(u.src[int(m.group(1))]) if int(m.group(1)) < len(u.src) else m.group(0), u.arg["fmt"])
+    if props(u).dtype == "void": self.emit(f"{text};")
+    else: self.declare(u, f"({text})")
 
   def alu(self, u: UOp):
     case = select_case(u, self.target)
@@ -451,14 +527,14 @@ def _numel(shape) -> int:
   return n
 
 
-def render(linear: UOp, name: str, target: str) -> KernelSource:
-  r = Renderer(target)
+def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False) -> KernelSource:
+  r = Renderer(target, allow_untrusted)
   # an INDEX is a read where something other than a STORE target or a LOAD uses it
   uses: dict[UOp, bool] = {}
   for u in linear.src:
     for k, s in enumerate(u.src):
       if s.op not in ("INDEX", "AFTER"): continue
-      as_addr = (u.op == "STORE" and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
+      as_addr = (u.op in ("STORE", "ATOMICADD") and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
       uses[s] = uses.get(s, False) or not as_addr
   r._value_uses = uses
   return r.render(linear, name)

@@ -74,7 +74,8 @@ class CProgram:
     t = self.ks.thread
     if t is None:
       self.fn(bufs, vv, 0, 0); return
-    total = vals[t[1]] if isinstance(t, tuple) else t
+    from compiler.render import launch_size
+    total = launch_size(t, vals)
     workers = max(1, min(threads or os.cpu_count() or 1, total))
     if workers == 1:
       self.fn(bufs, vv, 0, total); return

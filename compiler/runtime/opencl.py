@@ -112,11 +112,13 @@ class CLProgram:
 
   def __call__(self, args: list, vals: list[int]):
     from tinyspec.intervals import np_dtype
-    gs = [vals[g[1]] if isinstance(g, tuple) else g for g in self.ks.global_size]
+    from compiler.render import launch_size
+    gs = [launch_size(g, vals) for g in self.ks.global_size]
+    ls = [launch_size(g, vals) for g in self.ks.local_size] if self.ks.local_size else None
     if any(g == 0 for g in gs): return
     conv = []
     for p, a, v in zip(self.ks.params, args, vals):
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
-    self.kernel(self.queue, tuple(gs) or (1,), None, *conv)
+    self.kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
     if self._save is not None: self._store()
