@@ -32,6 +32,20 @@ def _refusal(path: str, e) -> int:
   return EXIT_INVALID
 
 
+def _failure(path: str, e) -> int:
+  """A build or device failure (a missing C compiler, no OpenCL platform, a build error:
+  the last is a compiler bug, and the message says where) -- exit 1, no traceback."""
+  print(f"{path}: {type(e).__name__}: {str(e)[:4000]}", file=sys.stderr)
+  return EXIT_INVALID
+
+
+def _runtime_errors():
+  from compiler.runtime.c import BuildError
+  from compiler.runtime.opencl import OpenCLUnavailable
+  from compiler.rewrite import RewriteLimit
+  return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
+
+
 @command("compile", "lower a graph to C or OpenCL C kernels")
 def _compile_cmd(sub):
   p = sub.add_parser("compile", help="lower a graph to C or OpenCL C kernels",
@@ -56,6 +70,8 @@ def _compile_cmd(sub):
       if a.build: c.executable()
     except CompileError as e:
       return _refusal(a.file, e)
+    except _runtime_errors() as e:
+      return _failure(a.file, e)
     if a.dump_stages: dump_stages(c, a.dump_stages)
     print(c.source(), end="")
     return EXIT_OK
@@ -112,6 +128,7 @@ def _run_cmd(sub):
         from compiler import compile_graph, CompileError
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False).run(inputs)
         except CompileError as e: return _refusal(a.file, e)
+        except _runtime_errors() as e: return _failure(a.file, e)
     except ValueError as e:
       print(f"{a.file}: {e}", file=sys.stderr); return EXIT_UNREADABLE
     if a.out:
