@@ -108,12 +108,12 @@ def _accumulations(plan, nodes, r, afters, stores):
     if st.op != "STORE": return None
     v = st.src[1]
     u = UNITS.get(nodes[v].op)
-    if u is None or u.accumulates is None or plan.uses[v] != [(s, 1)]: return None
+    if u is None or u.accumulates is None or plan.data_uses[v] != [(s, 1)]: return None
     slot, op, contribution = u.accumulates
     spec = None
     for k in ([slot] if slot is not None else range(len(nodes[v].src))):
       rd = nodes[v].src[k]
-      if rd not in plan.root or plan.uses[rd] != [(v, k)]: continue
+      if rd not in plan.root or plan.data_uses[rd] != [(v, k)]: continue
       if not any(l in carried_afters for l in [rd] + plan.chain_links(rd)): continue
       if storage_id(nodes, plan.root[rd]) != storage_id(nodes, plan.root[st.src[0]]): continue
       sig = _index_signature(plan, nodes, rd)
@@ -133,7 +133,7 @@ def _accumulations(plan, nodes, r, afters, stores):
   reads = {spec.read for spec in specs.values()}
   updates = {spec.update for spec in specs.values()}
   for a in carried_afters:
-    for c, k in plan.uses[a]:
+    for c, k in plan.data_uses[a]:
       if c in reads or c in updates: continue
       if k == 0 and (role(nodes[c].op) == "store" or (c in plan.root and c not in plan.read)): continue
       return None
@@ -249,10 +249,10 @@ def run_sequential(scope, ctx):
   # what the body sees from before the loop
   before = merge_effects([scope.eff.get(j) for i in body for j in nodes[i].src if j not in inbody]) or {}
   carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
-  state = {}
+  state, pre = {}, {}
   for a, st in carried.items():
-    pre = merge_effects([scope.eff.get(j) for j in nodes[a].src if j not in inbody]) or {}
-    state[a] = pre.get(st.key) or st.base
+    seen = merge_effects([scope.eff.get(j) for j in nodes[a].src if j not in inbody]) or {}
+    state[a] = pre[a] = seen.get(st.key) or st.base
   per_iter: dict = {}       # storage key -> [writes of iteration 0, writes of iteration 1, ...]
   storages: dict = {}
   traced: dict[int, list] = {}
@@ -266,7 +266,7 @@ def run_sequential(scope, ctx):
       starts = {}
       for a, st in carried.items():   # the carried reads see everything earlier iterations stored
         arr = scope.materialize(state[a], plan.axes[a], a)
-        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), plan.axes[a])
+        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), plan.axes[a], pre[a])
       for i in walk: scope.step(i)
       last = merge_effects([scope.eff.get(i) for i in walk]) or {}
       for key, ver in last.items():

@@ -30,8 +30,12 @@ class Plan:
     self.m, self.order, self.kernel, self.roots = m, order, kernel, roots
     nodes = m.nodes
     self.uses: dict[int, list] = defaultdict(list)
+    self.data_uses: dict[int, list] = defaultdict(list)   # without SINK/LINEAR listing it
     for i in order:
-      for k, j in enumerate(nodes[i].src): self.uses[j].append((i, k))
+      sink = role(nodes[i].op) == "sink"
+      for k, j in enumerate(nodes[i].src):
+        self.uses[j].append((i, k))
+        if not sink: self.data_uses[j].append((i, k))
     self._chains(nodes)
     self.fused: dict[int, int] = {}     # MUL node -> the REDUCE that consumes it as a sum of products
     self.deferred: set[int] = set()     # not evaluated in order (fused, or computed by their consumer)
@@ -73,7 +77,7 @@ class Plan:
     r = role(self.m.nodes[c].op)
     if r == "store": return k != 0
     if r in ("after", "through", "view"): return c in self.read if k == 0 else r == "through"
-    if r in ("effect", "close", "barrier", "endif"): return False
+    if r in ("effect", "sink", "close", "barrier", "endif"): return False
     if r == "reduce": return k == 0
     if r == "if": return k == 0
     return True
@@ -95,7 +99,7 @@ class Plan:
       n = nodes[i]
       if n.op != "REDUCE" or n.arg.get("op") != "ADD" or not n.src: continue
       j = n.src[0]
-      if nodes[j].op != "MUL" or len(self.uses[j]) != 1 or j in self.roots: continue
+      if nodes[j].op != "MUL" or len(self.data_uses[j]) != 1 or j in self.roots: continue
       if views[j].dtype not in ("float32", "float64"): continue
       size = _numel(views[j].shape) * self._static_loop_size(j, n)
       a, b = (views[s].shape for s in nodes[j].src)
@@ -141,6 +145,7 @@ class Plan:
         for j in n.src[1:]:
           if j in self.axis_of: mask &= ~(1 << self.axis_of[j])
       elif r == "barrier": mask &= ~local_bits
+      elif r == "sink": mask = 0
       axes[i] = mask
     # IF blocks: a node is inside every IF it depends on (not through the IF's ENDIF); in a
     # LINEAR also inside every IF whose block its position falls in.
@@ -168,7 +173,7 @@ class Plan:
     self.gated: set[int] = set()
     for i in self.order:
       if i in self.root and i in self.read and self.uses[i]:
-        if all(role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3 for c, k in self.uses[i]):
+        if all((role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3) or role(nodes[c].op) == "sink" for c, k in self.uses[i]):
           self.gated.add(i)
     from refimpl.loops import find_carried
     self.carried = find_carried(self, nodes)

@@ -39,7 +39,8 @@ ROLES = {
   "barrier": "workgroup barrier: closes the local-thread axes of what it orders",
   "if": "opens a conditional block (IF)",
   "endif": "closes the block of its IF (ENDIF)",
-  "effect": "void: merges the effects of its sources (SINK, GROUP)",
+  "effect": "void: merges the effects of its sources (GROUP)",
+  "sink": "void: the end of a kernel or program, after every loop (SINK, LINEAR, PROGRAM, SOURCE)",
   "call": "evaluates a body (FUNCTION, CALL)",
 }
 

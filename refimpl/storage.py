@@ -78,8 +78,12 @@ def merge(a: Version, b: Version) -> Version:
   # unordered stores: both apply, in file order, on their common ancestor
   chain_a, chain_b = _chain(a), _chain(b)
   common = set(map(id, chain_a)) & set(map(id, chain_b))
-  base = next(v for v in chain_a if id(v) in common)
-  writes = [v.write for v in chain_a + chain_b if id(v) not in common]
+  base = next((v for v in chain_a if id(v) in common), None)
+  if base is None or any(v.strong is not None for v in chain_a + chain_b if id(v) not in common):
+    from refimpl.errors import EvalError
+    raise EvalError(f"two unordered histories of storage {a.storage.name} meet (nodes {a.write and a.write.node} and "
+                    f"{b.write and b.write.node}); the reference cannot order them", rule="eval.unsupported")
+  writes = [v.write for v in chain_a + chain_b if id(v) not in common and v.write is not None]
   writes = sorted({id(w): w for w in writes}.values(), key=lambda w: w.node)
   v = base
   for w in writes: v = Version(base.storage, v, w)
@@ -120,7 +124,7 @@ def materialize(v: Version, keep: int, loop_sizes: tuple, R: int) -> np.ndarray:
   if got is not None: return got
   chain, cur, base = [], v, None
   while True:
-    if cur.write is None:   # the initial contents, or a snapshot taken inside a sequential loop
+    if cur.write is None or cur.strong is not None:   # the initial contents, or a snapshot in a sequential loop
       base = _start(cur, keep, R)
       break
     got = cur.cached(keep)
@@ -143,9 +147,8 @@ def _varying(v: Version, R: int) -> int:
   """Loop axes (bitmask) along which the writes of v's chain (or its snapshot) vary."""
   mask = 0
   while v is not None:
-    if v.write is None:
-      if v.strong is not None: mask |= v.strong[1]
-      break
+    if v.strong is not None: mask |= v.strong[1]; break
+    if v.write is None: break
     w = v.write
     arrays = [w.value] + ([w.gate] if w.gate is not None else []) + [a for kind, data in w.path if kind == "index" for a in data]
     for a in arrays:
@@ -165,9 +168,11 @@ def _start(v: Version, keep: int, R: int) -> np.ndarray:
   return arr
 
 
-def snapshot(storage: Storage, arr: np.ndarray, mask: int) -> Version:
-  """A version whose contents are given (per point along the loop axes in `mask`)."""
-  v = Version(storage)
+def snapshot(storage: Storage, arr: np.ndarray, mask: int, since: Version) -> Version:
+  """A version whose contents are given (per point along the loop axes in `mask`): the
+  state inside a sequential loop. `since` (the version before the loop, which the contents
+  include) is its parent for ordering; reading never goes past the snapshot."""
+  v = Version(storage, since)
   v.strong = (arr, mask)
   return v
 

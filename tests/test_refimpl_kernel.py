@@ -300,3 +300,41 @@ def test_trace_of_an_accumulator_holds_every_iteration():
   seq = res.values[upd]   # (i, k) axes: the accumulator after each iteration
   assert seq.reshape(2, 4).tolist() == np.cumsum(xv, 1).tolist()
   assert res.loop_axes[upd] == tuple(i for i, n in enumerate(g.nodes) if n.op == "RANGE")
+
+
+def linearized(b):
+  """Wrap every node of b in a LINEAR (list order = graph order) and return the graph."""
+  b.LINEAR(*range(len(b.nodes)))
+  return b.graph()
+
+
+def test_tinygrad_accumulator_form_in_a_linear():
+  # a ()-shaped REG accumulator: STORE(AFTER(acc, i), 0); STORE(acc, ADD(AFTER(acc, init, k), x)); read AFTER(acc, END)
+  b = Builder()
+  M, K = 5, 7
+  x = b.param((M, K), F32, 1); out = b.param((M, 1), F32, 0)
+  acc = b.add("BUFFER", b.shape(), arg={"slot": 0, "dtype": F32, "device": "REG", "addrspace": "REG"})
+  i = b.range(M, 0, "GLOBAL")
+  init = b.STORE(b.AFTER(acc, i), b.const(0.0, F32))
+  k = b.range(K, 1, "REDUCE")
+  upd = b.STORE(acc, b.ADD(b.AFTER(acc, init, k), b.INDEX(x, i, k)))
+  e = b.END(upd, k)
+  st = b.STORE(b.INDEX(out, i, idx(b, 0)), b.AFTER(acc, e))
+  b.SINK(b.END(st, i))
+  g = linearized(b)
+  xv = rng.standard_normal((M, K)).astype(np.float32)
+  want = np.zeros(M, np.float32)
+  for kk in range(K): want = want + xv[:, kk]
+  assert evaluate(g, {"param1": xv})["param0"].reshape(-1).tobytes() == want.tobytes()
+
+
+def test_gated_load_in_a_linear():
+  b = Builder()
+  N = 6
+  x = b.param((N,), "int32", 0); out = b.param((N,), "int32", 1)
+  i = b.range(N, 0)
+  j = b.SUB(i, idx(b, 2))
+  v = b.LOAD(b.INDEX(x, j), b.const(-1, "int32"), b.CMPLE(idx(b, 2), i))   # x[i-2] where i >= 2
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), v), i))
+  g = linearized(b)
+  assert evaluate(g, {"param0": np.arange(N, dtype=np.int32)})["param1"].tolist() == [-1, -1, 0, 1, 2, 3]

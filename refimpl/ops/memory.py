@@ -29,9 +29,15 @@ def atomicadd(ctx): return ctx.s.store(ctx, "add")
 def after(ctx): return ctx.s.after(ctx)
 
 
-@unit("GROUP", "SINK", "LINEAR", "PROGRAM", "SOURCE", raw=True, role="effect", alloc=0)
+@unit("GROUP", raw=True, role="effect", alloc=0)
 def effect(ctx):
   """Void: the effects of the sources, merged (the scope does that for every node)."""
+  return None
+
+
+@unit("SINK", "LINEAR", "PROGRAM", "SOURCE", raw=True, role="sink", alloc=0)
+def sink(ctx):
+  """Void: the end of a kernel (or program): every loop has run; effects merged."""
   return None
 
 
