@@ -209,6 +209,17 @@ def assign_chain():
 
 
 @case
+def store_through_views_and_nested_index():
+  b = Builder()
+  A = b.buffer((4,), F32, 0)
+  s1 = b.STORE(b.BUFFER_VIEW(A, arg={"size": 2, "dtype": "uint32", "offset": 4}), b.vconst([0x3F800000, 0x40000000], "uint32"))
+  B = b.buffer((3, 4), "int32", 1)
+  s2 = b.STORE(b.INDEX(b.INDEX(B, b.const(1, "index")), b.vconst([3, 0, 7], "index")), b.vconst([5, 6, 7], "int32"))   # 7: dropped
+  want_b = np.zeros((3, 4), np.int32); want_b[1, 3], want_b[1, 0] = 5, 6
+  return b.graph(roots=[b.SINK(s1, s2)]), {0: np.full(4, 9, np.float32)}, {"buf0": np.array([9, 1, 2, 9], np.float32), "buf1": want_b}
+
+
+@case
 def load_gate_and_device():
   b = Builder()
   x = b.buffer((3,), F32, 0)
