@@ -365,12 +365,15 @@ LOWER = Matcher([
 
 class Rangeify:
   def __init__(self, roots: list[UOp]):
+    self.storage_ops = policy("storage") | policy("constant_storage")
+    self.snapshots: dict[UOp, UOp] = {}
+    self._base_slot = max((u.arg["slot"] for u in _tensor_nodes(roots) if u.op == "BUFFER"), default=-1) + 1
+    roots = self._snapshot_base_reads(list(roots))
     self.roots = roots
     self.nodes = _tensor_nodes(roots)
     self.realized: dict[UOp, UOp] = {}
     self.kernels: list[Kernel] = []
-    self.intermediates: set = set()
-    self.storage_ops = policy("storage") | policy("constant_storage")
+    self.intermediates: set = set(self.snapshots.values())
     slots = [u.arg["slot"] for u in self.nodes if u.op == "BUFFER"]
     self.next_slot = max(slots, default=-1) + 1
     devs = [props(u).device for u in self.nodes if u.op == "BUFFER"]
@@ -380,6 +383,93 @@ class Rangeify:
 
   def is_storage(self, x: UOp) -> bool:
     return x.op in self.storage_ops or x.op == "PARAM"
+
+  # -- reads of a buffer's contents before the program's stores
+  def _snapshot_base_reads(self, roots: list[UOp]) -> list[UOp]:
+    """A plain read of storage B (not through AFTER(B, store)) sees B as it was before the
+    program stored to it, whatever order things run in (refimpl's storage versions). When
+    B is stored to, such reads go to a copy of B made first (`snapshots`), except in the
+    common in-place case: one STORE to B whose own value (or gate) holds every plain read."""
+    nodes = _tensor_nodes(roots)
+    stores: dict[UOp, list[UOp]] = {}
+    for u in nodes:
+      if u.op == "STORE":
+        st, _ = self._target_chain(u.src[0])
+        stores.setdefault(st, []).append(u)
+    if not stores: return roots
+    reads: dict[UOp, set] = {}     # B -> consumers reading it plainly
+    for u, k, b in self._plain_edges(roots):
+      if b in stores: reads.setdefault(b, set()).add(u)
+    need = []
+    for b, users in reads.items():
+      sts = stores[b]
+      if len(sts) == 1:
+        inside = {x for x in _tensor_nodes(list(sts[0].src[1:]))}
+        if users <= inside: continue
+      need.append(b)
+    if not need: return roots
+    for b in need:
+      pr = props(b)
+      snap = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": self._base_slot, "dtype": pr.dtype, "device": pr.device if not isinstance(pr.device, tuple) or pr.shape and pr.shape[0] % len(pr.device) == 0 else pr.device[0]})
+      self._base_slot += 1
+      self.snapshots[b] = snap
+    return self._redirect_plain(roots, {b: self.snapshots[b] for b in need})
+
+  def _plain_edges(self, roots):
+    """(consumer, src index, storage) for every edge that reads a storage's base contents:
+    not a STORE's target chain, not the buffer of an AFTER (that reads what was stored)."""
+    out = []
+    for u, ctx in self._walk_ctx(roots):
+      if ctx != "value": continue
+      for k, s in enumerate(u.src):
+        if self.is_storage(s) and self._edge_ctx(u, k) == "value": out.append((u, k, s))
+    return out
+
+  def _edge_ctx(self, u: UOp, k: int) -> str:
+    if u.op == "STORE" and k == 0: return "target"
+    if u.op == "AFTER" and k == 0: return "live"
+    if u.op == "CALL" and k == 0: return "body"
+    if u.op == "BUFFER_VIEW": return "live"
+    return "value"
+
+  def _walk_ctx(self, roots):
+    """Every (node, context) reachable; a context is value, target (a STORE's destination
+    chain) or live (under AFTER's buffer: its stored contents)."""
+    seen, out = set(), []
+    stack = [(r, "value") for r in roots]
+    while stack:
+      u, ctx = stack.pop()
+      if (u, ctx) in seen: continue
+      seen.add((u, ctx)); out.append((u, ctx))
+      for k, s in enumerate(u.src):
+        e = self._edge_ctx(u, k)
+        if e == "body": continue
+        nctx = ctx if (ctx != "value" and u.op in ("INDEX", "AFTER") and k == 0) or (ctx != "value" and u.op in policy("transparent") | {"CONTIGUOUS"}) else e
+        stack.append((s, nctx))
+    return out
+
+  def _redirect_plain(self, roots, mapping: dict) -> list[UOp]:
+    """Rebuild the graph with value-context reads of mapping's storages replaced."""
+    memo: dict = {}
+    def build(u, ctx):
+      stack = [(u, ctx, False)]
+      while stack:
+        x, c, done = stack.pop()
+        if (x, c) in memo: continue
+        kids = []
+        for k, s in enumerate(x.src):
+          e = self._edge_ctx(x, k)
+          nc = "body" if e == "body" else (c if (c != "value" and x.op in ("INDEX", "AFTER") and k == 0) or (c != "value" and x.op in policy("transparent") | {"CONTIGUOUS"}) else e)
+          kids.append((s, nc))
+        if not done:
+          stack.append((x, c, True))
+          stack.extend((s, nc, False) for s, nc in kids if nc != "body" and (s, nc) not in memo)
+          continue
+        if c == "value" and x in mapping: memo[(x, c)] = mapping[x]; continue
+        new = tuple(s if nc == "body" else memo[(s, nc)] for s, nc in kids)
+        memo[(x, c)] = x if all(a is b for a, b in zip(new, x.src)) else x.replace(src=new)
+      return memo[(u, ctx)]
+    return [build(r, "value") for r in roots]
 
   # -- which values get a buffer
   def plan(self) -> set:
@@ -520,6 +610,7 @@ class Rangeify:
     self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), f"user_kernel{len(self.kernels)}"))
 
   def run(self) -> Schedule:
+    for b, snap in self.snapshots.items(): self._copy_kernel(b, snap)    # before anything writes b
     realize = self.plan()
     for u in self.nodes:
       if u.op == "STORE": self.store_kernel(u)

@@ -265,3 +265,19 @@ def test_call_of_kernel_in_tensor_graph(target):
   call = UOp("CALL", (k, o, a))
   out = UOp("ADD", (UOp("AFTER", (o, call)), const(1.0, "float32")))
   _run([out], {"buf0": ints((3, 4))}, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_plain_reads_see_contents_before_stores(target):
+  """A read of B not through AFTER(B, store) sees B before the program stored to it, in
+  whichever order the roots come; a read through AFTER sees the store."""
+  B, C = buf(0, (3,)), buf(1, (3,))
+  st = UOp("STORE", (B, C))
+  plain = UOp("ADD", (B, const(1.0, "float32")))
+  after = UOp("ADD", (UOp("AFTER", (B, st)), const(1.0, "float32")))
+  x = {"buf0": np.array([1, 2, 3], np.float32), "buf1": np.array([10, 20, 30], np.float32)}
+  for roots in ([UOp("SINK", (st,)), plain], [plain, UOp("SINK", (st,))], [UOp("SINK", (st,)), plain, after], [after, plain]):
+    got = _run(roots, x, target)
+    want = evaluate(roots, x)
+    assert [v.tolist() for k, v in sorted(want.items()) if k.startswith("out")] == \
+           [v.tolist() for k, v in sorted(got.run(x).items()) if k.startswith("out")]
