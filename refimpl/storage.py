@@ -242,6 +242,8 @@ def target_positions(shape, steps, R: int):
   """Element positions (in the flattened per-point buffer) the index steps select, as a
   loop-prefixed array, and their validity mask (None when all are in range). Positions
   read through an out-of-range index become -1, so later steps keep them invalid."""
+  if len(steps) == 1 and all(a.ndim == R for a in steps[0]):   # scalar indices: the position is arithmetic
+    return _scalar_positions(shape, steps[0], R)
   n = 1
   for d in shape: n *= d
   ids = np.arange(n, dtype=np.intp).reshape((1,) * R + tuple(shape))
@@ -252,6 +254,27 @@ def target_positions(shape, steps, R: int):
       ids = np.where(ok.reshape(ok.shape + (1,) * (ids.ndim - ok.ndim)), ids, -1)
       any_bad = True
   return ids, ((ids >= 0) if any_bad else None)
+
+
+def _scalar_positions(shape, idxs, R: int):
+  """target_positions for one INDEX with ()-shaped indices: row-major arithmetic."""
+  rest = tuple(shape[len(idxs):])
+  block = 1
+  for d in rest: block *= d
+  lin, bad, stride = None, None, block
+  for j in range(len(idxs) - 1, -1, -1):
+    a = idxs[j]
+    b = (a < 0) | (a >= shape[j])
+    if np.any(b): bad = b if bad is None else bad | b
+    term = a.astype(np.intp, copy=False) * stride if stride != 1 else a.astype(np.intp, copy=False)
+    lin = term if lin is None else lin + term
+    stride *= shape[j]
+  if lin is None: lin = np.zeros((1,) * R, np.intp)
+  if bad is not None: lin = np.where(bad, -1, lin)
+  if rest:
+    lin = lin.reshape(lin.shape + (1,) * len(rest)) + np.arange(block, dtype=np.intp).reshape(rest)
+    if bad is not None: lin = np.where(bad.reshape(bad.shape + (1,) * len(rest)), -1, lin)
+  return lin, (None if bad is None else lin >= 0)
 
 
 def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: int) -> None:
