@@ -317,6 +317,7 @@ class Scope:
 
   def after(self, ctx):
     i, node = ctx.i, ctx.node
+    if i not in self.plan.root: return ctx.value(0)   # a computed value, ordered after deps: passes through
     st = self.storage(self.plan.root[i])
     ver = self.override.get(i)
     if ver is not None:
