@@ -110,7 +110,6 @@ def check_kernels(c, seed: int = 0):
   from refimpl import evaluate
   from compiler.props import props
   from tinyspec.intervals import np_dtype
-  from tinyspec.uop import UOp
   rng = np.random.default_rng(seed)
   lin_graphs = c.stages.get("linearize") or []
   for k, (kern, lg) in enumerate(zip(c.schedule.kernels, lin_graphs)):

@@ -14,7 +14,7 @@ import base64
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.intervals import np_dtype
-from compiler.props import props, CompileError
+from compiler.props import props
 
 
 def input_name(u: UOp) -> str:

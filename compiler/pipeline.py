@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from tinyspec.graph import Graph
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from tinyspec.validate import validate, detect_level
+from tinyspec.validate import validate
 from compiler.props import CompileError, props
 from compiler.schedule import Kernel, Output, Schedule
 from compiler.rewrite import toposort

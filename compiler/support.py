@@ -8,7 +8,7 @@ from compiler.tables import render_tables, policy, is_alu
 def supported_ops(target: str) -> dict[str, set[str]]:
   """op -> the levels ({"tensor", "kernel", "program"}) compiled for target."""
   from compiler.rangeify import READERS
-  from compiler.render import TARGETS, select_case
+  from compiler.render import TARGETS
   if target not in TARGETS: raise KeyError(f"unknown target {target!r}")
   T = tables()
   R = render_tables()

@@ -16,7 +16,7 @@ from tinyspec.uop import UOp
 from tinyspec.frozen import key
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, const, const_value
+from compiler.props import props, const
 from compiler.rewrite import Pat, Matcher, graph_rewrite
 
 _ALU = None
