@@ -181,8 +181,9 @@ def _stack(b, x, idx):
   for s in x.src: vals.append((yield s, rest))
   out = vals[-1]
   for j in range(len(vals) - 2, -1, -1):
-    sel = sym(UOp("CMPNE", (first, const(j, "index"))))
-    out = vals[j] if sel.op == "CONST" and not sel.arg["value"] else out if sel.op == "CONST" else UOp("WHERE", (sel, out, vals[j]))
+    sel = sym(UOp("CMPNE", (first, const(j, "index"))))      # "not source j"
+    if sel.op == "CONST": out = out if sel.arg["value"] else vals[j]   # decided by the interval
+    else: out = UOp("WHERE", (sel, out, vals[j]))
   return out
 
 
@@ -432,6 +433,12 @@ class Rangeify:
     if u.op == "BUFFER_VIEW": return "live"
     return "value"
 
+  def _child_ctx(self, u: UOp, k: int, ctx: str) -> str:
+    """The context of u's source k when u is in context ctx: a target or live chain goes
+    on through the buffer of INDEX/AFTER and through markers; elsewhere the edge decides."""
+    if ctx != "value" and ((u.op in ("INDEX", "AFTER") and k == 0) or u.op in policy("transparent") | {"CONTIGUOUS"}): return ctx
+    return self._edge_ctx(u, k)
+
   def _walk_ctx(self, roots):
     """Every (node, context) reachable; a context is value, target (a STORE's destination
     chain) or live (under AFTER's buffer: its stored contents)."""
@@ -442,10 +449,8 @@ class Rangeify:
       if (u, ctx) in seen: continue
       seen.add((u, ctx)); out.append((u, ctx))
       for k, s in enumerate(u.src):
-        e = self._edge_ctx(u, k)
-        if e == "body": continue
-        nctx = ctx if (ctx != "value" and u.op in ("INDEX", "AFTER") and k == 0) or (ctx != "value" and u.op in policy("transparent") | {"CONTIGUOUS"}) else e
-        stack.append((s, nctx))
+        nctx = self._child_ctx(u, k, ctx)
+        if nctx != "body": stack.append((s, nctx))
     return out
 
   def _redirect_plain(self, roots, mapping: dict) -> list[UOp]:
@@ -457,10 +462,7 @@ class Rangeify:
         x, c, done = stack.pop()
         if (x, c) in memo: continue
         kids = []
-        for k, s in enumerate(x.src):
-          e = self._edge_ctx(x, k)
-          nc = "body" if e == "body" else (c if (c != "value" and x.op in ("INDEX", "AFTER") and k == 0) or (c != "value" and x.op in policy("transparent") | {"CONTIGUOUS"}) else e)
-          kids.append((s, nc))
+        for k, s in enumerate(x.src): kids.append((s, self._child_ctx(x, k, c)))
         if not done:
           stack.append((x, c, True))
           stack.extend((s, nc, False) for s, nc in kids if nc != "body" and (s, nc) not in memo)
