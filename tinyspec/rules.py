@@ -141,26 +141,35 @@ def reshape_axis(old, new, axis, device):
 def is_tuple(v) -> bool: return isinstance(v.dtype, tuple)
 
 
-_STORAGE = ("BUFFER", "PARAM", "BUFFER_VIEW")
-_THROUGH = ("INDEX", "AFTER", "CONTIGUOUS", "DETACH", "CONTIGUOUSBACKWARD")
+def table_functions(storage: dict, body_slots: dict) -> dict:
+  """The rule functions that read the op table, bound to one table's data:
+  storage: op -> its `storage:` value (True or "through"); body_slots: op -> positions of
+  its `kind: body` slots. The Tables loader compiles every rule with these."""
+  roots = frozenset(n for n, s in storage.items() if s is True)
+  through = frozenset(n for n, s in storage.items() if s == "through")
+  bodies = {n: frozenset(k) for n, k in body_slots.items() if k}
+
+  def is_storage(v) -> bool:
+    while v.op in through and v.src: v = v.src[0]
+    return v.op in roots
+
+  def params_of(body):
+    """PARAM views used by a function body, not entering nested bodies (they bind their own)."""
+    seen, out, stack = set(), [], [body]
+    while stack:
+      v = stack.pop()
+      if id(v) in seen: continue
+      seen.add(id(v))
+      if v.op == "PARAM": out.append(v); continue
+      skip = bodies.get(v.op)
+      stack.extend(v.src if skip is None else [s for k, s in enumerate(v.src) if k not in skip])
+    return out
+
+  return {"is_storage": is_storage, "params_of": params_of}
 
 
-def is_storage(v) -> bool:
-  while v.op in _THROUGH: v = v.src[0]
-  return v.op in _STORAGE
-
-
-def params_of(body):
-  """PARAM views used by a function body, not entering nested FUNCTION/CALL bodies."""
-  seen, out, stack = set(), [], [body]
-  while stack:
-    v = stack.pop()
-    if id(v) in seen: continue
-    seen.add(id(v))
-    if v.op == "PARAM": out.append(v); continue
-    srcs = v.src[1:] if v.op in ("FUNCTION", "CALL") else v.src
-    stack.extend(srcs)
-  return out
+def _needs_tables(*_):
+  raise RuleSyntaxError("this rule function reads the op table: compile rules through tinyspec.tables.Tables")
 
 
 def linear_order_ok(node) -> bool:
@@ -194,7 +203,7 @@ FUNCTIONS = {
   "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
   "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
   "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
-  "is_storage": is_storage, "params_of": params_of, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
+  "is_storage": _needs_tables, "params_of": _needs_tables, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
   "iv_hull": iv.iv_hull, "iv_add": iv.iv_add, "iv_sub": iv.iv_sub, "iv_mul": iv.iv_mul, "iv_max": iv.iv_max,
@@ -251,22 +260,23 @@ def _check_and_rewrite(expr: str, where: str, known: tuple[str, ...] = PARAMS):
   return _ArgKeys().visit(tree).body
 
 
-def _env():
-  return {"__builtins__": {}, **FUNCTIONS, **CONSTANTS}
+def _env(functions=None):
+  return {"__builtins__": {}, **FUNCTIONS, **(functions or {}), **CONSTANTS}
 
 
-def compile_rule(expr: str, where: str = "rule"):
-  """Compile one rule expression into a function of PARAMS (keyword-free, positional)."""
+def compile_rule(expr: str, where: str = "rule", functions: dict | None = None):
+  """Compile one rule expression into a function of PARAMS (keyword-free, positional).
+  `functions` overrides entries of FUNCTIONS (the table-bound ones, see table_functions)."""
   body = _check_and_rewrite(expr, where)
   lam = ast.Expression(ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in PARAMS], kwonlyargs=[], kw_defaults=[], defaults=[]), body=body))
   code = compile(ast.fix_missing_locations(lam), where, "eval")
-  return eval(code, _env())   # noqa: S307 -- the AST was whitelisted above
+  return eval(code, _env(functions))   # noqa: S307 -- the AST was whitelisted above
 
 
 INPUTS = PARAMS[:5]   # src, arg, op, level, node: what a node brings; the rest are properties
 
 
-def compile_props(props: tuple[str, ...], exprs: list[str], where: str = "derive"):
+def compile_props(props: tuple[str, ...], exprs: list[str], where: str = "derive", functions: dict | None = None):
   """Compile the property rules of one op into a single function
   f(src, arg, op, level, node) -> tuple of the properties, computed in order: each rule
   may read the inputs and the properties before it (checked here), which is what the
@@ -279,6 +289,6 @@ def compile_props(props: tuple[str, ...], exprs: list[str], where: str = "derive
     fn.body.append(ast.Assign(targets=[ast.Name(prop, ast.Store())], value=body))
   fn.body.append(ast.Return(ast.Tuple([ast.Name(p, ast.Load()) for p in props], ast.Load())))
   mod = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
-  env = _env()
+  env = _env(functions)
   exec(compile(mod, where, "exec"), env)   # noqa: S102 -- every expression was whitelisted above
   return env["derive"]

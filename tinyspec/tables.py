@@ -16,21 +16,37 @@ from tinyspec import rules
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
 
 PROPS = ("dtype", "shape", "device", "addrspace", "min_max", "axis")
+SLOT_KINDS = ("value", "shape", "range", "void", "any", "body")
+UNCHECKED_KINDS = ("any", "body")   # slot kinds that accept any node
+FOLDS = ("value", "values", "stack")  # op `fold:` forms (see validate.fold_value)
+STORAGE = (True, "through")           # op `storage:` values
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: the tables load 10x faster
 
 
 @dataclass(frozen=True)
 class Slot:
   name: str
-  kind: str = "value"          # value | shape | range | void | any
+  kind: str = "value"          # one of SLOT_KINDS
   dtype: object = None         # group/class/dtype name, or {"same": slot}
   optional: bool = False
   variadic: bool = False
   min_count: int = 0
+  level: object = None         # None, a level name, or {op: level} (see level_of)
 
   def allowed(self) -> frozenset[str] | None:
     """dtype names this slot accepts (None: any, or a `same` relation)."""
     return _allowed(self.dtype if not isinstance(self.dtype, dict) else None)
+
+  @property
+  def checked(self) -> bool:
+    """Whether the slot constrains its source at all (kinds any and body do not)."""
+    return self.kind not in UNCHECKED_KINDS
+
+  def level_of(self, src_op: str) -> str | None:
+    """The level a source of op src_op in this slot is checked at, None for the node's own."""
+    lv = self.level
+    if lv is None or isinstance(lv, str): return lv
+    return lv.get(src_op)
 
 
 @lru_cache(maxsize=None)
@@ -64,6 +80,8 @@ class Op:
   untrusted: bool = False
   example: list | None = None
   family: str | None = None
+  fold: str | None = None       # how an index node folds to constant dims (FOLDS), or None
+  storage: object = None        # True: storage; "through": passes src[0]'s storage on; None
   derive: tuple = ()            # compiled property rules, in PROPS order
   derive_src: dict = field(default_factory=dict)   # property -> (expr, where it came from)
   derive_all: object = None     # all six rules as one function (src, arg, op, level, node) -> tuple
@@ -73,10 +91,20 @@ class Op:
   min_src: int = 0
   max_src: float = 0
   skeleton_safe: bool = False   # arg validity depends only on the arg's skeleton (see validate._skeleton)
+  body_slots: tuple = ()        # positions of `kind: body` slots (closed function bodies)
+  level_slots: tuple = ()       # positions of slots with a `level` (they open another level)
 
   def __post_init__(self):
     self.min_src = sum(1 for s in self.slots if not s.optional and not s.variadic) + sum(s.min_count for s in self.slots if s.variadic)
     self.max_src = float("inf") if any(s.variadic for s in self.slots) else len(self.slots)
+    self.body_slots = tuple(k for k, s in enumerate(self.slots) if s.kind == "body")
+    self.level_slots = tuple(k for k, s in enumerate(self.slots) if s.level is not None)
+
+  def open_src(self, src: tuple) -> tuple:
+    """The sources outside closed function bodies: what a walk collecting or substituting
+    PARAMs enters."""
+    if not self.body_slots: return src
+    return tuple(s for k, s in enumerate(src) if k not in self.body_slots)
 
   def slot_for(self, i: int) -> Slot:
     if i < len(self.slots) and not self.slots[i].variadic: return self.slots[i]
@@ -132,28 +160,48 @@ class Tables:
     self.defs = raw.get("$defs", {})
     self.ops: dict[str, Op] = {}
     families = raw.get("families", {})
+    merged_ops = {}
     for name, d in raw["ops"].items():
       d = dict(d)
       fam = d.get("family")
       if fam:
         merged = copy.deepcopy(families[fam]); merged.update(d); d = merged
+      merged_ops[name] = (d, fam)
+    # rule functions that read the op table (is_storage, params_of) are bound to this one
+    self.functions = rules.table_functions(
+      storage={n: d.get("storage") for n, (d, _) in merged_ops.items() if d.get("storage") is not None},
+      body_slots={n: tuple(k for k, s in enumerate(d.get("src", [])) if s.get("kind") == "body") for n, (d, _) in merged_ops.items()})
+    for name, (d, fam) in merged_ops.items():
       self.ops[name] = self._make_op(name, d, fam)
     self._compile_derived()
 
   # -- ops
   def _make_op(self, name: str, d: dict, fam: str | None) -> Op:
-    slots = tuple(Slot(s["name"], s.get("kind", "value"), s.get("dtype"), bool(s.get("optional")), bool(s.get("variadic")),
-                       int(s.get("min_count", 0))) for s in d.get("src", []))
+    slots = tuple(self._make_slot(name, s) for s in d.get("src", []))
+    if d.get("fold") is not None and d["fold"] not in FOLDS:
+      raise ValueError(f"{name}: fold {d['fold']!r} is not one of {', '.join(FOLDS)}")
+    if d.get("storage") is not None and d["storage"] not in STORAGE:
+      raise ValueError(f"{name}: storage {d['storage']!r} is not true or through")
     arg_schema = d.get("arg", {"type": "null"})
-    checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]")) for c in d.get("checks", [])]
+    fns = self.functions
+    checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]", fns)) for c in d.get("checks", [])]
     # all checks as one expression: the validator's quick yes (on a no it runs them one by one)
-    checks_all = rules.compile_rule(" and ".join(f"({c.expr})" for c in checks), f"{name}.checks") if checks else None
+    checks_all = rules.compile_rule(" and ".join(f"({c.expr})" for c in checks), f"{name}.checks", fns) if checks else None
     full = dict(arg_schema); full["$defs"] = self.defs
     validator = jsonschema.Draft202012Validator(full, format_checker=None)
     return Op(name=name, category=d["category"], levels=tuple(d.get("levels", ("tensor",))), slots=slots, arg_schema=arg_schema,
               semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
               conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),
-              family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full), checks_all=checks_all)
+              family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full), checks_all=checks_all,
+              fold=d.get("fold"), storage=d.get("storage"))
+
+  def _make_slot(self, op: str, s: dict) -> Slot:
+    kind, level = s.get("kind", "value"), s.get("level")
+    if kind not in SLOT_KINDS: raise ValueError(f"{op}.{s['name']}: slot kind {kind!r} is not one of {', '.join(SLOT_KINDS)}")
+    for lv in ([level] if isinstance(level, str) else (level or {}).values()):
+      if lv not in self.levels: raise ValueError(f"{op}.{s['name']}: level {lv!r} is not in `levels:`")
+    return Slot(s["name"], kind, s.get("dtype"), bool(s.get("optional")), bool(s.get("variadic")), int(s.get("min_count", 0)),
+                dict(level) if isinstance(level, dict) else level)
 
   # -- derived properties
   def _compile_derived(self):
@@ -163,7 +211,7 @@ class Tables:
 
     def comp(expr, where):
       key = str(expr)
-      if key not in cache: cache[key] = rules.compile_rule(key, where)
+      if key not in cache: cache[key] = rules.compile_rule(key, where, self.functions)
       return cache[key]
 
     for op in self.ops.values():
@@ -180,7 +228,7 @@ class Tables:
         fns.append(comp(expr, f"derived {op.name}.{prop}"))
       op.derive, op.derive_src = tuple(fns), srcs
       exprs = tuple(srcs[p][0] for p in PROPS)
-      if exprs not in combined: combined[exprs] = rules.compile_props(PROPS, list(exprs), f"derived {op.name}")
+      if exprs not in combined: combined[exprs] = rules.compile_props(PROPS, list(exprs), f"derived {op.name}", self.functions)
       op.derive_all = combined[exprs]
 
   # -- queries used across the project
