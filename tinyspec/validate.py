@@ -20,8 +20,8 @@ from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
 from tinyspec.diagnostics import Diagnostic, EXIT_OK, EXIT_INVALID
 from tinyspec.dtypes import canonical
-from tinyspec.frozen import key as _key, FrozenDict
-from tinyspec.graph import Graph, load_file
+from tinyspec.frozen import key as _key, freeze, FrozenDict
+from tinyspec.graph import Graph, Node, load_file
 
 LEVELS = ("tensor", "kernel", "program")
 _BIT = {"tensor": 1, "kernel": 2, "program": 4}
@@ -72,36 +72,59 @@ class ValidationResult:
 
 
 def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
-  """The level of a graph with none declared: program if its root is LINEAR/PROGRAM,
-  kernel if it uses kernel-only ops outside CALLed kernels, else tensor.
+  """The level of a graph with none declared, from the op table:
+    * the level the root's op puts its sources at, when a slot says (`level: program`:
+      a LINEAR or PROGRAM root makes a program);
+    * tensor when every op exists at tensor level, or when a node puts a source at another
+      level through a slot `level` (a tensor graph CALLing a kernel SINK);
+    * else kernel.
   `present` is the set of ops in the graph, if the caller has it."""
-  last = g.nodes[g.root_indices[-1]] if g.nodes and 0 <= g.root_indices[-1] < len(g.nodes) else None
-  if last is not None and last.op in ("LINEAR", "PROGRAM"): return "program"
-  if present is None: present = {n.op for n in g.nodes}
-  if not any(T.ops[n].levels and "tensor" not in T.ops[n].levels for n in present if n in T.ops): return "tensor"
-  calls_kernel = "CALL" in present and any(n.op == "CALL" and n.src and 0 <= n.src[0] < len(g.nodes) and g.nodes[n.src[0]].op == "SINK" for n in g.nodes)
-  return "tensor" if calls_kernel else "kernel"
+  nodes = g.nodes
+  last = nodes[g.root_indices[-1]] if nodes and 0 <= g.root_indices[-1] < len(nodes) else None
+  od = T.ops.get(last.op) if last is not None else None
+  for k in (od.level_slots if od is not None else ()):
+    if isinstance(od.slots[k].level, str): return od.slots[k].level
+  if present is None: present = {n.op for n in nodes}
+  ops = T.ops
+  if all("tensor" in ops[n].levels for n in present if n in ops): return "tensor"
+  openers = _openers(T, present)
+  for i, n in enumerate(nodes):
+    if n.op in openers and any(lv is not None for _, lv in _source_levels(ops[n.op], n.src, nodes, i)): return "tensor"
+  return "kernel"
 
 
-def _contexts(g: Graph, top: str, present: set) -> list[int] | None:
-  """Bitmask of the levels each node is used at: kernel inside a CALLed SINK, program
-  inside LINEAR/PROGRAM, else the graph's level. One reverse pass; None when no node
-  opens another level (every node is at `top`)."""
-  if not present & {"LINEAR", "PROGRAM", "CALL"}: return None
-  n = len(g.nodes)
+def _openers(T: Tables, present: set) -> set:
+  """The present ops with a slot `level` (they may put sources at another level)."""
+  return {n for n in present if n in T.ops and T.ops[n].level_slots}
+
+
+def _source_levels(od, srcs, nodes, i):
+  """(source index, the level its slot puts it at or None) for each valid source of node i."""
+  for k, j in enumerate(srcs):
+    if 0 <= j < i: yield j, od.slot_for(k).level_of(nodes[j].op)
+
+
+def _contexts(g: Graph, top: str, present: set, T: Tables) -> list[int] | None:
+  """Bitmask of the levels each node is used at: a source in a slot with a `level` (in
+  ops.yaml: LINEAR's and PROGRAM's sources, CALL's SINK body) is at that level, every
+  other source at its consumer's, the roots at the graph's level. One reverse pass; None
+  when no op opens another level (every node is at `top`)."""
+  openers = _openers(T, present)
+  if not openers: return None
+  nodes, ops, top_bit = g.nodes, T.ops, _BIT[top]
+  n = len(nodes)
   ctx = [0] * n
   for r in g.root_indices:
-    if 0 <= r < n: ctx[r] |= _BIT[top]
+    if 0 <= r < n: ctx[r] |= top_bit
   for i in range(n - 1, -1, -1):
-    node = g.nodes[i]
-    c = ctx[i] or _BIT[top]
+    node = nodes[i]
+    c = ctx[i] or top_bit
     ctx[i] = c
-    for k, j in enumerate(node.src):
-      if not (0 <= j < i): continue
-      if node.op in ("LINEAR", "PROGRAM"): cj = _BIT["program"]
-      elif node.op == "CALL" and k == 0 and g.nodes[j].op == "SINK": cj = _BIT["kernel"]
-      else: cj = c
-      ctx[j] |= cj
+    if node.op in openers:
+      for j, lv in _source_levels(ops[node.op], node.src, nodes, i): ctx[j] |= c if lv is None else _BIT[lv]
+    else:
+      for j in node.src:
+        if 0 <= j < i: ctx[j] |= c
   return ctx
 
 
@@ -167,17 +190,18 @@ def validate(graph: Graph, level: str = "auto", tables: Tables | None = None, fi
 
 
 def _slot_plan(od):
-  """Per source position: (slot name, kind, allowed dtypes or None, same-as slot or None)."""
+  """Per source position: (slot name, kind, allowed dtypes or None, same-as slot or None);
+  kind None for slots that accept any node (UNCHECKED_KINDS)."""
   plan = getattr(od, "_plan", None)
   if plan is None:
     plan = []
     for s in od.slots:
-      plan.append((s.name, s.kind, s.allowed(), s.dtype["same"] if isinstance(s.dtype, dict) else None))
+      plan.append((s.name, s.kind if s.checked else None, s.allowed(), s.dtype["same"] if isinstance(s.dtype, dict) else None))
     od._plan = plan
   return plan
 
 
-_ANY, _VALUE, _SHAPE, _RANGE, _VOID = "any", "value", "shape", "range", "void"
+_VALUE, _SHAPE, _RANGE, _VOID = "value", "shape", "range", "void"
 
 
 def _slots_pred(od):
@@ -191,19 +215,19 @@ def _slots_pred(od):
   names = [s.name for s in od.slots]
   conds = []
   for k, (sname, kind, allowed, same) in enumerate(_slot_plan(od)):
+    if kind is None: continue   # any node goes
     var = od.slots[k].variadic
     x = "x" if var else f"src[{k}]"
     c = []
     if kind == _RANGE: c.append(f"{x}.op == 'RANGE'")
     elif kind == _VOID: c.append(f"{x}.dtype == 'void'")
     elif kind == _SHAPE: c.append(f"{x}.dtype == 'index' and len({x}.shape) <= 1")
-    elif kind != _ANY and allowed is None: c.append(f"type({x}.dtype) is str and {x}.dtype != 'void'")
-    if kind != _ANY and allowed is not None:
+    elif allowed is None: c.append(f"type({x}.dtype) is str and {x}.dtype != 'void'")
+    if allowed is not None:
       env[f"A{k}"] = allowed; c.append(f"{x}.dtype in A{k}")   # dtype names: excludes void and tuples
-    if kind != _ANY and same is not None:
+    if same is not None:
       j = names.index(same)
       c.append(f"(len(src) <= {j} or {x}.dtype == src[{j}].dtype)")
-    if not c: continue
     body = " and ".join(f"({t})" for t in c)
     conds.append(f"all({body} for x in src[{k}:])" if var else f"(len(src) <= {k} or ({body}))")
   code = "lambda src: " + (" and ".join(conds) if conds else "True")
@@ -219,7 +243,7 @@ def _slot_errors(od, name, src):
   for k, s in enumerate(src):
     sname, kind, allowed, same = plan[k] if k < len(plan) else plan[-1]
     by_name.setdefault(sname, s)
-    if kind == _ANY: continue
+    if kind is None: continue
     if kind in (_VALUE, _SHAPE) and (s.dtype == "void" or isinstance(s.dtype, tuple)):
       out.append(("slot.kind", f"source {k} ({sname}) must be a value, node {s.index} ({s.op}) is {'void' if s.dtype == 'void' else 'a tuple'}")); continue
     if kind == _RANGE and s.op != "RANGE":
@@ -237,9 +261,30 @@ def _slot_errors(od, name, src):
   return out
 
 
+# ------------------------------------------------------------------ constant folding
+# Shape operands must be constants: an `index` node of an op with a `fold:` key in ops.yaml
+# carries the dims it holds in View.value (read by shape_value()).
+def _fold_value(arg, src): return arg["value"]
+def _fold_values(arg, src): return tuple(arg["values"])
+def _fold_stack(arg, src):
+  if all(s.value is not None and type(s.value) is not tuple for s in src): return tuple(s.value for s in src)
+  return None
+
+
+_FOLDS = {"value": _fold_value, "values": _fold_values, "stack": _fold_stack}
+
+
+def fold_value(fold: str | None, arg, src):
+  """The constant an `index` node folds to, by its op's `fold:` form (ops.yaml): arg.value,
+  the tuple arg.values, or the tuple of its sources' folded scalars; None when the op does
+  not fold or a source is not constant."""
+  return None if fold is None else _FOLDS[fold](arg, src)
+
+
+# ------------------------------------------------------------------ one node
 class _OpInfo(NamedTuple):
-  """What the main loop needs of one op, gathered once per Tables (a tuple, so the loop
-  unpacks it in one step; the names serve other readers such as the front end)."""
+  """What the per-node pipeline needs of one op, gathered once per Tables (a tuple, so
+  _check unpacks it in one step)."""
   od: object            # the Op
   min_src: int
   max_src: float
@@ -249,11 +294,13 @@ class _OpInfo(NamedTuple):
   checks_all: object    # all checks as one function (None without checks)
   derive: object        # the six property rules as one function
   null_arg_err: str | None   # the arg.schema error of a null arg, or None
+  fold: object          # (arg, src) -> the folded constant, or None (no `fold:`)
 
 
 def _op_info(od, arg_errors) -> _OpInfo:
   off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)
-  return _OpInfo(od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all, arg_errors(od, None))
+  return _OpInfo(od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all,
+                 arg_errors(od, None), _FOLDS[od.fold] if od.fold else None)
 
 
 def _op_infos(T: Tables, arg_cache) -> dict:
@@ -264,20 +311,73 @@ def _op_infos(T: Tables, arg_cache) -> dict:
   return infos[1]
 
 
-def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> ValidationResult:
+def _arg_cache_for(T: Tables, tables_given: bool) -> _ArgCache:
+  return _arg_cache if not tables_given else T.__dict__.setdefault("_arg_cache", _ArgCache())
+
+
+_new_view = View.__new__
+
+
+def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors):
+  """The per-node pipeline, shared by validate() and check_node(): arity -> arg schema ->
+  level (these need the node alone; `c` is the bitmask of the levels it is used at) ->
+  source slots -> op checks -> derived properties -> constant folding -> declared
+  dtype/shape (`dtype`, `shape`: what the node declares, or None). Returns the node's
+  View, or None after reporting each broken rule through report(i, op, rule, msg). A
+  None in `src` (a broken source) stops it silently after the node-alone steps, so
+  consumers are not blamed for their sources."""
+  od, min_src, max_src, off_levels, slots_ok, checks, checks_all, derive, null_arg_err, fold = info
+  ns = len(src)
+  if ns < min_src or ns > max_src:
+    report(i, name, "graph.arity", f"{name} takes {od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}"); return None
+  err = null_arg_err if arg is None else arg_errors(od, arg)
+  if err is not None:
+    report(i, name, "arg.schema", err); return None
+  if c & off_levels:
+    wrong = next(lv for lv in LEVELS if c & off_levels & _BIT[lv])
+    report(i, name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {wrong} graph"); return None
+  lvl = _FIRST_LEVEL[c]
+  # everything above depends on the node alone; what follows reads its sources' properties
+  if None in src: return None
+  if not slots_ok(src):      # the quick yes failed: say what is wrong
+    errs = _slot_errors(od, name, src)
+    for rule, msg in errs: report(i, name, rule, msg)
+    if errs: return None
+  v = _new_view(View)
+  v.index, v.op, v.arg, v.src, v.value = i, name, arg, src, None
+  if checks:
+    try: all_good = checks_all(src, arg, name, lvl, v, None, None, None, None, None)
+    except Exception: all_good = False
+    if not all_good and not _run_checks(checks, src, arg, name, lvl, v, i, report): return None
+  try:
+    v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
+  except RuleFail as e:
+    report(i, name, e.rule, e.msg[:300]); return None
+  except Exception as e:
+    report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); return None
+  if fold is not None and dt == "index": v.value = fold(arg, src)
+  if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report): return None
+  return v
+
+
+def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known: list | None = None) -> ValidationResult:
+  """validate(); `known`: Views already derived for the first len(known) nodes (they are
+  taken as they are, see derive_uop)."""
   T = tables or _tables()
   diags: list[Diagnostic] = []
   nodes = graph.nodes
   present = {nd.op for nd in nodes}
   top = level if level in LEVELS else (graph.level or detect_level(graph, T, present))
-  ctx = _contexts(graph, top, present)
+  ctx = _contexts(graph, top, present, T)
   top_bit = _BIT[top]
   views: list[View | None] = [None] * len(nodes)
+  first = 0
+  if known:
+    first = len(known); views[:first] = known
   vget = views.__getitem__
-  arg_cache = _arg_cache if tables is None else T.__dict__.setdefault("_arg_cache", _ArgCache())
-  arg_errors = arg_cache.errors
-  infos = _op_infos(T, arg_cache)
-  new_view = View.__new__
+  arg_errors = _arg_cache_for(T, tables is not None).errors
+  infos = _op_infos(T, _arg_cache_for(T, tables is not None))
+  check = _check
 
   def report(i, op, rule, msg):
     diags.append(Diagnostic(file, i, op, rule, msg))
@@ -285,56 +385,19 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str) -> Val
   for r in graph.root_indices:
     if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index")
 
-  for i, node in enumerate(nodes):
+  for i in range(first, len(nodes)):
+    node = nodes[i]
     name = node.op
     info = infos.get(name)
     if info is None:
       if name != "?": report(i, name, "graph.unknown_op", f"unknown op {name!r}"[:300])   # "?": already a file.schema error
       continue
-    od, min_src, max_src, off_levels, slots_ok, checks, checks_all, derive, null_arg_err = info
     srcs_i = node.src
     if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
       bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
       report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
-    ns = len(srcs_i)
-    if ns < min_src or ns > max_src:
-      report(i, name, "graph.arity", f"{name} takes {od.arity_text()}, got {ns} source{'s' if ns != 1 else ''}"); continue
-    arg = node.arg
-    err = null_arg_err if arg is None else arg_errors(od, arg)
-    if err is not None:
-      report(i, name, "arg.schema", err); continue
-    c = top_bit if ctx is None else ctx[i]
-    if c & off_levels:
-      wrong = next(lv for lv in LEVELS if c & off_levels & _BIT[lv])
-      report(i, name, "level.op", f"{name} may appear at level {', '.join(od.levels)}, not in a {wrong} graph"); continue
-    lvl = _FIRST_LEVEL[c]
-    # everything above depends on the node alone; what follows reads its sources' properties
-    src = list(map(vget, srcs_i))
-    if None in src: continue   # a source is already broken: do not cascade
-    if not slots_ok(src):      # the quick yes failed: say what is wrong
-      errs = _slot_errors(od, name, src)
-      for rule, msg in errs: report(i, name, rule, msg)
-      if errs: continue
-    v = new_view(View)
-    v.index, v.op, v.arg, v.src, v.value = i, name, arg, src, None
-    if checks:
-      try: all_good = checks_all(src, arg, name, lvl, v, None, None, None, None, None)
-      except Exception: all_good = False
-      if not all_good and not _run_checks(checks, src, arg, name, lvl, v, i, report): continue
-    try:
-      v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
-    except RuleFail as e:
-      report(i, name, e.rule, e.msg[:300]); continue
-    except Exception as e:
-      report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); continue
-    if dt == "index":   # constant folding of shape operands
-      if name == "CONST": v.value = arg["value"]
-      elif name == "VCONST": v.value = tuple(arg["values"])
-      elif name == "STACK" and all(s.value is not None and not isinstance(s.value, tuple) for s in src): v.value = tuple(s.value for s in src)
-    if node.dtype is not None or node.shape is not None:
-      if not _declared_ok(node, dt, sh, i, name, report): continue
-    views[i] = v
+    views[i] = check(info, name, node.arg, list(map(vget, srcs_i)), top_bit if ctx is None else ctx[i], i, node.dtype, node.shape, report, arg_errors)
   return ValidationResult(graph, diags, views, top)
 
 
@@ -354,14 +417,14 @@ def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
   return ok
 
 
-def _declared_ok(node, dt, sh, i, name, report) -> bool:
-  if node.dtype is not None:
-    want = node.dtype if isinstance(node.dtype, tuple) else canonical(node.dtype)
+def _declared_ok(dtype, shape, dt, sh, i, name, report) -> bool:
+  if dtype is not None:
+    want = dtype if isinstance(dtype, tuple) else canonical(dtype)
     if want != dt:
-      what = f"declared dtype {node.dtype}" if want is not None or isinstance(node.dtype, tuple) else f"declared dtype {node.dtype!r} is not a dtype, and"
+      what = f"declared dtype {dtype}" if want is not None or isinstance(dtype, tuple) else f"declared dtype {dtype!r} is not a dtype, and"
       report(i, name, "declared.dtype", f"{what} but derived {dt}"[:300]); return False
-  if node.shape is not None and tuple(node.shape) != tuple(sh):
-    report(i, name, "declared.shape", f"declared shape {tuple(node.shape)} but derived {sh}"[:300]); return False
+  if shape is not None and tuple(shape) != tuple(sh):
+    report(i, name, "declared.shape", f"declared shape {tuple(shape)} but derived {sh}"[:300]); return False
   return True
 
 
@@ -376,10 +439,85 @@ def validate_file(path, level: str = "auto", tables: Tables | None = None) -> Va
   return res
 
 
-def derive_uop(u) -> None:
-  """Fill `_props` of u and everything below it; raises ValueError if the graph is invalid."""
-  g = Graph.from_uops(u)
-  res = validate(g)
-  if not res.ok:
-    raise ValueError("invalid graph:\n" + "\n".join(d.format() for d in res.diagnostics[:20]))
-  for uu, v in zip(g.uops(), res.views): uu._props = v
+# ------------------------------------------------------------------ node by node
+def check_node(op: str, src, arg=None, *, level: str = "tensor", dtype=None, shape=None, tables: Tables | None = None,
+               index: int | None = None, file: str = "<node>") -> "View | list[Diagnostic]":
+  """Check one node whose sources already have Views, as validate() checks each node of a
+  graph (the same code: arity, arg schema, level, source slots, op checks, derived
+  properties, constant folding, declared dtype/shape). Returns the node's View, or the
+  list of Diagnostics (rule ids) that reject it.
+
+    op     the op name;  src: the sources' Views;  arg: the node's arg (JSON value)
+    level  the level the node is used at (tensor, kernel, program)
+    dtype, shape   what the node declares, if anything (checked against the derived ones)
+    index  the node's index, for messages and View.index (None: not in a graph)
+  """
+  T = tables or _tables()
+  if level not in _BIT: raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+  src = list(src)
+  if any(not isinstance(s, View) for s in src): raise TypeError("check_node needs a View for every source (derive the sources first)")
+  if type(arg) is dict or type(arg) is list: arg = freeze(arg)
+  if type(dtype) is list: dtype = tuple(dtype)
+  cache = _arg_cache_for(T, tables is not None)
+  info = _op_infos(T, cache).get(op)
+  diags: list[Diagnostic] = []
+  if info is None: return [Diagnostic(file, index, op, "graph.unknown_op", f"unknown op {op!r}"[:300])]
+  v = _check(info, op, arg, src, _BIT[level], index, dtype, shape, lambda i, o, rule, msg: diags.append(Diagnostic(file, i, o, rule, msg)), cache.errors)
+  return v if v is not None else diags
+
+
+class DerivationError(ValueError):
+  """derive_uop() met an invalid node; `diagnostics` say which rules it breaks (their node
+  indices count the nodes being derived, the already derived sources first)."""
+  def __init__(self, diagnostics: list[Diagnostic]):
+    super().__init__("invalid graph:\n" + "\n".join(d.format() for d in diagnostics[:20]))
+    self.diagnostics = diagnostics
+
+
+def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
+  """The View of UOp u, stored in `u._props` with those of every node below it, computed
+  incrementally: only the nodes without `_props` are checked (each once, against its
+  sources' Views), so a front end that asks after every new node pays O(1) per node.
+  `level`: the level of the graph rooted at u (auto: detect_level over the nodes being
+  derived and their derived sources); a slot `level` (a CALLed SINK...) puts nodes below
+  it at their own level, as in validate(). Raises DerivationError if a node is invalid;
+  then nothing is stored."""
+  if u._props is not None: return u._props
+  if level != "auto" and all(s._props is not None for s in u.src):   # the common case: one new node on derived ones
+    r = check_node(u.op, [s._props for s in u.src], u.arg, level=level, dtype=u.dtype, shape=u.shape, tables=tables, file="<uop>")
+    if type(r) is list: raise DerivationError(r)
+    u._props = r
+    return r
+  frontier, order = _underived(u)
+  index: dict[int, int] = {}
+  nodes: list[Node] = []
+  for x in frontier:   # derived sources: placeholders (their own sources are not looked at again)
+    index[id(x)] = len(nodes); nodes.append(Node._checked(x.op, (), x.arg))
+  for x in order:
+    index[id(x)] = len(nodes)
+    src = tuple([index[id(s)] for s in x.src])
+    nodes.append(Node._checked(x.op, src, x.arg) if x.dtype is None and x.shape is None else Node(x.op, src, x.arg, x.dtype, x.shape))
+  import gc
+  was = gc.isenabled(); gc.disable()
+  try: res = _validate(Graph(nodes), level, tables, "<uop>", [x._props for x in frontier])
+  finally:
+    if was: gc.enable()
+  if not res.ok: raise DerivationError(res.diagnostics)
+  for x in order: x._props = res.views[index[id(x)]]
+  return u._props
+
+
+def _underived(u) -> tuple[list, list]:
+  """(the derived nodes directly below the underived part, the underived nodes below u,
+  sources first): an iterative post-order walk that does not enter derived nodes."""
+  frontier, order, seen = [], [], set()
+  stack = [(u, False)]
+  while stack:
+    x, done = stack.pop()
+    if done: order.append(x); continue
+    if id(x) in seen: continue
+    seen.add(id(x))
+    if x._props is not None: frontier.append(x); continue
+    stack.append((x, True))
+    stack.extend((s, False) for s in reversed(x.src) if id(s) not in seen)
+  return frontier, order

@@ -1,10 +1,7 @@
 """Iterative graph walks over UOps (graphs may be 100,000-node chains: no recursion)."""
 from __future__ import annotations
 from tinyspec.uop import UOp
-
-# Ops whose src[0] is a closed function body: its PARAMs belong to it, not to whoever
-# walks the graph around it. (CALL and FUNCTION share the call family's slot layout.)
-_BODY_OPS = ("FUNCTION", "CALL")
+from tinyspec.tables import tables
 
 
 def toposort(roots, stop=()) -> list[UOp]:
@@ -26,8 +23,9 @@ def toposort(roots, stop=()) -> list[UOp]:
 
 def substitute(roots, mapping: dict) -> list[UOp]:
   """Rebuild roots with every UOp `u` in mapping (keyed by id(u)) replaced by
-  mapping[id(u)][1]. Closed function bodies (src[0] of FUNCTION/CALL) are kept as they
-  are: a PARAM inside one refers to that function's own arguments."""
+  mapping[id(u)][1]. Closed function bodies (`kind: body` slots in ops.yaml: FUNCTION's
+  and CALL's src[0]) are kept as they are: a PARAM inside one refers to that function's
+  own arguments."""
   new: dict[int, UOp] = {}
   order = []
   stack = [(r, False) for r in reversed(list(roots))]
@@ -40,12 +38,18 @@ def substitute(roots, mapping: dict) -> list[UOp]:
     stack.append((u, True))
     stack.extend((s, False) for s in reversed(_open_src(u)) if id(s) not in new)
   for u in order:
-    opened = _open_src(u)
-    src = u.src[:len(u.src) - len(opened)] + tuple(new[id(s)] for s in opened)
+    bodies = _body_slots(u)
+    src = tuple(s if k in bodies else new[id(s)] for k, s in enumerate(u.src))
     new[id(u)] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
   return [new[id(r)] for r in roots]
 
 
+def _body_slots(u: UOp) -> tuple:
+  od = tables().ops.get(u.op)
+  return od.body_slots if od is not None else ()
+
+
 def _open_src(u: UOp) -> tuple:
-  """The sources a substitution enters: all but a closed function body."""
-  return u.src[1:] if u.op in _BODY_OPS else u.src
+  """The sources a substitution enters: all but closed function bodies."""
+  od = tables().ops.get(u.op)
+  return od.open_src(u.src) if od is not None else u.src
