@@ -68,11 +68,16 @@ def _intro(T) -> list[str]:
   out += [f"* **{k}**: {', '.join(v)}" for k, v in M.dtype_groups().items()]
   aliases = M.dtype_aliases()
   if aliases: out += ["", "Accepted spellings: " + ", ".join(f"{code(a)} = {code(b)}" for a, b in aliases.items()) + "."]
+  folds = ", ".join(f"{code(o.name)} ({o.fold})" for o in M.folding_ops(T))
   out += ["", "### Reading an op entry", "",
           "* **Sources** are slots in order. A slot's kind is `value` (data), `shape` (a constant `index` shape "
-          "operand: a `VCONST`, a `STACK` of `CONST`s, or a ()-shaped `CONST`), `range` (a `RANGE` node), "
-          "`void` (a side effect) or `any`. An optional slot may be left off the end; a variadic one takes "
-          "any number of sources from its minimum.",
+          f"operand: a node of an op that **folds** to constants: {folds}), `range` (a `RANGE` node), "
+          "`void` (a side effect), `body` (any node: a closed function body, whose `PARAM`s the op's other sources "
+          "bind) or `any`. An optional slot may be left off the end; a variadic one takes "
+          "any number of sources from its minimum. A slot's **level**, where given, is the level its source and "
+          "everything below it is checked at instead of the node's own.",
+          "* **Storage** marks the nodes a `STORE` may write: `yes` for storage itself, `through` for ops that pass "
+          "their src[0]'s storage on.",
           "* **Arg** is a JSON Schema written on one line: `{key: type, key?: optional}`, `[T, ...]` a list, "
           "`A | B` a choice, `...` more keys allowed, `$name` a named type (below).",
           "* **Derived properties** give each property's rule and where it comes from: the op's own rule, "
@@ -112,11 +117,14 @@ def _op(T, op) -> list[str]:
   if op.untrusted: facts.append(["untrusted", "yes: refused by the evaluator and the compiler unless explicitly allowed"])
   tol = T.tolerances.get(op.name)
   if tol: facts.append(["tolerance", cell(_tolerance_text(tol)) + " (see [tolerances](#tolerances))"])
+  facts += [[key, cell(text)] for key, text in M.op_roles(op)]
   out += table(["", ""], facts)
   if op.slots:
     out += ["", "**Sources**", ""]
-    out += table(["#", "slot", "kind", "dtype", "count"],
-                 [[str(i), code(s.name), s.kind, cell(M.slot_dtype_text(s)), M.slot_count_text(s)] for i, s in enumerate(op.slots)])
+    head, rows = ["#", "slot", "kind", "dtype", "count"], [[str(i), code(s.name), s.kind, cell(M.slot_dtype_text(s)), M.slot_count_text(s)] for i, s in enumerate(op.slots)]
+    if op.level_slots:
+      head.append("level"); rows = [r + [cell(M.slot_level_text(s)) or "the node's"] for r, s in zip(rows, op.slots)]
+    out += table(head, rows)
   else:
     out += ["", "**Sources**: none (a leaf)."]
   out += ["", "**Derived properties**", ""]

@@ -25,7 +25,7 @@ STRUCTURAL = {
   "graph.src": lambda T, op: True,
   "graph.arity": lambda T, op: True,
   "arg.schema": lambda T, op: True,
-  "slot.kind": lambda T, op: any(s.kind != "any" for s in op.slots),
+  "slot.kind": lambda T, op: any(s.checked for s in op.slots),
   "shape.operand": lambda T, op: any(s.kind == "shape" for s in op.slots),
   "dtype.allowed": lambda T, op: any(s.allowed() is not None for s in op.slots),
   "dtype.match": lambda T, op: any(isinstance(s.dtype, dict) for s in op.slots),
@@ -162,6 +162,31 @@ def slot_dtype_text(slot) -> str:
 def slot_count_text(slot) -> str:
   if slot.variadic: return f"{slot.min_count} or more"
   return "optional" if slot.optional else "1"
+
+
+def slot_level_text(slot) -> str:
+  """The level a slot puts its source at, in words ("" for the node's own)."""
+  lv = slot.level
+  if lv is None: return ""
+  if isinstance(lv, str): return lv
+  return ", ".join(f"{level} for a {op}" for op, level in lv.items())
+
+
+FOLD_TEXT = {"value": "arg.value", "values": "the tuple arg.values", "stack": "the tuple of its sources' folded scalars"}
+
+
+def op_roles(op) -> list[tuple[str, str]]:
+  """(key, meaning) for the op's `storage:` and `fold:` keys in ops.yaml."""
+  out = []
+  if op.storage is True: out.append(("storage", "yes: a STORE may write it (see `is_storage`)"))
+  elif op.storage == "through": out.append(("storage", "through: storage when its src[0] is (see `is_storage`)"))
+  if op.fold: out.append(("folds", f"`{op.fold}`: an `index` node of it holds the constant {FOLD_TEXT.get(op.fold, op.fold)}, so it can be a shape operand"))
+  return out
+
+
+def folding_ops(T) -> list:
+  """The ops with a `fold:` form: the nodes a shape operand can be."""
+  return [o for o in T.ops.values() if o.fold]
 
 
 def signature(op) -> str:
@@ -480,28 +505,28 @@ class RuleCaseRef:
 
 
 def rule_cases(root: Path) -> list[RuleCaseRef]:
-  """The rule corpus, read as the data its README describes: one case per
-  conformance/rules/**/NAME.expect.json, naming its input, its rule (or op) and whether
-  the input is valid. Sorted by input path."""
+  """The rule corpus under root/conformance/rules, as conformance.rulecases loads it (one
+  case per `*.expect.json`, whatever else the folders hold). Sorted by input path; empty
+  when there is no corpus (or it cannot be read: the docs then show no cases)."""
+  from conformance.rulecases import load_rule_cases, CorpusError
   base = Path(root) / "conformance" / "rules"
-  out = []
-  if not base.is_dir(): return out
-  for p in sorted(base.rglob("*.expect.json")):
-    try: d = json.loads(p.read_text())
-    except (OSError, ValueError): continue
-    if not isinstance(d, dict) or not isinstance(d.get("expect"), dict): continue
-    inp = (p.parent / str(d.get("input", ""))).relative_to(root).as_posix()
-    rule = d.get("rule") if isinstance(d.get("rule"), str) else None
-    out.append(RuleCaseRef(rule, d.get("op") if isinstance(d.get("op"), str) else None, bool(d["expect"].get("valid")), inp))
+  if not base.is_dir(): return []
+  try: cases = load_rule_cases(base)
+  except CorpusError: return []
+  out = [RuleCaseRef(c.rule, c.op, c.valid, _relative(c.input, Path(root))) for c in cases]
   return sorted(out, key=lambda c: c.input)
 
 
+def _relative(p: Path, root: Path) -> str:
+  try: return Path(p).resolve().relative_to(root.resolve()).as_posix()
+  except ValueError: return Path(p).as_posix()
+
+
 def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
-  """rule id -> its cases (invalid ones first, then valid)."""
-  out: dict[str, list[RuleCaseRef]] = {}
-  for c in rule_cases(root):
-    if c.rule: out.setdefault(c.rule, []).append(c)
-  return {r: sorted(cs, key=lambda c: (c.valid, c.input)) for r, cs in out.items()}
+  """rule id -> its cases (invalid ones first, then valid), as cases_by_rule groups them."""
+  from conformance.rulecases import cases_by_rule
+  grouped = cases_by_rule(rule_cases(root))
+  return {r: sorted(g["invalid"] + g["valid"], key=lambda c: (c.valid, c.input)) for r, g in grouped.items()}
 
 
 def case_ops(root: Path) -> tuple[dict[str, int], int]:
