@@ -108,11 +108,14 @@ class Executable:
     if self.target == "c":
       from compiler.runtime.c import CProgram
       self.mem = HostMemory()
-      self.programs = [CProgram(ks) for ks in compiled.sources]
+      src = compiled.program_source()
+      self.programs = [CProgram(ks, src) for ks in compiled.sources]
     else:
       from compiler.runtime.opencl import CLProgram
       self.mem = CLMemory()
-      self.programs = [CLProgram(ks) for ks in compiled.sources]
+      from compiler.runtime.opencl import Built
+      built = Built(compiled.program_source()) if compiled.sources else None
+      self.programs = [CLProgram(ks, shared=built) for ks in compiled.sources]
 
   def storages(self) -> list[UOp]:
     seen: dict[UOp, None] = {}

@@ -33,7 +33,11 @@ class Compiled:
   input_names: set = field(default_factory=set)  # the input names the program's storage answers to
 
   def source(self) -> str:
-    return "\n".join(f"// kernel {k.name}\n{k.source}" for k in self.sources)
+    """The program: every kernel in one translation unit (what the runtimes build)."""
+    return self.program_source()
+
+  def program_source(self) -> str:
+    return _render.assemble(self.sources, self.target)
 
   def executable(self):
     from compiler.executor import Executable

@@ -133,6 +133,21 @@ class KernelSource:
   global_size: list = field(default_factory=list)   # per OpenCL dim: int, ("param", slot), or a list of those (a product)
   thread: object = None   # C: the bound of the THREAD axis (int or ("param", slot)), or None
   local_size: list | None = None   # per OpenCL dim, when the kernel uses SPECIAL lidx/gidx
+  body: str = ""          # the kernel function alone
+  helpers: tuple = ()     # helper function texts it calls
+  exts: tuple = ()        # OpenCL extensions it needs
+  fp64: bool = False      # it uses double (OpenCL: cl_khr_fp64)
+
+
+def assemble(kernels: list, target: str) -> str:
+  """One translation unit holding every kernel: the target's prelude once, each helper
+  once, then the kernel functions (their names are unique within a program)."""
+  T = render_tables()["targets"][target]
+  exts = dict.fromkeys(e for k in kernels for e in k.exts)
+  pre = "".join(f"#pragma OPENCL EXTENSION {e} : enable\n" for e in exts)
+  if target == "opencl" and any(k.fp64 for k in kernels): pre += T["prelude_fp64"]
+  helpers = dict.fromkeys(h for k in kernels for h in k.helpers)
+  return pre + T["prelude"] + "".join(helpers) + "".join(k.body for k in kernels)
 
 
 def launch_size(entry, vals) -> int:
@@ -283,12 +298,11 @@ class Renderer:
     while self.depth > 1:   # the C loops of SPECIALs around the whole body
       self.depth -= 1; self.emit("}")
     body = "\n".join(self.lines)
-    sig = self.signature(name, params)
-    pre = self.T["targets"][self.target]["prelude"]
-    if self.target == "opencl" and self.fp64: pre = self.T["targets"]["opencl"]["prelude_fp64"] + pre
-    pre = "".join(f"#pragma OPENCL EXTENSION {e} : enable\n" for e in self.exts) + pre
-    src = pre + "".join(self.helpers) + sig + " {\n" + self.unpack(params) + body + "\n}\n"
-    return KernelSource(name, self.target, src, params, gsize, self.bound(thread) if thread is not None else None, lsize)
+    fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
+    ks = KernelSource(name, self.target, "", params, gsize, self.bound(thread) if thread is not None else None, lsize,
+                      fn, tuple(self.helpers), tuple(self.exts), self.fp64)
+    ks.source = assemble([ks], self.target)
+    return ks
 
   def specials(self, specials):
     """Name every SPECIAL; on C open a loop per SPECIAL around the body, on OpenCL

@@ -228,10 +228,15 @@ def collective_programs():
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("kind", ["compositions", "collectives"])
 def test_frontend_programs(kind, target):
+  """All the programs of a kind as the roots of one graph (one compilation, one build)."""
   progs = composition_programs() if kind == "compositions" else collective_programs()
+  roots, inputs = [], {}
   for name, t in progs.items():
-    g = t.graph()
-    _run(g.root_uops(), t.inputs(), target)
+    roots += t.graph().root_uops()
+    for k, v in t.inputs().items():
+      assert k not in inputs or np.array_equal(inputs[k], v), k
+      inputs[k] = v
+  _run(roots, inputs, target)
 
 
 # ------------------------------------------------------------------ kernel- and program-level inputs

@@ -57,13 +57,20 @@ def build(source: str) -> str:
   return str(so)
 
 
+def load(source: str) -> ctypes.CDLL:
+  """The shared library of a translation unit (built unless cached, loaded once)."""
+  path = build(source)
+  lib = _LIBS.get(path)
+  if lib is None: lib = _LIBS[path] = ctypes.CDLL(path)
+  return lib
+
+
 class CProgram:
-  def __init__(self, ks):
+  """One kernel of a library; `source` is the whole translation unit (by default the
+  kernel's own, or several kernels assembled by render.assemble)."""
+  def __init__(self, ks, source: str | None = None):
     self.ks = ks
-    path = build(ks.source)
-    lib = _LIBS.get(path)
-    if lib is None: lib = _LIBS[path] = ctypes.CDLL(path)
-    self.fn = getattr(lib, ks.name)
+    self.fn = getattr(load(source or ks.source), ks.name)
     self.fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     self.fn.restype = None
 

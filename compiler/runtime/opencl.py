@@ -86,29 +86,37 @@ def has_fp64() -> bool:
   return "cl_khr_fp64" in device()[2].extensions
 
 
+class Built:
+  """A built OpenCL program (one or many kernels). A fresh build's binary is stored in the
+  cache after its first launch: PoCL's binary then holds the compiled work-group code too,
+  and the next process loads it without compiling anything."""
+  def __init__(self, source: str):
+    import pyopencl as cl
+    ctx, self.queue, dev = device()
+    opts = list(render_tables()["targets"]["opencl"].get("options", []))
+    try:
+      self.prg, self._save = _program(cl, ctx, dev, source, opts)
+    except cl.RuntimeError as e:
+      from compiler.runtime.c import BuildError
+      raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
+
+  def launched(self):
+    if self._save is None: return
+    path, self._save = self._save, None
+    self.queue.finish()
+    _write(path, self.prg)
+
+
 class CLProgram:
   """A kernel built for the selected device. Built programs are cached as device binaries
   under $TINYSPEC_CACHE/opencl, keyed by source, options and device (PoCL loads one in a
   few ms; from source it would redo its front end even with its own cache warm)."""
 
-  def __init__(self, ks):
-    import pyopencl as cl
+  def __init__(self, ks, source: str | None = None, shared: "Built | None" = None):
     self.ks = ks
-    ctx, self.queue, dev = device()
-    opts = list(render_tables()["targets"]["opencl"].get("options", []))
-    try:
-      # a fresh build's binary is stored after the first launch: PoCL's binary then holds
-      # the compiled work-group code too, and loads without compiling anything
-      self.prg, self._save = _program(cl, ctx, dev, ks.source, opts)
-    except cl.RuntimeError as e:
-      from compiler.runtime.c import BuildError
-      raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
-    self.kernel = getattr(self.prg, ks.name)
-
-  def _store(self):
-    path, self._save = self._save, None
-    self.queue.finish()
-    _write(path, self.prg)
+    self.built = shared or Built(source or ks.source)
+    self.queue = self.built.queue
+    self.kernel = getattr(self.built.prg, ks.name)
 
   def __call__(self, args: list, vals: list[int]):
     from tinyspec.intervals import np_dtype
@@ -121,4 +129,4 @@ class CLProgram:
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
     self.kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
-    if self._save is not None: self._store()
+    self.built.launched()
