@@ -2,8 +2,7 @@
 
   tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON] [--allow-untrusted]
       prints the rendered kernels; --dump-stages writes one graph file per stage
-      (NN_stage.json, and NN_stage.kK.json for the per-kernel program-level stages), each
-      accepted by `tinyspec validate`.
+      (NN_stage.json), each accepted by `tinyspec validate`.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR]
       runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
 

@@ -3,9 +3,9 @@
   callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
 
 `compile_graph` runs them all and keeps each stage's output as a graph (`Compiled.stages`):
-stages up to isel are tensor-level schedule graphs (CALLs of kernel SINKs) that the
-validator accepts and the reference evaluator runs; linearize and render give one
-program-level graph per kernel (LINEAR, then PROGRAM(LINEAR, SOURCE)).
+every stage's graph is a tensor-level schedule (CALLs of kernel SINKs up to isel, of
+PROGRAM(LINEAR) after linearize, of PROGRAM(LINEAR, SOURCE) after render) that the
+validator accepts and the reference evaluator runs.
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
 are the inputs) or a linearized program (LINEAR: rendered as it is).
 """
@@ -29,7 +29,8 @@ class Compiled:
   target: str
   schedule: Schedule
   sources: list                       # render.KernelSource per kernel, in execution order
-  stages: dict = field(default_factory=dict)   # stage name -> Graph, or list of Graphs (one per kernel)
+  stages: dict = field(default_factory=dict)   # stage name -> Graph
+  linear: list = field(default_factory=list)    # each kernel's LINEAR, in execution order
   input_names: set = field(default_factory=set)  # the input names the program's storage answers to
 
   def source(self) -> str:
@@ -116,7 +117,8 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target))
     keep("isel", lambda: sched.graph())
     kernels_lin = [_linearize.linearize(k.sink) for k in sched.kernels]
-    keep("linearize", lambda: [Graph.from_uops(l, level="program") for l in kernels_lin])
+    lin_of = dict(zip(map(id, sched.kernels), kernels_lin))
+    keep("linearize", lambda: sched.graph(body=lambda k: UOp("PROGRAM", (lin_of[id(k)],))))
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
@@ -124,9 +126,10 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     ks = _render.render(lin, k.name, target, allow_untrusted)
     k.program = ks
     sources.append(ks)
-  keep("render", lambda: [Graph.from_uops(UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": "C" if target == "c" else "OpenCL C"}))), level="program")
-                  for lin, ks in zip(kernels_lin, sources)])
-  return Compiled(target, sched, sources, stages, _input_names(sched))
+  lang = "C" if target == "c" else "OpenCL C"
+  prog_of = {id(k): UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": lang}))) for k, lin, ks in zip(sched.kernels, kernels_lin, sources)}
+  keep("render", lambda: sched.graph(body=lambda k: prog_of[id(k)]) if level != "program" else Graph.from_uops(prog_of[id(sched.kernels[0])], level="program"))
+  return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched))
 
 
 def _input_names(s: Schedule) -> set:
