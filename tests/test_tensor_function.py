@@ -148,8 +148,8 @@ def test_saved_function_graph_validates_on_the_command_line(tmp_path, capsys):
 
   s, m = f(Tensor(A), Tensor(B))
   path = tmp_path / "f.json"
-  from tinyspec.graph import Graph
-  Graph.from_uops(s.uop, m.uop).save(path)
+  from tinyspec.tensor import export
+  export(s, m)[0].save(path)
   assert cli(["validate", str(path)]) == 0
   assert "valid" in capsys.readouterr().out
   s.graph().save(tmp_path / "s.json")
@@ -169,3 +169,41 @@ def test_function_over_a_sharded_tensor():
   assert not ops_below(body, "BUFFER") and ops_below(body, "COPY")
   assert r.shape == (4,) and r.device == D
   np.testing.assert_array_equal(value(r), T.reshape(2, 4).sum(0))
+
+
+# ------------------------------------------------------------------ the shard axis through FUNCTION
+D2 = ("CPU:0", "CPU:1")
+
+
+def test_reduce_scatter_inside_a_function_keeps_axis_0():
+  """The body's COPY to D shards the result: the tuple, the FUNCTION and GETTUPLE carry it."""
+  from tinyspec.tensor import collectives as X
+  Tn = Tensor(np.arange(8, dtype=np.int32)).copy(D2)
+  plain = X.reduce_scatter(Tn, D2)
+  r = function(lambda t: X.reduce_scatter(t, D2))(Tn)
+  f = r.uop.src[0]
+  assert (plain.axis, r.axis) == (0, 0) and (r.shape, r.device) == ((4,), D2)
+  assert f.src[0].props.axis == (0,) and f.props.axis == (0,)
+  np.testing.assert_array_equal(value(r), value(plain))
+
+
+def test_a_sharded_argument_carries_its_axis_through_the_body():
+  """The body is traced over device-less PARAMs (axis None); the call substitutes the
+  argument's axis: elementwise keeps it, a RESHAPE remaps it, a single-device call has none."""
+  Tn = Tensor(np.arange(8, dtype=np.float32)).copy(D2)
+  inc = function(lambda t: t + 1)
+  grid = function(lambda t: t.reshape(2, 4).permute(1, 0))
+  assert inc(Tn).uop.src[0].src[0].props.axis == (None,)    # the body alone
+  assert inc(Tn).axis == 0 and grid(Tn).axis == 1
+  assert inc(Tensor(np.zeros(8, np.float32))).axis is None
+  both = function(lambda t: (t * 2, t.sum(0)))(Tn)
+  assert [b.axis for b in both] == [0, None]                 # a reduce over the shard axis drops it
+  np.testing.assert_array_equal(value(grid(Tn)), np.arange(8, dtype=np.float32).reshape(2, 4).T)
+
+
+def test_a_call_that_would_break_an_axis_rule_when_inlined_is_refused():
+  from tinyspec.tensor import GraphError
+  x = Tensor(np.zeros((2, 2), np.float32)).copy(D2)          # axis 0
+  y = x.permute(1, 0)                                         # axis 1
+  add2 = function(lambda a, b: a + b)
+  with pytest.raises(GraphError, match="axis.match"): add2(x, y)

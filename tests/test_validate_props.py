@@ -182,3 +182,20 @@ def test_min_max_rows(capsys, tmp_path):
   nodes = props(capsys, tmp_path, k)
   assert nodes[r]["min_max"] == [0, 9] and nodes[m]["min_max"] == [0, 2]
   assert nodes[lt]["min_max"] == [1, 1] and nodes[lt]["dtype"] == "bool"
+
+
+# ------------------------------------------------------------------ tuples
+def test_tuple_function_and_gettuple_axes(capsys, tmp_path):
+  """TUPLE: its sources' axes; FUNCTION: the body's, with the PARAM standing for the
+  sharded argument; GETTUPLE: element idx."""
+  g = G()
+  x = g.buffer([N * S], D)                                    # axis 0
+  p = g.add("PARAM", [g.shape(N * S)], {"slot": 0, "dtype": "float32"})
+  neg = g.add("NEG", [p])
+  body = g.add("TUPLE", [neg, g.add("REDUCE", [p], {"op": "ADD", "axes": [0]})])
+  f = g.add("FUNCTION", [body, x])
+  g.add("GETTUPLE", [f], 0)
+  g.add("GETTUPLE", [f], 1)
+  nodes = props(capsys, tmp_path, g)
+  assert [nodes[i]["axis"] for i in (body, f)] == [[None, None], [0, None]]
+  assert [n["axis"] for n in nodes[-2:]] == [0, None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import copy
 import math
 from tinyspec import intervals as iv
 from tinyspec.dtypes import DTYPES, dtype as _dt
@@ -141,10 +142,11 @@ def reshape_axis(old, new, axis, device):
 def is_tuple(v) -> bool: return isinstance(v.dtype, tuple)
 
 
-def table_functions(storage: dict, body_slots: dict) -> dict:
+def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) -> dict:
   """The rule functions that read the op table, bound to one table's data:
   storage: op -> its `storage:` value (True or "through"); body_slots: op -> positions of
-  its `kind: body` slots. The Tables loader compiles every rule with these."""
+  its `kind: body` slots; ops: name -> compiled Op (its `derive_all`), for call_axis. The
+  Tables loader compiles every rule with these."""
   roots = frozenset(n for n, s in storage.items() if s is True)
   through = frozenset(n for n, s in storage.items() if s == "through")
   bodies = {n: frozenset(k) for n, k in body_slots.items() if k}
@@ -165,7 +167,41 @@ def table_functions(storage: dict, body_slots: dict) -> dict:
       stack.extend(v.src if skip is None else [s for k, s in enumerate(v.src) if k not in skip])
     return out
 
-  return {"is_storage": is_storage, "params_of": params_of}
+  def call_axis(src, level):
+    """FUNCTION/CALL: the shard axes of the body's tuple, each PARAM k standing for
+    argument k. A body is derived once, for its PARAMs (which carry no device in a traced
+    function); where an argument's axis differs from its PARAM's, the nodes between the
+    PARAMs and the body are derived again over the arguments (a RuleFail there means the
+    call, inlined, would break that rule)."""
+    body, args = src[0], src[1:]
+    if not isinstance(body.dtype, tuple): return None   # a kernel SINK, CUSTOMFUNCTION...: void
+    params = params_of(body)
+    if all(p.slot >= len(args) or p.axis == args[p.slot].axis for p in params): return body.axis
+    new = {id(p): args[p.slot] for p in params if p.slot < len(args)}
+    for v in _open_postorder(body):
+      if id(v) in new: continue
+      skip = bodies.get(v.op, ())
+      vs = [s if k in skip else new.get(id(s), s) for k, s in enumerate(v.src)]
+      if all(a is b for a, b in zip(vs, v.src)): continue
+      nv = copy.copy(v); nv.src = vs
+      nv.dtype, nv.shape, nv.device, nv.addrspace, nv.min_max, nv.axis = ops[v.op].derive_all(vs, v.arg, v.op, level, nv)
+      new[id(v)] = nv
+    return new.get(id(body), body).axis
+
+  def _open_postorder(root):
+    """The nodes below root, sources first, not entering nested bodies (iterative)."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+      v, done = stack.pop()
+      if done: order.append(v); continue
+      if id(v) in seen: continue
+      seen.add(id(v))
+      stack.append((v, True))
+      skip = bodies.get(v.op, ())
+      stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
+    return order
+
+  return {"is_storage": is_storage, "params_of": params_of, "call_axis": call_axis}
 
 
 def _needs_tables(*_):
@@ -203,7 +239,7 @@ FUNCTIONS = {
   "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
   "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
   "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
-  "is_storage": _needs_tables, "params_of": _needs_tables, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
+  "is_storage": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
   "iv_hull": iv.iv_hull, "iv_add": iv.iv_add, "iv_sub": iv.iv_sub, "iv_mul": iv.iv_mul, "iv_max": iv.iv_max,

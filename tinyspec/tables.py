@@ -170,7 +170,8 @@ class Tables:
     # rule functions that read the op table (is_storage, params_of) are bound to this one
     self.functions = rules.table_functions(
       storage={n: d.get("storage") for n, (d, _) in merged_ops.items() if d.get("storage") is not None},
-      body_slots={n: tuple(k for k, s in enumerate(d.get("src", [])) if s.get("kind") == "body") for n, (d, _) in merged_ops.items()})
+      body_slots={n: tuple(k for k, s in enumerate(d.get("src", [])) if s.get("kind") == "body") for n, (d, _) in merged_ops.items()},
+      ops=self.ops)   # filled below; call_axis re-derives body nodes with their ops' rules
     for name, (d, fam) in merged_ops.items():
       self.ops[name] = self._make_op(name, d, fam)
     self._compile_derived()
