@@ -4,18 +4,22 @@ import numpy as np
 import pytest
 from tinyspec.tensor import Tensor, GraphError
 from tinyspec.frontend.tensor import bound_inputs
+from tinyspec.frontend.walk import toposort
 from tinyspec.tables import PROPS
 from tinyspec.validate import validate
 
 
 def check_graph(t: Tensor):
-  """t's graph validates and each node's incrementally derived props equal the validator's."""
+  """t's graph validates and the props the front end derived node by node, as it built
+  them, equal the validator's (the graph lists the front end's UOps in the same order)."""
   g = t.graph()
   res = validate(g)
   assert res.ok, [d.format() for d in res.diagnostics]
-  for u, v in zip(g.uops(), res.views):
+  built = toposort([t.uop])
+  assert [u.op for u in built] == [n.op for n in g.nodes]
+  for u, v in zip(built, res.views):
     for p in PROPS:
-      assert repr(getattr(u.props, p)) == repr(getattr(v, p)), (u, p)
+      assert repr(getattr(u._props, p)) == repr(getattr(v, p)), (u, p)
   return g
 
 
@@ -37,7 +41,7 @@ def test_numpy_becomes_bound_buffer():
   t = Tensor(F)
   assert t.uop.op == "BUFFER" and t.shape == (2, 3, 4) and t.dtype == "float32" and t.device == "CPU"
   (name, data), = bound_inputs([t.uop]).items()
-  assert name == f"buf{t.uop.arg['slot']}" and data is not F and np.array_equal(data, F)
+  assert name == "buf0" and data is not F and np.array_equal(data, F)
   assert Tensor(F).uop is not t.uop   # each array is its own buffer (fresh slot)
   check_graph(t)
 
@@ -318,11 +322,52 @@ def test_realize_passes_graph_and_bound_inputs_to_the_backend():
   assert t.realize(backend=be) is t
   (graph, inputs), = be.calls
   assert [n.op for n in graph.nodes][-1] == "RESHAPE" and validate(graph).ok
-  assert list(inputs) == [f"buf{a.uop.arg['slot']}"] and np.array_equal(inputs[list(inputs)[0]], F)
+  assert list(inputs) == ["buf0"] and np.array_equal(inputs["buf0"], F)
   # the realized tensor is now a BUFFER bound to the result; no second run
   assert t.uop.op == "BUFFER" and t.shape == (3, 4) and t.device == "CPU"
   np.testing.assert_array_equal(t.numpy(backend=be), np.ones((3, 4)))
   assert len(be.calls) == 1 and (t * 2).uop.src[0] is t.uop
+
+
+def test_graphs_number_their_buffers_from_0_and_inputs_follow(tmp_path):
+  """Buffer slots inside the UOps are process-wide unique numbers; a graph (saved, or
+  passed to a backend) numbers its buffers 0, 1, ... in graph order, inputs keyed alike."""
+  from refimpl import evaluate
+  a, b = Tensor(F), Tensor(F + 1)
+  for t, first in (((a * b) + a, F), ((b * a) + a, F + 1)):
+    g = t.graph()
+    bufs = [n for n in g.nodes if n.op == "BUFFER"]
+    assert [n.arg["slot"] for n in bufs] == [0, 1] and all(n.tag is None for n in bufs)
+    inputs = t.inputs()
+    assert sorted(inputs) == ["buf0", "buf1"] and np.array_equal(inputs["buf0"], first)
+    np.testing.assert_array_equal(evaluate(g, inputs)["out0"], F * (F + 1) + F)
+    be = Recorder(np.zeros((2, 3, 4), np.float32))
+    t.realize(backend=be)
+    assert sorted(be.calls[0][1]) == ["buf0", "buf1"] and np.array_equal(be.calls[0][1]["buf0"], first)
+  (a * b).graph().save(tmp_path / "t.json")
+  assert '"slot": 0' in (tmp_path / "t.json").read_text() and '"tag"' not in (tmp_path / "t.json").read_text()
+
+
+def test_a_loaded_buffer_is_never_a_front_end_buffer(tmp_path):
+  """A file's BUFFER equal in slot, dtype, device and shape to a front-end one is another
+  UOp (a front-end buffer's identity is a tag files cannot hold) and has no data bound."""
+  from tinyspec.graph import Graph
+  from tinyspec.uop import UOp
+  a = Tensor(F)
+  same = Graph.from_uops(UOp("BUFFER", a.uop.src, dict(a.uop.arg)))   # a's very slot, dtype, device and shape
+  same.save(tmp_path / "same.json")
+  loaded = Graph.load(tmp_path / "same.json").root_uops()[0]
+  assert loaded.arg == a.uop.arg and loaded is not a.uop
+  assert not Tensor(loaded).numpy().any()                    # zeros: unbound, not a's data
+  a.graph().save(tmp_path / "a.json")                        # saved as slot 0, reloaded: still not a
+  back = Tensor(Graph.load(tmp_path / "a.json").root_uops()[0])
+  assert back.uop is not a.uop and back.uop.arg["slot"] == 0
+  mixed = back + a                                           # the loaded buffer keeps slot 0; a takes the next free one
+  g, inputs = mixed.graph(), mixed.inputs()
+  assert [n.arg["slot"] for n in g.nodes if n.op == "BUFFER"] == [0, 1]
+  assert not inputs["buf0"].any() and np.array_equal(inputs["buf1"], F)
+  np.testing.assert_array_equal(mixed.numpy(), F)
+  with pytest.raises(TypeError, match="Tensor.graph"): Graph.from_uops(a.uop).dumps()   # raw front-end UOps are not a file
 
 
 def test_realize_keeps_graphs_a_buffer_cannot_hold():

@@ -117,7 +117,12 @@ class Graph:
   def dumps(self) -> str:
     """Compact JSON, one node per line, so diffs of graph files stay readable."""
     head = {k: v for k, v in self.to_json().items() if k != "nodes"}
-    lines = [_dump(n.to_json()) for n in self.nodes]
+    lines = []
+    for i, n in enumerate(self.nodes):
+      try: lines.append(_dump(n.to_json()))
+      except TypeError as e:   # a Python object in an arg or tag (a front-end buffer's identity...)
+        raise TypeError(f"node {i} ({n.op}) is not JSON: {e}; a graph of front-end Tensors is saved through Tensor.graph() "
+                        "or tinyspec.frontend.export()") from None
     body = _dump(head)[:-1] + (", " if head else "") + '"nodes": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
     return body
 

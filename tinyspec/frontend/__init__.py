@@ -4,10 +4,10 @@
   from tinyspec.frontend import compositions, collectives
 """
 from tinyspec.frontend.derive import GraphError, derive
-from tinyspec.frontend.tensor import Tensor, realize, dtype_name
+from tinyspec.frontend.tensor import Tensor, realize, export, dtype_name
 from tinyspec.frontend.function import function
 from tinyspec.frontend.backends import register_backend, get_backend, backend_names
 from tinyspec.frontend import compositions, collectives
 
-__all__ = ["Tensor", "function", "realize", "GraphError", "derive", "dtype_name", "register_backend", "get_backend",
+__all__ = ["Tensor", "function", "realize", "export", "GraphError", "derive", "dtype_name", "register_backend", "get_backend",
            "backend_names", "compositions", "collectives"]

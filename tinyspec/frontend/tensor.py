@@ -14,25 +14,23 @@ Conventions (kept simple on purpose):
 * decomposed ops (SUB, DIV, CMPEQ, NEG, ...) are built as their own nodes, not expanded.
 * reduces (sum/max/prod) emit REDUCE, which keeps the axes as 1, then a RESHAPE that
   drops them unless keepdim; .replicated(axis) does the same with REPLICATED.
-* data: a Tensor made from NumPy data is a BUFFER with a fresh slot; the array is bound
-  to that BUFFER and passed as input `buf{slot}` when a graph holding it is realized.
+* data: a Tensor made from NumPy data is a BUFFER of its own (tinyspec.frontend.buffers:
+  its identity is a tag no graph file can hold); the array is bound to it. .graph(),
+  .inputs() and realize() number a graph's buffers 0, 1, 2... and pass each array as
+  input `buf{k}`.
 """
 from __future__ import annotations
-import itertools
 import math
-import weakref
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph
 from tinyspec.dtypes import DTYPES, canonical
 from tinyspec.intervals import np_dtype
 from tinyspec.frontend.derive import derive
-from tinyspec.frontend.walk import toposort
 from tinyspec.frontend.backends import get_backend
+from tinyspec.frontend.buffers import new_buffer, data_of, export as _export
 
 DEFAULT_DEVICE = "CPU"
-_slots = itertools.count()
-_bound: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()   # BUFFER -> its data
 
 
 # ------------------------------------------------------------------ dtypes and constants
@@ -114,8 +112,8 @@ class Tensor:
       arr = np.asarray(data)
       if dtype is not None: arr = arr.astype(np_dtype(dtype_name(dtype)))
       if arr.dtype.name not in _FROM_NP: raise TypeError(f"NumPy dtype {arr.dtype} has no spec dtype")
-      u = _buffer(arr.shape, _FROM_NP[arr.dtype.name], device or DEFAULT_DEVICE)
-      _bound[u] = np.array(arr, order="C", copy=True)   # the value at construction, not later mutations
+      data = np.array(arr, order="C", copy=True)   # the value at construction, not later mutations
+      u = _buffer(arr.shape, _FROM_NP[arr.dtype.name], device or DEFAULT_DEVICE, data)
     self.uop = u
     self._value = None
     derive(u)
@@ -399,20 +397,22 @@ class Tensor:
 
   # ---- realizing
   def graph(self) -> Graph:
-    """The graph of this tensor, for saving (`.graph().save(path)`) or evaluating."""
-    return Graph.from_uops(self.uop)
+    """The graph of this tensor, for saving (`.graph().save(path)`) or evaluating: its
+    buffers numbered 0, 1, 2... (see tinyspec.frontend.buffers.export)."""
+    return _export([self.uop])[0]
 
   def inputs(self) -> dict:
-    return bound_inputs([self.uop])
+    """The inputs of .graph(): `buf{k}` -> the k-th buffer's data."""
+    return _export([self.uop])[1]
 
   def realize(self, backend="ref") -> "Tensor":
     realize(self, backend=backend)
     return self
 
   def numpy(self, backend="ref") -> np.ndarray:
-    if self.uop in _bound: return _bound[self.uop].copy()
+    if data_of(self.uop) is not None: return data_of(self.uop).copy()
     if self._value is None or self._value[0] is not self.uop: self.realize(backend)
-    if self.uop in _bound: return _bound[self.uop].copy()
+    if data_of(self.uop) is not None: return data_of(self.uop).copy()
     return self._value[1].copy()
 
   def item(self, backend="ref"):
@@ -422,8 +422,8 @@ class Tensor:
     return self.numpy(backend).tolist()
 
 
-def _buffer(shape, dt: str, device) -> UOp:
-  return UOp("BUFFER", (shape_uop(shape),), {"slot": next(_slots), "dtype": dt, "device": _device_arg(device)})
+def _buffer(shape, dt: str, device, data=None) -> UOp:
+  return new_buffer(shape_uop(shape), dt, _device_arg(device), data)
 
 
 def _all_ones(dt: str):
@@ -431,20 +431,16 @@ def _all_ones(dt: str):
   return -1 if DTYPES[dt].cls in ("int", "index") else DTYPES[dt].max
 
 
-def input_name(buf: UOp) -> str:
-  """The name an input BUFFER is passed under (docs/architecture.md)."""
-  return buf.arg.get("name") or f"buf{buf.arg['slot']}"
+def export(*tensors: Tensor) -> tuple[Graph, dict]:
+  """The graph of several tensors (one root each) and its inputs, numbered as .graph() and
+  .inputs() number them for one."""
+  return _export([t.uop for t in tensors])
 
 
 def bound_inputs(roots) -> dict:
-  """Data for every BUFFER under roots: bound arrays, zeros for unbound (empty) ones."""
-  inputs = {}
-  for u in toposort(roots):
-    if u.op != "BUFFER": continue
-    data = _bound.get(u)
-    if data is None: data = np.zeros(u._props.shape if u._props else derive(u).shape, np_dtype(u.arg["dtype"]))
-    inputs[input_name(u)] = data
-  return inputs
+  """The inputs of the graph of roots, keyed as export() numbers its buffers: bound
+  arrays, zeros for unbound (empty) ones."""
+  return _export(roots)[1]
 
 
 def realize(*tensors: Tensor, backend="ref") -> list[np.ndarray]:
@@ -452,8 +448,8 @@ def realize(*tensors: Tensor, backend="ref") -> list[np.ndarray]:
   hold exactly (on one device, or sharded on axis 0) replaces the tensor's graph with a
   BUFFER bound to the data, as tinygrad's realize does; others keep their graph and cache
   the value."""
-  roots = [t.uop for t in tensors]
-  outs = get_backend(backend).run(Graph.from_uops(*roots), bound_inputs(roots))
+  graph, inputs = _export([t.uop for t in tensors])
+  outs = get_backend(backend).run(graph, inputs)
   values = []
   for k, t in enumerate(tensors):
     if f"out{k}" not in outs: raise RuntimeError(f"backend {backend!r} returned no out{k} (got {sorted(outs)})")
@@ -461,9 +457,8 @@ def realize(*tensors: Tensor, backend="ref") -> list[np.ndarray]:
     values.append(v)
     dev = t.device
     if isinstance(dev, str) or (isinstance(dev, tuple) and t.axis == 0):
-      buf = _buffer(t.shape, t.dtype, dev)
+      buf = _buffer(t.shape, t.dtype, dev, v)
       derive(buf)
-      _bound[buf] = v
       t.uop = buf
     t._value = (t.uop, v)
   return values
