@@ -1,0 +1,185 @@
+"""Backends: anything that runs a tinyspec graph on inputs and returns its outputs.
+
+A backend is a small class:
+
+    class MyBackend(Backend):
+      name = "mine"
+      def capabilities(self) -> Capabilities: ...   # ops (and levels), dtypes, devices
+      def run(self, graph, inputs) -> dict: ...     # outputs keyed as refimpl.evaluate keys them
+
+`graph` is a tinyspec Graph, `inputs` maps input names (`buf{slot}`, `param{slot}` or the
+node's `name`, docs/architecture.md) to NumPy arrays; the outputs come back as
+`out{k}` for the k-th value root, or the stored buffers by input name for void roots. A
+backend refuses a graph it cannot run by raising; an exception with a `rule` attribute
+(refimpl.EvalError, compiler.CompileError) names the rule id it refuses by.
+
+Backends are registered through the entry point group `tinyspec.backends` (pyproject.toml:
+`[project.entry-points."tinyspec.backends"] mine = "mypkg.module:MyBackend"`), whose
+object is a Backend class or a zero-argument factory; `register_backend(name, obj)` adds
+one at run time. The built-in ones are `ref` (the NumPy reference evaluator), `c` and
+`opencl` (the compiler's targets). `tinyspec conformance`, `tinyspec fuzz` and the front
+end's `Tensor.realize(backend=...)` all look names up here.
+"""
+from __future__ import annotations
+import fnmatch
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+ENTRY_POINT_GROUP = "tinyspec.backends"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+  """What a backend runs: ops (op -> the levels it runs the op at), dtypes, and device
+  names (glob patterns; "*" is any device, an n-tuple device is held as one)."""
+  ops: dict = field(default_factory=dict)
+  dtypes: frozenset = frozenset()
+  devices: tuple = ("*",)
+
+  def missing(self, uses: dict, dtypes, devices) -> list[str]:
+    """What a graph needs that this backend lacks: `uses` maps op -> levels used."""
+    out = [f"op {op} at {lv} level" for op, lvs in sorted(uses.items()) for lv in sorted(lvs) if lv not in self.ops.get(op, ())]
+    out += [f"dtype {d}" for d in sorted(set(dtypes) - set(self.dtypes))]
+    out += [f"device {d}" for d in sorted(set(devices)) if not any(fnmatch.fnmatchcase(d, p) for p in self.devices)]
+    return out
+
+  def to_json(self) -> dict:
+    return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices)}
+
+  @staticmethod
+  def from_json(d: dict) -> "Capabilities":
+    return Capabilities({str(k): frozenset(v) for k, v in dict(d.get("ops", {})).items()},
+                        frozenset(d.get("dtypes", ())), tuple(d.get("devices", ("*",))))
+
+
+def _value_dtypes() -> frozenset:
+  from tinyspec.dtypes import DTYPES
+  return frozenset(n for n, d in DTYPES.items() if d.cls != "void")
+
+
+class Backend:
+  """Base class: a name, capabilities(), run(graph, inputs). Optional: stages(graph), the
+  intermediate graphs of a compiler (stage name -> Graph), which the conformance
+  properties evaluate with the reference evaluator; `batch`, how many corpus cases the
+  runner may merge into one graph per run (a compiler builds one program instead of many)."""
+  name = "?"
+  batch = 1
+
+  def capabilities(self) -> Capabilities:
+    from tinyspec.tables import tables
+    T = tables()
+    return Capabilities({n: frozenset(o.levels) for n, o in T.ops.items() if not o.untrusted}, _value_dtypes())
+
+  def run(self, graph, inputs: dict) -> dict:
+    raise NotImplementedError
+
+  def stages(self, graph) -> dict:
+    return {}
+
+  def __repr__(self): return f"<backend {self.name}>"
+
+
+class RefBackend(Backend):
+  """The NumPy reference evaluator (refimpl.evaluate)."""
+  name = "ref"
+
+  def capabilities(self) -> Capabilities:
+    from refimpl import supported_ops
+    return Capabilities({k: frozenset(v) for k, v in supported_ops().items()}, _value_dtypes())
+
+  def run(self, graph, inputs):
+    from refimpl import evaluate
+    return dict(evaluate(graph, inputs))
+
+
+class CompilerBackend(Backend):
+  """One target of the lowering compiler (compiler.compile_graph + its runtime)."""
+  batch = 48
+  target = "?"
+
+  def __init__(self, target: str | None = None):
+    if target: self.target = target
+    self.name = self.target
+
+  def capabilities(self) -> Capabilities:
+    import compiler
+    return Capabilities({k: frozenset(v) for k, v in compiler.supported_ops(self.target).items()}, _value_dtypes())
+
+  def run(self, graph, inputs):
+    import compiler
+    return compiler.run(graph, inputs, self.target)
+
+  def stages(self, graph) -> dict:
+    import compiler
+    return dict(compiler.compile_graph(graph, self.target, keep_stages=True).stages)
+
+
+class CBackend(CompilerBackend):
+  target = "c"
+
+
+class OpenCLBackend(CompilerBackend):
+  target = "opencl"
+
+
+# ------------------------------------------------------------------ the registry
+_REGISTERED: dict[str, object] = {}   # names added with register_backend
+_INSTANCES: dict[str, object] = {}
+
+
+@lru_cache(maxsize=None)
+def _entry_points() -> dict:
+  from importlib.metadata import entry_points
+  try: eps = entry_points(group=ENTRY_POINT_GROUP)
+  except TypeError: eps = entry_points().get(ENTRY_POINT_GROUP, [])   # Python < 3.10
+  return {ep.name: ep for ep in eps}
+
+
+# the built-ins, used when the package is not installed (a plain checkout on sys.path)
+_BUILTIN = {"ref": RefBackend, "c": CBackend, "opencl": OpenCLBackend}
+
+
+def register_backend(name: str, backend, replace: bool = True) -> None:
+  """Add a backend: an object with run(graph, inputs), a Backend class, or a factory.
+  With replace=False a name an entry point (or a built-in) already provides is kept."""
+  if not replace and (name in _entry_points() or name in _BUILTIN): return
+  if not (callable(getattr(backend, "run", None)) or callable(backend)):
+    raise TypeError(f"backend {name!r} needs a run(graph, inputs) method")
+  _REGISTERED[name] = backend
+  _INSTANCES.pop(name, None)
+
+
+def backend_names() -> list[str]:
+  return sorted(set(_BUILTIN) | set(_entry_points()) | set(_REGISTERED))
+
+
+def _instantiate(obj, name: str):
+  if isinstance(obj, type) or (callable(obj) and not callable(getattr(obj, "run", None))): obj = obj()
+  if not callable(getattr(obj, "run", None)): raise TypeError(f"backend {name!r} has no run(graph, inputs) method")
+  if not callable(getattr(obj, "capabilities", None)): obj = _Adapted(obj, name)
+  return obj
+
+
+class _Adapted(Backend):
+  """An object with only run(): every trusted op of the tables, every dtype."""
+  def __init__(self, obj, name):
+    self.obj, self.name = obj, getattr(obj, "name", name)
+    self.batch = getattr(obj, "batch", 1)
+  def run(self, graph, inputs): return self.obj.run(graph, inputs)
+  def stages(self, graph): return self.obj.stages(graph) if hasattr(self.obj, "stages") else {}
+
+
+def get_backend(backend):
+  """A backend object from a registered name, an entry-point name, or an object with run()."""
+  if not isinstance(backend, str):
+    return _instantiate(backend, getattr(backend, "name", "?"))
+  name = backend
+  if name in _INSTANCES: return _INSTANCES[name]
+  if name in _REGISTERED: obj = _REGISTERED[name]
+  elif name in _entry_points():
+    try: obj = _entry_points()[name].load()
+    except Exception as e: raise KeyError(f"backend {name!r}: its entry point cannot be loaded ({type(e).__name__}: {e})") from None
+  elif name in _BUILTIN: obj = _BUILTIN[name]
+  else: raise KeyError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}")
+  inst = _INSTANCES[name] = _instantiate(obj, name)
+  return inst
