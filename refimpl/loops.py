@@ -31,6 +31,7 @@ A carried loop is evaluated in one of two ways:
    write of the whole loop, so everything after the END sees what it would have.
 """
 from __future__ import annotations
+import itertools
 import numpy as np
 from refimpl.errors import EvalError
 from refimpl.registry import UNITS, role
@@ -48,35 +49,53 @@ def storage_id(nodes, i):
 
 def find_carried(plan, nodes):
   """Fill plan.reductions (STORE -> Accumulation), plan.sequential (END -> Sequential),
-  plan.in_loop (nodes a sequential loop runs) and add the deferred updates."""
-  plan.reductions, plan.sequential, plan.in_loop = {}, {}, set()
+  plan.in_loop (nodes a sequential loop runs), plan.carried_bits (carried AFTER -> the
+  loop axes it carries) and add the deferred updates."""
+  plan.reductions, plan.sequential, plan.in_loop, plan.carried_bits = {}, {}, set(), {}
   axes, axis_of = plan.axes, plan.axis_of
   stores: dict = {}
   for i in plan.order:
     if role(nodes[i].op) == "store" and nodes[i].src[0] in plan.root:
       stores.setdefault(storage_id(nodes, plan.root[nodes[i].src[0]]), []).append(i)
-  carried: dict[int, list] = {}     # RANGE -> carried AFTERs
+  # each carried AFTER carries the RANGEs it lists that a store into its storage varies over
+  groups: dict[tuple, list] = {}     # the carried RANGEs (outer first) -> the AFTERs carrying exactly them
+  sets_of_range, sets_of_storage = {}, {}
   for a in plan.order:
     if role(nodes[a].op) != "after" or a not in plan.read: continue
     sid = storage_id(nodes, plan.root[a])
-    for r in nodes[a].src[1:]:
-      if nodes[r].op == "RANGE" and r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ())):
-        carried.setdefault(r, []).append(a)
-  for r, afters in carried.items():
-    specs = _accumulations(plan, nodes, r, afters, stores)
-    if specs is not None:
-      for s, spec in specs.items():
-        plan.reductions[s] = spec
-        plan.deferred.add(spec.update)
-    else:
-      _sequential(plan, nodes, r)
+    rs = {r for r in nodes[a].src[1:] if nodes[r].op == "RANGE" and r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ()))}
+    if not rs: continue
+    key = tuple(sorted(rs, key=axis_of.get))
+    groups.setdefault(key, []).append(a)
+    plan.carried_bits[a] = _bits(axis_of, key)
+    sets_of_storage.setdefault(sid, set()).add(key)
+    for r in key: sets_of_range.setdefault(r, set()).add(key)
+  # a loop (or a storage) carried together with different sets of loops is no plain accumulation
+  tangled = {key for sets in list(sets_of_range.values()) + list(sets_of_storage.values()) if len(sets) > 1 for key in sets}
+  sequential = set()
+  for key, afters in groups.items():
+    specs = None if key in tangled else _accumulations(plan, nodes, key, afters, stores)
+    if specs is None:
+      sequential.update(key)
+      continue
+    for s, spec in specs.items():
+      plan.reductions[s] = spec
+      plan.deferred.add(spec.update)
+  if sequential: _sequential(plan, nodes, sequential)
+
+
+def _bits(axis_of, ranges) -> int:
+  mask = 0
+  for r in ranges: mask |= 1 << axis_of[r]
+  return mask
 
 
 class Accumulation:
-  __slots__ = ("range", "op", "read", "update", "contribution")
+  """STORE(T, OP(read, x)) carried through the loops `ranges` (outer first)."""
+  __slots__ = ("ranges", "op", "read", "update", "contribution")
 
-  def __init__(self, r, op, read, update, contribution):
-    self.range, self.op, self.read, self.update, self.contribution = r, op, read, update, contribution
+  def __init__(self, ranges, op, read, update, contribution):
+    self.ranges, self.op, self.read, self.update, self.contribution = ranges, op, read, update, contribution
 
 
 def _index_signature(plan, nodes, i):
@@ -97,8 +116,8 @@ def _const_key(nodes, j):
   return ("n", j)
 
 
-def _accumulations(plan, nodes, r, afters, stores):
-  bit = 1 << plan.axis_of[r]
+def _accumulations(plan, nodes, ranges, afters, stores):
+  bit = _bits(plan.axis_of, ranges)
   carried_afters = set(afters)
   sids = {storage_id(nodes, plan.root[a]) for a in afters}
   body_stores = [s for sid in sids for s in stores.get(sid, ()) if plan.axes[s] & bit]
@@ -121,7 +140,7 @@ def _accumulations(plan, nodes, r, afters, stores):
       if any(plan.axes[j] & bit for part in sig for key in part if isinstance(key, tuple) and key[0] == "n" for j in [key[1]]): continue
       others = [j for kk, j in enumerate(nodes[v].src) if kk != k]
       if any(_reaches(plan, nodes, j, carried_afters, bit) for j in others): continue
-      spec = Accumulation(r, op, rd, v, contribution)
+      spec = Accumulation(ranges, op, rd, v, contribution)
       places.setdefault(storage_id(nodes, plan.root[rd]), []).append(sig)
       break
     if spec is None: return None
@@ -153,35 +172,48 @@ def _reaches(plan, nodes, j, targets, bit) -> bool:
 
 
 class Sequential:
-  __slots__ = ("range", "body", "carried")
+  """The carried loops `ranges` (outer first) closed by one END, run one point at a time
+  over `body`; `nested` are the nodes of sequential loops inside it (run by their END)."""
+  __slots__ = ("ranges", "body", "carried", "nested")
 
-  def __init__(self, r, body, carried):
-    self.range, self.body, self.carried = r, body, carried
+  def __init__(self, ranges, body, carried):
+    self.ranges, self.body, self.carried, self.nested = ranges, body, carried, set()
 
 
-def _sequential(plan, nodes, r):
-  ends = [i for i in plan.order if role(nodes[i].op) == "close" and r in nodes[i].src[1:]]
-  if len(ends) != 1:
-    raise EvalError(f"RANGE node {r} carries a dependency through storage but is closed by {len(ends)} ENDs (one is needed)", r, "RANGE", rule="eval.unsupported")
-  e = ends[0]
-  bit = 1 << plan.axis_of[r]
-  body = [i for i in plan.order if plan.axes.get(i, 0) & bit and i < e]
-  late = [i for i in plan.order if plan.axes.get(i, 0) & bit and i > e]
-  if late:
-    raise EvalError(f"node {late[0]} still depends on RANGE node {r} after its END node {e}", late[0], nodes[late[0]].op, rule="eval.unsupported")
-  carried = [a for a in body if role(nodes[a].op) == "after" and r in nodes[a].src[1:]]
-  plan.sequential[e] = Sequential(r, body, carried)
-  plan.in_loop.update(body)
+def _sequential(plan, nodes, ranges):
+  by_end: dict[int, list] = {}
+  for r in ranges:
+    ends = [i for i in plan.order if role(nodes[i].op) == "close" and r in nodes[i].src[1:]]
+    if len(ends) != 1:
+      raise EvalError(f"RANGE node {r} carries a dependency through storage but is closed by {len(ends)} ENDs (one is needed)", r, "RANGE", rule="eval.unsupported")
+    by_end.setdefault(ends[0], []).append(r)
+  for e, rs in by_end.items():
+    rs.sort(key=plan.axis_of.get)
+    bits = _bits(plan.axis_of, rs)
+    body = [i for i in plan.order if plan.axes.get(i, 0) & bits and i < e]
+    late = [i for i in plan.order if plan.axes.get(i, 0) & bits and i > e]
+    if late:
+      raise EvalError(f"node {late[0]} still depends on a RANGE closed by END node {e} after it", late[0], nodes[late[0]].op, rule="eval.unsupported")
+    carried = [a for a in body if role(nodes[a].op) == "after" and any(r in nodes[a].src[1:] for r in rs)]
+    plan.sequential[e] = Sequential(tuple(rs), body, carried)
+    plan.in_loop.update(body)
+  for e, spec in plan.sequential.items():   # the sequential loops inside each one, at any depth
+    inbody = set(spec.body)
+    stack = [x for x in plan.sequential if x != e and x in inbody]
+    while stack:
+      new = set(plan.sequential[stack.pop()].body) - spec.nested
+      spec.nested |= new
+      stack.extend(x for x in plan.sequential if x != e and x in new)
 
 
 # ------------------------------------------------------------------ accumulation at runtime
 def reduction_write(scope, s, path, gate) -> Write:
-  """The write of an accumulation store: the value after the loop's last iteration."""
+  """The write of an accumulation store: the value after the last iteration of its loops."""
   spec = scope.plan.reductions[s]
-  m, plan, R = scope.m, scope.plan, scope.R
+  m, plan = scope.m, scope.plan
   node_v = m.nodes[spec.update]
-  d = plan.axis_of[spec.range]
-  n = scope.loop_sizes[d]
+  dims = [plan.axis_of[r] for r in spec.ranges]
+  sizes = [scope.loop_sizes[d] for d in dims]
   k_read = node_v.src.index(spec.read)
   start = scope.values[spec.read]
   srcs = [scope.values[j] for kk, j in enumerate(node_v.src) if kk != k_read]
@@ -190,18 +222,18 @@ def reduction_write(scope, s, path, gate) -> Write:
   x = spec.contribution(m.views[spec.update].dtype, *srcs) if spec.contribution else srcs[0]
   x = scope.align(np.asarray(x), rank)
   dt = m.views[spec.update].dtype
-  x = np.broadcast_to(x, x.shape[:d] + (n,) + x.shape[d + 1:])
+  (x,) = scope.full_along(spec.ranges, x)
   start = scope.align(start, rank)
-  valid = scope.loop_validity([spec.range])
+  valid = scope.loop_validity(spec.ranges)
   g = gate if valid is None else (valid if gate is None else gate & valid)
   if g is not None:
     g = np.broadcast_to(g.reshape(g.shape + (1,) * (x.ndim - g.ndim)), np.broadcast_shapes(g.shape + (1,) * (x.ndim - g.ndim), x.shape))
     x = np.where(g, x, _masked(spec.op, dt))
-  seq = accumulate(spec.op, dt, start, x, d)
+  seq = accumulate(spec.op, dt, start, x, dims)   # (N + 1, rest...): N points of the loops, in iteration order
   if m.tracing:
-    m.record(scope, spec.read, np.take(seq, np.arange(n), axis=d))
-    m.record(scope, spec.update, np.take(seq, np.arange(1, n + 1), axis=d))
-  final = np.take(seq, [n], axis=d)
+    m.record(scope, spec.read, _unflatten(seq[:-1], dims, sizes))
+    m.record(scope, spec.update, _unflatten(seq[1:], dims, sizes))
+  final = np.expand_dims(seq[-1], tuple(dims))
   return Write(s, [(k, dd) for k, dd, _ in path], final, None)
 
 
@@ -212,61 +244,80 @@ def _masked(op, dt):
   return identity(op, dt)
 
 
-def accumulate(op, dt, start, x, d):
-  """[start, OP(start, x0), OP(OP(start, x0), x1), ...] along axis d, in the dtype."""
-  start = np.take(start, [0], axis=d)   # the value before the loop (the same along the loop)
-  full = np.broadcast_shapes(start.shape[:d] + start.shape[d + 1:], x.shape[:d] + x.shape[d + 1:])
-  start = np.broadcast_to(start, full[:d] + (1,) + full[d:])
-  x = np.broadcast_to(x, full[:d] + (x.shape[d],) + full[d:])
-  seq = np.concatenate([start, x], axis=d)
-  if op == "ADD": return np.add.accumulate(seq, axis=d, dtype=seq.dtype)
-  if op == "MUL": return np.multiply.accumulate(seq, axis=d, dtype=seq.dtype)
+def accumulate(op, dt, start, x, dims):
+  """[start, OP(start, x0), OP(OP(start, x0), x1), ...] over the points of the loop axes
+  `dims` (ascending) in iteration order (lexicographic), in the dtype: an array of shape
+  (N + 1, rest...) where rest is x's shape without `dims`."""
+  k = len(dims)
+  front = tuple(range(k))
+  start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]   # the value before the loops
+  start, x = np.moveaxis(start, dims, front), np.moveaxis(x, dims, front)
+  rest = np.broadcast_shapes(start.shape[k:], x.shape[k:])
+  n = 1
+  for d in x.shape[:k]: n *= d
+  start = np.broadcast_to(start.reshape((1,) + start.shape[k:]), (1,) + rest)
+  x = np.broadcast_to(x, x.shape[:k] + rest).reshape((n,) + rest)
+  seq = np.concatenate([start, x], axis=0)
+  if op == "ADD": return np.add.accumulate(seq, axis=0, dtype=seq.dtype)
+  if op == "MUL": return np.multiply.accumulate(seq, axis=0, dtype=seq.dtype)
   if seq.dtype.kind == "f" or dt == "bfloat16":
     f = seq.astype(np.float32) if dt == "bfloat16" else seq
-    r = np.maximum.accumulate(f, axis=d)
+    r = np.maximum.accumulate(f, axis=0)
     if np.any(r == 0):   # np.maximum keeps -0 over +0: make any +0 so far win
-      pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=d)
+      pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=0)
       r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
     return r.astype(seq.dtype) if dt == "bfloat16" else r
-  return np.maximum.accumulate(seq, axis=d)
+  return np.maximum.accumulate(seq, axis=0)
+
+
+def _unflatten(seq, dims, sizes):
+  """(N, rest...) back to the loop axes `dims` of sizes `sizes`."""
+  return np.moveaxis(seq.reshape(tuple(sizes) + seq.shape[1:]), tuple(range(len(dims))), dims)
 
 
 # ------------------------------------------------------------------ sequential loops
 def run_sequential(scope, ctx):
-  """Run the body of a carried loop one iteration at a time (see the module docstring)."""
+  """Run the body of carried loops one point at a time (see the module docstring)."""
   m, plan = scope.m, scope.plan
   spec = plan.sequential[ctx.i]
-  r, body = spec.range, spec.body
-  d = plan.axis_of[r]
+  ranges, body = spec.ranges, spec.body
+  dims = [plan.axis_of[r] for r in ranges]
   nodes = m.nodes
-  bound = np.asarray(scope.values[nodes[r].src[0]])
-  if bound.size != 1:
-    raise EvalError("a loop that carries a dependency needs the same bound everywhere", r, "RANGE", rule="eval.unsupported")
-  n = max(int(bound.reshape(-1)[0]), 0)
+  sizes = []
+  for r in ranges:
+    bound = np.asarray(scope.values[nodes[r].src[0]])
+    if bound.size != 1:
+      raise EvalError("a loop that carries a dependency needs the same bound everywhere", r, "RANGE", rule="eval.unsupported")
+    sizes.append(max(int(bound.reshape(-1)[0]), 0))
   inbody = set(body)
-  inner = {i for e, sq in plan.sequential.items() if e in inbody for i in sq.body}
-  walk = [i for i in body if i != r and i not in inner and i not in plan.deferred]
-  # what the body sees from before the loop
-  before = merge_effects([scope.eff.get(j) for i in body for j in nodes[i].src if j not in inbody]) or {}
+  walk = [i for i in body if i not in ranges and i not in spec.nested and i not in plan.deferred]
+  # what the body sees from before the loop; inside an enclosing sequential loop, a carried
+  # storage starts from that loop's snapshot
+  before = dict(merge_effects([scope.eff.get(j) for i in body for j in nodes[i].src if j not in inbody]) or {})
   carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
-  state, pre = {}, {}
+  state, pre, outer = {}, {}, {}
   for a, st in carried.items():
+    outer[a] = scope.override.get(a)
     seen = merge_effects([scope.eff.get(j) for j in nodes[a].src if j not in inbody]) or {}
-    state[a] = pre[a] = seen.get(st.key) or st.base
-  per_iter: dict = {}       # storage key -> [writes of iteration 0, writes of iteration 1, ...]
+    state[a] = pre[a] = outer[a] or seen.get(st.key) or st.base
+    if outer[a] is not None: before[st.key] = outer[a]
+  per_iter: dict = {}       # storage key -> [writes of point 0, writes of point 1, ...]
   storages: dict = {}
   traced: dict[int, list] = {}
   scope.pinned += 1
-  scope.fixed.add(r)
-  saved = scope.loop_sizes[d]
+  scope.fixed.update(ranges)
+  saved = [scope.loop_sizes[d] for d in dims]
+  npoints = 0
   try:
-    scope.loop_sizes[d] = 1
-    for t in range(n):
-      scope.values[r] = np.full((1,) * scope.R, t, dtype=np.int64)
+    for d in dims: scope.loop_sizes[d] = 1
+    for t, point in enumerate(itertools.product(*(range(n) for n in sizes))):
+      npoints = t + 1
+      for r, p in zip(ranges, point): scope.values[r] = np.full((1,) * scope.R, p, dtype=np.int64)
       starts = {}
-      for a, st in carried.items():   # the carried reads see everything earlier iterations stored
-        arr = scope.materialize(state[a], plan.axes[a], a)
-        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), plan.axes[a], pre[a])
+      for a, st in carried.items():   # the carried reads see everything earlier points stored
+        keep = plan.axes[a] & ~plan.carried_bits.get(a, 0)   # one state for all points of the carried loops
+        arr = scope.materialize(state[a], keep, a)
+        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, pre[a])
       for i in walk: scope.step(i)
       last = merge_effects([scope.eff.get(i) for i in walk]) or {}
       for key, ver in last.items():
@@ -281,35 +332,46 @@ def run_sequential(scope, ctx):
         if len(per_iter[key]) < t + 1: per_iter[key].append([])
       for a, st in carried.items(): state[a] = last.get(st.key, state[a])
       if m.tracing:
-        for i in walk:
-          v = scope.values.get(i)
+        for i in walk + sorted(spec.nested):
+          v = m.trace.get(i) if i in spec.nested else scope.values.get(i)
           if isinstance(v, np.ndarray): traced.setdefault(i, []).append(v)
   finally:
-    scope.loop_sizes[d] = saved
+    for d, n in zip(dims, saved): scope.loop_sizes[d] = n
     scope.pinned -= 1
-    scope.fixed.discard(r)
-    for a in carried: scope.override.pop(a, None)
-  scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
-  # after the loop: the state before it plus every iteration's writes, write by write
+    scope.fixed.difference_update(ranges)
+    for a, v in outer.items():
+      if v is None: scope.override.pop(a, None)
+      else: scope.override[a] = v
+  for r, d, n in zip(ranges, dims, sizes):
+    scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
+  # after the loop: the state before it plus every point's writes, write by write
   eff = dict(merge_effects([before] + [scope.eff.get(j) for j in nodes[ctx.i].src if j not in inbody]) or {})
   for key, iters in per_iter.items():
     st = storages[key]
     if len({len(ws) for ws in iters}) != 1:
-      raise EvalError("the iterations of a sequential loop made different numbers of writes", r, "RANGE", rule="eval.unsupported")
+      raise EvalError("the iterations of a sequential loop made different numbers of writes", ranges[0], "RANGE", rule="eval.unsupported")
     v = eff.get(key) or st.base
-    for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], d))
+    for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], dims, sizes))
     eff[key] = v
   ctx.eff = eff
   if m.tracing:
     for i, vs in traced.items():
-      if len(vs) == n and n and all(v.shape[d] == 1 for v in vs): m.record(scope, i, np.concatenate(vs, axis=d))
-  for i in body:   # release what the body used, once
-    if i != r: scope.consumed(i)
+      if len(vs) == npoints and npoints and all(v.shape[d] == 1 for v in vs for d in dims): m.record(scope, i, _grid(vs, dims, sizes))
+  if not scope.pinned:   # release what the body (and the loops inside it) used, once
+    for i in sorted(inbody | spec.nested): scope.consumed(i)
 
 
-def _concat(ws, d) -> Write:
-  """The writes one store made in each iteration, as one write over the whole loop."""
-  def cat(xs): return np.concatenate([np.asarray(x) for x in xs], axis=d)
+def _grid(xs, dims, sizes):
+  """Per-point arrays (lexicographic over the loop axes `dims`, size 1 along them) as one
+  array over those axes."""
+  if not dims: return np.asarray(xs[0])
+  per = len(xs) // sizes[0]
+  return np.concatenate([_grid(xs[k * per:(k + 1) * per], dims[1:], sizes[1:]) for k in range(sizes[0])], axis=dims[0])
+
+
+def _concat(ws, dims, sizes) -> Write:
+  """The writes one store made at each point of the loops, as one write over all of them."""
+  def cat(xs): return _grid([np.asarray(x) for x in xs], dims, sizes)
   first = ws[0]
   path = []
   for k, (kind, data) in enumerate(first.path):

@@ -102,8 +102,6 @@ def test_multi_axis_reductions(target):
   for st in ("callify", "rangeify", "optimize"): assert not compare_outputs(evaluate(c.stages[st], inputs), want), st
 
 
-@pytest.mark.xfail(strict=True, reason="refimpl 0f38c2b evaluates an accumulator carried through two reduce loops wrongly "
-                                       "(compiler report: repro_multirange_max); passes once refimpl handles it")
 def test_multi_axis_reductions_expand_stage_refimpl():
   roots, inputs = multi_axis_reductions()
   c = compile_graph(roots, "c")
