@@ -76,6 +76,8 @@ def _eval_cmd(sub):
   p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
   p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
   p.add_argument("--allow-untrusted", action="store_true", help="do not refuse untrusted ops up front (they still cannot run)")
+  p.add_argument("--strict-bounds", action="store_true",
+                 help="refuse an out-of-range kernel access no gate covers (exit 1) instead of reading zero / writing nothing")
 
   def run(a) -> int:
     from tinyspec.graph import load_file
@@ -90,7 +92,8 @@ def _eval_cmd(sub):
       print(f"tinyspec eval: {e}", file=sys.stderr)
       return EXIT_UNREADABLE
     try:
-      res = evaluate(g, inputs, trace=a.trace, budget=a.budget, level=a.level, allow_untrusted=a.allow_untrusted)
+      res = evaluate(g, inputs, trace=a.trace, budget=a.budget, level=a.level, allow_untrusted=a.allow_untrusted,
+                     strict_bounds=a.strict_bounds)
     except EvalError as e:
       if e.diagnostics:
         for d in e.diagnostics: print(d.format().replace("<graph>", a.file), file=sys.stderr)

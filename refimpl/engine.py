@@ -48,17 +48,22 @@ def as_graph(graph) -> Graph:
   raise TypeError(f"evaluate() takes a tinyspec Graph, a UOp or a list of root UOps, not {type(graph).__name__}")
 
 
-def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False):
+def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False):
   """Evaluate a graph with NumPy, exactly as the tables say. Returns {name: array}, or with
   trace=True an EvalResult. Raises EvalError for invalid graphs (carrying the
   validator's diagnostics), untrusted ops, inputs that do not fit, and values over the
-  memory budget."""
-  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted)
+  memory budget.
+
+  strict_bounds=True is a debugging aid for compilers: an out-of-range kernel access that
+  no gate covers (a LOAD's gate, an IF, a STORE's gate) raises EvalError (rule eval.oob)
+  instead of getting decision index-oob's answer (reads zero, writes nothing), since a
+  compiled kernel must realize that decision with a gate of its own."""
+  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted, strict_bounds=strict_bounds)
   if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
   return out
 
 
-def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False):
+def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False):
   """evaluate() that also returns the Machine (its .budget.peak says how many bytes the
   evaluation held at most)."""
   g = as_graph(graph)
@@ -68,7 +73,7 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
     lines = "\n".join(x.format() for x in d[:10]) + (f"\n... and {len(d) - 10} more" if len(d) > 10 else "")
     raise EvalError(f"the graph is invalid, nothing was evaluated:\n{lines}", d[0].node, d[0].op, d[0].rule, diagnostics=d,
                     exit_code=max(x.exit_code for x in d))
-  m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted)
+  m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   with np.errstate(all="ignore"):
     out = m.run()
   return out, m
@@ -77,7 +82,7 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
 class Machine:
   """One evaluation: the validated graph, the inputs, the budget, the trace."""
 
-  def __init__(self, g: Graph, res, inputs, trace, budget: Budget, allow_untrusted):
+  def __init__(self, g: Graph, res, inputs, trace, budget: Budget, allow_untrusted, strict_bounds=False):
     self.g, self.nodes, self.views, self.level = g, g.nodes, res.views, res.level
     self.T = tables()
     self.tracing = bool(trace)
@@ -85,6 +90,7 @@ class Machine:
     self.trace_axes: dict = {}
     self.budget = budget
     self.allow_untrusted = allow_untrusted
+    self.strict_bounds = bool(strict_bounds)
     self.inputs = self._inputs(inputs)
     self.used_inputs: set[str] = set()
     self.storages: dict = {}

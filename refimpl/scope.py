@@ -217,21 +217,26 @@ class Scope:
         return t.reshape(t.shape[:R] + t.shape[R + 1:])
     out, valid = gather(T, idxs, R)
     if valid is None: return out
-    if self.kernel:
+    if self.kernel and self.m.strict_bounds:
       if i in self.plan.gated: self.oob[i] = (valid, idxs)
       else:
         g = self.guard(i)
         bad = ~valid if g is None else (~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim)))
         if np.any(bad): self.out_of_bounds(i, node, idxs, bad, "read")
-    return zero_invalid(out, valid)
+    return zero_invalid(out, valid)   # decision index-oob: an out-of-range element reads as zero
 
   def out_of_bounds(self, i, node, idxs, bad, what, store=None):
+    """strict_bounds: refuse an ungated out-of-range access, naming the first index tuple."""
     shape = self.m.views[node.src[0]].shape
+    arrays = layout(idxs, self.R)
+    full = np.broadcast_shapes(bad.shape, *(a.shape for a in arrays))
+    bad = np.broadcast_to(bad, full)
     at = tuple(int(x[0]) for x in np.nonzero(bad)) if bad.ndim else ()
-    got = tuple(int(np.broadcast_to(a, bad.shape)[at]) for a in layout(idxs, self.R))
+    got = tuple(int(np.broadcast_to(a, full)[at]) for a in arrays)
     by = f" by STORE node {store}" if store is not None else ""
     raise EvalError(f"out-of-bounds {what}{by}: index {got} into shape {tuple(shape)} with no gate covering it "
-                    "(a kernel must never touch memory out of bounds)", i, node.op, rule="eval.oob")
+                    "(strict_bounds: decision index-oob would read zero / write nothing here; a compiled kernel must gate it)",
+                    i, node.op, rule="eval.oob")
 
   def check_gated_read(self, i, src, gate):
     gate = truth(gate)
@@ -288,7 +293,7 @@ class Scope:
     gate = truth(self.values[node.src[2]]) if len(node.src) > 2 and mode == "set" else None
     g = self.guard(i)
     if g is not None: gate = g if gate is None else gate & g
-    if self.kernel: self.check_write(i, path, gate)
+    if self.kernel and self.m.strict_bounds: self.check_write(i, path, gate)
     if i in self.plan.reductions: write = loops.reduction_write(self, i, path, gate)
     else: write = Write(i, [(k, d) for k, d, _ in path], self.values[node.src[1]], gate, mode)
     self.new_version(ctx, i, st, write)
@@ -301,8 +306,8 @@ class Scope:
     ctx.eff[st.key] = ver
 
   def check_write(self, i, path, gate):
-    """Memory safety: an ungated write must be in bounds (a gated one may not be, where the
-    gate is false)."""
+    """strict_bounds: an ungated write must be in bounds (a gated one may not be, where the
+    gate is false). Without it an out-of-range write writes nothing (storage.apply_write)."""
     nodes = self.m.nodes
     for kind, data, link in path:
       if kind != "index": continue

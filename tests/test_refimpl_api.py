@@ -183,3 +183,18 @@ def test_cli_eval_exit_codes(tmp_path, capsys):
   assert main(["eval", str(big), "--budget", "1M"]) == 1                                     # over budget
   err = capsys.readouterr().err
   assert "[eval.budget]" in err and "[graph.arity]" in err
+
+
+def test_cli_eval_strict_bounds(tmp_path, capsys):
+  # out[0] = x[5] of a 4-element x: zero by decision index-oob, refused with --strict-bounds
+  b = Builder()
+  x = b.param((4,), F32, 0); out = b.param((1,), F32, 1)
+  b.SINK(b.STORE(b.INDEX(out, b.const(0, "index")), b.INDEX(x, b.const(5, "index"))))
+  f = tmp_path / "k.json"
+  b.graph(level="kernel").save(f)
+  np.save(tmp_path / "x.npy", np.ones(4, np.float32))
+  assert main(["eval", str(f), "-i", f"param0={tmp_path / 'x.npy'}", "-o", str(tmp_path / "o")]) == 0
+  assert np.load(tmp_path / "o" / "param1.npy").tolist() == [0.0]
+  capsys.readouterr()
+  assert main(["eval", str(f), "-i", f"param0={tmp_path / 'x.npy'}", "--strict-bounds"]) == 1
+  assert "[eval.oob]" in capsys.readouterr().err

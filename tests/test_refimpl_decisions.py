@@ -172,12 +172,20 @@ def test_decision_index_oob():
   bld.SINK(bld.STORE(tgt, bld.buffer((2,), "int32", 2)))
   out = evaluate(bld.graph(), {0: np.array([1, 2, 3], np.int32), 1: np.array([5, 1]), 2: np.array([7, 8], np.int32)})
   assert out["buf0"].tolist() == [1, 8, 3]
-  # and in a kernel an ungated out-of-range access is refused
-  bld = Builder()
-  x = bld.param((4,), "int32", 0)
-  bld.SINK(bld.STORE(bld.INDEX(x, bld.const(4, "index")), bld.const(1, "int32")))
-  with pytest.raises(EvalError, match="out-of-bounds write"):
-    evaluate(bld.graph(), level="kernel")
+  # the same at kernel level, gate or no gate: the read gives zero, the STORE and the
+  # ATOMICADD change nothing; strict_bounds (a debugging aid) refuses the ungated access
+  for op in ("STORE", "ATOMICADD"):
+    bld = Builder()
+    x = bld.param((4,), "int32", 0)
+    i = bld.range(3, 0)
+    at = bld.MUL(i, bld.const(2, "index"))   # 0, 2, 4: the last is out of range
+    bld.SINK(bld.END(bld.add(op, bld.INDEX(x, at), bld.ADD(bld.INDEX(x, bld.ADD(at, bld.const(1, "index"))), bld.const(10, "int32"))), i))
+    xv = np.array([1, 2, 3, 4], np.int32)
+    want = [12, 2, 14, 4] if op == "STORE" else [13, 2, 17, 4]   # x[5] reads 0, x[4] is not written
+    assert evaluate(bld.graph(), {"param0": xv})["param0"].tolist() == want, op
+    with pytest.raises(EvalError, match="out-of-bounds read") as e:
+      evaluate(bld.graph(), {"param0": xv}, strict_bounds=True)
+    assert e.value.rule == "eval.oob" and "(5,)" in str(e.value)
 
 
 def test_decision_reduce_empty():

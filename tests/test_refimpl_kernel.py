@@ -164,16 +164,59 @@ def test_gated_loads_and_stores_may_point_out_of_bounds():
   assert evaluate(b.graph(), {"param0": xv})["param1"].tolist() == list(range(1, N)) + [-1.0]
 
 
-def test_ungated_out_of_bounds_is_refused():
+def ungated_shifted_read():
+  """out[i] = x[i + 1] for i < 4 from a 4-element x, under a gate that does not cover i + 1 == 4."""
   b = Builder()
   x = b.param((4,), F32, 0); out = b.param((4,), F32, 1)
   i = b.range(4, 0)
   gate = b.CMPLT(i, idx(b, 4))   # true everywhere: does not cover i + 1 == 4
-  v = b.LOAD(b.INDEX(x, b.ADD(i, idx(b, 1))), b.const(0.0, F32), gate)
+  v = b.LOAD(b.INDEX(x, b.ADD(i, idx(b, 1))), b.const(-1.0, F32), gate)
   b.SINK(b.END(b.STORE(b.INDEX(out, i), v), i))
+  return b.graph()
+
+
+def test_ungated_out_of_bounds_read_is_zero():
+  # decision index-oob holds in kernels too: the element is invalid and reads as zero
+  got = evaluate(ungated_shifted_read(), {"param0": np.arange(1, 5, dtype=np.float32)})
+  assert got["param1"].tolist() == [2.0, 3.0, 4.0, 0.0]
+
+
+def test_strict_bounds_refuses_the_ungated_access():
   with pytest.raises(EvalError) as e:
-    evaluate(b.graph(), {"param0": np.zeros(4, np.float32)})
+    evaluate(ungated_shifted_read(), {"param0": np.zeros(4, np.float32)}, strict_bounds=True)
   assert e.value.rule == "eval.oob" and e.value.op == "INDEX" and "(4,)" in str(e.value)
+
+
+def two_index_gather():
+  """out[i, j] = a[idx[i], j] with a (5, 3) and i < 4, j < 3: a row read through a data index."""
+  b = Builder()
+  a = b.param((5, 3), F32, 1); ix = b.param((4,), "int32", 2); out = b.param((4, 3), F32, 0)
+  i, j = b.range(4, 0), b.range(3, 1)
+  v = b.INDEX(a, b.CAST(b.INDEX(ix, i), arg="index"), j)
+  b.SINK(b.END(b.STORE(b.INDEX(out, i, j), v), i, j))
+  return b.graph()
+
+
+def test_two_index_read_out_of_range_rows_are_zero():
+  av = np.arange(15, dtype=np.float32).reshape(5, 3)
+  ixv = np.array([4, 9, 0, -7], np.int32)
+  got = evaluate(two_index_gather(), {"param1": av, "param2": ixv})["param0"]
+  assert got.tolist() == [av[4].tolist(), [0.0] * 3, av[0].tolist(), [0.0] * 3]
+  # strict_bounds names the first offending index (the message used to crash while being formatted)
+  with pytest.raises(EvalError) as e:
+    evaluate(two_index_gather(), {"param1": av, "param2": ixv}, strict_bounds=True)
+  assert e.value.rule == "eval.oob" and "index (9, 0) into shape (5, 3)" in str(e.value)
+
+
+def test_ungated_out_of_bounds_store_writes_nothing():
+  b = Builder()
+  out = b.param((4,), "int32", 0)
+  i = b.range(6, 0)
+  b.SINK(b.END(b.STORE(b.INDEX(out, b.SUB(i, idx(b, 1))), b.CAST(i, arg="int32")), i))   # out[i - 1] = i for i < 6
+  assert evaluate(b.graph(), {"param0": np.full(4, -5, np.int32)})["param0"].tolist() == [1, 2, 3, 4]
+  with pytest.raises(EvalError, match="out-of-bounds write") as e:
+    evaluate(b.graph(), {"param0": np.zeros(4, np.int32)}, strict_bounds=True)
+  assert "(-1,)" in str(e.value)
 
 
 def test_if_block_in_a_kernel_graph():
