@@ -2,7 +2,8 @@
 
 A UOp carries what a graph-file node carries (declared dtype/shape and tag included), so
 Graph.from_uops / Graph.uops convert losslessly. Derived properties are not stored here:
-`uop.props` asks the validator (tinyspec.validate) and caches the answer.
+`uop.props` asks the validator (tinyspec.validate.derive_uop, which checks only the nodes
+below that have none yet) and caches the answer in `_props`.
 """
 from __future__ import annotations
 import weakref
@@ -38,7 +39,8 @@ class UOp:
 
   @property
   def props(self):
-    """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis)."""
+    """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis); raises
+    tinyspec.validate.DerivationError (a ValueError) if a node is invalid."""
     if self._props is None:
       from tinyspec.validate import derive_uop
       derive_uop(self)
