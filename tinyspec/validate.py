@@ -8,6 +8,14 @@ so the cost is linear in the graph and no recursion is involved. For each node:
 A node that breaks a rule is reported and then treated as unknown, so its consumers are
 not blamed for it: every independent error is reported once.
 
+Public entry points:
+  validate(graph, level)        every node of a graph -> ValidationResult (diagnostics, Views)
+  check_node(op, src, arg, level=...)   one node over its sources' Views -> View | [Diagnostic]
+  derive_uop(u, level=...)      a UOp's View, deriving only the nodes below it that lack one
+                                (what UOp.props and the Tensor front end use)
+All three run the same per-node pipeline, _check. The level of each node (the contexts)
+and the constants shape operands fold to come from ops.yaml (slot `level`, op `fold`).
+
 Speed (bench/bench_validate.py): the per-op work is prepared once per Tables (_OpInfo:
 a generated slot predicate, the op checks and-ed into one function, the six property
 rules compiled into one), so a node costs a few dict lookups and two or three calls; the
