@@ -21,7 +21,10 @@ A carried loop is evaluated in one of two ways:
    dtype, in iteration order -- bit for bit what the sequential loop computes (float
    rounding included; the gate of the store masks x with the identity). The reads and
    the updates inside the loop get the exclusive and inclusive scans (only computed
-   when tracing), and the store writes the final value once.
+   when tracing), and the store writes the final value once. An AFTER listing several
+   RANGEs (`acc.after(init, r0, r1)`) carries all of them: the points of those loops are
+   flattened in iteration order (lexicographic, outer loop first) into one axis for
+   the accumulate.
 
 2. Anything else (`acc = acc*2 + x`, a read elsewhere in the buffer, a store at a
    varying place): loop r runs sequentially, one iteration at a time, while every other
@@ -29,6 +32,9 @@ A carried loop is evaluated in one of two ways:
    t; each carried AFTER reads a snapshot of the storage after iteration t-1. The writes
    of all iterations are then concatenated along r, which is exactly the vectorized
    write of the whole loop, so everything after the END sees what it would have.
+   Several carried loops closed by one END run their points in iteration order; a
+   carried loop nested in another (its own END inside the outer body) starts each run
+   from the outer loop's snapshot.
 """
 from __future__ import annotations
 import itertools

@@ -41,8 +41,8 @@ def shrink(ctx, x, _o, _s):
 @unit("INDEX", raw=True, role="through")
 def index(ctx):
   """Outer indexing from the left (()-shaped indices remove their axis, (k,)-shaped ones
-  make it k). Out of range: zero at tensor level (decisions index-oob, pad-fill); in a
-  kernel an ungated out-of-range read is refused (memory safety), see Scope.read_index."""
+  make it k). Out of range: zero at every level (decisions index-oob, pad-fill); with
+  strict_bounds an ungated out-of-range kernel read is refused, see Scope.read_index."""
   return ctx.s.read_index(ctx.i, ctx.value(0), [ctx.value(k) for k in range(1, len(ctx.node.src))])
 
 
