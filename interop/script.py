@@ -1,0 +1,195 @@
+"""Run a tinygrad script, import everything it realizes, check it against the spec.
+
+    res = import_script("interop/programs/softmax.py")   # runs it under interop.capture
+    res.graphs      # one GraphResult per graph: r0.tensor, r0.k1.kernel, r0.k1.program ...
+    res.write(out)  # graph files, inputs (.npz) and tinygrad's results (.npy), report.json
+
+For each realize of the script: the tensor-level graph of the realized tensors (inputs:
+the buffers they read, keyed buf{slot}; expected: tinygrad's realized values, out{k}),
+and for each kernel of its schedule the kernel SINK (inputs: the CALL's buffers before
+it ran, keyed param{k}; expected: the same buffers after) and the lowered program
+(`codegen.to_program`). Non-kernel schedule items (COPY) are counted, not imported.
+Checking a graph validates it and evaluates it with the reference evaluator on the same
+inputs, comparing with tinygrad's values (interop.compare).
+"""
+from __future__ import annotations
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+import numpy as np
+from interop.tinygrad_import import ImportReport, import_uops, import_program
+
+
+@dataclass
+class GraphResult:
+  name: str                     # r{realize}.tensor, r{realize}.k{call}.kernel, r{realize}.k{call}.program
+  level: str
+  graph: object                 # tinyspec Graph
+  report: ImportReport
+  inputs: dict = field(default_factory=dict)
+  expected: dict = field(default_factory=dict)
+  diagnostics: list = field(default_factory=list)
+  evaluation: str = "not run"   # "ok: ...", "mismatch: ...", "error: ...", "not run"
+  checked: bool = False
+
+  @property
+  def valid(self) -> bool: return self.checked and not self.diagnostics
+
+  @property
+  def eval_ok(self) -> bool: return self.evaluation.startswith("ok")
+
+  def check(self, evaluate: bool = True) -> "GraphResult":
+    """Validate, then (evaluate=True, and for a graph with expected values) evaluate with the
+    reference evaluator and compare."""
+    from tinyspec.validate import validate
+    res = validate(self.graph)
+    self.diagnostics, self.checked = list(res.diagnostics), True
+    if not evaluate or not self.expected: return self
+    if not res.ok:
+      self.evaluation = "not run: invalid graph"
+      return self
+    self.evaluation = evaluate_and_compare(self.graph, self.inputs, self.expected)
+    return self
+
+  def summary(self) -> dict:
+    return {"name": self.name, "level": self.level, "nodes": len(self.graph.nodes), "valid": self.valid,
+            "errors": [d.format() for d in self.diagnostics], "evaluation": self.evaluation, **self.report.to_json()}
+
+
+def evaluate_and_compare(graph, inputs: dict, expected: dict) -> str:
+  """'ok: ...' when the reference evaluator's outputs match tinygrad's, else why not."""
+  from refimpl import evaluate, EvalError
+  from interop.compare import compare
+  try:
+    got = evaluate(graph, inputs)
+  except EvalError as e:
+    return f"error: {str(e).splitlines()[0]}"
+  except Exception as e:   # noqa: BLE001 (a crash in the evaluator is a finding, reported)
+    return f"error: {type(e).__name__}: {e}"[:300]
+  names = [k for k in got if k in expected]
+  if not names: return f"mismatch: no common outputs (reference {sorted(got)}, tinygrad {sorted(expected)})"
+  notes = []
+  for k in names:
+    c = compare(expected[k], got[k])
+    if not c.ok: return f"mismatch: {k}: {c.message}"
+    notes.append(f"{k} {c.message}")
+  return "ok: " + ", ".join(notes)
+
+
+@dataclass
+class ScriptResult:
+  script: str
+  graphs: list = field(default_factory=list)
+  schedule: Counter = field(default_factory=Counter)   # CALL body kinds: SINK (kernels), COPY ...
+  error: str | None = None                             # the script raised
+  seconds: float = 0.0
+
+  @property
+  def report(self) -> ImportReport:
+    r = ImportReport()
+    for g in self.graphs: r.merge(g.report)
+    return r
+
+  @property
+  def ok(self) -> bool:
+    return self.error is None and all(g.valid and (g.eval_ok or not g.expected or g.level == "program") for g in self.graphs)
+
+  def counts(self) -> dict:
+    c = Counter()
+    for g in self.graphs:
+      c[f"{g.level}"] += 1
+      c[f"{g.level} valid"] += g.valid
+      if g.evaluation != "not run": c[f"{g.level} evaluated"] += 1
+      c[f"{g.level} eval ok"] += g.eval_ok
+    return dict(c)
+
+  def summary(self) -> dict:
+    return {"script": self.script, "ok": self.ok, "error": self.error, "seconds": round(self.seconds, 2),
+            "schedule": dict(self.schedule), "counts": self.counts(), "import": self.report.to_json(),
+            "graphs": [g.summary() for g in self.graphs]}
+
+  def write(self, out: Path | str) -> None:
+    """Graph files (NAME.json), their inputs (NAME.inputs.npz, keyed as the reference
+    evaluator takes them) and tinygrad's results (NAME.OUTPUT.npy), and report.json."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for g in self.graphs:
+      (out / f"{g.name}.json").write_text(g.graph.dumps())
+      if g.inputs: np.savez(out / f"{g.name}.inputs.npz", **g.inputs)
+      for k, v in g.expected.items(): np.save(out / f"{g.name}.{k}.npy", v)
+    (out / "report.json").write_text(json.dumps(self.summary(), indent=1) + "\n")
+
+
+def import_script(path, check: bool = True, evaluate: bool = True, programs: bool = True) -> ScriptResult:
+  """Run the tinygrad script at path (as `python path` would: its folder first on sys.path,
+  run as __main__) and import what it realizes; check=True validates (and evaluate=True
+  evaluates) every graph."""
+  from interop.capture import capture
+  path = Path(path)
+  res = ScriptResult(str(path))
+  t0 = time.perf_counter()
+  old_path, old_argv = list(sys.path), list(sys.argv)
+  sys.path.insert(0, str(path.resolve().parent))
+  sys.argv = [str(path)]
+  try:
+    with capture() as cap:
+      try:
+        runpy.run_path(str(path), run_name="__main__")
+      except SystemExit as e:
+        if e.code not in (None, 0): res.error = f"the script exited with {e.code}"
+      except Exception as e:   # noqa: BLE001 (the script's own failure is reported, not raised)
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        res.error = f"{type(e).__name__}: {e} (at {os.path.basename(where.filename)}:{where.lineno})"
+  finally:
+    sys.path[:], sys.argv[:] = old_path, old_argv
+  for r in cap.realizations:
+    res.graphs.append(_tensor_graph(r))
+    for c in r.calls:
+      res.schedule[c.kind] += 1
+      if c.kind != "SINK": continue
+      res.graphs.append(_kernel_graph(r, c))
+      if programs and (p := c.program()) is not None:
+        g, rep = import_program(p, device=c.device, meta={"realize": r.index, "call": c.index})
+        res.graphs.append(GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep))
+  if check:
+    for g in res.graphs: g.check(evaluate)
+  res.seconds = time.perf_counter() - t0
+  return res
+
+
+def _tensor_graph(r) -> GraphResult:
+  g, rep = import_uops(r.roots, "tensor", meta={"realize": r.index})
+  inputs = {_input_name(u, "buf"): a for u, a in r.inputs.items()}
+  expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
+  return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected)
+
+
+def _kernel_graph(r, c) -> GraphResult:
+  g, rep = import_uops([c.body], "kernel", device=c.device, meta={"realize": r.index, "call": c.index})
+  names = _param_names(c.body, len(c.buffers))
+  inputs = {names[k]: (a if a is not None else np.zeros(b.size, _np(b))) for k, (a, b) in enumerate(zip(c.before, c.buffers))
+            if b is not None}
+  expected = {names[k]: a for k, a in enumerate(c.after) if a is not None}
+  return GraphResult(f"r{r.index}.k{c.index}.kernel", "kernel", g, rep, inputs, expected)
+
+
+def _np(buf):
+  from refimpl.numeric import np_dtype
+  from interop.tinygrad_import import dtype_name
+  return np_dtype(dtype_name(buf.dtype))
+
+
+def _input_name(u, prefix: str) -> str:
+  return u.arg.name if getattr(u.arg, "name", None) else f"{prefix}{u.arg.slot}"
+
+
+def _param_names(body, n: int) -> list[str]:
+  """The reference evaluator's input name of each kernel PARAM slot 0..n-1."""
+  names = {u.arg.slot: _input_name(u, "param") for u in body.toposort() if u.op.name == "PARAM" and hasattr(u.arg, "slot")}
+  return [names.get(k, f"param{k}") for k in range(n)]

@@ -1,0 +1,545 @@
+"""tinygrad UOps -> tinyspec graphs, driven by interop/tinygrad_map.yaml.
+
+    g, report = import_uops([tensor.uop], level="tensor")    # the realized tensors
+    g, report = import_uops([call.src[0]], level="kernel")   # a scheduled kernel's SINK
+    g, report = import_program(to_program(ast, renderer))    # a lowered PROGRAM
+
+How it works: a demand-driven walk from the roots. Each tinygrad UOp is converted in a
+*context* (what its consumer needs from it): a value of some dtype, a shape operand, a
+scalar index, a RANGE, or a store target. The map table names, per op, how its arg
+converts and which *form* builds it; each form is one generator below that asks for its
+sources (`yield source, context`) and returns the index of the node it made. The walk
+drives the generators with an explicit stack, so graphs of any depth import without
+recursion, and nodes are hash-consed (the same op, sources and arg give one node).
+
+What the table does not map is counted in the ImportReport and kept under tinygrad's name,
+so the validator names it too. tinygrad's dtypes and (at tensor level) shapes are written
+on the nodes as declared dtype/shape: the validator then checks that the spec derives
+the same properties tinygrad does (rules declared.dtype, declared.shape).
+"""
+from __future__ import annotations
+import base64
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+import yaml
+from tinyspec.frozen import key as _key
+from tinyspec.graph import Graph, Node
+
+MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@lru_cache(maxsize=None)
+def mapping() -> dict:
+  """The map table (interop/tinygrad_map.yaml)."""
+  return yaml.safe_load(MAP_PATH.read_text())
+
+
+def _tables():
+  from tinyspec.tables import tables
+  return tables()
+
+
+def dtype_name(dt) -> str | None:
+  """A tinygrad DType's tinyspec name (a weak dtype: its default), None when unmapped."""
+  m = mapping()
+  return m["weak"].get(dt.name) or m["dtypes"].get(dt.name)
+
+
+def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
+
+
+# ------------------------------------------------------------------ the report
+@dataclass
+class ImportReport:
+  """What an import did beyond one-to-one: `renamed` ("RECIPROCAL -> RECIP"), `forms`
+  (name -> count, see the table's `forms`) and `unmapped` (what the spec lacks: "op GETADDR",
+  "dtype float8_e4m3", "AxisType DEVICE", "ParamArg.axis" ... -> count)."""
+  renamed: Counter = field(default_factory=Counter)
+  forms: Counter = field(default_factory=Counter)
+  unmapped: Counter = field(default_factory=Counter)
+
+  def merge(self, other: "ImportReport") -> "ImportReport":
+    self.renamed.update(other.renamed); self.forms.update(other.forms); self.unmapped.update(other.unmapped)
+    return self
+
+  def to_json(self) -> dict:
+    return {k: dict(sorted(getattr(self, k).items())) for k in ("renamed", "forms", "unmapped")}
+
+  def lines(self) -> list[str]:
+    out = []
+    for title, c in (("unmapped (the spec has no counterpart)", self.unmapped), ("forms", self.forms), ("renamed", self.renamed)):
+      if c: out.append(f"{title}: " + ", ".join(f"{k} x{n}" for k, n in sorted(c.items())))
+    return out
+
+
+# ------------------------------------------------------------------ contexts
+# A context is a hashable tuple: what the consumer needs from a source.
+def V(dtype: str | None = None): return ("v", dtype)   # a value (dtype for a weak source)
+SHAPE = ("shape",)      # a shape operand: index CONST / VCONST (STACK when symbolic)
+INDEX = ("index",)      # a ()-shaped index value (a RANGE bound, a window offset)
+RANGE = ("range",)      # the RANGE node itself (END, REDUCE range slots)
+TARGET = ("target",)    # a STORE target: the INDEX, its mask kept aside
+
+
+class _Converter:
+  def __init__(self, level: str, device: str | None = None, declare: bool = True):
+    self.level, self.device, self.declare = level, device, declare
+    self.m, self.T = mapping(), _tables()
+    self.nodes: list[Node] = []
+    self._hc: dict = {}            # hash-consing: (op, src, arg, dtype, shape) -> node index
+    self.memo: dict = {}           # (uop, context) -> node index
+    self.masks: dict = {}          # INDEX node made in TARGET context -> its mask node
+    self.report = ImportReport()
+    self.range_ids: dict = {}
+
+  # ---- nodes
+  def add(self, op: str, src=(), arg=None, dtype=None, shape=None) -> int:
+    k = (op, tuple(src), _key(arg), dtype, None if shape is None else tuple(shape))
+    if (i := self._hc.get(k)) is None:
+      i = self._hc[k] = len(self.nodes)
+      self.nodes.append(Node(op, src, arg, dtype if self.declare else None, shape if self.declare else None))
+    return i
+
+  def const(self, value, dtype: str) -> int:
+    return self.add("CONST", (), {"value": _const_value(value, dtype), "dtype": dtype})
+
+  # ---- the walk
+  def convert(self, root, ctx) -> int:
+    if (root, ctx) in self.memo: return self.memo[(root, ctx)]
+    stack = [((root, ctx), self._form(root, ctx))]
+    send = None
+    while stack:
+      k, gen = stack[-1]
+      try:
+        req = gen.send(send)
+      except StopIteration as e:
+        self.memo[k] = send = e.value
+        stack.pop()
+        continue
+      if req in self.memo: send = self.memo[req]; continue
+      stack.append((req, self._form(*req)))
+      send = None
+    return self.memo[(root, ctx)]
+
+  def entry(self, u) -> dict:
+    return self.m["ops"].get(u.op.name) or {}
+
+  def _form(self, u, ctx):
+    if ctx == SHAPE: return self.f_shape(u)
+    if ctx == INDEX: return self.f_index_scalar(u)
+    e = self.entry(u)
+    form = e.get("form", "plain")
+    if isinstance(form, dict): form = form.get(self.level, "plain")
+    if u.op.name in self.m["unmapped"] or (u.op.name not in self.m["ops"] and u.op.name not in self.T.ops):
+      form = "unmapped"
+    return getattr(self, "f_" + form)(u, ctx)
+
+  # ---- names, dtypes, args
+  def op_name(self, u) -> str:
+    e = self.entry(u)
+    name = e.get("op", u.op.name)
+    if name != u.op.name: self.report.renamed[f"{u.op.name} -> {name}"] += 1
+    return name
+
+  def dtype_of(self, u, ctx=None) -> str:
+    """The tinyspec dtype u gets in ctx (weak dtypes adopt the context's)."""
+    if is_weak(u.dtype):
+      if ctx is not None and ctx[0] == "v" and ctx[1] is not None: return ctx[1]
+      return self.m["weak"][u.dtype.name]
+    d = self.m["dtypes"].get(u.dtype.name)
+    if d is None:
+      self.report.unmapped[f"dtype {u.dtype.name}"] += 1
+      return u.dtype.name
+    return d
+
+  def src_ctx(self, u, k: int, op: str, dtype: str):
+    """The context of u.src[k] when u becomes tinyspec op `op` with dtype `dtype`: a weak
+    source adopts the dtype of its slot group (see `weak` in the map table)."""
+    s = u.src[k]
+    od = self.T.ops.get(op)
+    if od is None: return V()
+    slot = od.slot_for(k)
+    if slot.kind == "shape": return SHAPE
+    if slot.kind == "range": return RANGE
+    if not is_weak(s.dtype): return V()
+    group = _slot_group(od, slot.name)
+    for j, t in enumerate(u.src):
+      if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and t.dtype.name in self.m["dtypes"]:
+        return V(self.m["dtypes"][t.dtype.name])
+    follows = _result_slot(od)
+    if follows is not None and follows in group: return V(dtype)
+    return V(self.m["weak"][s.dtype.name])
+
+  def declared(self, u, dtype):
+    """(dtype, shape) to declare on u's node: tinygrad's view of it."""
+    shape = None
+    if self.level == "tensor":
+      try: shape = tuple(int(x) for x in u.shape)
+      except Exception: shape = None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
+    return (None if dtype == "void" else dtype), shape
+
+  def arg_of(self, u, dtype):
+    kind = self.entry(u).get("arg", "none")
+    a = u.arg
+    if kind == "none":
+      if a is not None: self.report.unmapped[f"{u.op.name} arg {type(a).__name__}"] += 1
+      return None
+    if kind == "dtype": return self.m["dtypes"].get(a.name) or self.m["weak"].get(a.name) or self._unmapped_dtype(a)
+    if kind == "list": return list(a)
+    if kind == "int": return int(a)
+    if kind == "device": return {"device": _device(a)}
+    if kind == "kernel_info":
+      if a is None: return None
+      info = {"name": _ANSI.sub("", str(getattr(a, "name", "")))}
+      opts = getattr(a, "applied_opts", ())
+      if opts: info["opts"] = [repr(o) for o in opts]
+      return info
+    if kind == "call_info":
+      if a is not None: self.report.forms["CALL arg (CallInfo) dropped"] += 1
+      return None
+    if kind == "source": return {"text": str(a), "language": self.language}
+    if kind == "binary": return {"data": base64.b64encode(bytes(a)).decode()}
+    raise ValueError(f"interop/tinygrad_map.yaml: unknown arg kind {kind!r} for {u.op.name}")
+
+  def _unmapped_dtype(self, dt) -> str:
+    self.report.unmapped[f"dtype {dt.name}"] += 1
+    return dt.name
+
+  # ---- forms (generators: yield (source, context), get the node index back)
+  def f_plain(self, u, ctx):
+    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    srcs = []
+    for k, s in enumerate(u.src): srcs.append((yield s, self.src_ctx(u, k, op, dtype)))
+    return self.add(op, srcs, self.arg_of(u, dtype), *self.declared(u, dtype))
+
+  def f_unmapped(self, u, ctx):
+    self.report.unmapped[f"op {u.op.name}"] += 1
+    srcs = []
+    for s in u.src: srcs.append((yield s, V()))
+    arg = None if u.arg is None else _jsonable(u.arg)
+    return self.add(u.op.name, srcs, arg)
+
+  def f_const(self, u, ctx):
+    dtype = self.dtype_of(u, ctx)
+    if _is_invalid(u.arg):
+      self.report.unmapped["Invalid constant outside an index"] += 1
+      return self.add("CONST", (), {"value": "Invalid", "dtype": dtype})
+    return self.add("CONST", (), {"value": _const_value(u.arg, dtype), "dtype": dtype}, *self.declared(u, dtype))
+    yield  # noqa (a generator without sources)
+
+  def f_define(self, u, ctx):
+    """PARAM / BUFFER with a ParamArg."""
+    a, dtype = u.arg, self.dtype_of(u, ctx)
+    arg = {"slot": int(a.slot), "dtype": dtype}
+    dev = a.device if a.device is not None else None
+    if dev is None and u.op.name == "BUFFER":
+      dev = self.device or "CPU"
+      self.report.forms["BUFFER without a device takes the kernel's"] += 1
+    if dev is not None: arg["device"] = _device(dev)
+    if a.addrspace is not None and a.addrspace.name != "GLOBAL":
+      sp = self.m["addrspaces"].get(a.addrspace.name)
+      if sp is None: self.report.unmapped[f"AddrSpace {a.addrspace.name}"] += 1
+      arg["addrspace"] = sp or a.addrspace.name
+    if a.name is not None: arg["name"] = str(a.name)
+    for f in ("multiple_of", "axis"):
+      if getattr(a, f) is not None: self.report.unmapped[f"ParamArg.{f}"] += 1
+    if a.volatile: self.report.unmapped["ParamArg.volatile"] += 1
+    srcs = [(yield u.src[0], SHAPE)] if u.src else [self.add("VCONST", (), {"values": [], "dtype": "index"})]
+    if a.vmin_vmax is not None:
+      srcs += [self.const(a.vmin_vmax[0], dtype), self.const(a.vmin_vmax[1], dtype)]
+    elif len(u.src) > 1:
+      self.report.unmapped[f"{u.op.name} with {len(u.src)} sources"] += 1
+      for s in u.src[1:]: srcs.append((yield s, V()))
+    return self.add(self.op_name(u), srcs, arg, *self.declared(u, dtype))
+
+  def f_shaped(self, u, ctx):
+    """RESHAPE / PAD / SHRINK at tensor level: sources after the first are shape operands."""
+    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    srcs = [(yield u.src[0], V(dtype) if is_weak(u.src[0].dtype) else V())]
+    for s in u.src[1:]: srcs.append((yield s, SHAPE))
+    return self.add(op, srcs, None, *self.declared(u, dtype))
+
+  def f_expand(self, u, ctx):
+    """tinygrad's EXPAND(x, dims) prepends the axes `dims` (shape = dims + x.shape); the
+    spec's keeps the rank: RESHAPE(x, (1,)*k + x.shape), then EXPAND to the full shape."""
+    dtype = self.dtype_of(u, ctx)
+    x = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    try:
+      src_shape, shape = tuple(int(d) for d in u.src[0].shape), tuple(int(d) for d in u.shape)
+    except (TypeError, ValueError):
+      self.report.unmapped["EXPAND of a symbolic shape"] += 1
+      return self.add("EXPAND", (x, (yield u.src[1], SHAPE)), None)
+    self.report.forms["expand"] += 1
+    if len(shape) > len(src_shape):
+      x = self.add("RESHAPE", (x, self._vshape((1,) * (len(shape) - len(src_shape)) + src_shape)), None, dtype)
+    return self.add("EXPAND", (x, self._vshape(shape)), None, *self.declared(u, dtype))
+
+  def f_reduce(self, u, ctx):
+    dtype = self.dtype_of(u, ctx)
+    rop, n = u.arg[0].name, int(u.arg[1])
+    x = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    if self.level == "tensor":
+      self.report.forms["reduce"] += 1
+      r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
+      return self.add("RESHAPE", (r, self._vshape(tuple(u.shape))), None, *self.declared(u, dtype))
+    if n: self.report.unmapped["REDUCE over axes inside a kernel"] += 1
+    rngs = []
+    for s in u.src[1:]: rngs.append((yield s, RANGE))
+    return self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
+
+  def f_range(self, u, ctx):
+    bound = yield u.src[0], INDEX
+    if len(u.src) > 1: self.report.forms["RANGE nesting sources dropped"] += 1
+    *ids, axis = u.arg
+    ty = self.m["axis_types"].get(axis.name)
+    if ty is None:
+      self.report.unmapped[f"AxisType {axis.name}"] += 1
+      ty = axis.name
+    r = self.add("RANGE", (bound,), {"id": self.range_ids[tuple(ids)], "type": ty})
+    if ctx == RANGE or is_weak(u.dtype) or self.dtype_of(u) == "index": return r
+    self.report.forms["RANGE typed int (CAST where used as a value)"] += 1
+    return self.add("CAST", (r,), self.dtype_of(u), self.dtype_of(u))
+
+  def f_end(self, u, ctx):
+    body = yield u.src[0], V()
+    rngs = []
+    for s in u.src[1:]: rngs.append((yield s, RANGE))
+    return self.add("END", [body, *rngs])
+
+  def f_index(self, u, ctx):
+    """INDEX(buf, i...); an index WHERE(valid, i, Invalid) is a masked access."""
+    dtype = self.dtype_of(u, ctx)
+    buf = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    idx, masks = [], []
+    for s in u.src[1:]:
+      if s.op.name == "WHERE" and s.src[2].op.name == "CONST" and _is_invalid(s.src[2].arg):
+        masks.append((yield s.src[0], V()))
+        idx.append((yield s.src[1], V()))
+      else:
+        idx.append((yield s, V()))
+    node = self.add("INDEX", [buf, *idx], None, *self.declared(u, dtype))
+    if not masks: return node
+    mask = masks[0]
+    for m_ in masks[1:]: mask = self.add("AND", (mask, m_))
+    if ctx == TARGET:
+      self.report.forms["index (masked store)"] += 1
+      self.masks[node] = mask
+      return node
+    self.report.forms["index (masked read)"] += 1
+    return self.add("LOAD", (node, self.const(0, dtype), mask), None, dtype)
+
+  def f_store(self, u, ctx):
+    target = yield u.src[0], TARGET
+    tdtype = self.dtype_of(u.src[0])
+    val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
+    gates = [self.masks[target]] if target in self.masks else []
+    for s in u.src[2:]: gates.append((yield s, V()))
+    if len(gates) > 1: gates = [self.add("AND", tuple(gates))]
+    if target in self.masks: self.report.forms["store (mask as gate)"] += 1
+    return self.add("STORE", [target, val, *gates])
+
+  def f_stack(self, u, ctx):
+    dtype = self.dtype_of(u, ctx)
+    srcs = []
+    for s in u.src: srcs.append((yield s, V(dtype) if is_weak(s.dtype) else V()))
+    if not srcs: return self.add("VCONST", (), {"values": [], "dtype": dtype if dtype != "void" else "index"})
+    return self.add("STACK", srcs, None, *self.declared(u, dtype))
+
+  def f_load(self, u, ctx):
+    dtype = self.dtype_of(u, ctx)
+    srcs = [(yield u.src[0], V())]
+    for k, s in enumerate(u.src[1:], 1): srcs.append((yield s, V(dtype) if k == 1 and is_weak(s.dtype) else V()))
+    return self.add("LOAD", srcs, None, dtype)
+
+  def f_window(self, u, ctx):
+    """SHRINK(buf, offset, k) inside a kernel: INDEX(buf, offset + [0..k-1])."""
+    self.report.forms["window"] += 1
+    buf = yield u.src[0], V()
+    off_dtype = self.dtype_of(u.src[1])
+    off = yield u.src[1], V()
+    k = _fold_int(u.src[2])
+    if k is None:
+      self.report.unmapped["SHRINK window of symbolic size"] += 1
+      return self.add("SHRINK", (buf, off, (yield u.src[2], V())))
+    iota = self.add("VCONST", (), {"values": list(range(k)), "dtype": off_dtype})
+    return self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, self.dtype_of(u, ctx))
+
+  def f_trunc_div(self, u, ctx):
+    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    a = yield u.src[0], self.src_ctx(u, 0, op, dtype)
+    b = yield u.src[1], self.src_ctx(u, 1, op, dtype)
+    if _vmin(u.src[0]) >= 0 and _vmin(u.src[1]) > 0:
+      self.report.forms[f"{u.op.name} as {op} (operands non-negative)"] += 1
+      return self.add(op, (a, b), None, dtype)
+    name = self.entry(u)["template"]
+    self.report.forms[f"{u.op.name} via template {name}"] += 1
+    return self.template(name, {"A": a, "B": b}, dtype)
+
+  def f_linear(self, u, ctx):
+    for s in u.src: yield s, V()
+    return self.add("LINEAR", range(len(self.nodes)))
+
+  def f_program(self, u, ctx):
+    """PROGRAM(SINK, LINEAR, SOURCE?, BINARY?) -> PROGRAM(LINEAR, SOURCE?, BINARY?)."""
+    self.report.forms["program"] += 1
+    parts = []
+    for s in u.src[1:]: parts.append((yield s, V()))
+    info = {"name": _ANSI.sub("", str(getattr(u.arg, "name", "")))} if u.arg is not None else None
+    return self.add("PROGRAM", parts, info)
+
+  # ---- helpers
+  def f_shape(self, u):
+    """A shape operand: constant dims as an index CONST (one dim) or VCONST; symbolic dims
+    as a STACK of index values."""
+    if u.op.name == "STACK":
+      dims = [_fold_int(s) for s in u.src]
+      if None not in dims: return self.add("VCONST", (), {"values": dims, "dtype": "index"})
+      srcs = []
+      for s in u.src: srcs.append((yield s, INDEX))
+      return self.add("STACK", srcs)
+    return (yield u, INDEX)
+
+  def f_index_scalar(self, u):
+    """A ()-shaped index value: a constant folds to an index CONST (tinygrad's lowered
+    programs write CAST(CONST) in int32); anything else is converted and CAST if needed."""
+    v = _fold_int(u)
+    if v is not None:
+      if u.op.name == "CAST": self.report.forms["shape/bound CAST(CONST) folded to index"] += 1
+      return self.const(v, "index")
+    x = yield u, V("index")
+    if self.dtype_of(u, V("index")) == "index": return x
+    return self.add("CAST", (x,), "index", "index")
+
+  def _vshape(self, dims) -> int:
+    return self.add("VCONST", (), {"values": [int(d) for d in dims], "dtype": "index"})
+
+  def template(self, name: str, inputs: dict, dtype: str) -> int:
+    """Instantiate a template of the map table (step lists: {as, op, src, arg})."""
+    t = self.m["templates"][name]
+    env, last = dict(inputs), None
+    for step in t["steps"]:
+      srcs = [self.const(s["const"], s.get("dtype", dtype)) if isinstance(s, dict) else env[s] for s in step["src"]]
+      arg = step.get("arg")
+      if arg == "$dtype": arg = dtype
+      last = self.add(step["op"], srcs, arg)
+      if "as" in step: env[step["as"]] = last
+    return last
+
+  def number_ranges(self, roots) -> None:
+    """RANGE ids: tinygrad's single-int ids when all are, else numbered in sorted order."""
+    ids = sorted({tuple(u.arg[:-1]) for u in _toposort(roots) if u.op.name == "RANGE"})
+    simple = all(len(i) == 1 and isinstance(i[0], int) and i[0] >= 0 for i in ids)
+    self.range_ids = {i: (i[0] if simple else n) for n, i in enumerate(ids)}
+    if not simple: self.report.forms["RANGE ids renumbered"] += len(ids)
+
+
+@lru_cache(maxsize=None)
+def _slot_group_cached(opname: str, slot: str) -> frozenset:
+  od = _tables().ops[opname]
+  links = {s.name: s.dtype["same"] for s in od.slots if isinstance(s.dtype, dict) and "same" in s.dtype}
+  root = links.get(slot, slot)
+  return frozenset({root} | {n for n, r in links.items() if r == root})
+
+
+def _slot_group(od, slot: str) -> frozenset:
+  """The slots that must share `slot`'s dtype (linked by `dtype: {same: X}`)."""
+  return _slot_group_cached(od.name, slot)
+
+
+@lru_cache(maxsize=None)
+def _result_slot_cached(opname: str) -> str | None:
+  od = _tables().ops[opname]
+  expr = (od.derive_src.get("dtype") or ("",))[0].strip()
+  m = re.fullmatch(r"src\[(\d+)\]\.dtype", expr)
+  if not m: return None
+  k = int(m.group(1))
+  return od.slot_for(k).name if k < len(od.slots) or od.slots and od.slots[-1].variadic else None
+
+
+def _result_slot(od) -> str | None:
+  """The slot whose dtype the spec gives the result (`dtype: src[k].dtype`), or None."""
+  return _result_slot_cached(od.name)
+
+
+def _toposort(roots):
+  from tinygrad.uop.ops import UOp
+  return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
+
+
+def _is_invalid(v) -> bool: return type(v).__name__ == "InvalidType"
+
+
+def _vmin(u):
+  try: return u.vmin
+  except Exception: return -math.inf   # noqa: BLE001 (no range known: assume it may be negative)
+
+
+def _fold_int(u) -> int | None:
+  """The integer a CONST (or CAST of one) holds, else None."""
+  while u.op.name == "CAST" and len(u.src) == 1: u = u.src[0]
+  if u.op.name == "CONST" and isinstance(u.arg, int) and not isinstance(u.arg, bool): return int(u.arg)
+  return None
+
+
+def _device(d):
+  return list(d) if isinstance(d, tuple) else str(d)
+
+
+def _const_value(v, dtype: str):
+  """A Python constant as the file format writes it in `dtype` (ints wrap, float specials
+  become strings)."""
+  from tinyspec.dtypes import dtype as spec_dtype
+  d = spec_dtype(dtype)
+  if d.cls == "float":
+    f = float(v)
+    if math.isnan(f): return "nan"
+    if math.isinf(f): return "inf" if f > 0 else "-inf"
+    return f
+  if d.cls == "bool": return bool(v)
+  if d.cls in ("int", "uint", "index"):
+    i = int(v)
+    bits = d.itemsize * 8
+    i &= (1 << bits) - 1
+    if d.cls != "uint" and i >= 1 << (bits - 1): i -= 1 << bits
+    return i
+  return v
+
+
+def _jsonable(a):
+  if a is None or isinstance(a, (bool, int, float, str)): return a
+  if isinstance(a, (tuple, list)): return [_jsonable(x) for x in a]
+  return repr(a)
+
+
+# ------------------------------------------------------------------ entry points
+def import_uops(roots, level: str, device: str | None = None, declare: bool = True, meta: dict | None = None):
+  """tinygrad UOps (the roots of one graph) -> (tinyspec Graph, ImportReport).
+  level: tensor (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR)."""
+  cv = _Converter(level, device, declare)
+  cv.language = None
+  cv.number_ranges(list(roots))
+  idx = [cv.convert(r, V()) for r in roots]
+  return _graph(cv, idx, level, meta), cv.report
+
+
+def import_program(prg, device: str | None = None, declare: bool = True, meta: dict | None = None):
+  """A lowered tinygrad PROGRAM (codegen.to_program) -> (program-level Graph, ImportReport)."""
+  cv = _Converter("program", device, declare)
+  cv.language = _language(device)
+  cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])
+  root = cv.convert(prg, V())
+  return _graph(cv, [root], "program", meta), cv.report
+
+
+def _language(device: str | None) -> str | None:
+  return {"CPU": "c", "CL": "opencl", "PYTHON": "python"}.get((device or "").split(":")[0], (device or "").lower() or None)
+
+
+def _graph(cv: _Converter, roots: list[int], level: str, meta) -> Graph:
+  r = None if roots == [len(cv.nodes) - 1] else roots
+  return Graph(cv.nodes, r, level, dict(meta or {}))
