@@ -127,6 +127,7 @@ def measure(name: str, nodes: list[dict], repeat: int, profile: bool) -> float:
       best_load, best_val = min(best_load, t1 - t0), min(best_val, t2 - t1)
       del g, res
     if profile:
+      g, _ = load_file(path)
       pr = cProfile.Profile(); pr.enable(); validate(g, file=path); pr.disable()
       pstats.Stats(pr).sort_stats("tottime").print_stats(12)
   n = len(nodes)
