@@ -1,10 +1,14 @@
-"""`tinyspec conformance`: run the conformance cases through backends and summarize.
+"""`tinyspec conformance` and `tinyspec fuzz`.
 
-Today the cases are the rule corpus (conformance/rules) and the backend is tinyspec's
-own validator; backends registered with conformance.runner.register_backend show up in
---backend. Prints failures (every case with -v) and the line `N passed, N failed`.
-Exit 0 when every case passes, 1 when some fail or error, 2 for bad usage or a corpus
-that cannot be read.
+  tinyspec conformance                                  # the rule corpus through tinyspec's validator
+  tinyspec conformance --backend c [--cases DIR] [-k PATTERN] [--junit FILE] [--json FILE]
+                       [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
+                       [--coverage docs/conformance-results.json]
+  tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
+
+Prints the failures (every case with -v) and the line `N passed, N failed, ...`. Exit 0
+when there is no unexpected result (no failure, error or unexpected pass), 1 when there
+is, 2 for bad usage, an unknown or unavailable backend, or a corpus that cannot be read.
 """
 from __future__ import annotations
 import json
@@ -14,55 +18,123 @@ from tinyspec.cli import command
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
-@command("conformance", "run the conformance suite (today: the rule corpus through the validator)")
+def _err(msg: str) -> int:
+  print(f"tinyspec conformance: {msg}", file=sys.stderr)
+  return EXIT_UNREADABLE
+
+
+def _is_rule_corpus(d: Path | None) -> bool:
+  from conformance.rulecases import RULES_DIR, EXPECT_SUFFIX
+  if d is None: return False
+  d = Path(d)
+  return d.resolve() == RULES_DIR.resolve() or (d.is_dir() and next(d.rglob("*" + EXPECT_SUFFIX), None) is not None
+                                                 and next(d.rglob("case.json"), None) is None)
+
+
+@command("conformance", "run the conformance suite: the case corpus through a backend (or the rule corpus through the validator)")
 def _conformance_cmd(sub):
   from conformance import runner
   p = sub.add_parser("conformance", help="run the conformance suite",
-                     description="Run the conformance cases through backends. Exit 0 when all pass, 1 when some fail, "
-                                 "2 for bad usage or an unreadable corpus.")
-  p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: conformance/rules)")
+                     description="Run the conformance cases through backends. Without --backend: the rule corpus "
+                                 "(conformance/rules) through tinyspec's validator. With --backend NAME (ref, c, opencl, any "
+                                 "registered one, cmd:COMMAND or the path of an executable speaking the protocol of "
+                                 "conformance/protocol.py): the case corpus (conformance/cases). Exit 0 when there is no "
+                                 "unexpected result, 1 when there is, 2 for bad usage or an unreadable corpus.")
+  p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: conformance/cases, or conformance/rules for the validator)")
   p.add_argument("-k", dest="patterns", metavar="PATTERN", action="append",
                  help="run only cases whose id contains PATTERN (or matches it as a glob); repeat to narrow further")
   p.add_argument("--backend", dest="backends", metavar="NAME", action="append",
-                 help=f"backend to run (repeatable; default: {', '.join(runner.DEFAULT_BACKENDS)}; known: {', '.join(sorted(runner.BACKENDS))})")
+                 help=f"backend to run (repeatable; default: {', '.join(runner.DEFAULT_BACKENDS)})")
   p.add_argument("--json", metavar="FILE", help="also write every result as JSON to FILE")
+  p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
+  p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
+  p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
+  p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml)")
+  p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
+  p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
   p.add_argument("--list", action="store_true", help="list the selected cases and exit")
 
+  def show(a, r):
+    if r.status in ("pass", "skip", "unsupported", "xfail") and not a.verbose: return
+    line = f"{r.status.upper():5s} {r.backend} {r.case}"
+    print(line + (f": {r.message}" if r.message else ""), flush=True)
+
   def run(a) -> int:
-    from conformance.rulecases import CorpusError
     names = a.backends or list(runner.DEFAULT_BACKENDS)
-    unknown = [n for n in names if n not in runner.BACKENDS]
-    if unknown:
-      print(f"tinyspec conformance: unknown backend(s) {', '.join(unknown)} (known: {', '.join(sorted(runner.BACKENDS))})", file=sys.stderr)
-      return EXIT_UNREADABLE
-    try:
-      cases = runner.select(runner.load_cases(a.cases), a.patterns)
-    except CorpusError as e:
-      print(f"tinyspec conformance: {e}", file=sys.stderr)
-      return EXIT_UNREADABLE
-    if not cases:
-      print("tinyspec conformance: no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""), file=sys.stderr)
-      return EXIT_UNREADABLE
-    if a.list:
-      for c in cases: print(c.id)
-      return EXIT_OK
-    backends = [runner.BACKENDS[n]() for n in names]
-
-    def show(r):
-      if r.status == "pass" and not a.verbose: return
-      if r.status == "skip" and not a.verbose: return
-      line = f"{r.status.upper():5s} {r.backend} {r.case}"
-      print(line + (f": {r.message}" if r.message else ""))
-
-    results = runner.run(cases, backends, show)
-    c = runner.counts(results)
-    print(runner.summary_line(c))
-    if a.json:
-      try:
-        Path(a.json).write_text(json.dumps(runner.report_json(results, names, str(a.cases or "conformance/rules")), indent=1) + "\n")
-      except OSError as e:
-        print(f"tinyspec conformance: cannot write {a.json}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    return EXIT_OK if c["fail"] == 0 and c["error"] == 0 else EXIT_INVALID
+    judges = [n for n in names if n in runner.BACKENDS]
+    execs = [n for n in names if n not in runner.BACKENDS]
+    if judges and execs: return _err("judges of the rule corpus (validator) and executing backends run separately")
+    if judges or (not execs and _is_rule_corpus(a.cases)):
+      return _run_judges(a, judges or list(runner.DEFAULT_BACKENDS), show)
+    return _run_execs(a, execs, show)
   return p, run
+
+
+def _run_judges(a, names, show) -> int:
+  from conformance import runner
+  from conformance.rulecases import CorpusError
+  try:
+    cases = runner.select(runner.load_cases(a.cases), a.patterns)
+  except CorpusError as e:
+    return _err(str(e))
+  if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  if a.list:
+    for c in cases: print(c.id)
+    return EXIT_OK
+  backends = [runner.BACKENDS[n]() for n in names]
+  results = runner.run(cases, backends, lambda r: show(a, r))
+  return _finish(a, results, names, str(a.cases or "conformance/rules"))
+
+
+def _run_execs(a, names, show) -> int:
+  from conformance import runner
+  from conformance.corpus import load_cases, CaseError
+  from conformance.execute import CaseRunner, BackendUnavailable, coverage
+  from conformance.manifest import load_manifest, ManifestError
+  from conformance.report import Progress, merge_coverage
+  try: cases = runner.select(load_cases(a.cases), a.patterns)
+  except CaseError as e: return _err(str(e))
+  if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  if a.list:
+    for c in cases: print(c.id)
+    return EXIT_OK
+  if a.workers < 1: return _err("--workers must be at least 1")
+  results = []
+  for name in names:
+    try:
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch)
+      r.manifest = load_manifest(r.name, a.manifest)
+      r.capabilities()
+    except (KeyError, ManifestError, BackendUnavailable) as e:
+      return _err(str(e).strip('"'))
+    bar = Progress(len(cases), r.name, True if a.progress else None)
+    def on(res, bar=bar):
+      bar.update(res)
+      if res.status in ("fail", "error", "xpass") or a.verbose:
+        if bar.on and bar.tty: sys.stderr.write("\r\033[K"); sys.stderr.flush()
+        show(a, res)
+    r.on_result = on
+    res = r.run(cases)
+    bar.close()
+    results += res
+    if a.coverage:
+      try: merge_coverage(a.coverage, r.name, coverage(cases, res))
+      except OSError as e: return _err(f"cannot write {a.coverage}: {e.strerror or e}")
+    stale = r.manifest.unused([c.id for c in load_cases(a.cases)])
+    if stale: print(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}", file=sys.stderr)
+  return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"))
+
+
+def _finish(a, results, names, cases_dir) -> int:
+  from conformance import runner
+  from conformance.report import junit_xml
+  c = runner.counts(results)
+  print(runner.summary_line(c))
+  try:
+    if a.json: Path(a.json).write_text(json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
+    if a.junit: Path(a.junit).write_text(junit_xml(results, "tinyspec conformance"))
+  except OSError as e:
+    return _err(f"cannot write {e.filename}: {e.strerror or e}")
+  return EXIT_OK if runner.ok(c) else EXIT_INVALID

@@ -1,11 +1,15 @@
 """The conformance runner: cases through backends, one Result per (case, backend).
 
-A *case* is anything with an `id` and a `kind` (today: the rule corpus, `kind == "rule"`,
-see conformance/rulecases.py). A *backend* says which kinds of case it can judge
-(`supports`) and judges one (`run`). tinyspec's own validator is the pseudo-backend
-`validator`; evaluators and compilers register themselves the same way
-(`register_backend`) and take the case kinds they understand. The runner never lets an
-exception out of a case: a backend that crashes gives a Result with status `error`.
+A *case* is anything with an `id` and a `kind`. Here: the rule corpus (`kind == "rule"`,
+conformance/rulecases.py) judged in process by *judges* such as tinyspec's own validator
+(the pseudo-backend `validator`; more with `register_backend`). Executing backends (ref,
+c, opencl, external programs) run the case corpus in worker processes:
+conformance/execute.py, which reports through the same Result. The runner never lets an
+exception out of a case: a judge that crashes gives a Result with status `error`.
+
+Statuses: pass, fail, error (crash, hang, exception), skip (a judge that does not take
+the case), xfail / xpass (failed / passed against the backend's manifest),
+unsupported (the backend does not declare an op, dtype or device the case needs).
 """
 from __future__ import annotations
 import fnmatch
@@ -15,7 +19,8 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable, Iterable
 
-STATUSES = ("pass", "fail", "error", "skip")
+STATUSES = ("pass", "fail", "error", "skip", "xfail", "xpass", "unsupported")
+UNEXPECTED = ("fail", "error", "xpass")   # a run with any of these exits 1
 
 
 @dataclass
@@ -105,11 +110,19 @@ def counts(results: Iterable[Result]) -> dict[str, int]:
   return c
 
 
+def ok(c: dict[str, int]) -> bool:
+  """No unexpected result: nothing failed, errored or passed against the manifest."""
+  return not any(c.get(s) for s in UNEXPECTED)
+
+
 def summary_line(c: dict[str, int]) -> str:
   """`N passed, N failed`, plus errors and skips when there are any."""
   s = f"{c['pass']} passed, {c['fail']} failed"
   if c["error"]: s += f", {c['error']} errors"
   if c["skip"]: s += f", {c['skip']} skipped"
+  if c.get("xfail"): s += f", {c['xfail']} expected failures"
+  if c.get("xpass"): s += f", {c['xpass']} unexpected passes"
+  if c.get("unsupported"): s += f", {c['unsupported']} unsupported"
   return s
 
 

@@ -1,0 +1,184 @@
+"""The case corpus (conformance/cases/, layout in its README.md): reading and writing cases.
+
+A case is a folder holding `case.json` (the metadata), the graph file and .npy arrays.
+Positive cases give inputs, the expected outputs and per-output tolerances; negative
+cases name an invalid graph (usually one of the rule corpus, conformance/rules) and the
+rule id a backend must refuse it by. Arrays are stored in the NumPy dtype that
+spec/dtypes.yaml `np` names, except bfloat16, stored as its uint16 bit patterns (the .npy
+format has no bfloat16), so that any NumPy-reading program can use the corpus.
+"""
+from __future__ import annotations
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+import numpy as np
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+CASE_FILE = "case.json"
+FORMAT = "tinyspec-case"
+VERSION = 1
+
+
+class CaseError(Exception):
+  """A malformed case folder (a bug in the corpus, not in a backend)."""
+
+
+# ------------------------------------------------------------------ arrays
+def storage_dtype(dt: str) -> np.dtype:
+  """The dtype a dtype's values are stored in on disk."""
+  if dt == "bfloat16": return np.dtype(np.uint16)
+  from refimpl.numeric import NP
+  return NP[dt]
+
+
+def to_disk(x: np.ndarray, dt: str) -> np.ndarray:
+  x = np.array(x, order="C", copy=True)   # (not ascontiguousarray: it makes a ()-shaped array (1,))
+  if dt == "bfloat16": return x.view(np.uint16)
+  return x.astype(storage_dtype(dt), copy=False)
+
+
+def from_disk(x: np.ndarray, dt: str) -> np.ndarray:
+  from refimpl.numeric import NP
+  if dt == "bfloat16": return np.array(x, order="C", copy=True).view(NP["bfloat16"])
+  return x.astype(NP[dt], copy=False)
+
+
+def save_array(path: Path, x: np.ndarray, dt: str) -> None:
+  np.save(path, to_disk(np.asarray(x), dt), allow_pickle=False)
+
+
+def load_array(path: Path, dt: str) -> np.ndarray:
+  return from_disk(np.load(path, allow_pickle=False), dt)
+
+
+def dtype_of_array(x: np.ndarray) -> str:
+  """The tinyspec dtype name of a NumPy array (int64 reads as int64, not index)."""
+  from refimpl.numeric import NP
+  for name, t in NP.items():
+    if name != "index" and t == x.dtype: return name
+  raise TypeError(f"no tinyspec dtype for NumPy dtype {x.dtype}")
+
+
+# ------------------------------------------------------------------ cases
+@dataclass
+class Output:
+  name: str
+  file: Path
+  dtype: str
+  ulp: object = 0              # a number or a Path to a float64 .npy of per-element bounds
+  ulp_decomposed: object = 0
+
+  def bounds(self, decomposed: bool = False):
+    b = self.ulp_decomposed if decomposed else self.ulp
+    return np.load(b, allow_pickle=False) if isinstance(b, Path) else float(b)
+
+
+@dataclass
+class ExecCase:
+  id: str
+  dir: Path
+  kind: str                   # "positive" or "negative"
+  graph: Path
+  level: str = "auto"
+  ops: list = field(default_factory=list)
+  covers: list = field(default_factory=list)   # [op, dtype] pairs the case stands for in the coverage
+  dtypes: list = field(default_factory=list)
+  devices: list = field(default_factory=list)
+  uses: dict = field(default_factory=dict)     # op -> levels the graph uses it at
+  inputs: dict = field(default_factory=dict)   # name -> (Path, dtype)
+  outputs: dict = field(default_factory=dict)  # name -> Output
+  expect: dict = field(default_factory=dict)   # negative: {"rule", "node", "exit"}
+  description: str = ""
+  sha256: str = ""
+  meta: dict = field(default_factory=dict)
+
+  @property
+  def valid(self) -> bool: return self.kind == "positive"
+
+  def load_inputs(self) -> dict:
+    return {k: load_array(p, dt) for k, (p, dt) in self.inputs.items()}
+
+  def load_expected(self) -> dict:
+    return {k: load_array(o.file, o.dtype) for k, o in self.outputs.items()}
+
+
+def _case(path: Path, root: Path) -> ExecCase:
+  try:
+    d = json.loads(path.read_text())
+    if d.get("format") != FORMAT: raise ValueError(f"format is {d.get('format')!r}, not {FORMAT!r}")
+    base = path.parent
+    def ulp(v): return base / v if isinstance(v, str) else float(v)
+    outs = {k: Output(k, base / o["file"], o["dtype"], ulp(o.get("ulp", 0)), ulp(o.get("ulp_decomposed", o.get("ulp", 0))))
+            for k, o in d.get("outputs", {}).items()}
+    return ExecCase(
+      id=d.get("id") or base.relative_to(root).as_posix(), dir=base, kind=d["kind"], graph=(base / d["graph"]).resolve(),
+      level=d.get("level", "auto"), ops=list(d.get("ops", [])), covers=[tuple(c) for c in d.get("covers", [])],
+      dtypes=list(d.get("dtypes", [])), devices=list(d.get("devices", [])), uses={k: set(v) for k, v in d.get("uses", {}).items()},
+      inputs={k: (base / v["file"], v["dtype"]) for k, v in d.get("inputs", {}).items()}, outputs=outs,
+      expect=dict(d.get("expect", {})), description=d.get("description", ""), sha256=d.get("sha256", ""), meta=d)
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise CaseError(f"{path}: not a valid case ({type(e).__name__}: {e})") from None
+
+
+def load_cases(root: Path | str | None = None) -> list[ExecCase]:
+  """Every case under root (default conformance/cases), sorted by id."""
+  root = Path(root) if root is not None else CASES_DIR
+  if not root.is_dir(): raise CaseError(f"{root}: no such directory")
+  return sorted((_case(p, root) for p in root.rglob(CASE_FILE)), key=lambda c: c.id)
+
+
+def case_digest(graph_bytes: bytes, files: list[tuple[str, bytes]]) -> str:
+  """sha256 over the graph file and every array file, in name order."""
+  h = hashlib.sha256()
+  h.update(b"graph\0" + graph_bytes)
+  for name, data in sorted(files):
+    h.update(b"\0" + name.encode() + b"\0" + data)
+  return h.hexdigest()
+
+
+def digest_of(case: ExecCase) -> str:
+  files = [(p.name, p.read_bytes()) for p, _ in case.inputs.values()]
+  for o in case.outputs.values():
+    files.append((o.file.name, o.file.read_bytes()))
+    for b in (o.ulp, o.ulp_decomposed):
+      if isinstance(b, Path) and b.name not in {n for n, _ in files}: files.append((b.name, b.read_bytes()))
+  return case_digest(_bytes_or_empty(case.graph), files)
+
+
+def _bytes_or_empty(p: Path) -> bytes:
+  """A graph file's bytes; b"" for the negative cases whose point is a missing file."""
+  try: return p.read_bytes()
+  except OSError: return b""
+
+
+def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, outputs: dict) -> dict:
+  """Write one case. `inputs`: name -> (array, dtype); `outputs`: name -> (array, dtype,
+  ulp, ulp_decomposed) where the bounds are numbers or per-element arrays. Returns the
+  metadata written (with file names and the sha256)."""
+  folder.mkdir(parents=True, exist_ok=True)
+  files: list[tuple[str, bytes]] = []
+  def put(name, arr, dt):
+    p = folder / name
+    save_array(p, arr, dt) if dt is not None else np.save(p, arr, allow_pickle=False)
+    files.append((name, p.read_bytes()))
+    return name
+  m = dict(meta)
+  m["format"], m["version"] = FORMAT, VERSION
+  if graph_text is not None:
+    (folder / "graph.json").write_text(graph_text)
+    m["graph"] = "graph.json"
+  m["inputs"] = {k: {"file": put(f"in.{k}.npy", a, dt), "dtype": dt} for k, (a, dt) in sorted(inputs.items())}
+  outs = {}
+  for k, (a, dt, ulp, ulpd) in sorted(outputs.items()):
+    o = {"file": put(f"out.{k}.npy", a, dt), "dtype": dt}
+    for key, b, tag in (("ulp", ulp, "ulp"), ("ulp_decomposed", ulpd, "ulpd")):
+      if np.ndim(b) == 0: o[key] = float(b) if not float(b).is_integer() else int(b) if np.isfinite(b) else "inf"
+      else: o[key] = put(f"{tag}.{k}.npy", np.asarray(b, np.float64), None)
+    if o["ulp"] == "inf" or o["ulp_decomposed"] == "inf": raise ValueError(f"{k}: an unbounded output needs a bounds array")
+    outs[k] = o
+  m["outputs"] = outs
+  gpath = (folder / m["graph"]).resolve()
+  m["sha256"] = case_digest(_bytes_or_empty(gpath), files)
+  (folder / CASE_FILE).write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+  return m

@@ -1,0 +1,256 @@
+"""Running the case corpus through an executing backend, each worker a separate process.
+
+  r = CaseRunner("c", workers=2)          # a registered name, or an external command
+  results = r.run(cases)                  # one runner.Result per case
+
+Every backend runs behind the protocol of conformance/protocol.py: a registered Python
+backend in `python -m conformance.worker`, any other program directly. A crash, an abort
+or a hang (past `timeout` seconds) fails the case being run, and the worker process is
+started again for the next one. Cases whose ops, dtypes or devices the backend does not
+declare in its capabilities are `unsupported` (not run). The backend's manifest
+(conformance/manifest.py) turns failures into expected failures and passes of listed
+cases into unexpected passes. Tensor-level cases may be merged into one graph per run
+(conformance/batch.py) for backends that say so (`batch`); a case that does not pass in
+a batch is run again on its own, and that run decides.
+"""
+from __future__ import annotations
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+import numpy as np
+from conformance.runner import Result
+from conformance.protocol import BackendProcess, BackendDied, worker_command, split_command
+from conformance.corpus import from_disk, load_array, storage_dtype
+from conformance.compare import describe
+from conformance.manifest import Manifest
+
+
+class BackendUnavailable(Exception):
+  pass
+
+
+@dataclass
+class BackendSpec:
+  label: str            # the name results and the manifest use
+  command: list         # how to start it
+  python: bool          # a registered Python backend (served by conformance.worker)
+
+
+def resolve_backend(spec: str) -> BackendSpec:
+  """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable."""
+  if spec.startswith("cmd:"):
+    cmd = split_command(spec[4:])
+    if not cmd: raise KeyError("cmd: needs a command line")
+    return BackendSpec(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem, cmd, False)
+  p = Path(spec)
+  if p.is_file() and os.access(p, os.X_OK) and ("/" in spec or os.sep in spec):
+    return BackendSpec(p.stem, [str(p.resolve())], False)
+  from tinyspec.backends import backend_names
+  if spec not in backend_names():
+    raise KeyError(f"unknown backend {spec!r} (registered: {', '.join(backend_names())}; or cmd:COMMAND, or the path of an executable)")
+  return BackendSpec(spec, worker_command(spec), True)
+
+
+# ------------------------------------------------------------------ judging one answer
+def judge_positive(case, outputs: dict, decomposed: bool) -> str | None:
+  """None when the backend's outputs (arrays as read from the protocol's .npy files)
+  match the case's expected outputs, else what is wrong."""
+  for name, o in case.outputs.items():
+    if name not in outputs: return f"{name}: missing (got {', '.join(sorted(outputs)) or 'no outputs'})"
+    got = np.asarray(outputs[name])
+    if got.dtype != storage_dtype(o.dtype): return f"{name}: dtype {got.dtype}, expected {o.dtype}"
+    msg = describe(from_disk(got, o.dtype), load_array(o.file, o.dtype), o.dtype, o.bounds(decomposed))
+    if msg: return f"{name}: {msg}"
+  return None
+
+
+def judge_negative(case, answer: dict) -> str | None:
+  want = case.expect.get("rule")
+  if answer.get("ok"): return f"accepted an invalid graph (it breaks {want})"
+  got = answer.get("rule")
+  if got and want and got != want and case.expect.get("only", True):
+    return f"refused with rule {got}, expected {want}"
+  return None
+
+
+# ------------------------------------------------------------------ the runner
+class CaseRunner:
+  def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
+               manifest: Manifest | None = None, on_result=None, env: dict | None = None):
+    self.spec = resolve_backend(backend)
+    self.workers = max(1, int(workers))
+    self.timeout = float(timeout)
+    self.batch = batch
+    self.manifest = manifest or Manifest()
+    self.on_result = on_result
+    self.env = env
+    self.caps = None
+    self.name = self.spec.label
+    self._lock = threading.Lock()
+    self._procs: list[BackendProcess] = []
+
+  def _new_process(self) -> BackendProcess:
+    env = dict(os.environ if self.env is None else self.env)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return BackendProcess(self.spec.command, env=env)
+
+  def capabilities(self):
+    """Start one backend process and read its capabilities (BackendUnavailable if it
+    does not start or refuses hello)."""
+    if self.caps is not None: return self.caps
+    from tinyspec.backends import Capabilities
+    p = self._new_process()
+    try: hello = p.start(timeout=max(self.timeout, 120.0))
+    except BackendDied as e:
+      p.stop()
+      raise BackendUnavailable(f"backend {self.name} is not available: {e}") from None
+    self.caps = Capabilities.from_json(hello.get("capabilities") or {})
+    self.decomposed = self.caps.decomposed
+    if self.spec.python:
+      from tinyspec.backends import get_backend
+      b = get_backend(self.spec.label)
+      self.batch = self.batch if self.batch is not None else getattr(b, "batch", 1)
+    self._procs.append(p)
+    return self.caps
+
+  def unsupported(self, case) -> str | None:
+    if case.kind != "positive": return None
+    miss = self.caps.missing(case.uses, case.dtypes, case.devices)
+    return ("needs " + ", ".join(miss[:4]) + (" ..." if len(miss) > 4 else "")) if miss else None
+
+  # -- running
+  def run(self, cases) -> list[Result]:
+    self.capabilities()
+    results: dict[str, Result] = {}
+    todo = []
+    for c in cases:
+      why = self.unsupported(c)
+      if why: self._record(results, Result(c.id, self.name, "unsupported", why))
+      else: todo.append(c)
+    units = self._units(todo)
+    q: queue.Queue = queue.Queue()
+    for u in units: q.put(u)
+    tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
+    try:
+      n = min(self.workers, max(1, len(units)))
+      while len(self._procs) < n: self._procs.append(self._new_process())   # started when first used
+      threads = [threading.Thread(target=self._work, args=(self._procs[k], k, q, results, tmp), daemon=True) for k in range(n)]
+      for t in threads: t.start()
+      for t in threads: t.join()
+    finally:
+      for p in self._procs: p.stop()
+      shutil.rmtree(tmp, ignore_errors=True)
+    return [results[c.id] for c in cases if c.id in results]
+
+  def _units(self, cases) -> list[list]:
+    from conformance.batch import batchable
+    size = max(1, int(self.batch or 1))
+    if size == 1: return [[c] for c in cases]
+    singles = [[c] for c in cases if not batchable(c)]
+    group = [c for c in cases if batchable(c)]
+    return [group[k:k + size] for k in range(0, len(group), size)] + singles
+
+  def _record(self, results, r: Result):
+    reason = self.manifest.reason(r.case) if r.status in ("pass", "fail", "error") else None
+    if reason is not None:
+      if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
+      else: r.status, r.message = "xfail", f"{r.message} (expected: {reason})"
+    with self._lock:
+      results[r.case] = r
+      if self.on_result: self.on_result(r)
+
+  def _work(self, proc: BackendProcess, k: int, q: queue.Queue, results, tmp: Path):
+    n = 0
+    while True:
+      try: unit = q.get_nowait()
+      except queue.Empty: return
+      n += 1
+      d = tmp / f"w{k}-{n}"
+      d.mkdir()
+      try:
+        if len(unit) == 1: self._record(results, self._run_one(proc, unit[0], d))
+        else:
+          for r in self._run_batch(proc, unit, d):
+            if r.status == "pass": self._record(results, r)
+            else: q.put([next(c for c in unit if c.id == r.case)])   # decided by a run on its own
+      except Exception as e:   # a broken case folder (or a bug here): that case's error, and the run goes on
+        for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
+      finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+  def _ensure(self, proc: BackendProcess):
+    if not proc.alive(): proc.start(timeout=max(self.timeout, 120.0))
+
+  def _request(self, proc, msg, timeout) -> dict:
+    self._ensure(proc)
+    return proc.request(msg, timeout)
+
+  def _run_one(self, proc, case, d: Path) -> Result:
+    t0 = time.perf_counter()
+    msg = {"cmd": "run", "id": case.id, "graph": str(case.graph), "out_dir": str(d),
+           "inputs": {k: str(p) for k, (p, _) in case.inputs.items()}, "dtypes": {k: dt for k, (_, dt) in case.inputs.items()}}
+    try:
+      ans = self._request(proc, msg, self.timeout)
+    except BackendDied as e:
+      return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
+    return Result(case.id, self.name, *self._judge(case, ans), time.perf_counter() - t0)
+
+  def _judge(self, case, ans: dict) -> tuple[str, str]:
+    if case.kind == "negative":
+      why = judge_negative(case, ans)
+      return ("fail", why) if why else ("pass", "")
+    if not ans.get("ok"):
+      return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000]
+    try: outs = {k: np.load(p, allow_pickle=False) for k, p in (ans.get("outputs") or {}).items()}
+    except (OSError, ValueError) as e: return "fail", f"unreadable output: {e}"
+    why = judge_positive(case, outs, self.decomposed)
+    return ("fail", why) if why else ("pass", "")
+
+  def _run_batch(self, proc, unit, d: Path) -> list[Result]:
+    from conformance.batch import merge, write
+    t0 = time.perf_counter()
+    m = merge(unit)
+    if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]
+    path = write(m, d)
+    msg = {"cmd": "run", "id": f"batch of {len(unit)}", "graph": str(path), "out_dir": str(d),
+           "inputs": {k: str(p) for k, (p, _) in m.inputs.items()}, "dtypes": {k: dt for k, (p, dt) in m.inputs.items()}}
+    try:
+      ans = self._request(proc, msg, self.timeout * (1 + len(unit) / 16))
+    except BackendDied as e:
+      return [Result(c.id, self.name, "error", str(e)) for c in unit]
+    if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
+    try: outs = m.split({k: np.load(p, allow_pickle=False) for k, p in (ans.get("outputs") or {}).items()})
+    except (OSError, ValueError) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
+    dt = (time.perf_counter() - t0) / len(unit)
+    out = []
+    for c in unit:
+      why = judge_positive(c, outs.get(c.id, {}), self.decomposed)
+      out.append(Result(c.id, self.name, "fail" if why else "pass", why or "", dt))
+    return out
+
+
+# ------------------------------------------------------------------ coverage
+_RANK = {"failed": 3, "xfail": 2, "passed": 1, "unsupported": 0}
+_COVER = {"pass": "passed", "fail": "failed", "error": "failed", "xpass": "failed", "xfail": "xfail", "unsupported": "unsupported"}
+
+
+def coverage(cases, results) -> dict:
+  """{op: {dtype: status}} over the positive cases' `covers`: failed if one failed (or
+  passed unexpectedly), else xfail, else passed, else unsupported."""
+  by_id = {r.case: r for r in results}
+  out: dict = {}
+  for c in cases:
+    r = by_id.get(c.id)
+    if r is None or c.kind != "positive": continue
+    st = _COVER.get(r.status)
+    if st is None: continue
+    for op, dt in c.covers:
+      cur = out.setdefault(op, {}).get(dt)
+      if cur is None or _RANK[st] > _RANK[cur]: out[op][dt] = st
+  return {op: dict(sorted(v.items())) for op, v in sorted(out.items())}

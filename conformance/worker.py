@@ -1,0 +1,88 @@
+"""Serve a registered Python backend over the protocol of conformance/protocol.py:
+
+  python -m conformance.worker --backend c
+
+The conformance runner starts one of these per worker, so that a backend that crashes or
+hangs takes only its own process down. stdout carries protocol lines only (anything the
+backend prints goes to stderr).
+"""
+from __future__ import annotations
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _rule_of(e: BaseException) -> str | None:
+  r = getattr(e, "rule", None)
+  return r if isinstance(r, str) else None
+
+
+def handle_run(backend, msg: dict) -> dict:
+  from tinyspec.graph import load_file
+  from conformance.corpus import from_disk
+  from conformance.protocol import write_outputs
+  import numpy as np
+  cid = msg.get("id")
+  g, diags = load_file(msg["graph"])
+  fatal = [d for d in diags if d.fatal]
+  if g is None or fatal:
+    d = (fatal or diags)[0]
+    return {"id": cid, "ok": False, "error": d.format(), "rule": d.rule}
+  dts = msg.get("dtypes", {})
+  inputs = {}
+  for k, p in (msg.get("inputs") or {}).items():
+    a = np.load(p, allow_pickle=False)
+    inputs[k] = from_disk(a, dts[k]) if k in dts else a
+  try:
+    outs = backend.run(g, inputs)
+  except Exception as e:   # a refusal (or a crash in Python): the runner judges it
+    return {"id": cid, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "rule": _rule_of(e)}
+  return {"id": cid, "ok": True, "outputs": write_outputs(outs, Path(msg["out_dir"]))}
+
+
+def serve(backend, stdin=None, stdout=None) -> int:
+  from conformance.protocol import PROTOCOL
+  stdin = stdin or sys.stdin
+  out = stdout or sys.stdout
+  for line in stdin:
+    line = line.strip()
+    if not line: continue
+    try: msg = json.loads(line)
+    except ValueError:
+      ans = {"ok": False, "error": "not JSON"}
+    else:
+      cmd = msg.get("cmd")
+      if cmd == "quit": break
+      if cmd == "hello":
+        try:
+          caps = backend.capabilities().to_json()
+          ans = {"ok": True, "protocol": PROTOCOL, "name": backend.name, "capabilities": caps}
+        except Exception as e:   # e.g. no OpenCL device: the backend is unavailable
+          ans = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+      elif cmd == "run":
+        ans = handle_run(backend, msg)
+      else:
+        ans = {"ok": False, "error": f"unknown cmd {cmd!r}"}
+    out.write(json.dumps(ans) + "\n"); out.flush()
+  return 0
+
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description="serve a tinyspec backend over the conformance protocol (JSON lines)")
+  ap.add_argument("--backend", required=True)
+  a = ap.parse_args(argv)
+  proto = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+  os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # prints of the backend (and of C code) go to stderr
+  sys.stdout = sys.stderr
+  from tinyspec.backends import get_backend
+  try: backend = get_backend(a.backend)
+  except (KeyError, TypeError) as e:
+    proto.write(json.dumps({"ok": False, "error": str(e)}) + "\n"); proto.flush()
+    return 2
+  return serve(backend, sys.stdin, proto)
+
+
+if __name__ == "__main__":
+  sys.exit(main())
