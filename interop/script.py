@@ -116,14 +116,14 @@ class ScriptResult:
 
   def write(self, out: Path | str) -> None:
     """Graph files (NAME.json), their inputs (NAME.inputs.npz, keyed as the reference
-    evaluator takes them) and tinygrad's results (NAME.OUTPUT.npy), and report.json."""
+    evaluator takes them) and tinygrad's results (NAME.OUTPUT.npy), and import-report.json."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for g in self.graphs:
       (out / f"{g.name}.json").write_text(g.graph.dumps())
       if g.inputs: np.savez(out / f"{g.name}.inputs.npz", **g.inputs)
       for k, v in g.expected.items(): np.save(out / f"{g.name}.{k}.npy", v)
-    (out / "report.json").write_text(json.dumps(self.summary(), indent=1) + "\n")
+    (out / "import-report.json").write_text(json.dumps(self.summary(), indent=1) + "\n")
 
 
 def import_script(path, check: bool = True, evaluate: bool = True, programs: bool = True) -> ScriptResult:
@@ -153,10 +153,11 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
     for c in r.calls:
       res.schedule[c.kind] += 1
       if c.kind != "SINK": continue
-      res.graphs.append(_kernel_graph(r, c))
+      k = _kernel_graph(r, c)
+      res.graphs.append(k)
       if programs and (p := c.program()) is not None:
         g, rep = import_program(p, device=c.device, meta={"realize": r.index, "call": c.index})
-        res.graphs.append(GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep))
+        res.graphs.append(GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, k.inputs, k.expected))
   if check:
     for g in res.graphs: g.check(evaluate)
   res.seconds = time.perf_counter() - t0

@@ -10,7 +10,7 @@ scalar index, a RANGE, or a store target. The map table names, per op, how its a
 converts and which *form* builds it; each form is one generator below that asks for its
 sources (`yield source, context`) and returns the index of the node it made. The walk
 drives the generators with an explicit stack, so graphs of any depth import without
-recursion, and nodes are hash-consed (the same op, sources and arg give one node).
+recursion (interop/walk.py), and nodes are hash-consed (the same op, sources and arg give one node).
 
 What the table does not map is counted in the ImportReport and kept under tinygrad's name,
 so the validator names it too. tinygrad's dtypes and (at tensor level) shapes are written
@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
+from interop.walk import drive
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -110,21 +111,7 @@ class _Converter:
 
   # ---- the walk
   def convert(self, root, ctx) -> int:
-    if (root, ctx) in self.memo: return self.memo[(root, ctx)]
-    stack = [((root, ctx), self._form(root, ctx))]
-    send = None
-    while stack:
-      k, gen = stack[-1]
-      try:
-        req = gen.send(send)
-      except StopIteration as e:
-        self.memo[k] = send = e.value
-        stack.pop()
-        continue
-      if req in self.memo: send = self.memo[req]; continue
-      stack.append((req, self._form(*req)))
-      send = None
-    return self.memo[(root, ctx)]
+    return drive((root, ctx), lambda k: self._form(*k), self.memo)
 
   def entry(self, u) -> dict:
     return self.m["ops"].get(u.op.name) or {}
@@ -379,6 +366,15 @@ class _Converter:
     name = self.entry(u)["template"]
     self.report.forms[f"{u.op.name} via template {name}"] += 1
     return self.template(name, {"A": a, "B": b}, dtype)
+
+  def f_template(self, u, ctx):
+    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    srcs = {}
+    od = self.T.ops[op]
+    for k, s in enumerate(u.src): srcs[od.slot_for(k).name] = yield s, self.src_ctx(u, k, op, dtype)
+    name = self.entry(u)["template"]
+    self.report.forms[f"{u.op.name} via template {name}"] += 1
+    return self.template(name, srcs, dtype)
 
   def f_linear(self, u, ctx):
     for s in u.src: yield s, V()

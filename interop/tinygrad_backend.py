@@ -1,0 +1,539 @@
+"""The `tinygrad` conformance backend: a tinyspec graph built in tinygrad and realized.
+
+    TinygradBackend().run(graph, {"buf0": x}) -> {"out0": ...}   # like refimpl.evaluate
+
+A tensor-level graph is built through tinygrad's Tensor API, node by node: sources become
+Tensors holding the inputs, movement ops the Tensor methods of the same name, elementwise
+ops tinygrad's own op of the same meaning (`Tensor.alu`, the `backend` section of
+interop/tinygrad_map.yaml), FUNCTION/CALL bodies are inlined with their PARAMs bound to the
+arguments, and STORE/AFTER keep a version of each buffer (the reads a graph orders after a
+STORE see it, decision store-order). A kernel-level graph (a SINK over PARAMs) becomes a
+tinygrad kernel of UOps (RANGE, INDEX, STORE, END, REDUCE ...) run with
+`Tensor.custom_kernel`. Graphs the validator rejects are refused with its rule id.
+
+The device: TINYSPEC_TINYGRAD_DEVICE, else CPU (tinygrad's clang backend) when clang is on
+PATH, else PYTHON (tinygrad's emulator, slow). Results come back in the spec's dtypes.
+"""
+from __future__ import annotations
+import os
+import shutil
+import numpy as np
+from tinyspec.backends import Backend, Capabilities
+from interop.walk import drive
+
+
+class Refused(Exception):
+  """The backend does not run this graph; `rule` names the broken rule, if any."""
+  def __init__(self, message: str, rule: str | None = None):
+    super().__init__(message + (f" [{rule}]" if rule else ""))
+    self.rule = rule
+
+
+def _backend_table() -> dict:
+  from interop.tinygrad_import import mapping
+  return mapping()["backend"]
+
+
+def tinygrad_device() -> str:
+  dev = os.environ.get("TINYSPEC_TINYGRAD_DEVICE")
+  if dev: return dev
+  return "CPU" if shutil.which("clang") else "PYTHON"
+
+
+class TinygradBackend(Backend):
+  name = "tinygrad"
+
+  def __init__(self, device: str | None = None):
+    self.device = device or tinygrad_device()
+    os.environ.setdefault("DEV", self.device)
+
+  def capabilities(self) -> Capabilities:
+    import tinygrad  # noqa: F401  (no tinygrad: the backend is unavailable)
+    from tinyspec.tables import tables
+    from tinyspec.dtypes import DTYPES
+    T, B = tables(), _backend_table()
+    ops: dict[str, set] = {}
+    for lv, spec in B["levels"].items():
+      names = {n for n, o in T.ops.items() if o.category in spec.get("categories", ()) and lv in o.levels}
+      names |= set(spec.get("ops", ()))
+      names -= set(spec.get("not", ()))
+      for n in names: ops.setdefault(n, set()).add(lv)
+    dts = frozenset(n for n, d in DTYPES.items() if d.cls != "void")
+    return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]))
+
+  def run(self, graph, inputs: dict) -> dict:
+    from tinyspec.validate import validate
+    res = validate(graph)
+    if not res.ok:
+      d = res.diagnostics[0]
+      raise Refused(d.format(), d.rule)
+    if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
+    if res.level == "kernel": return _KernelBuilder(self, graph, res, inputs).outputs()
+    raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend")
+
+
+# ------------------------------------------------------------------ shared helpers
+def tg_dtype(name: str, kernel: bool = False):
+  """The tinygrad DType of a tinyspec dtype name."""
+  from tinygrad import dtypes
+  B = _backend_table()
+  name = (B["kernel_dtypes"] if kernel else {}).get(name) or B["dtypes"].get(name, name)
+  return getattr(dtypes, name)
+
+
+def tg_op(op: str):
+  """tinygrad's Ops member for a spec op (same name, or the inverse of a plain rename)."""
+  from tinygrad.uop.ops import Ops
+  if op in Ops.__members__ and op not in _renamed_targets(): return Ops[op]
+  inv = _inverse_renames()
+  if op in inv: return Ops[inv[op]]
+  return None
+
+
+def _renamed_targets() -> set:
+  return set(_inverse_renames())
+
+
+def _inverse_renames() -> dict:
+  from interop.tinygrad_import import mapping
+  m = mapping()
+  return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}
+
+
+def _spec_const(v, dtype: str):
+  if isinstance(v, str): return float(v)     # "nan", "inf", "-inf"
+  if dtype == "bool": return bool(v)
+  return v
+
+
+def _device_map(backend_device: str):
+  """spec device name -> tinygrad device: CPU is the backend's device, any other name its
+  own instance of it (DEV:1, DEV:2 ... in order of appearance)."""
+  names: dict[str, str] = {}
+  def dev(name):
+    if name is None: return None
+    if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
+    if name not in names: names[name] = backend_device if name == "CPU" else f"{backend_device}:{len(names) + (0 if 'CPU' in names else 1)}"
+    return names[name]
+  return dev
+
+
+def _to_tensor(a: np.ndarray, dtype: str, shape, device):
+  from tinygrad import Tensor, dtypes
+  a = np.ascontiguousarray(np.asarray(a).reshape(shape))
+  if dtype == "bfloat16": return Tensor(a.view(np.uint16), device=device).bitcast(dtypes.bfloat16)
+  return Tensor(a, device=device, dtype=tg_dtype(dtype))
+
+
+def _from_tensor(t, dtype: str) -> np.ndarray:
+  from refimpl.numeric import np_dtype
+  from tinygrad import dtypes
+  if dtype == "bfloat16": return t.bitcast(dtypes.uint16).numpy().view(np_dtype("bfloat16"))
+  return np.asarray(t.numpy()).astype(np_dtype(dtype), copy=False)
+
+
+# ------------------------------------------------------------------ tensor level
+class _TensorBuilder:
+  """Builds a tensor-level graph in tinygrad: value(node, env) for each needed node, where
+  env binds the PARAM slots of the function body being inlined (None at top level)."""
+
+  def __init__(self, backend, graph, res, inputs):
+    from tinyspec.tables import tables
+    self.g, self.res, self.inputs = graph, res, dict(inputs)
+    self.views, self.T = res.views, tables()
+    self.dev = _device_map(backend.device)
+    self.backend = backend
+    self.memo: dict = {}
+    self.envs: list = [None]            # env id -> tuple of bound argument values
+    self.final: dict = {}               # storage root -> its last stored version (graph order)
+
+  def value(self, i: int, env: int = 0):
+    return drive((i, env), self._gen, self.memo)
+
+  def outputs(self) -> dict:
+    out = {}
+    roots = self.g.root_indices
+    values = [self.value(r) for r in roots]
+    k = 0
+    for r, v in zip(roots, values):
+      dt = self.views[r].dtype
+      if dt == "void": continue
+      if isinstance(v, tuple):
+        for j, x in enumerate(v): out[f"out{k}.{j}"] = _from_tensor(x, dt[j])
+      else: out[f"out{k}"] = _from_tensor(v, dt)
+      k += 1
+    for root, t in self.final.items():
+      out[self._input_name(root)] = _from_tensor(t, self.views[root].dtype)
+    return out
+
+  # ---- node helpers
+  def _input_name(self, i: int) -> str:
+    n = self.g.nodes[i]
+    a = n.arg
+    if a.get("name"): return a["name"]
+    return f"{'buf' if n.op == 'BUFFER' else 'param'}{a['slot']}"
+
+  def _shape(self, i: int) -> tuple:
+    from tinyspec.rules import shape_value
+    return tuple(shape_value(self.views[i]))
+
+  def _root(self, i: int) -> int:
+    """The storage a node refers to (through INDEX/AFTER/markers: `storage: through`)."""
+    nodes = self.g.nodes
+    while self.T.ops[nodes[i].op].storage == "through": i = nodes[i].src[0]
+    return i
+
+  def _gen(self, key):
+    i, env = key
+    n = self.g.nodes[i]
+    h = getattr(self, "t_" + n.op, None)
+    if h is not None: return h(i, env, n)
+    od = self.T.ops[n.op]
+    if od.category in ("elementwise", "decomposed"): return self.t_elementwise(i, env, n)
+    if od.category == "marker": return self.t_marker(i, env, n)
+    return self.t_unsupported(i, env, n)
+
+  def t_unsupported(self, i, env, n):
+    raise NotImplementedError(f"node {i} ({n.op}): not built by the tinygrad backend")
+    yield
+
+  # ---- sources
+  def t_CONST(self, i, env, n):
+    from tinygrad import Tensor
+    return Tensor(_spec_const(n.arg["value"], n.arg["dtype"]), dtype=tg_dtype(n.arg["dtype"]))
+    yield
+
+  def t_VCONST(self, i, env, n):
+    from tinygrad import Tensor
+    dt = n.arg["dtype"]
+    return Tensor([_spec_const(v, dt) for v in n.arg["values"]], dtype=tg_dtype(dt), device=self.dev("CPU"))
+    yield
+
+  def t_BUFFER(self, i, env, n):
+    from tinygrad import Tensor
+    if n.op == "PARAM" and self.envs[env] is not None: return self.envs[env][n.arg["slot"]]
+    v = self.views[i]
+    name = self._input_name(i)
+    dev = self.dev(v.device if v.device is not None else "CPU")
+    if name in self.inputs: return _to_tensor(self.inputs[name], v.dtype, v.shape, dev)
+    return Tensor.zeros(*v.shape, dtype=tg_dtype(v.dtype), device=dev).contiguous()
+    yield
+
+  t_PARAM = t_BUFFER
+
+  # ---- movement
+  def t_RESHAPE(self, i, env, n):
+    x = yield n.src[0], env
+    return x.reshape(self._shape(n.src[1]))
+
+  def t_EXPAND(self, i, env, n):
+    x = yield n.src[0], env
+    return x.expand(self._shape(n.src[1]))
+
+  def t_PAD(self, i, env, n):
+    x = yield n.src[0], env
+    o, s = self._shape(n.src[1]), self._shape(n.src[2])
+    return x.pad(tuple((a, b - a - d) for a, b, d in zip(o, s, x.shape)))
+
+  def t_SHRINK(self, i, env, n):
+    x = yield n.src[0], env
+    o, s = self._shape(n.src[1]), self._shape(n.src[2])
+    return x.shrink(tuple((a, a + k) for a, k in zip(o, s)))
+
+  def t_PERMUTE(self, i, env, n):
+    x = yield n.src[0], env
+    return x.permute(tuple(n.arg))
+
+  def t_FLIP(self, i, env, n):
+    x = yield n.src[0], env
+    axes = tuple(k for k, f in enumerate(n.arg) if f)
+    return x.flip(axes) if axes else x
+
+  def t_STACK(self, i, env, n):
+    from tinygrad import Tensor
+    xs = []
+    for s in n.src: xs.append((yield s, env))
+    return Tensor.stack(*xs)
+
+  def t_BITCAST(self, i, env, n):
+    x = yield n.src[0], env
+    return x.bitcast(tg_dtype(n.arg))
+
+  def t_INDEX(self, i, env, n):
+    """Outer indexing from the left: a ()-shaped index drops its axis, a (k,) one makes it k."""
+    x = yield n.src[0], env
+    axis = 0
+    for s in n.src[1:]:
+      idx = yield s, env
+      x = x[(slice(None),) * axis + (idx,)]
+      if len(self.views[s].shape) == 1: axis += 1
+    return x
+
+  # ---- reduce
+  def t_REDUCE(self, i, env, n):
+    from tinygrad.uop.ops import Ops
+    x = yield n.src[0], env
+    axes = tuple(n.arg.get("axes", ()))
+    if not axes: return x
+    return x._rop(Ops[n.arg["op"]], axes).reshape(self.views[i].shape)
+
+  # ---- elementwise
+  def t_elementwise(self, i, env, n):
+    srcs = []
+    for s in n.src: srcs.append((yield s, env))
+    shape = self.views[i].shape
+    srcs = [t._broadcast_to(shape) if tuple(t.shape) != shape else t for t in srcs]
+    return self.elementwise(n, srcs)
+
+  def elementwise(self, n, srcs):
+    B = _backend_table()
+    if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg))
+    if n.op == "WHERE" and srcs[0].dtype.name != "bool":
+      srcs = [srcs[0] != 0, *srcs[1:]]            # decision where-cond: nonzero (NaN too) selects A
+    if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
+    op = tg_op(n.op)
+    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    return srcs[0].alu(op, *srcs[1:])
+
+  def t_marker(self, i, env, n):
+    x = yield n.src[0], env
+    return {"CONTIGUOUS": x.contiguous, "CONTIGUOUSBACKWARD": x.contiguous_backward, "DETACH": x.detach}[n.op]()
+
+  # ---- devices
+  def t_COPY(self, i, env, n):
+    x = yield n.src[0], env
+    return x.to(self.dev(n.arg["device"]))
+
+  def t_LOAD(self, i, env, n):
+    x = yield n.src[0], env
+    if n.arg and n.arg.get("device") is not None: x = x.to(self.dev(n.arg["device"]))
+    if len(n.src) == 3:
+      alt = yield n.src[1], env
+      gate = yield n.src[2], env
+      x = gate.where(x, alt)
+    return x
+
+  # ---- calls: inlined
+  def t_FUNCTION(self, i, env, n):
+    args = []
+    for s in n.src[1:]: args.append((yield s, env))
+    self.envs.append(tuple(args))
+    return (yield n.src[0], len(self.envs) - 1)
+
+  def t_CALL(self, i, env, n):
+    if self.g.nodes[n.src[0]].op == "SINK":
+      return (yield from self.kernel_call(i, env, n))
+    return (yield from self.t_FUNCTION(i, env, n))
+
+  def t_TUPLE(self, i, env, n):
+    xs = []
+    for s in n.src: xs.append((yield s, env))
+    return tuple(xs)
+
+  def t_GETTUPLE(self, i, env, n):
+    t = yield n.src[0], env
+    return t[n.arg]
+
+  def kernel_call(self, i, env, n):
+    """CALL(SINK kernel, buffers...): the kernel runs on the arguments; each argument's
+    storage gets the kernel's result as its new version."""
+    args = []
+    for s in n.src[1:]: args.append((yield s, env))
+    body = _KernelBuilder(self.backend, self.g, self.res, {}, root=n.src[0])
+    outs = body.run_on(args)
+    for s, t in zip(n.src[1:], outs): self.final[self._root(s)] = t
+    return {self._root(s): t for s, t in zip(n.src[1:], outs)}
+
+  # ---- storage: STORE makes a version, AFTER reads the one its dependencies made
+  def t_STORE(self, i, env, n):
+    target = self._root(n.src[0])
+    if self.g.nodes[n.src[0]].op == "INDEX":
+      raise NotImplementedError(f"node {i} (STORE): a store through INDEX at tensor level")
+    old = yield n.src[0], env
+    val = yield n.src[1], env
+    val = val._broadcast_to(tuple(old.shape)) if tuple(val.shape) != tuple(old.shape) else val
+    if len(n.src) == 3:
+      gate = yield n.src[2], env
+      val = gate.where(val, old)
+    self.final[target] = val
+    return {target: val}
+
+  def t_AFTER(self, i, env, n):
+    x = yield n.src[0], env
+    root = self._root(n.src[0])
+    for d in n.src[1:]:
+      effects = yield d, env
+      if isinstance(effects, dict) and root in effects: x = effects[root]
+    return x
+
+  def t_GROUP(self, i, env, n):
+    out: dict = {}
+    for s in n.src:
+      e = yield s, env
+      if isinstance(e, dict): out.update(e)
+    return out
+
+  t_SINK = t_GROUP
+
+
+# ------------------------------------------------------------------ kernel level
+class _KernelBuilder:
+  """A kernel-level graph (SINK over PARAMs) as a tinygrad kernel of UOps, run with
+  Tensor.custom_kernel: the kernel's PARAM k is the k-th tensor (input param{k})."""
+
+  def __init__(self, backend, graph, res, inputs, root: int | None = None):
+    from tinyspec.tables import tables
+    self.backend, self.g, self.res, self.inputs = backend, graph, res, dict(inputs)
+    self.views, self.T = res.views, tables()
+    self.root = graph.root_indices[-1] if root is None else root
+    self.dev = _device_map(backend.device)
+
+  def params(self) -> dict:
+    """slot -> PARAM node index, for the PARAMs the kernel uses."""
+    out = {}
+    stack, seen = [self.root], set()
+    while stack:
+      i = stack.pop()
+      if i in seen: continue
+      seen.add(i)
+      n = self.g.nodes[i]
+      if n.op == "PARAM" and len(n.src) == 1: out.setdefault(n.arg["slot"], i)
+      stack.extend(n.src)
+    return out
+
+  def outputs(self) -> dict:
+    params = self.params()
+    tensors = []
+    for slot in range(max(params) + 1 if params else 0):
+      i = params.get(slot)
+      if i is None: raise Refused(f"kernel PARAM slot {slot} is not used: the slots must be 0..n-1")
+      v = self.views[i]
+      name = self.g.nodes[i].arg.get("name") or f"param{slot}"
+      from tinygrad import Tensor
+      t = (_to_tensor(self.inputs[name], v.dtype, (max(1, int(np.prod(v.shape))),), self.dev("CPU")) if name in self.inputs
+           else Tensor.zeros(max(1, int(np.prod(v.shape))), dtype=tg_dtype(v.dtype), device=self.dev("CPU")).contiguous())
+      tensors.append((name, v.dtype, v.shape, t))
+    outs = self.run_on([t for *_, t in tensors])
+    stored = self.stored_slots()
+    return {name: _from_tensor(o, dt).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs)) if k in stored}
+
+  def stored_slots(self) -> set:
+    """The PARAM slots some STORE writes."""
+    out = set()
+    for n in self.g.nodes:
+      if n.op == "STORE":
+        j = n.src[0]
+        while self.T.ops[self.g.nodes[j].op].storage == "through": j = self.g.nodes[j].src[0]
+        if self.g.nodes[j].op == "PARAM": out.add(self.g.nodes[j].arg["slot"])
+    return out
+
+  def run_on(self, tensors: list) -> list:
+    from tinygrad import Tensor
+    if not tensors: raise Refused("a kernel without PARAMs")
+    def fxn(*placeholders):
+      self.placeholders = placeholders
+      return drive(self.root, self._gen, {})
+    outs = Tensor.custom_kernel(*[t.contiguous() for t in tensors], fxn=fxn)
+    Tensor.realize(*outs)
+    return outs
+
+  def _gen(self, i):
+    n = self.g.nodes[i]
+    h = getattr(self, "k_" + n.op, None)
+    if h is not None: return h(i, n)
+    od = self.T.ops[n.op]
+    if od.category in ("elementwise", "decomposed"): return self.k_elementwise(i, n)
+    return self.k_unsupported(i, n)
+
+  def k_unsupported(self, i, n):
+    raise NotImplementedError(f"node {i} ({n.op}): not built in a kernel by the tinygrad backend")
+    yield
+
+  def k_PARAM(self, i, n):
+    return self.placeholders[n.arg["slot"]]
+    yield
+
+  def k_CONST(self, i, n):
+    from tinygrad.uop.ops import UOp
+    return UOp.const(_spec_const(n.arg["value"], n.arg["dtype"]), tg_dtype(n.arg["dtype"], kernel=True))
+    yield
+
+  def k_RANGE(self, i, n):
+    from tinygrad.uop.ops import UOp, AxisType
+    bound = yield n.src[0]
+    ty = _backend_table()["axis_types"].get(n.arg.get("type", "LOOP"), n.arg.get("type", "LOOP"))
+    return UOp.range(bound, n.arg["id"], AxisType[ty])
+
+  def k_SPECIAL(self, i, n):
+    from tinygrad.uop.ops import UOp
+    bound = yield n.src[0]
+    return UOp.special(bound, n.arg["name"])
+
+  def _flat_index(self, n):
+    """INDEX(p, i, j, ...) on a PARAM: the row-major flat index."""
+    idx = []
+    for s in n.src[1:]: idx.append((yield s))
+    shape = self.views[n.src[0]].shape
+    flat = idx[0]
+    for k, x in enumerate(idx[1:], 1): flat = flat * int(shape[k]) + x
+    return flat
+
+  def k_INDEX(self, i, n):
+    buf = yield n.src[0]
+    flat = yield from self._flat_index(n)
+    return buf.index(flat)
+
+  def k_LOAD(self, i, n):
+    """LOAD(INDEX(p, i), alt, gate): tinygrad's masked read INDEX(p, i.valid(gate)), which
+    reads zero where the gate is false; alt elsewhere than zero is a WHERE after it."""
+    if len(n.src) == 1: return (yield n.src[0])
+    idx_node = self.g.nodes[n.src[0]]
+    if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (LOAD): a gated load of {idx_node.op}")
+    buf = yield idx_node.src[0]
+    flat = yield from self._flat_index(idx_node)
+    alt = yield n.src[1]
+    gate = yield n.src[2]
+    x = buf.index(flat.valid(gate))
+    return gate.where(x, alt)
+
+  def k_STORE(self, i, n):
+    idx_node = self.g.nodes[n.src[0]]
+    val = yield n.src[1]
+    if len(n.src) == 3:
+      if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (STORE): a gated store to {idx_node.op}")
+      gate = yield n.src[2]
+      buf = yield idx_node.src[0]
+      flat = yield from self._flat_index(idx_node)
+      return buf.index(flat.valid(gate)).store(val)
+    target = yield n.src[0]
+    return target.store(val)
+
+  def k_END(self, i, n):
+    body = yield n.src[0]
+    rngs = []
+    for s in n.src[1:]: rngs.append((yield s))
+    return body.end(*rngs)
+
+  def k_REDUCE(self, i, n):
+    from tinygrad.uop.ops import UOp, Ops
+    x = yield n.src[0]
+    rngs = []
+    for s in n.src[1:]: rngs.append((yield s))
+    return UOp(Ops.REDUCE, x.dtype, (x, *rngs), (Ops[n.arg["op"]], 0))
+
+  def k_SINK(self, i, n):
+    from tinygrad.uop.ops import UOp, KernelInfo
+    srcs = []
+    for s in n.src: srcs.append((yield s))
+    return UOp.sink(*srcs, arg=KernelInfo(name=(n.arg or {}).get("name") or "tinyspec"))
+
+  def k_elementwise(self, i, n):
+    srcs = []
+    for s in n.src: srcs.append((yield s))
+    B = _backend_table()
+    if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg, kernel=True))
+    if n.op == "WHERE" and srcs[0].dtype.name != "bool": srcs = [srcs[0].ne(0), *srcs[1:]]
+    if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
+    op = tg_op(n.op)
+    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    return srcs[0].alu(op, *srcs[1:])

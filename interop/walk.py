@@ -1,0 +1,27 @@
+"""A demand-driven graph walk without recursion, shared by the importer and the backend.
+
+Each key (a node and whatever context it is wanted in) is computed by a generator that
+`yield`s the keys it needs and receives their values back; `drive` runs the generators
+with an explicit stack, so graphs of any depth are walked without Python recursion, and
+each key is computed once (memo).
+"""
+from __future__ import annotations
+
+
+def drive(key, start, memo: dict):
+  """The value of key. start(key) makes the key's generator; memo maps keys to values."""
+  if key in memo: return memo[key]
+  stack = [(key, start(key))]
+  send = None
+  while stack:
+    k, gen = stack[-1]
+    try:
+      req = gen.send(send)
+    except StopIteration as e:
+      memo[k] = send = e.value
+      stack.pop()
+      continue
+    if req in memo: send = memo[req]; continue
+    stack.append((req, start(req)))
+    send = None
+  return memo[key]
