@@ -289,12 +289,11 @@ def run_sequential(scope, ctx):
   ranges, body = spec.ranges, spec.body
   dims = [plan.axis_of[r] for r in ranges]
   nodes = m.nodes
-  sizes = []
-  for r in ranges:
-    bound = np.asarray(scope.values[nodes[r].src[0]])
-    if bound.size != 1:
-      raise EvalError("a loop that carries a dependency needs the same bound everywhere", r, "RANGE", rule="eval.unsupported")
-    sizes.append(max(int(bound.reshape(-1)[0]), 0))
+  # a bound that varies over outer loops: run to the largest, each point only below its own
+  bounds = [np.asarray(scope.values[nodes[r].src[0]]) for r in ranges]
+  sizes = [max(int(b.max()), 0) if b.size else 0 for b in bounds]
+  varying = [(d, b) for d, b in zip(dims, bounds) if b.size > 1]
+  for d, _ in varying: scope.varying |= 1 << d
   inbody = set(body)
   walk = [i for i in body if i not in ranges and i not in spec.nested and i not in plan.deferred]
   # what the body sees from before the loop; inside an enclosing sequential loop, a carried
@@ -319,6 +318,7 @@ def run_sequential(scope, ctx):
     for t, point in enumerate(itertools.product(*(range(n) for n in sizes))):
       npoints = t + 1
       for r, p in zip(ranges, point): scope.values[r] = np.full((1,) * scope.R, p, dtype=np.int64)
+      for d, b in varying: scope.valid_of[d] = point[dims.index(d)] < b
       starts = {}
       for a, st in carried.items():   # the carried reads see everything earlier points stored
         keep = plan.axes[a] & ~plan.carried_bits.get(a, 0)   # one state for all points of the carried loops
@@ -350,6 +350,7 @@ def run_sequential(scope, ctx):
       else: scope.override[a] = v
   for r, d, n in zip(ranges, dims, sizes):
     scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
+  for d, b in varying: scope.valid_of[d] = scope.values[ranges[dims.index(d)]] < b   # as Scope.loop_axis leaves it
   # after the loop: the state before it plus every point's writes, write by write
   eff = dict(merge_effects([before] + [scope.eff.get(j) for j in nodes[ctx.i].src if j not in inbody]) or {})
   for key, iters in per_iter.items():

@@ -228,14 +228,21 @@ def resolve_target(state: np.ndarray, path: list, R: int):
   for kind, data in path:
     if kind == "view":
       off, size, dt = data
-      flat = region.reshape(region.shape[:R] + (-1,))
+      flat = flatten_after(region, R)
       b = flat.view(np.uint8) if flat.dtype.itemsize != 1 or flat.dtype != np.uint8 else flat
       region = b[..., off:off + size * dt.itemsize].view(dt)
       steps = []
     else:
       steps.append(data)
   shape = region.shape[R:]
-  return region.reshape(region.shape[:R] + (-1,)), shape, steps
+  return flatten_after(region, R), shape, steps
+
+
+def flatten_after(a: np.ndarray, R: int) -> np.ndarray:
+  """(P..., S...) as (P..., prod(S)); spelled out, since -1 is ambiguous when a is empty."""
+  n = 1
+  for d in a.shape[R:]: n *= d
+  return a.reshape(a.shape[:R] + (n,))
 
 
 def target_positions(shape, steps, R: int):

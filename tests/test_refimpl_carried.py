@@ -156,3 +156,44 @@ def test_nested_sequential_loops_with_a_store_between_them():
     for t1 in range(4): acc_v = acc_v * np.float32(2) + xv[t0, t1]
     want[t0] = acc_v
   assert evaluate(b.graph(), {"param0": xv})["param1"].tobytes() == want.tobytes()
+
+
+def test_carried_loop_inside_an_empty_outer_loop():
+  # found by tests/test_refimpl_props.py: a zero-size outer loop made the register's state
+  # empty, and flattening it crashed (reshape(-1) of an empty array is ambiguous)
+  b = Builder()
+  out = b.param((0,), F32, 0); x = b.param((5,), F32, 1)
+  acc = b.buffer((1,), F32, 0, addrspace="REG")
+  z = idx(b, 0)
+  i = b.range(0, 0, "LOOP")
+  init = b.STORE(b.INDEX(b.AFTER(acc, i), z), b.const(0.0, F32))
+  r = b.range(3, 1, "REDUCE")
+  a = b.AFTER(acc, init, r)
+  upd = b.STORE(b.INDEX(a, z), b.ADD(b.MUL(b.INDEX(a, z), b.const(2.0, F32)), b.INDEX(x, r)))
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.INDEX(b.AFTER(acc, b.END(upd, r)), z)), i))
+  assert evaluate(b.graph(), {"param1": np.ones(5, np.float32)})["param0"].shape == (0,)
+
+
+@pytest.mark.parametrize("form", ["affine", "sum"])
+def test_carried_loop_with_a_bound_that_varies(form):
+  # triangular: out[i] = fold over k < i + 1 of acc*c + x[i, k]; the non-associative form
+  # runs sequentially and used to be refused for its varying bound
+  b = Builder()
+  M = 4
+  x = b.param((M, M), F32, 0); out = b.param((M,), F32, 1)
+  acc = b.buffer((1,), F32, 0, addrspace="REG")
+  z = idx(b, 0)
+  i = b.range(M, 0, "LOOP")
+  init = b.STORE(b.INDEX(b.AFTER(acc, i), z), b.const(1.0, F32))
+  k = b.range(id=1, type="REDUCE", bound=b.ADD(i, idx(b, 1)))
+  a = b.AFTER(acc, init, k)
+  c = 0.5 if form == "affine" else 1.0
+  cur = b.INDEX(a, z)
+  new = b.ADD(b.MUL(cur, b.const(c, F32)), b.INDEX(x, i, k)) if form == "affine" else b.ADD(cur, b.INDEX(x, i, k))
+  e = b.END(b.STORE(b.INDEX(a, z), new), k)
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.INDEX(b.AFTER(acc, e), z)), i))
+  xv = rng.standard_normal((M, M)).astype(np.float32)
+  want = np.ones(M, np.float32)
+  for ii in range(M):
+    for kk in range(ii + 1): want[ii] = want[ii] * np.float32(c) + xv[ii, kk] if form == "affine" else want[ii] + xv[ii, kk]
+  assert evaluate(b.graph(), {"param0": xv})["param1"].tobytes() == want.tobytes()

@@ -5,6 +5,7 @@ import math
 import numpy as np
 from refimpl.registry import unit
 from refimpl.numeric import NP, CLS, from_f64
+from refimpl.storage import flatten_after
 
 
 def const_value(v, name: str) -> np.ndarray:
@@ -48,6 +49,6 @@ def buffer_view(ctx, x):
 
 
 def byte_view(x: np.ndarray, R: int, offset: int, size: int, dt: np.dtype) -> np.ndarray:
-  flat = np.ascontiguousarray(x).reshape(x.shape[:R] + (-1,))
+  flat = flatten_after(np.ascontiguousarray(x), R)
   b = flat.view(np.uint8)
   return b[..., offset:offset + size * dt.itemsize].view(dt)
