@@ -2,7 +2,8 @@
 
   * kernel level, 1M-element elementwise kernel   out[i] = x[i]*2 + 1        < 0.2 s
   * kernel level, 1M-element sum kernel            (REDUCE over a RANGE, and the
-                                                    tinygrad form: a REG accumulator)  < 0.2 s
+                                                    tinygrad form: a REG accumulator,
+                                                    over one loop or two)              < 0.2 s
   * tensor level, 512x512x512 gemm written as seed 001's composition
     (A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1) as a raw graph  < 2 s, within the budget
   * when tinygrad is installed: the ratio to tinygrad's PYTHON emulator (DEV=PYTHON) on the
@@ -64,6 +65,19 @@ def sum_kernel_accumulator(n):
   a = b.AFTER(acc, init, k)
   e = b.END(b.STORE(b.INDEX(a, z), b.ADD(b.INDEX(a, z), b.INDEX(x, k))), k)
   b.SINK(b.STORE(b.INDEX(out, z), b.INDEX(b.AFTER(acc, e), z)))
+  return b.graph()
+
+
+def sum_kernel_accumulator_2d(m, n):
+  """The expand stage's form of a REDUCE over two RANGEs: one ()-shaped register carried
+  through both loops (AFTER(acc, init, r0, r1)), closed by one END."""
+  b = Builder()
+  x = b.param((m, n), F32, 0); out = b.param((), F32, 1)
+  acc = b.buffer((), F32, 0, addrspace="REG")
+  init = b.STORE(acc, b.const(0.0, F32))
+  r0, r1 = b.range(m, 0, "REDUCE"), b.range(n, 1, "REDUCE")
+  e = b.END(b.STORE(acc, b.ADD(b.AFTER(acc, init, r0, r1), b.INDEX(x, r0, r1))), r0, r1)
+  b.SINK(b.STORE(out, b.AFTER(acc, e)))
   return b.graph()
 
 
@@ -152,6 +166,13 @@ def main():
   assert got == np.add.accumulate(x)[-1], "the accumulator must be bit-exact with the sequential loop"
   t_acc = timed(lambda: evaluate(g_acc, {"param0": x}), a.repeat)
   bar("kernel: 1M sum, REG accumulator (sequential order)", t_acc, 0.2)
+
+  g_acc2 = sum_kernel_accumulator_2d(1024, N1M // 1024)
+  x2 = x.reshape(1024, -1)
+  got = evaluate(g_acc2, {"param0": x2})["param1"]
+  assert got == np.add.accumulate(x)[-1], "the accumulator over two loops must be bit-exact with the sequential loops"
+  t_acc2 = timed(lambda: evaluate(g_acc2, {"param0": x2}), a.repeat)
+  bar("kernel: 1M sum, REG accumulator over 2 loops", t_acc2, 0.2)
 
   M = K = N = 512
   A, B = rng.random((M, K), dtype=np.float32), rng.random((K, N), dtype=np.float32)
