@@ -126,6 +126,14 @@ class Executable:
     return list(seen)
 
   def run(self, inputs: dict | None = None, threads: int | None = None) -> dict[str, np.ndarray]:
+    b = self.bind(inputs, threads)
+    b.run()
+    return b.outputs()
+
+  def bind(self, inputs: dict | None = None, threads: int | None = None) -> "Bound":
+    """The program's storage for one set of inputs: inputs uploaded, intermediates in the
+    arena. `Bound.run()` launches every kernel (any number of times: benchmarks and BEAM
+    time it), `Bound.outputs()` reads the results back."""
     inputs = {(f"buf{k}" if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
     unknown = sorted(set(inputs) - self.c.input_names)
     if unknown: raise ValueError(f"input(s) {', '.join(unknown)} name no BUFFER or PARAM of the graph (known: {', '.join(sorted(self.c.input_names)) or 'none'})")
@@ -152,27 +160,20 @@ class Executable:
         vals[u] = int(np.asarray(inputs.get(input_name(u), props(u).min_max[0])).reshape(()))
       else:
         handles[u] = self._input(u, inputs)
+    launches = []
     for k, prog in zip(s.kernels, self.programs):
       args = [handles.get(a) for a in k.args]
       v = [vals.get(a, 0) for a in k.args]
-      if self.target == "c": prog([mem.pointer(h) if h is not None else 0 for h in args], v, threads)
-      else:
-        prog([mem.before(h) if h is not None else None for h in args], v)
-        for slot, h in enumerate(args): mem.after(h, slot in k.writes)
-    mem.finish()
-    out: dict[str, np.ndarray] = {}
-    for n, o in enumerate(s.outputs):
-      if o.kind == "value":
-        pr = props(o.storage)
-        out[o.name or f"out{n}"] = np.asarray(vals[o.storage], dtype=np_dtype(pr.dtype)) if o.storage in vals else mem.download(handles[o.storage], pr.shape, pr.dtype)
-    if any(o.kind == "void" for o in s.outputs):
-      for k in s.kernels:
-        for slot in k.writes:
-          a = k.args[slot]
-          if a in s.intermediates or a.op not in ("BUFFER", "PARAM"): continue
-          pr = props(a)
-          out[input_name(a)] = mem.download(handles[a], pr.shape, pr.dtype)
-    return out
+      if self.target == "c": launches.append(prog.bind([mem.pointer(h) if h is not None else 0 for h in args], v, threads))
+      else: launches.append(self._cl_launch(prog, k, args, v))
+    return Bound(self, handles, vals, launches, arena)
+
+  def _cl_launch(self, prog, k, args, v):
+    mem = self.mem
+    def launch():
+      prog([mem.before(h) if h is not None else None for h in args], v)
+      for slot, h in enumerate(args): mem.after(h, slot in k.writes)
+    return launch
 
   def _input(self, u: UOp, inputs: dict):
     pr = props(u)
@@ -186,3 +187,30 @@ class Executable:
         arr = arr.reshape(pr.shape)
       self.mem.upload(h, arr.astype(np_dtype(pr.dtype), copy=False))
     return h
+
+
+class Bound:
+  """A program with its storage bound (Executable.bind)."""
+  def __init__(self, ex: Executable, handles: dict, vals: dict, launches: list, arena):
+    self.ex, self.handles, self.vals, self.launches, self.arena = ex, handles, vals, launches, arena
+
+  def run(self):
+    """Launch every kernel in order and wait for the device."""
+    for f in self.launches: f()
+    self.ex.mem.finish()
+
+  def outputs(self) -> dict[str, np.ndarray]:
+    s, mem, handles, vals = self.ex.c.schedule, self.ex.mem, self.handles, self.vals
+    out: dict[str, np.ndarray] = {}
+    for n, o in enumerate(s.outputs):
+      if o.kind == "value":
+        pr = props(o.storage)
+        out[o.name or f"out{n}"] = np.asarray(vals[o.storage], dtype=np_dtype(pr.dtype)) if o.storage in vals else mem.download(handles[o.storage], pr.shape, pr.dtype)
+    if any(o.kind == "void" for o in s.outputs):
+      for k in s.kernels:
+        for slot in k.writes:
+          a = k.args[slot]
+          if a in s.intermediates or a.op not in ("BUFFER", "PARAM"): continue
+          pr = props(a)
+          out[input_name(a)] = mem.download(handles[a], pr.shape, pr.dtype)
+    return out

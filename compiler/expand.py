@@ -2,9 +2,25 @@
 
 * UPCAST and UNROLL axes are expanded: a constant-size axis of k iterations becomes k
   copies of the code it encloses (the vector of the seed's "expand the parallel ranges
-  into shape", kept scalar: each lane is its own instruction, which is what both targets
-  execute anyway). In a REDUCE the k copies are combined with the reduce op; under an
-  END they are grouped.
+  into shape", kept as k scalar lanes: C compilers vectorize such lanes when the
+  pointers are `restrict` (render.py), OpenCL devices vectorize across work items).
+  Under an END the copies are grouped. A REDUCE over an UNROLL axis becomes k REDUCEs
+  over its other ranges, one per lane, combined after the loop: k independent
+  accumulators (the reduce's float rounding may differ from a sequential loop by the
+  reassociation, which ops.yaml `tolerances` allows for REDUCE).
+* A REDUCE over GROUP_REDUCE axes reduces in two steps through workgroup memory:
+
+      lbuf    = BUFFER (G,), addrspace LOCAL           G: the group axes' sizes multiplied
+      END(STORE(INDEX(lbuf, g), REDUCE(value, other ranges...)), g...)    each g a partial
+      bar     = BARRIER(that END)
+      result  = REDUCE(INDEX(AFTER(lbuf, bar), g2), g2)                   g2: a new REDUCE axis
+
+  The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
+  render.py); the BARRIER orders every partial before the final reduce.
+* A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
+  (bits XOR 0x7fff.. when negative; -0 < +0) of each value, and MAX over the magnitude
+  bits (above the infinity's: a NaN was seen). Exactly decision max-nan, and integer
+  MAX vectorizes where a float MAX with NaN and signed-zero rules does not.
 * Each REDUCE(value, r...) becomes an accumulator (architecture.md "Levels"):
 
       acc  = BUFFER (), addrspace REG
@@ -21,8 +37,9 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from compiler.props import props, const, shape_operand, CompileError
-from compiler.rewrite import toposort, substitute
-from compiler.symbolic import simplify
+from compiler.rewrite import toposort, substitute, rebuild
+from compiler.symbolic import simplify, linear
+from compiler.tables import render_tables
 
 UNROLLED = ("UPCAST", "UNROLL")
 
@@ -33,6 +50,13 @@ def identity(op: str, dtype: str) -> UOp:
   if op == "MUL": return const(1, dtype)
   if d.cls == "bool": return const(False, dtype)
   return const("-inf" if d.cls == "float" else d.min, dtype)
+
+
+def combine(op: str, parts: list[UOp]) -> UOp:
+  """op over parts as a balanced tree (short dependency chains)."""
+  while len(parts) > 1:
+    parts = [UOp(op, (parts[i], parts[i + 1])) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+  return parts[0]
 
 
 def _unroll(sink: UOp) -> UOp:
@@ -50,13 +74,170 @@ def _unroll(sink: UOp) -> UOp:
       copies = [substitute(u.src[0], {r: const(j, "index")}) for j in range(n)]
       if u.op == "REDUCE":
         op, dt = u.arg["op"], props(u).dtype
-        body = copies[0] if copies else identity(op, dt)
-        for c in copies[1:]: body = UOp(op, (body, c))
-        subs[u] = UOp("REDUCE", (body, *rest), u.arg) if rest else body
+        lanes = [UOp("REDUCE", (c, *rest), u.arg) for c in copies] if rest else copies
+        subs[u] = combine(op, lanes) if lanes else identity(op, dt)
       else:
         body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
         subs[u] = UOp("END", (body, *rest)) if rest else body
     sink = simplify(substitute(sink, subs))
+
+
+def _rtype(r: UOp) -> str: return r.arg.get("type", "LOOP")
+
+
+# ------------------------------------------------------------------ vectors
+def lanes(k: int) -> UOp:
+  return UOp("VCONST", (), {"values": list(range(k)), "dtype": "index"})
+
+
+def _flat_coefficient(index: UOp, u: UOp, dep: dict):
+  """The coefficient of u in the row-major element offset of INDEX(p, i...), or None
+  when some index is not linear in u."""
+  shape = props(index.src[0]).shape
+  coef, stride = 0, 1
+  for i, d in reversed(list(zip(index.src[1:], shape))):
+    from compiler.optimize import depends
+    if depends(i, u, dep):
+      lf = linear(i, 32)
+      if lf is None or any(t is not u and depends(t, u, dep) for t in lf[0]): return None
+      coef += lf[0].get(u, 0) * stride
+    stride *= d
+  return coef
+
+
+def _in_bounds(index: UOp) -> bool:
+  for i, d in zip(index.src[1:], props(index.src[0]).shape):
+    lo, hi = props(i).min_max
+    if lo < 0 or hi >= d: return False
+  return True
+
+
+def _vectorizable(sink: UOp, u: UOp) -> bool:
+  """Can UPCAST axis u become (k,)-vector values (see render.yaml `vectors`)?"""
+  from compiler.optimize import depends
+  V = render_tables()["vectors"]
+  dep: dict = {}
+  nodes = toposort(sink)
+  uses: dict[UOp, list] = {}
+  for x in nodes:
+    for s in x.src: uses.setdefault(s, []).append(x)
+  for x in nodes:
+    if x is u or not depends(x, u, dep): continue
+    op = x.op
+    if op in ("SINK", "GROUP"): continue
+    if op == "END": continue
+    dt = props(x).dtype
+    if dt == "index" and op in ("ADD", "MUL"):
+      if op == "MUL" and all(depends(s, u, dep) for s in x.src): return False
+      if not all(c.op in ("ADD", "MUL", "INDEX") for c in uses.get(x, ())): return False   # lanes only ever address memory
+      continue
+    if op == "INDEX":
+      if x.src[0].op != "PARAM" or _flat_coefficient(x, u, dep) != 1 or not _in_bounds(x): return False
+      if not all((c.op == "STORE" and c.src[0] is x and len(c.src) == 2) or (c.op not in ("STORE", "LOAD", "ATOMICADD")) for c in uses.get(x, ())): return False
+      continue
+    if op == "STORE":
+      if x.src[0].op != "INDEX" or len(x.src) != 2 or not depends(x.src[0], u, dep): return False
+      continue
+    if op == "REDUCE":
+      if x.arg["op"] not in V["reduce"] or dt not in V["dtypes"] or any(depends(r, u, dep) for r in x.src[1:]): return False
+      continue
+    if op not in V["ops"] or dt not in V["dtypes"]: return False
+  return True
+
+
+def _vectorize(sink: UOp) -> UOp:
+  """The UPCAST axis contiguous in memory becomes vector lanes, when it can (one axis:
+  the others are expanded into copies of the vector code)."""
+  V = render_tables()["vectors"]
+  cands = [r for r in toposort(sink) if r.op == "RANGE" and _rtype(r) == "UPCAST" and r.src[0].op == "CONST" and int(r.src[0].arg["value"]) in V["widths"]]
+  for u in sorted(cands, key=lambda r: -int(r.src[0].arg["value"])):
+    if any(x.op == "REDUCE" and u in x.src[1:] for x in toposort(sink)) or not _vectorizable(sink, u): continue
+    out = substitute(sink, {u: lanes(int(u.src[0].arg["value"]))})
+    fix = {}
+    for x in toposort(out):
+      if x.op == "END" and any(s.op == "VCONST" for s in x.src[1:]):
+        rest = tuple(s for s in x.src[1:] if s.op != "VCONST")
+        fix[x] = UOp("END", (x.src[0], *rest)) if rest else x.src[0]
+    return simplify(substitute(out, fix) if fix else out)
+  return sink
+
+
+def _innermost_ready(sink: UOp, pick) -> list[UOp]:
+  """The nodes `pick` selects none of whose sources contains another picked node."""
+  inner: dict = {}
+  ready = []
+  for u in toposort(sink):
+    below = any(inner[s] for s in u.src)
+    if pick(u) and not below: ready.append(u)
+    inner[u] = pick(u) or below
+  return ready
+
+
+def _group_reduce(sink: UOp) -> UOp:
+  """REDUCEs over GROUP_REDUCE axes -> partials in LOCAL memory, BARRIER, final reduce."""
+  is_grouped = lambda u: u.op == "REDUCE" and any(_rtype(r) == "GROUP_REDUCE" for r in u.src[1:])
+  nlocal = 0
+  while True:
+    ready = _innermost_ready(sink, is_grouped)
+    if not ready: return sink
+    next_id = max(u.arg["id"] for u in toposort(sink) if u.op == "RANGE") + 1
+    by_key: dict[tuple, list] = {}
+    for red in ready:
+      key = tuple(sorted((r for r in red.src[1:] if _rtype(r) == "GROUP_REDUCE"), key=lambda r: r.arg["id"]))
+      by_key.setdefault(key, []).append(red)
+    subs = {}
+    for key, members in by_key.items():
+      sizes = [r.src[0] for r in key]
+      if any(s.op != "CONST" for s in sizes): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
+      G, gidx = 1, const(0, "index")
+      for r in key:
+        n = int(r.src[0].arg["value"])
+        gidx = UOp("ADD", (UOp("MUL", (gidx, const(n, "index"))), r))
+        G *= n
+      gidx = simplify(gidx)
+      stores = []
+      for red in members:
+        rest = tuple(r for r in red.src[1:] if r not in key)
+        partial = UOp("REDUCE", (red.src[0], *rest), red.arg) if rest else red.src[0]
+        dt = props(red).dtype
+        lbuf = UOp("BUFFER", (shape_operand((G,)),), {"slot": nlocal, "dtype": dt, "device": "REG", "addrspace": "LOCAL"})
+        nlocal += 1
+        stores.append(UOp("STORE", (UOp("INDEX", (lbuf, gidx)), partial)))
+      end = UOp("END", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)), *key))
+      bar = UOp("BARRIER", (end,))
+      g2 = UOp("RANGE", (const(G, "index"),), {"id": next_id, "type": "REDUCE"})
+      next_id += 1
+      for red, st in zip(members, stores):
+        lbuf = st.src[0].src[0]
+        subs[red] = UOp("REDUCE", (UOp("INDEX", (UOp("AFTER", (lbuf, bar)), g2)), g2), red.arg)
+    sink = substitute(sink, subs)
+
+
+_KEYED = {"float32": ("int32", 0x7fffffff, 0x7f800000), "float64": ("int64", 0x7fffffffffffffff, 0x7ff0000000000000)}
+
+
+def _order_key(b: UOp, it: str, mag: int) -> UOp:
+  """The IEEE total-order key of float bits b (an involution: it also maps keys back)."""
+  neg = UOp("CMPLT", (b, const(0, it)))
+  return UOp("XOR", (b, UOp("WHERE", (neg, const(mag, it), const(0, it)))))
+
+
+def _max_on_integers(sink: UOp) -> UOp:
+  """Float MAX reductions -> integer MAX reductions (see the module doc)."""
+  def lower(u: UOp):
+    if u.op != "REDUCE" or u.arg["op"] != "MAX" or len(u.src) < 2: return None
+    dt = props(u).dtype
+    if dt not in _KEYED: return None
+    it, mag, inf = _KEYED[dt]
+    b = UOp("BITCAST", (u.src[0],), it)
+    k1 = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
+    k2 = UOp("REDUCE", (UOp("AND", (b, const(mag, it))), *u.src[1:]), {"op": "MAX"})
+    neg_inf = UOp("BITCAST", (const("-inf", dt),), it)
+    k1 = UOp("MAX", (k1, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
+    val = UOp("BITCAST", (_order_key(k1, it, mag),), dt)
+    return UOp("WHERE", (UOp("CMPLT", (const(inf, it), k2)), const("nan", dt), val))
+  out = rebuild(sink, lower)
+  return simplify(out) if out is not sink else sink
 
 
 def _ranges_in(u: UOp, cache: dict) -> frozenset:
@@ -75,19 +256,15 @@ def _accumulate(sink: UOp) -> UOp:
   cache: dict = {}
   nacc = 0
   while True:
-    reds = [u for u in toposort(sink) if u.op == "REDUCE"]
-    if not reds: return sink
-    # a REDUCE none of whose sources contain another REDUCE
-    inner = {}
-    for u in toposort(sink):
-      inner[u] = u.op == "REDUCE" or any(inner[s] for s in u.src)
-    ready = [u for u in reds if not any(inner[s] for s in u.src)]
-    groups: dict[tuple, list] = {}
-    for u in ready: groups.setdefault(tuple(sorted(u.src[1:], key=lambda r: r.arg["id"])), []).append(u)
+    ready = _innermost_ready(sink, lambda u: u.op == "REDUCE")
+    if not ready: return sink
+    groups: dict[frozenset, list] = {}
+    for u in ready: groups.setdefault(frozenset(u.src[1:]), []).append(u)
     closed = {r for u in toposort(sink) if u.op == "END" for r in u.src[1:]}
     next_id = max((u.arg["id"] for u in toposort(sink) if u.op == "RANGE"), default=-1) + 1
     subs = {}
-    for rr, members in groups.items():
+    for _, members in groups.items():
+      rr = tuple(dict.fromkeys(members[0].src[1:]))     # the loop nest in the REDUCE's own order
       if not rr:   # a reduction over no ranges is its value
         for red in members: subs[red] = red.src[0]
         continue
@@ -100,11 +277,13 @@ def _accumulate(sink: UOp) -> UOp:
         rr = tuple(fresh[r] for r in rr)
       updates, results = [], []
       for red, val in zip(members, vals):
-        dt = props(red).dtype
-        acc = UOp("BUFFER", (shape_operand(()),), {"slot": nacc, "dtype": dt, "device": "REG", "addrspace": "REG"})
+        dt, shape = props(red).dtype, props(red).shape
+        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": "REG", "addrspace": "REG"})
         nacc += 1
         outer = sorted(_ranges_in(red, cache) - set(red.src[1:]), key=lambda r: r.arg["id"])
-        init = UOp("STORE", (UOp("AFTER", (acc, *outer)) if outer else acc, identity(red.arg["op"], dt)))
+        ident = identity(red.arg["op"], dt)
+        if shape: ident = UOp("VCONST", (), {"values": [ident.arg["value"]] * shape[0], "dtype": dt})   # a vector accumulator
+        init = UOp("STORE", (UOp("AFTER", (acc, *outer)) if outer else acc, ident))
         cur = UOp("AFTER", (acc, init, *rr))
         updates.append(UOp("STORE", (acc, UOp(red.arg["op"], (cur, val)))))
         results.append((red, acc))
@@ -115,4 +294,4 @@ def _accumulate(sink: UOp) -> UOp:
 
 def expand(sink: UOp) -> UOp:
   from compiler.linearize import split_ends
-  return split_ends(_accumulate(_unroll(sink)))
+  return split_ends(_accumulate(_max_on_integers(_unroll(_vectorize(_group_reduce(sink))))))

@@ -5,31 +5,51 @@ and reduce axes REDUCE. Here:
   1. the output axes become GLOBAL when the kernel's iterations are independent: its
      one loop nest writes each element from exactly one iteration (the store index is
      the loop ranges themselves), so the axes may run in parallel;
-  2. the OptOps in `opts` apply left to right (ops.yaml `opt_ops`). An opt is
-     (op, axis, arg) with `axis` an index into the kernel's axes in RANGE-id order:
+  2. the OptOps apply left to right (ops.yaml `opt_ops`): the ones given, or by default
+     the hand-coded heuristics' (compiler.heuristics) or a BEAM search's winner
+     (compiler.beam). An opt is (op, axis, arg) with `axis` an index into the kernel's
+     axes in RANGE-id order (a split's new axis gets the next id, so it comes last):
        SPLIT  arg (k, type) or (k, type, top): axis n -> (n/k, k) [(k, n/k) if top]; the
               new k-sized axis gets `type`, which must list the axis's type in its
-              `split_from` (rule opt.split_from) and k must divide n (opt.divisible);
-       SWAP   arg j: exchange the nesting order of axes i and j (both output axes);
-       NOLOCALS: no LOCAL axes may be made afterwards;
-       PADTO, TC: refused (opt.unsupported) -- this target has no padded stores or
-              matrix units yet.
-     A rejected opt raises CompileError with the rule id.
-The default opt list is empty; heuristics and BEAM search fill it later.
+              `split_from` (rule opt.split_from), `top` must agree with the type's
+              `direction` (opt.direction) and k must divide n (opt.divisible). GLOBAL,
+              LOCAL and THREAD need independent iterations (opt.parallel); GROUP_REDUCE
+              splits a REDUCE's own axis (opt.parallel); UPCAST, UNROLL and GROUP_REDUCE
+              copy or reorder iterations, which a loop-carried read forbids (opt.carried);
+       PADTO  arg m: the axis grows to the next multiple of m; the new iterations are
+              masked (their stores are gated off, their reduce inputs are the identity);
+       SWAP   arg j: exchange the nesting order of output axes i and j;
+       NOLOCALS: no LOCAL or GROUP_REDUCE axes (workgroup memory) afterwards;
+       TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
+     A rejected opt raises CompileError with the rule id;
+  3. THREAD axes move to the outside of their nest (C runs the outermost loop's slices
+     on threads); the other output axes keep their order.
+What each AxisType becomes: expand (UPCAST, UNROLL, GROUP_REDUCE) and render (GLOBAL,
+LOCAL, THREAD) say.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from compiler.props import props, const, CompileError
-from compiler.rewrite import toposort, substitute
+from compiler.rewrite import toposort, substitute, rebuild
 from compiler.symbolic import simplify
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
+REORDERING = ("UPCAST", "UNROLL", "GROUP_REDUCE")   # types whose iterations do not run in loop order
+WORKGROUP = ("LOCAL", "GROUP_REDUCE")                # types NOLOCALS forbids
 
 
 def ranges(sink: UOp) -> list[UOp]:
   """The kernel's axes: its RANGEs in id order."""
   return sorted((u for u in toposort(sink) if u.op == "RANGE"), key=lambda r: r.arg["id"])
+
+
+def axis_type(r: UOp) -> str: return r.arg.get("type", "LOOP")
+
+
+def size(r: UOp):
+  """The constant size of range r, or None when it is symbolic."""
+  return int(props(r.src[0]).value) if r.src[0].op == "CONST" else None
 
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
@@ -62,15 +82,36 @@ def initial_types(sink: UOp) -> UOp:
   return _retype(sink, {r: "GLOBAL" for r in rs if r.arg.get("type", "LOOP") == "LOOP"})
 
 
+# ------------------------------------------------------------------ where a range is used
+def _closers(sink: UOp, r: UOp) -> list[UOp]:
+  """The ENDs and REDUCEs that list r among their ranges."""
+  return [u for u in toposort(sink) if u.op in ("END", "REDUCE") and r in u.src[1:]]
+
+
+def _carried(sink: UOp, r: UOp) -> bool:
+  """Does a loop-carried read (AFTER listing r: an accumulator read inside r) depend on r?"""
+  return any(u.op == "AFTER" and r in u.src[1:] for u in toposort(sink))
+
+
+def depends(u: UOp, r: UOp, memo: dict) -> bool:
+  """Does u depend on r? (memo: answers so far, for the same r; stops at known nodes)"""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in memo: stack.pop(); continue
+    todo = [s for s in x.src if s not in memo]
+    if todo: stack.extend(todo); continue
+    stack.pop()
+    memo[x] = x is r or any(memo[s] for s in x.src)
+  return memo[u]
+
+
+# ------------------------------------------------------------------ the OptOps
 def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp:
-  n = props(r.src[0]).value if r.src[0].op == "CONST" else None
+  n = size(r)
   if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be split")
   if k <= 0 or n % k: raise CompileError("opt.divisible", f"split factor {k} does not divide axis {r.arg['id']} of size {n}")
-  cur = r.arg.get("type", "LOOP")
-  allowed = tables().axis_types.get(kind, {}).get("split_from", [])
-  if kind not in tables().axis_types: raise CompileError("opt.split_from", f"{kind} is not an AxisType")
-  if cur not in allowed:
-    raise CompileError("opt.split_from", f"{kind} splits from {', '.join(allowed) or 'nothing'}, not from {cur} (ops.yaml axis_types)")
+  cur = axis_type(r)
   sizes = (k, n // k) if top else (n // k, k)
   kinds = (kind, cur) if top else (cur, kind)
   outer = UOp("RANGE", (const(sizes[0], "index"),), {"id": r.arg["id"], "type": kinds[0]})
@@ -79,7 +120,6 @@ def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp
   # r is replaced by outer*k' + inner everywhere; the END and REDUCE that closed r then
   # close (outer, inner) instead
   out = substitute(sink, {r: expr})
-  # substitute turned `r` in END/REDUCE range lists into expr; put the two ranges back
   fix = {}
   for u in toposort(out):
     if u.op in ("END", "REDUCE") and expr in u.src[1:]:
@@ -90,45 +130,122 @@ def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp
   return simplify(out)
 
 
+def _padto(sink: UOp, r: UOp, m: int) -> UOp:
+  """Grow r to a multiple of m; the added iterations store nothing and reduce nothing."""
+  from compiler.expand import identity
+  n = size(r)
+  if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be padded")
+  if not isinstance(m, int) or m <= 0: raise CompileError("opt.divisible", f"PADTO needs a positive multiple, not {m!r}")
+  padded = -(-n // m) * m
+  if padded == n: return sink
+  r2 = UOp("RANGE", (const(padded, "index"),), r.arg)
+  valid = UOp("CMPLT", (r2, const(n, "index")))
+  dep: dict[UOp, bool] = {}
+
+  def mask(u: UOp):
+    if u.op == "STORE" and depends(u, r2, dep):
+      return u.replace(src=(u.src[0], u.src[1], UOp("AND", (u.src[2], valid)) if len(u.src) == 3 else valid))
+    if u.op == "REDUCE" and r2 in u.src[1:]:
+      return u.replace(src=(UOp("WHERE", (valid, u.src[0], identity(u.arg["op"], props(u).dtype))), *u.src[1:]))
+    return None
+  return simplify(rebuild(substitute(sink, {r: r2}), mask))
+
+
+def top_nest(sink: UOp):
+  """(END, its ranges) of a kernel that is one loop nest (one END under the SINK)."""
+  if len(sink.src) != 1 or sink.src[0].op != "END": return None
+  return sink.src[0], list(sink.src[0].src[1:])
+
+
 def _swap(sink: UOp, a: UOp, b: UOp) -> UOp:
-  nest = output_nest(sink)
+  nest = top_nest(sink)
   if nest is None or a not in nest[1] or b not in nest[1]:
     raise CompileError("opt.axis", "SWAP exchanges two output axes of one loop nest")
+  if axis_type(a) not in PARALLEL or axis_type(b) not in PARALLEL:
+    raise CompileError("opt.parallel", "SWAP reorders independent (GLOBAL, LOCAL, THREAD) axes only")
   end, rs = nest
   i, j = rs.index(a), rs.index(b)
   rs[i], rs[j] = rs[j], rs[i]
   return substitute(sink, {end: end.replace(src=(end.src[0], *rs))})
 
 
-def apply_opts(sink: UOp, opts, target: str = "c") -> UOp:
+def threads_outside(sink: UOp) -> UOp:
+  """THREAD axes first in their nest (stable: the others keep their order)."""
+  nest = top_nest(sink)
+  if nest is None: return sink
+  end, rs = nest
+  order = sorted(rs, key=lambda r: axis_type(r) != "THREAD")
+  if order == rs: return sink
+  return substitute(sink, {end: end.replace(src=(end.src[0], *order))})
+
+
+def _parse(opt):
+  opt = list(opt) if isinstance(opt, (list, tuple)) else [opt]
+  op, axis, arg = (opt + [None, None])[:3]
+  return op, axis, arg
+
+
+def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev):
+  """The table checks of SPLIT (see the module doc); returns top with its default."""
+  T = tables().axis_types
+  if kind not in T: raise CompileError("opt.split_from", f"{kind!r} is not an AxisType (ops.yaml axis_types)")
+  cur = axis_type(r)
+  allowed = T[kind].get("split_from", [])
+  if cur not in allowed:
+    raise CompileError("opt.split_from", f"{kind} splits from {', '.join(allowed) or 'nothing'}, not from {cur} (ops.yaml axis_types)")
+  direction = T[kind].get("direction")
+  if top is None: top = (direction if isinstance(direction, str) else (direction or ["inner"])[0]) == "outer"
+  if isinstance(direction, str) and bool(top) != (direction == "outer"):
+    raise CompileError("opt.direction", f"{kind} is split off on the {direction} side (ops.yaml axis_types)")
+  if not isinstance(k, int) or isinstance(k, bool): raise CompileError("opt.divisible", f"split factor {k!r} is not an integer")
+  if kind in WORKGROUP and no_locals: raise CompileError("opt.unsupported", f"{kind} after NOLOCALS")
+  if kind in PARALLEL and cur not in PARALLEL:
+    raise CompileError("opt.parallel", f"axis {axis} ({cur}) is not independent; it cannot get {kind}")
+  closers = _closers(sink, r)
+  if kind == "GROUP_REDUCE" and not (closers and all(u.op == "REDUCE" for u in closers)):
+    raise CompileError("opt.parallel", f"axis {axis} is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions")
+  if kind in REORDERING and _carried(sink, r):
+    raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next (an AFTER lists it); {kind} would reorder them")
+  if kind == "GROUP_REDUCE" and dev is not None and dev.max_local and k > dev.max_local:
+    raise CompileError("opt.unsupported", f"a group of {k} exceeds the {dev.max_local} work items of a workgroup on {dev.name}")
+  return bool(top)
+
+
+def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
   """Apply OptOps left to right (see the module doc for their form)."""
+  T = tables().opt_ops
   no_locals = False
   for n, opt in enumerate(opts or ()):
-    op, axis, arg = (list(opt) + [None, None])[:3]
-    if op not in tables().opt_ops: raise CompileError("opt.unsupported", f"unknown OptOp {op!r}")
-    if tables().opt_ops[op].get("must_be_first") and n != 0: raise CompileError("opt.first", f"{op} must be the first OptOp")
+    op, axis, arg = _parse(opt)
+    if op not in T: raise CompileError("opt.unsupported", f"unknown OptOp {op!r}")
+    if T[op].get("must_be_first") and n != 0: raise CompileError("opt.first", f"{op} must be the first OptOp")
     if op == "NOLOCALS": no_locals = True; continue
+    if op == "TC":
+      name = dev.name if dev is not None else target
+      raise CompileError("opt.unsupported", f"TC needs matrix units: the {target} renderer has no WMMA rules and {name} has no tensor cores")
     axes = ranges(sink)
-    if not isinstance(axis, int) or not 0 <= axis < len(axes):
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(axes):
       raise CompileError("opt.axis", f"{op}: axis {axis!r} is not one of the kernel's {len(axes)} axes")
     r = axes[axis]
     if op == "SPLIT":
-      k, kind, top = (list(arg) + [None])[:3] if isinstance(arg, (list, tuple)) else (arg, None, None)
-      direction = tables().axis_types.get(kind, {}).get("direction")
-      if top is None: top = direction == "outer"
-      if isinstance(direction, str) and bool(top) != (direction == "outer"):
-        raise CompileError("opt.direction", f"{kind} is split off on the {direction} side (ops.yaml axis_types)")
-      if kind == "LOCAL" and no_locals: raise CompileError("opt.unsupported", "LOCAL after NOLOCALS")
-      if kind in PARALLEL and r.arg.get("type") not in PARALLEL:
-        raise CompileError("opt.parallel", f"axis {axis} ({r.arg.get('type')}) is not independent; it cannot get {kind}")
-      sink = _split(sink, r, int(k), kind, bool(top), max(a.arg["id"] for a in axes) + 1)
+      k, kind, top = (list(arg) + [None, None])[:3] if isinstance(arg, (list, tuple)) else (arg, None, None)
+      top = check_split(sink, r, axis, k, kind, top, no_locals, dev)
+      sink = _split(sink, r, k, kind, top, max(a.arg["id"] for a in axes) + 1)
+    elif op == "PADTO":
+      if _carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
+      sink = _padto(sink, r, arg)
     elif op == "SWAP":
-      if not isinstance(arg, int) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
+      if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
       sink = _swap(sink, r, axes[arg])
     else:
       raise CompileError("opt.unsupported", f"{op} is not implemented for target {target}")
-  return sink
+  return threads_outside(sink)
 
 
-def optimize(sink: UOp, target: str = "c", opts=()) -> UOp:
-  return apply_opts(initial_types(sink), opts, target)
+def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
+  """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
+  sink = initial_types(sink)
+  if opts is None:
+    from compiler.heuristics import default_opts
+    opts = default_opts(sink, target, dev)
+  return apply_opts(sink, opts, target, dev)

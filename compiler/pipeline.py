@@ -81,6 +81,13 @@ def _kernel_schedule(sink: UOp) -> Schedule:
   return Schedule([Kernel(sink, params, writes, "user_kernel")], [Output("void")], set(), {})
 
 
+def kernel_opts(opts, name: str):
+  """The OptOps for kernel `name`: from a {name: opts} mapping (absent: the default), a
+  list for every kernel, or None (the device's default: compiler.heuristics)."""
+  if isinstance(opts, dict): return opts.get(name)
+  return None if opts is None else list(opts)
+
+
 def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True) -> Compiled:
   """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl"."""
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
@@ -110,7 +117,9 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
       sched = _rangeify.rangeify(roots)
       keep("rangeify", lambda: sched.graph())
-    sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, (opts or {}).get(k.name, ()) if isinstance(opts, dict) else opts or ()))
+    from compiler.device import device
+    dev = device(target)
+    sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, kernel_opts(opts, k.name), dev))
     keep("optimize", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
     keep("expand", lambda: sched.graph())
@@ -123,13 +132,25 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   keep("memplan", lambda: sched.graph())
   sources = []
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted)
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args))
     k.program = ks
     sources.append(ks)
   lang = "C" if target == "c" else "OpenCL C"
   prog_of = {id(k): UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": lang}))) for k, lin, ks in zip(sched.kernels, kernels_lin, sources)}
   keep("render", lambda: sched.graph(body=lambda k: prog_of[id(k)]) if level != "program" else Graph.from_uops(prog_of[id(sched.kernels[0])], level="program"))
   return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched))
+
+
+def _disjoint(args) -> bool:
+  """Do the kernel's arguments occupy pairwise disjoint memory? Distinct storages do
+  (inputs are separate allocations, intermediates live in the arena at places the memory
+  plan keeps apart while both live); views of one base may overlap, and a storage passed
+  twice aliases itself."""
+  bases = []
+  for a in args:
+    while a.op == "BUFFER_VIEW": a = a.src[0]
+    bases.append(a)
+  return len(set(bases)) == len(bases)
 
 
 def _input_names(s: Schedule) -> set:

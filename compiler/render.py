@@ -131,12 +131,14 @@ class KernelSource:
   source: str
   params: list            # per slot: ("buf", dtype, numel, writes) or ("scalar", dtype)
   global_size: list = field(default_factory=list)   # per OpenCL dim: int, ("param", slot), or a list of those (a product)
-  thread: object = None   # C: the bound of the THREAD axis (int or ("param", slot)), or None
-  local_size: list | None = None   # per OpenCL dim, when the kernel uses SPECIAL lidx/gidx
+  thread: object = None   # C: the bound of the axis whose slices run on threads (int or ("param", slot)), or None
+  local_size: list | None = None   # per OpenCL dim, when the kernel has workgroups (lidx SPECIALs, LOCAL/GROUP_REDUCE axes)
   body: str = ""          # the kernel function alone
   helpers: tuple = ()     # helper function texts it calls
   exts: tuple = ()        # OpenCL extensions it needs
   fp64: bool = False      # it uses double (OpenCL: cl_khr_fp64)
+  tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
+  scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -160,7 +162,7 @@ def launch_size(entry, vals) -> int:
 
 
 class Renderer:
-  def __init__(self, target: str, allow_untrusted: bool = False):
+  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False):
     if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
     self.target = target
     self.T = render_tables()
@@ -172,10 +174,30 @@ class Renderer:
     self.fp64 = False
     self.exts: dict[str, None] = {}
     self.allow_untrusted = allow_untrusted
+    self.noalias = noalias      # no two PARAMs share memory: C pointers are `restrict`
+
+  # -- vectors (render.yaml `vectors`)
+  def vtype(self, dt: str, k: int) -> str:
+    """The target's type of a k-lane vector of dt (C: declared once per program)."""
+    V = self.T["vectors"][self.target]
+    f = {"T": value_type(dt, self.target), "k": k, "B": k * _dt(dt).itemsize}
+    if "typedef" in V:
+      self.helpers[fill(V["typedef"], f)] = None
+      self.helpers[fill(V["helper"], f)] = None
+    return fill(V["type"], f)
+
+  def type_of(self, u: UOp) -> str:
+    shape = props(u).shape
+    return self.vtype(props(u).dtype, shape[0]) if shape else value_type(props(u).dtype, self.target)
+
+  def vliteral(self, dt: str, values) -> str:
+    V = self.T["vectors"][self.target]
+    return fill(V["literal"], {"V": self.vtype(dt, len(values)), "xs": ", ".join(literal(v, dt, self.target) for v in values)})
 
   # -- names and values
   def ref(self, u: UOp) -> str:
     if u.op == "CONST": return literal(u.arg["value"], props(u).dtype, self.target)
+    if u.op == "VCONST" and props(u).dtype != "index": return self.vliteral(props(u).dtype, u.arg["values"])
     if u.op == "PARAM" and len(u.src) != 3 and u in self.params: return self.read(u)   # a ()-shaped buffer used as a value
     n = self.names.get(u)
     if n is None: raise CompileError("compile.form", f"{u.op} is used before it is computed", u)
@@ -221,7 +243,7 @@ class Renderer:
   def declare(self, u: UOp, expr: str) -> str:
     name = f"v{self.nvar}"
     self.nvar += 1
-    self.emit(f"{value_type(props(u).dtype, self.target)} {name} = {expr};")
+    self.emit(f"{self.type_of(u)} {name} = {expr};")
     self.names[u] = name
     return name
 
@@ -236,14 +258,22 @@ class Renderer:
         plo, phi = known.get(x, (None, None))
         known[x] = (flo if plo is None else plo if flo is None else max(plo, flo), fhi if phi is None else phi if fhi is None else min(phi, fhi))
     p = idx.src[0]
-    if p.op != "PARAM" or p not in self.params:
-      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs", idx)
+    while p.op == "AFTER": p = p.src[0]
+    if not ((p.op == "PARAM" and p in self.params) or _is_local(p)):
+      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs and LOCAL buffers", idx)
     shape = props(p).shape
     ii = idx.src[1:]
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
-    terms, guards, stride = [], [], 1
+    terms, guards, stride, lanes = [], [], 1, 0
     for i, d in reversed(list(zip(ii, shape))):
       lo, hi = interval(i, known)
+      if props(i).shape:      # a vector index: lane-0 offset here, the lanes' step counted
+        base, coef = self.lane_split(i)
+        if not (0 <= lo and hi < d): raise CompileError("compile.form", "a vector access that is not proved in bounds", idx)
+        lanes += coef * stride
+        if base != "0": terms.append(base if stride == 1 else f"({base}) * {literal(stride, 'index', self.target)}")
+        stride *= d
+        continue
       r = self.ref(i)
       if props(i).dtype != "index": r = f"((int64_t){r})" if self.target == "c" else f"((long){r})"
       if not (0 <= lo and hi < d): guards.append(f"(0 <= {r} && {r} < {literal(d, 'index', self.target)})")
@@ -251,7 +281,26 @@ class Renderer:
         terms.append(r if stride == 1 else f"{r} * {literal(stride, 'index', self.target)}")
       stride *= d
     off = " + ".join(reversed(terms)) or "0"
+    self.last_lanes = lanes
     return self.names[p], off, (" && ".join(reversed(guards)) or None)
+
+  def lane_split(self, i: UOp):
+    """A vector index as (its lane-0 value as source text, the step between lanes)."""
+    from compiler.symbolic import linear
+    lf = linear(i, 64)
+    if lf is None: raise CompileError("compile.form", "a vector index that is not linear", i)
+    parts, coef, c = [], 0, lf[1]
+    for t, k in lf[0].items():
+      if t.op == "VCONST":     # lanes v0, v0+s, v0+2s...: v0 joins the offset, s the step
+        vals = [int(v) for v in t.arg["values"]]
+        step = vals[1] - vals[0] if len(vals) > 1 else 0
+        if any(v != vals[0] + j * step for j, v in enumerate(vals)): raise CompileError("compile.form", "vector lanes that are not evenly spaced", i)
+        coef += k * step
+        c += k * vals[0]
+        continue
+      parts.append(self.ref(t) if k == 1 else f"{self.ref(t)} * {literal(k, 'index', self.target)}")
+    if c: parts.append(literal(c, "index", self.target))
+    return (" + ".join(parts) or "0"), coef
 
   def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None) -> str:
     """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM)."""
@@ -261,6 +310,9 @@ class Renderer:
       val = self.conv(dt, "load", f"{self.names[u]}[0]")
       return f"({gate} ? {val} : {zero})" if gate else val
     ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
+    if props(u).shape:
+      if gate or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector read", u)
+      return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": props(u).shape[0], "p": f"{ptr} + {off}"})
     val = self.conv(dt, "load", f"{ptr}[{off}]")
     cond = " && ".join(x for x in (gate, guard) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
@@ -287,11 +339,19 @@ class Renderer:
       else: params.append(("buf", props(p).dtype, _numel(props(p).shape), s in writes))
     if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
     specials = [u for u in instrs if u.op == "SPECIAL"]
-    glob, thread = self.parallel_axes(instrs) if not specials else ([], None)
-    self.glob_ids = {r: k for k, r in enumerate(reversed(glob))}
-    self.thread = thread
-    gsize, lsize = [self.bound(r) for r in reversed(glob)], None
+    self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
+    self.thread, self.tail = None, False
+    gsize, lsize = [], None
     if specials: gsize, lsize = self.specials(specials)
+    elif self.target == "opencl": gsize, lsize = self.work_items(instrs)
+    else: self.thread, self.tail = self.thread_axis(instrs)
+    self.locals = [u for u in instrs if _is_local(u) and u.op == "BUFFER"]
+    scratch = []
+    for k, b in enumerate(self.locals):
+      self.names[b] = f"l{b.arg['slot']}"
+      n = _numel(props(b).shape)
+      if self.target == "opencl": self.emit(f"__local {storage_type(props(b).dtype, 'opencl')} {self.names[b]}[{max(n, 1)}];")
+      else: scratch.append(max(n, 1) * _dt(props(b).dtype).itemsize)
     gate_stack: list[UOp] = []
     for u in instrs:
       self.instr(u, gate_stack)
@@ -299,8 +359,8 @@ class Renderer:
       self.depth -= 1; self.emit("}")
     body = "\n".join(self.lines)
     fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
-    ks = KernelSource(name, self.target, "", params, gsize, self.bound(thread) if thread is not None else None, lsize,
-                      fn, tuple(self.helpers), tuple(self.exts), self.fp64)
+    ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
+                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch)
     ks.source = assemble([ks], self.target)
     return ks
 
@@ -333,30 +393,92 @@ class Renderer:
     if b.op == "PARAM" and b in self.params and len(b.src) == 3: return ("param", self.params[b])
     raise CompileError("compile.form", "a parallel axis needs a constant or PARAM bound", r)
 
-  def parallel_axes(self, instrs):
-    """OpenCL: the GLOBAL ranges that become work-item ids (up to 3, innermost first);
-    C: the THREAD range whose slices run on threads. An axis qualifies only when every
-    store of the kernel is inside it and it is not inside a sequential loop."""
-    kinds = ("GLOBAL", "THREAD", "LOCAL") if self.target == "opencl" else ("THREAD",)   # OpenCL runs every parallel axis as work items
-    stores_depth, open_, chain, ok = [], [], [], True
+  def work_items(self, instrs):
+    """OpenCL: the leading ranges of the outermost nest that are GLOBAL, THREAD or LOCAL
+    and hold every store become work-item ids, with the GROUP_REDUCE ranges opened right
+    inside them (their ENDs come before a BARRIER: every work item reaches it). Without
+    LOCAL/GROUP_REDUCE axes: up to 3 get_global_id dimensions, innermost first, the
+    device picks the workgroups. With them: GLOBAL/THREAD axis d is get_group_id(d) and
+    LOCAL/GROUP_REDUCE axis d get_local_id(d). Returns (global_size, local_size)."""
+    prefix = self._parallel_prefix(instrs, ("GLOBAL", "THREAD", "LOCAL"))
+    depth, groups = 0, []
+    for u in instrs:
+      if u.op == "RANGE":
+        if depth == len(prefix) and u.arg.get("type") == "GROUP_REDUCE" and self._bound_ok(u) and self._opened_in(instrs, u, prefix): groups.append(u)
+        depth += 1
+      elif u.op == "END": depth -= 1
+    glob = [r for r in prefix if r.arg.get("type") != "LOCAL"]
+    loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups
+    if not loc or len(glob) > 3 or len(loc) > 3:
+      ids = prefix[-3:]
+      for d, r in enumerate(reversed(ids)): self.ids[r] = f"get_global_id({d})"
+      return [self.bound(r) for r in reversed(ids)], None
+    glob, loc = glob[::-1], loc[::-1]            # dimension 0 is the innermost
+    gsize, lsize = [], []
+    for d in range(max(len(glob), len(loc))):
+      g = glob[d] if d < len(glob) else None
+      l = loc[d] if d < len(loc) else None
+      if g is not None: self.ids[g] = f"get_group_id({d})"
+      if l is not None: self.ids[l] = f"get_local_id({d})"
+      gb, lb = (self.bound(g) if g is not None else 1), (self.bound(l) if l is not None else 1)
+      gsize.append([gb, lb]); lsize.append(lb)
+    return gsize, lsize
+
+  def _opened_in(self, instrs, r: UOp, prefix: list) -> bool:
+    """Is r opened directly inside the prefix nest (no other loop around it)?"""
+    open_: list = []
+    for u in instrs:
+      if u is r: return open_ == prefix
+      if u.op == "RANGE": open_.append(u)
+      elif u.op == "END": open_.pop()
+    return False
+
+  def _parallel_prefix(self, instrs, kinds) -> list:
+    """The leading ranges of the outermost nest with a type in `kinds`, when every store
+    to memory (not a REG accumulator, not a LOCAL buffer) is inside all of them."""
+    stores_depth, open_ = [], []
     for u in instrs:
       if u.op == "RANGE": open_.append(u)
       elif u.op == "END": open_.pop()
-      elif u.op in ("STORE", "ATOMICADD") and not _is_reg(u.src[0]): stores_depth.append(list(open_))
-    # candidate prefix: the leading ranges of the outermost nest with the parallel type
-    first = next((u for u in instrs if u.op == "RANGE"), None)
-    cands = []
-    depth = 0
+      elif u.op in ("STORE", "ATOMICADD") and not _is_reg(u.src[0]) and not _is_local_access(u.src[0]): stores_depth.append(list(open_))
+    cands, depth = [], 0
     for u in instrs:
       if u.op == "RANGE":
         if depth == len(cands) and u.arg.get("type") in kinds and self._bound_ok(u): cands.append(u)
         depth += 1
       elif u.op == "END": depth -= 1
-    if first is None or not cands: return [], None
-    for st in stores_depth:
-      if st[:len(cands)] != cands: return [], None
-    if self.target == "opencl": return cands[-3:], None
-    return [], cands[0]
+    if not cands or any(st[:len(cands)] != cands for st in stores_depth): return []
+    return cands
+
+  def thread_axis(self, instrs):
+    """C: the top-level THREAD or GROUP_REDUCE loop whose slices [tlo, thi) run on
+    threads (phase 0), and whether code follows it (the tail: phase 1, run once after
+    every slice). It qualifies when nothing before it loops or writes memory or reads a
+    buffer the kernel writes, every store is inside it or in the tail, and the tail
+    reads no accumulator the loop updates (LOCAL buffers are the loop's way out)."""
+    depth, start = 0, None
+    for k, u in enumerate(instrs):
+      if u.op == "RANGE":
+        if depth == 0 and u.arg.get("type") in ("THREAD", "GROUP_REDUCE") and self._bound_ok(u): start = k
+        break
+    if start is None: return None, False
+    r = instrs[start]
+    stop = next(k for k, u in enumerate(instrs) if u.op == "END" and u.src[1] is r)
+    written = set()
+    for u in instrs:
+      if u.op in ("STORE", "ATOMICADD"):
+        t = u.src[0]
+        while t.op in ("INDEX", "AFTER"): t = t.src[0]
+        written.add(t)
+    for u in instrs[:start]:
+      if u.op in ("STORE", "ATOMICADD") and not _is_reg(u.src[0]): return None, False
+      if u.op == "INDEX" and u.src[0] in written: return None, False
+      if u.op == "PARAM" and u in written and self._value_uses.get(u): return None, False
+    loop_regs = {_base(u.src[0]) for u in instrs[start:stop] if u.op == "STORE" and _is_reg(u.src[0])}
+    tail = [u for u in instrs[stop + 1:] if u.op not in ("SINK", "GROUP", "CONST", "VCONST", "PARAM", "BARRIER")]
+    for u in tail:
+      if any(s.op == "AFTER" and _base(s) in loop_regs for s in u.src): return None, False
+    return r, bool(tail)
 
   def _bound_ok(self, r: UOp) -> bool:
     b = r.src[0]
@@ -364,11 +486,11 @@ class Renderer:
 
   def signature(self, name: str, params) -> str:
     if self.target == "c":
-      return f"void {name}(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi)"
+      return f"void {name}(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi, int64_t phase)"
     args = []
     for s, p in enumerate(params):
       if p[0] == "scalar": args.append(f"{value_type(p[1], 'opencl')} p{s}")
-      else: args.append(f"__global {'' if p[3] else 'const '}{storage_type(p[1], 'opencl')}* p{s}")
+      else: args.append(f"__global {'' if p[3] else 'const '}{storage_type(p[1], 'opencl')}* {'restrict ' if self.noalias else ''}p{s}")
     return f"__kernel void {name}(" + ", ".join(args) + ")"
 
   def unpack(self, params) -> str:
@@ -379,8 +501,11 @@ class Renderer:
       else:
         t = storage_type(p[1], "c")
         q = "" if p[3] else "const "
-        out.append(f"  {q}{t}* p{s} = ({q}{t}*)bufs[{s}];")
-    out.append("  (void)bufs; (void)vals; (void)tlo; (void)thi;")
+        out.append(f"  {q}{t}* {'restrict ' if self.noalias else ''}p{s} = ({q}{t}*)bufs[{s}];")
+    for k, b in enumerate(self.locals):   # LOCAL buffers: scratch the runtime passes after the PARAMs
+      t = storage_type(props(b).dtype, "c")
+      out.append(f"  {t}* {self.names[b]} = ({t}*)bufs[{len(params) + k}];")
+    out.append("  (void)bufs; (void)vals; (void)tlo; (void)thi; (void)phase;")
     return "\n".join(out) + "\n"
 
   def instr(self, u: UOp, gates: list):
@@ -390,18 +515,28 @@ class Renderer:
       r = f"r{u.arg['id']}"
       self.names[u] = r
       bound = self.ref(u.src[0])
-      if u in self.glob_ids:
-        self.emit(f"int64_t {r} = (int64_t)get_global_id({self.glob_ids[u]});" if self.target == "c" else f"long {r} = (long)get_global_id({self.glob_ids[u]});")
+      if u in self.ids:
+        self.emit(f"long {r} = (long){self.ids[u]};")
         return
       it = "int64_t" if self.target == "c" else "long"
       start, stop = ("tlo", "thi") if u is self.thread else ("0", bound)
+      if u is self.thread and self.tail:   # phase 0: this slice of the loop; phase 1: what follows it
+        self.emit("if (phase == 0) {")
+        self.depth += 1
       self.emit(f"for ({it} {r} = {start}; {r} < {stop}; {r}++) {{")
       self.depth += 1
       return
     if op == "END":
-      if u.src[1] in self.glob_ids: return
+      if u.src[1] in self.ids: return
       self.depth -= 1
       self.emit("}")
+      if u.src[1] is self.thread and self.tail:
+        self.emit("return;")
+        self.depth -= 1
+        self.emit("}")
+      return
+    if op == "BARRIER":   # OpenCL: the workgroup's; C: the phase boundary (or nothing: the loop ran in order)
+      if self.target == "opencl": self.emit("barrier(CLK_LOCAL_MEM_FENCE);")
       return
     if op == "IF":
       self.emit(f"if ({self.ref(u.src[0])}) {{")
@@ -414,10 +549,11 @@ class Renderer:
       gates.pop()
       return
     if op == "BUFFER":
-      if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers (workgroup memory) are not rendered yet", u)
+      if _is_local(u): return      # declared at the top (OpenCL __local) or passed as scratch (C)
+      if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
-      self.emit(f"{value_type(props(u).dtype, self.target)} {name};")
+      self.emit(f"{self.type_of(u)} {name};")
       return
     if op == "AFTER":
       base = u.src[0]
@@ -429,7 +565,7 @@ class Renderer:
       else: self.names[u] = self.ref(s)
       return
     if op == "INDEX":
-      if u.src[0].op == "PARAM" and self._used_as_value(u): self.declare(u, self.read(u))
+      if (u.src[0].op == "PARAM" or _is_local(_base(u.src[0]))) and self._used_as_value(u): self.declare(u, self.read(u))
       return
     if op == "LOAD":
       src = u.src[0]
@@ -453,6 +589,7 @@ class Renderer:
       self.custom(u)
       return
     if op in self.T["ops"]:
+      if props(u).shape and props(u).dtype == "index": return   # vector lanes of an address: INDEX renders them
       self.alu(u)
       return
     raise CompileError("compile.unsupported", f"{op} cannot be rendered for {self.target}", u)
@@ -481,8 +618,20 @@ class Renderer:
     if base.op != "INDEX": raise CompileError("compile.form", f"STORE into {base.op}", u)
     ptr, off, guard = self.address(base, known)
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
+    if props(base).shape:
+      k = props(base).shape[0]
+      if cond or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector store", u)
+      if not props(val).shape: v = self.vliteral_of(val, k)
+      self.emit(fill(self.T["vectors"][self.target]["store"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
+      return
     line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
+
+  def vliteral_of(self, val: UOp, k: int) -> str:
+    """A scalar value in every lane of a k-vector."""
+    x = self.ref(val)
+    V = self.T["vectors"][self.target]
+    return fill(V["literal"], {"V": self.vtype(props(val).dtype, k), "xs": ", ".join([x] * k)})
 
   def atomic(self, u: UOp):
     dst, val = u.src
@@ -530,9 +679,24 @@ class Renderer:
     self.declare(u, expr)
 
 
-def _is_reg(u: UOp) -> bool:
+def _base(u: UOp) -> UOp:
   while u.op == "AFTER": u = u.src[0]
+  return u
+
+
+def _is_reg(u: UOp) -> bool:
+  u = _base(u)
   return u.op == "BUFFER" and props(u).addrspace == "REG"
+
+
+def _is_local(u: UOp) -> bool:
+  return u.op == "BUFFER" and props(u).addrspace == "LOCAL"
+
+
+def _is_local_access(u: UOp) -> bool:
+  """An element of a LOCAL buffer (INDEX of one, through AFTERs)."""
+  u = _base(u)
+  return u.op == "INDEX" and _is_local(_base(u.src[0]))
 
 
 def _numel(shape) -> int:
@@ -541,8 +705,8 @@ def _numel(shape) -> int:
   return n
 
 
-def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False) -> KernelSource:
-  r = Renderer(target, allow_untrusted)
+def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False) -> KernelSource:
+  r = Renderer(target, allow_untrusted, noalias)
   # an INDEX is a read where something other than a STORE target or a LOAD uses it
   uses: dict[UOp, bool] = {}
   for u in linear.src:

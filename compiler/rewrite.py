@@ -133,6 +133,19 @@ def substitute(roots, mapping: dict, stop: Callable | None = None):
   return memo[rl[0]] if single else [memo[r] for r in rl]
 
 
+def rebuild(root: UOp, fn: Callable) -> UOp:
+  """Rebuild the graph under root bottom-up: each node gets its rebuilt sources, then
+  fn(node) may return a replacement (None: keep it). Unlike substitute, replacements of
+  nested nodes compose (the outer one is built on the inner one's result)."""
+  memo: dict[UOp, UOp] = {}
+  for u in toposort(root):
+    src = tuple(memo[s] for s in u.src)
+    x = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    y = fn(x)
+    memo[u] = x if y is None else y
+  return memo[root]
+
+
 def toposort(roots) -> list[UOp]:
   """Every node under roots, sources first (iterative)."""
   rl = [roots] if isinstance(roots, UOp) else list(roots)

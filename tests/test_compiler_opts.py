@@ -58,7 +58,7 @@ def test_upcast_and_unroll_are_expanded():
 
 
 @pytest.mark.parametrize("opts, rule", [
-  ([["SPLIT", 1, [4, "THREAD"]]], "opt.parallel"),            # a reduce axis is not independent
+  ([["SPLIT", 1, [4, "THREAD"]]], "opt.split_from"),          # THREAD splits only from GLOBAL: not a reduce axis
   ([["SPLIT", 0, [4, "UNROLL"]]], "opt.split_from"),          # UNROLL splits only from REDUCE/GROUP_REDUCE
   ([["SPLIT", 0, [4, "GLOBAL"]]], "opt.split_from"),          # GLOBAL splits from nothing
   ([["SPLIT", 0, [5, "UPCAST"]]], "opt.divisible"),

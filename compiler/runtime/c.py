@@ -1,9 +1,13 @@
 """The C runtime: `cc -O2 -shared -fPIC` (options in spec/render.yaml, never -ffast-math)
 builds one shared library per kernel source, cached by source hash; ctypes loads it.
 
-ABI of every kernel: void name(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi)
-bufs[k] is PARAM slot k's storage, vals[k] the value of a by-value (symbolic) PARAM k,
-[tlo, thi) the slice of the THREAD axis this call runs (ignored without one).
+ABI of every kernel:
+  void name(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi, int64_t phase)
+bufs[k] is PARAM slot k's storage (then the kernel's LOCAL buffers: scratch this runtime
+allocates), vals[k] the value of a by-value (symbolic) PARAM k. A kernel with a threaded
+axis (KernelSource.thread) is called with phase 0 once per slice [tlo, thi) of that axis,
+the slices on a persistent thread pool (ctypes releases the GIL), then -- when code
+follows the loop (KernelSource.tail) -- once with phase 1. Other kernels: one call.
 """
 from __future__ import annotations
 import ctypes
@@ -43,7 +47,8 @@ def build(source: str) -> str:
   """Path of the shared library for source (compiled unless cached)."""
   cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
-  key = digest(source, " ".join(cmd + link))
+  from compiler.device import device
+  key = digest(source, " ".join(cmd + link), device("c").name)   # -march=native: per CPU model
   d = cache_dir("c")
   so = d / f"{key}.so"
   if so.exists(): return str(so)
@@ -65,27 +70,53 @@ def load(source: str) -> ctypes.CDLL:
   return lib
 
 
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+  """The process's worker threads (grown when more are asked for)."""
+  global _POOL
+  if _POOL is None or _POOL._max_workers < workers:
+    _POOL = ThreadPoolExecutor(max(workers, 2), thread_name_prefix="tinyspec-c")
+  return _POOL
+
+
 class CProgram:
   """One kernel of a library; `source` is the whole translation unit (by default the
   kernel's own, or several kernels assembled by render.assemble)."""
   def __init__(self, ks, source: str | None = None):
     self.ks = ks
     self.fn = getattr(load(source or ks.source), ks.name)
-    self.fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    self.fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
     self.fn.restype = None
 
-  def __call__(self, ptrs: list[int], vals: list[int], threads: int | None = None):
-    n = len(ptrs)
-    bufs = (ctypes.c_void_p * max(n, 1))(*ptrs)
-    vv = (ctypes.c_int64 * max(n, 1))(*vals)
-    t = self.ks.thread
-    if t is None:
-      self.fn(bufs, vv, 0, 0); return
+  def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):
+    """A call with these arguments, ready to launch any number of times: () -> None."""
+    import numpy as np
     from compiler.render import launch_size
+    from compiler.device import host_threads
+    scratch = [np.empty(n, np.uint8) for n in self.ks.scratch]
+    allp = list(ptrs) + [a.ctypes.data for a in scratch]
+    bufs = (ctypes.c_void_p * max(len(allp), 1))(*allp)
+    vv = (ctypes.c_int64 * max(len(vals), 1))(*vals)
+    fn, t, tail = self.fn, self.ks.thread, self.ks.tail
+    if t is None: return lambda: fn(bufs, vv, 0, 0, 0)
     total = launch_size(t, vals)
-    workers = max(1, min(threads or os.cpu_count() or 1, total))
-    if workers == 1:
-      self.fn(bufs, vv, 0, total); return
-    step = -(-total // workers)
-    with ThreadPoolExecutor(workers) as ex:
-      list(ex.map(lambda lo: self.fn(bufs, vv, lo, min(lo + step, total)), range(0, total, step)))
+    workers = max(1, min(threads or host_threads(), total))
+    step = -(-total // workers) if total else 1
+    slices = [(lo, min(lo + step, total)) for lo in range(0, total, step)]
+
+    def launch():
+      _keep = scratch   # the scratch lives as long as the call
+      if len(slices) > 1:
+        pool = _pool(len(slices) - 1)
+        futs = [pool.submit(fn, bufs, vv, lo, hi, 0) for lo, hi in slices[1:]]
+        fn(bufs, vv, slices[0][0], slices[0][1], 0)
+        for f in futs: f.result()
+      elif slices:
+        fn(bufs, vv, slices[0][0], slices[0][1], 0)
+      if tail: fn(bufs, vv, 0, 0, 1)
+    return launch
+
+  def __call__(self, ptrs: list[int], vals: list[int], threads: int | None = None):
+    self.bind(ptrs, vals, threads)()

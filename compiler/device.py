@@ -1,0 +1,76 @@
+"""The device a target runs on, as the optimizer sees it (spec/render.yaml `devices`).
+
+  device(target) -> Device(target, name, kind, threads, local_mem, max_local, tensor_cores)
+
+`c` runs on this host: its CPU model, `threads` = the cores (TINYSPEC_THREADS overrides).
+`opencl` is the device the OpenCL runtime opens (TINYSPEC_OPENCL_DEVICE); when none can be
+opened the table's defaults describe it, so compiling (printing source) still works.
+The heuristics choose their OptOps from `kind`; BEAM caches its winners per `key()`.
+"""
+from __future__ import annotations
+import os
+import platform
+from dataclasses import dataclass
+from functools import lru_cache
+from compiler.tables import render_tables
+
+
+@dataclass(frozen=True)
+class Device:
+  target: str
+  name: str
+  kind: str            # "cpu" or "gpu": which heuristics apply
+  threads: int         # C: worker threads for THREAD / GROUP_REDUCE axes
+  local_mem: int       # bytes of workgroup (LOCAL) memory; C: the scratch is unbounded (0 = no limit)
+  max_local: int       # the most work items in one workgroup (C: no limit, 0)
+  tensor_cores: bool   # matrix units the renderer can use (TC)
+  vector_bytes: int = 16   # the widest vector register: UPCAST lanes that fill one are one vector
+
+  def key(self) -> str:
+    return f"{self.target}:{self.name}:{self.kind}:{self.threads}"
+
+
+def _cpu_vector_bytes() -> int:
+  """The host's vector width (the C target compiles with -march=native)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("flags"):
+          flags = set(line.split(":", 1)[1].split())
+          return 64 if "avx512f" in flags else 32 if "avx" in flags else 16
+  except OSError:
+    pass
+  return 16
+
+
+def _cpu_name() -> str:
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"): return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or platform.machine() or "cpu"
+
+
+def host_threads() -> int:
+  env = os.environ.get("TINYSPEC_THREADS", "")
+  if env.isdigit() and int(env) > 0: return int(env)
+  try: return max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError): return max(1, os.cpu_count() or 1)
+
+
+@lru_cache(maxsize=None)
+def device(target: str) -> Device:
+  T = render_tables()["devices"][target]
+  if target == "c":
+    return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]), _cpu_vector_bytes())
+  try:
+    from compiler.runtime.opencl import device as cl_device
+    import pyopencl as cl
+    _, _, d = cl_device()
+    kind = "cpu" if d.type & cl.device_type.CPU else "gpu"
+    return Device("opencl", d.name.strip(), kind, int(d.max_compute_units), int(d.local_mem_size), int(d.max_work_group_size), bool(T["tensor_cores"]),
+                  4 * max(1, int(d.preferred_vector_width_float)))
+  except Exception:   # no OpenCL here: compile for the table's generic device
+    return Device("opencl", "generic", T["kind"], 1, int(T["local_mem"]), int(T["max_local"]), bool(T["tensor_cores"]))

@@ -1,0 +1,171 @@
+"""Hand-coded heuristics: the OptOps a kernel gets by default, per device kind.
+
+The numbers are spec/render.yaml `heuristics` (one entry per device kind, cpu or gpu).
+From a kernel's accesses (which ranges each memory access depends on, and with what
+stride) they choose, in this order:
+  1. register tiling: when the kernel reduces and an input does not depend on an output
+     axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
+     output axis that is contiguous in the store by tile[1] and another such output
+     axis by tile[0]; every load in the tile is then read once and used tile-many times;
+  2. a long reduce with few outputs is split across the cores (GROUP_REDUCE, top: each
+     thread reads one contiguous block) and combined afterwards;
+  3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
+     (UNROLL), which the C compiler vectorizes;
+  4. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
+     innermost output axis into workgroups of `local_size`.
+Kernels under `min_work` iterations, and kernels whose loops are not one independent
+nest (their axes are not GLOBAL), keep their loops.
+"""
+from __future__ import annotations
+from tinyspec.uop import UOp
+from compiler.props import props
+from compiler.rewrite import toposort
+from compiler.symbolic import linear
+from compiler.tables import render_tables
+from compiler.optimize import ranges, axis_type, size, output_nest
+
+
+def _prod(xs) -> int:
+  n = 1
+  for x in xs: n *= x
+  return n
+
+
+def accesses(sink: UOp) -> list[tuple[bool, UOp, dict]]:
+  """(is_store, PARAM, {range: stride in elements, or None when not linear}) of every
+  element access INDEX(PARAM, i...) of the kernel."""
+  stores = {u.src[0] for u in toposort(sink) if u.op == "STORE"}
+  out = []
+  for u in toposort(sink):
+    if u.op != "INDEX" or u.src[0].op != "PARAM": continue
+    shape = props(u.src[0]).shape
+    if len(shape) != len(u.src) - 1: continue
+    strides: dict = {}
+    step = 1
+    for i, d in reversed(list(zip(u.src[1:], shape))):
+      lf = linear(i, 16)
+      rs = [x for x in toposort(i) if x.op == "RANGE"]
+      for r in rs:
+        k = lf[0].get(r) if lf is not None else None
+        if k is None or (lf is not None and any(t is not r and r in toposort(t) for t in lf[0])): strides[r] = None
+        elif strides.get(r, 0) is not None: strides[r] = strides.get(r, 0) + k * step
+      step *= d
+    out.append((u in stores, u.src[0], strides))
+  return out
+
+
+def _itemsize(sink: UOp) -> int:
+  """The widest element the kernel stores (what its vectors hold)."""
+  from tinyspec.dtypes import dtype as _dt
+  sizes = [_dt(props(u.src[0]).dtype).itemsize for u in toposort(sink) if u.op == "STORE" and u.src[0].op == "INDEX"]
+  return max(sizes, default=4)
+
+
+def _divisor(n: int, want: int, lo: int = 2) -> int | None:
+  """The largest divisor of n that is <= want and >= lo."""
+  for k in range(min(want, n), lo - 1, -1):
+    if n % k == 0: return k
+  return None
+
+
+class Axes:
+  """The kernel's axes as the opts so far leave them: by position (what an opt names),
+  each with its size, type and, per access, its stride (inherited from the axis it was
+  split from: the inner part keeps the stride, the outer part strides k times as far)."""
+  def __init__(self, axes: list[UOp], acc):
+    self.size = [size(r) for r in axes]
+    self.type = [axis_type(r) for r in axes]
+    self.strides = [[a[2].get(r, 0) for r in axes] for a in acc]   # per access, per position (0: independent)
+    self.opts: list = []
+
+  def split(self, p: int, k: int, kind: str, top: bool | None = None) -> int:
+    """SPLIT axis p by k into kind; returns the position of the part that keeps p's type."""
+    self.opts.append(["SPLIT", p, [k, kind] + ([top] if top is not None else [])])
+    n, cur = self.size[p], self.type[p]
+    q = len(self.size)
+    if top:   # p: the k-sized new part (outer), q: the rest (inner, old type)
+      self.size[p], self.type[p] = k, kind
+      self.size.append(n // k); self.type.append(cur)
+      for st in self.strides:
+        s = st[p]
+        st.append(s)
+        st[p] = None if s is None else s * (n // k)
+      return q
+    self.size[p] = n // k
+    self.size.append(k); self.type.append(kind)
+    for st in self.strides:
+      s = st[p]
+      st.append(s)
+      st[p] = None if s is None else s * k
+    return p
+
+
+def default_opts(sink: UOp, target: str, dev=None) -> list:
+  from compiler.device import device
+  dev = dev or device(target)
+  H = render_tables()["heuristics"][dev.kind]
+  axes = ranges(sink)
+  if not axes or any(size(r) is None for r in axes): return []
+  if _prod(size(r) for r in axes) < H["min_work"]: return []
+  nest = output_nest(sink)
+  rset = {r: k for k, r in enumerate(axes)}
+  outs = [rset[r] for r in (nest[1] if nest else []) if axis_type(r) == "GLOBAL"]
+  closers = [u for u in toposort(sink) if u.op in ("END", "REDUCE")]
+  reds = [rset[r] for r in axes if axis_type(r) == "REDUCE" and all(u.op == "REDUCE" for u in closers if r in u.src[1:])]
+  if not outs and not reds: return []
+  acc = accesses(sink)
+  A = Axes(axes, acc)
+  is_load = [not a[0] for a in acc]
+  is_store = [a[0] for a in acc]
+
+  def contiguous_in_store(p): return any(s and st[p] == 1 for s, st in zip(is_store, A.strides))
+  def contiguous_in_load(p): return any(ld and st[p] == 1 for ld, st in zip(is_load, A.strides))
+  def reused(p): return any(ld and st[p] == 0 for ld, st in zip(is_load, A.strides))
+
+  tiled = False
+  # 1. register tiling of reduce kernels whose inputs are shared between outputs
+  if reds and outs:
+    inner = [p for p in outs if contiguous_in_store(p) and reused(p)]
+    if inner:
+      n_ax = inner[-1]
+      k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
+      if k:
+        # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
+        lanes = max(1, min(k, dev.vector_bytes // max(1, _itemsize(sink))))
+        A.split(n_ax, lanes, "UPCAST")
+        if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
+        tiled = True
+        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] % H["tile"][0] == 0 and A.size[p] >= 2 * H["tile"][0]), None)
+        if m_ax is not None: A.split(m_ax, H["tile"][0], "UPCAST")
+  out_numel = _prod(A.size[p] for p in outs)
+  red_numel = _prod(A.size[p] for p in reds)
+  # 2. a long reduce with few outputs: split it across the cores / a workgroup
+  grouped = False
+  if reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
+    p = reds[0]
+    if dev.target == "c" and H.get("threads"):
+      g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
+      if g and dev.threads > 1:
+        reds[0] = A.split(p, g, "GROUP_REDUCE", True); grouped = True
+    elif H.get("locals"):
+      g = _divisor(A.size[p], min(H["group_size"], dev.max_local or H["group_size"]), 2)
+      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", False); grouped = True
+  # 3. independent accumulators for a reduce contiguous in memory
+  if reds and not tiled:
+    p = reds[-1]
+    if contiguous_in_load(p):
+      k = _divisor(A.size[p], H["unroll_reduce"], 2)
+      if k and A.size[p] // k >= 2: A.split(p, k, "UNROLL")
+  # 4. parallel output axes
+  if outs:
+    if dev.target == "c" and H.get("threads") and dev.threads > 1:
+      want = dev.threads * H.get("slices_per_thread", 1)
+      p = next((p for p in outs if A.size[p] >= want), None)
+      if p is not None:
+        t = _divisor(A.size[p], want, 2)
+        if t: A.split(p, t, "THREAD", True)
+    elif dev.target == "opencl" and H.get("locals") and not grouped:
+      p = outs[-1]
+      k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
+      if k: A.split(p, k, "LOCAL")
+  return A.opts
