@@ -11,8 +11,9 @@ STORE see it, decision store-order). A kernel-level graph (a SINK over PARAMs) b
 tinygrad kernel of UOps (RANGE, INDEX, STORE, END, REDUCE ...) run with
 `Tensor.custom_kernel`. Graphs the validator rejects are refused with its rule id.
 
-The device: TINYSPEC_TINYGRAD_DEVICE, else CPU (tinygrad's clang backend) when clang is on
-PATH, else PYTHON (tinygrad's emulator, slow). Results come back in the spec's dtypes.
+The device: TINYSPEC_TINYGRAD_DEVICE, default CPU (tinygrad's clang backend; without clang
+the backend is unavailable), e.g. PYTHON for tinygrad's emulator. Results come back in the
+spec's dtypes.
 """
 from __future__ import annotations
 import os
@@ -35,9 +36,7 @@ def _backend_table() -> dict:
 
 
 def tinygrad_device() -> str:
-  dev = os.environ.get("TINYSPEC_TINYGRAD_DEVICE")
-  if dev: return dev
-  return "CPU" if shutil.which("clang") else "PYTHON"
+  return os.environ.get("TINYSPEC_TINYGRAD_DEVICE") or "CPU"
 
 
 class TinygradBackend(Backend):
@@ -56,13 +55,26 @@ class TinygradBackend(Backend):
     for lv, spec in B["levels"].items():
       names = {n for n, o in T.ops.items() if o.category in spec.get("categories", ()) and lv in o.levels}
       names |= set(spec.get("ops", ()))
-      names -= set(spec.get("not", ()))
+      names -= set(B["unsupported"])
       for n in names: ops.setdefault(n, set()).add(lv)
+    self.setup()
     dts = frozenset(n for n, d in DTYPES.items() if d.cls != "void")
     return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]))
 
+  def setup(self) -> None:
+    """Once: the device must work (CPU needs clang), and the dtypes of the table's
+    `emulate` run through tinygrad's own emulation (EMULATED_DTYPES)."""
+    if getattr(self, "_ready", False): return
+    if self.device.split(":")[0] == "CPU" and not shutil.which("clang"):
+      raise Refused("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON")
+    from tinygrad.helpers import EMULATED_DTYPES
+    want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])
+    EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
+    self._ready = True
+
   def run(self, graph, inputs: dict) -> dict:
     from tinyspec.validate import validate
+    self.setup()
     res = validate(graph)
     if not res.ok:
       d = res.diagnostics[0]
@@ -220,6 +232,12 @@ class _TensorBuilder:
     yield
 
   t_PARAM = t_BUFFER
+
+  def t_BINARY(self, i, env, n):
+    import base64
+    from tinygrad import Tensor
+    return Tensor(np.frombuffer(base64.b64decode(n.arg["data"]), dtype=np.uint8).copy(), device=self.dev("CPU"))
+    yield
 
   # ---- movement
   def t_RESHAPE(self, i, env, n):
@@ -410,8 +428,9 @@ class _KernelBuilder:
       v = self.views[i]
       name = self.g.nodes[i].arg.get("name") or f"param{slot}"
       from tinygrad import Tensor
-      t = (_to_tensor(self.inputs[name], v.dtype, (max(1, int(np.prod(v.shape))),), self.dev("CPU")) if name in self.inputs
-           else Tensor.zeros(max(1, int(np.prod(v.shape))), dtype=tg_dtype(v.dtype), device=self.dev("CPU")).contiguous())
+      size = int(np.prod(v.shape))
+      t = (_to_tensor(self.inputs[name], v.dtype, (size,), self.dev("CPU")) if name in self.inputs
+           else Tensor.zeros(size, dtype=tg_dtype(v.dtype), device=self.dev("CPU")).contiguous())
       tensors.append((name, v.dtype, v.shape, t))
     outs = self.run_on([t for *_, t in tensors])
     stored = self.stored_slots()
