@@ -34,7 +34,8 @@ A carried loop is evaluated in one of two ways:
    write of the whole loop, so everything after the END sees what it would have.
    Several carried loops closed by one END run their points in iteration order; a
    carried loop nested in another (its own END inside the outer body) starts each run
-   from the outer loop's snapshot.
+   from the outer loop's snapshot. A bound that varies over outer loops runs to the
+   largest one, each point's stores gated to its own iterations.
 """
 from __future__ import annotations
 import itertools

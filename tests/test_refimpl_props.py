@@ -27,10 +27,14 @@ EXACT = [-2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0]   # sums and products of th
 class Sequential:
   """Run a kernel graph the way the loops say, one point and one scalar at a time.
 
-  An effect (STORE, END, GROUP, SINK) runs once per point of the RANGEs it depends on;
-  END runs its body for every point of its RANGEs (lexicographic, lower id outer). A
-  value is computed once per point of the RANGEs it depends on. A read through
-  AFTER(buf, deps...) first runs the effects among deps, then reads memory as it is."""
+  The SINK runs once per point of the SPECIALs (threads, outermost, ordered by name). An
+  effect (STORE, END, GROUP) runs once per point of the RANGEs and SPECIALs it depends
+  on; END runs its body for every point of its RANGEs (lexicographic, lower id outer),
+  after the effects its body is ordered after that do not depend on them (those run even
+  for no iteration). A STORE depending on an IF (not through its ENDIF) runs only where
+  the IF's gate is true. A value is computed once per point of the loops it depends on.
+  A read through AFTER(buf, deps...) first runs the effects among deps, then reads
+  memory as it is."""
 
   def __init__(self, g, inputs):
     self.nodes = g.nodes
@@ -41,6 +45,7 @@ class Sequential:
       elif n.op == "BUFFER": self.mem[i] = np.zeros(self.shape(n.src[0]), NP[n.arg["dtype"]])
     self.dtypes = [v.dtype for v in validate(g).views]   # only to know a REDUCE's identity
     self.deps = self._deps()
+    self.ifs = self._ifs()
     self.done: set = set()
     self.values: dict = {}
 
@@ -50,10 +55,19 @@ class Sequential:
     deps = []
     for i, n in enumerate(self.nodes):
       d = frozenset().union(*(deps[j] for j in n.src)) if n.src else frozenset()
-      if n.op == "RANGE": d = d | {i}
+      if n.op in ("RANGE", "SPECIAL"): d = d | {i}
       if n.op in ("END", "REDUCE"): d = d - set(n.src[1:])
       deps.append(d)
     return deps
+
+  def _ifs(self):
+    ifs = []
+    for i, n in enumerate(self.nodes):
+      f = frozenset().union(*(ifs[j] for j in n.src)) if n.src else frozenset()
+      if n.op == "IF": f = f | {i}
+      if n.op == "ENDIF": f = f - {n.src[0]}
+      ifs.append(f)
+    return ifs
 
   def key(self, i, env): return (i, tuple(sorted((r, env[r]) for r in self.deps[i])))
 
@@ -67,7 +81,10 @@ class Sequential:
 
   # effects
   def run(self):
-    with np.errstate(all="ignore"): self.execute(self.root, {})
+    threads = sorted((i for i, n in enumerate(self.nodes) if n.op == "SPECIAL"), key=lambda i: self.nodes[i].arg["name"])
+    sizes = [max(int(self.value(self.nodes[t].src[0], {})), 0) for t in threads]
+    with np.errstate(all="ignore"):
+      for p in itertools.product(*(range(n) for n in sizes)): self.execute(self.root, dict(zip(threads, p)))
     return self.mem
 
   def execute(self, i, env):
@@ -82,6 +99,7 @@ class Sequential:
       for j in self.outside(n.src[0], set(n.src[1:])): self.execute(j, env)   # what the loop is ordered after runs before it, even for no iteration
       for e in self.points(n.src[1:], env): self.execute(n.src[0], e)
     else:   # STORE(target, value[, gate])
+      if not all(self.value(self.nodes[f].src[0], env) for f in self.ifs[i]): return   # inside an IF whose gate is false
       buf, at = self.place(n.src[0], env)
       v = self.value(n.src[1], env)
       if len(n.src) == 3 and not self.value(n.src[2], env): return
@@ -119,7 +137,7 @@ class Sequential:
     op, src = n.op, n.src
     v = lambda k: self.value(src[k], env)
     if op == "CONST": return scalar(n.arg["value"], n.arg["dtype"])
-    if op == "RANGE": return np.int64(env[i])
+    if op in ("RANGE", "SPECIAL"): return np.int64(env[i])
     if op in ("INDEX", "AFTER"):
       buf, at = self.place(i, env)
       return self.mem[buf][at] if self.in_range(buf, at) else np.zeros((), self.mem[buf].dtype)[()]   # index-oob: zero
@@ -264,7 +282,15 @@ class Gen:
     return b.END(self.gated(b.INDEX(a, *outer, nxt), value, [r]), r)
 
   def elementwise(self, outer, sizes):
-    return self.gated(self.out_target(outer, sizes, collide=True), self.expr(outer, 2), outer)
+    b = self.b
+    if not outer or self.draw(st.integers(0, 3)):
+      return self.gated(self.out_target(outer, sizes, collide=True), self.expr(outer, 2), outer)
+    # inside an IF block: IF(gate); STORE(INDEX(AFTER(out, IF), ...)); GROUP(store, ENDIF)
+    f = b.IF(b.CMPLT(self.draw(st.sampled_from(outer)), b.const(self.draw(st.integers(0, 3)), "index")))
+    tgt = self.out_target(outer, sizes)
+    base = b.nodes[tgt].src[0]
+    tgt = b.INDEX(b.AFTER(base, f), *b.nodes[tgt].src[1:])
+    return b.GROUP(b.STORE(tgt, self.expr(outer, 2)), b.ENDIF(f))
 
   def reduce(self, outer, sizes):
     b = self.b
@@ -315,11 +341,16 @@ class Gen:
 def kernels(draw):
   dtype = draw(st.sampled_from(["float32", "float32", "int32", "float16", "bfloat16"]))
   gen = Gen(draw, dtype)
-  outer = [gen.range("LOOP") for _ in range(draw(st.integers(0, 2)))]
-  sizes = [gen.b.nodes[gen.b.nodes[r].src[0]].arg["value"] for r in outer]
+  b = gen.b
+  # the outer axes: loops, or thread indices (SPECIAL: no END closes them)
+  names = draw(st.permutations(["gidx0", "gidx1", "lidx0"]))
+  outer = [gen.range("LOOP") if draw(st.booleans()) else b.add("SPECIAL", b.const(draw(st.integers(0, 3)), "index"), arg={"name": names[k]})
+           for k in range(draw(st.integers(0, 2)))]
+  sizes = [b.nodes[b.nodes[r].src[0]].arg["value"] for r in outer]
   stmts = [gen.statement(outer, sizes) for _ in range(draw(st.integers(1, 2)))]
-  body = stmts[0] if len(stmts) == 1 else gen.b.GROUP(*stmts)
-  gen.b.SINK(gen.b.END(body, *outer) if outer else body)
+  body = stmts[0] if len(stmts) == 1 else b.GROUP(*stmts)
+  loops = [r for r in outer if b.nodes[r].op == "RANGE"]
+  b.SINK(b.END(body, *loops) if loops else body)
   seed = draw(st.integers(0, 2 ** 32 - 1))
   return gen.b.graph(), dtype, gen.outs, seed
 
