@@ -357,7 +357,7 @@ class _Converter:
     return self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, self.dtype_of(u, ctx))
 
   def f_trunc_div(self, u, ctx):
-    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    op, dtype = self.entry(u)["op"], self.dtype_of(u, ctx)
     a = yield u.src[0], self.src_ctx(u, 0, op, dtype)
     b = yield u.src[1], self.src_ctx(u, 1, op, dtype)
     if _vmin(u.src[0]) >= 0 and _vmin(u.src[1]) > 0:
@@ -368,7 +368,7 @@ class _Converter:
     return self.template(name, {"A": a, "B": b}, dtype)
 
   def f_template(self, u, ctx):
-    op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    op, dtype = self.entry(u).get("op", u.op.name), self.dtype_of(u, ctx)
     srcs = {}
     od = self.T.ops[op]
     for k, s in enumerate(u.src): srcs[od.slot_for(k).name] = yield s, self.src_ctx(u, k, op, dtype)
