@@ -140,6 +140,7 @@ def _to_tensor(a: np.ndarray, dtype: str, shape, device):
 def _from_tensor(t, dtype: str) -> np.ndarray:
   from refimpl.numeric import np_dtype
   from tinygrad import dtypes
+  if t.device is None: t = t.to(tinygrad_device())   # a value of constants only: realized on the backend's device
   if dtype == "bfloat16": return t.bitcast(dtypes.uint16).numpy().view(np_dtype("bfloat16"))
   return np.asarray(t.numpy()).astype(np_dtype(dtype), copy=False)
 

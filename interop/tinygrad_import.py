@@ -179,6 +179,7 @@ class _Converter:
     if kind == "dtype": return self.m["dtypes"].get(a.name) or self.m["weak"].get(a.name) or self._unmapped_dtype(a)
     if kind == "list": return list(a)
     if kind == "int": return int(a)
+    if kind == "name": return {"name": str(a)}
     if kind == "device": return {"device": _device(a)}
     if kind == "kernel_info":
       if a is None: return None
@@ -287,10 +288,18 @@ class _Converter:
     if ty is None:
       self.report.unmapped[f"AxisType {axis.name}"] += 1
       ty = axis.name
-    r = self.add("RANGE", (bound,), {"id": self.range_ids[tuple(ids)], "type": ty})
-    if ctx == RANGE or is_weak(u.dtype) or self.dtype_of(u) == "index": return r
-    self.report.forms["RANGE typed int (CAST where used as a value)"] += 1
-    return self.add("CAST", (r,), self.dtype_of(u), self.dtype_of(u))
+    return self._index_typed(u, ctx, self.add("RANGE", (bound,), {"id": self.range_ids[tuple(ids)], "type": ty}))
+
+  def f_special(self, u, ctx):
+    bound = yield u.src[0], INDEX
+    return self._index_typed(u, ctx, self.add("SPECIAL", (bound,), self.arg_of(u, "index")))
+
+  def _index_typed(self, u, ctx, node: int) -> int:
+    """A RANGE/SPECIAL (always index in the spec) that tinygrad typed otherwise (int32 in a
+    lowered program): CAST where it is used as a value."""
+    if ctx == RANGE or is_weak(u.dtype) or self.dtype_of(u) == "index": return node
+    self.report.forms[f"{u.op.name} typed int (CAST where used as a value)"] += 1
+    return self.add("CAST", (node,), self.dtype_of(u), self.dtype_of(u))
 
   def f_end(self, u, ctx):
     body = yield u.src[0], V()

@@ -1,0 +1,113 @@
+"""The `tinygrad` conformance backend (interop/tinygrad_backend.py) and its manifest.
+
+Skipped without tinygrad. Runs tinygrad's CPU device when clang is installed, else its
+PYTHON emulator (TINYSPEC_TINYGRAD_DEVICE). The whole corpus is `tinyspec conformance
+--backend tinygrad` (about 80 s on 2 cores); here a few cases per level.
+"""
+import os
+import re
+import shutil
+from pathlib import Path
+import numpy as np
+import pytest
+
+os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
+os.environ.setdefault("TINYSPEC_TINYGRAD_DEVICE", os.environ["DEV"])
+pytest.importorskip("tinygrad")
+
+from tinyspec.graph import Graph, Node   # noqa: E402
+from tinyspec.backends import get_backend, backend_names   # noqa: E402
+from interop.tinygrad_backend import TinygradBackend, Refused   # noqa: E402
+from refimpl import evaluate   # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def backend():
+  return TinygradBackend()
+
+
+def _cases(ids):
+  from conformance.corpus import load_cases
+  by_id = {c.id: c for c in load_cases()}
+  missing = [i for i in ids if i not in by_id]
+  if missing: pytest.skip(f"corpus has no case {missing} (regenerated?)")
+  return [by_id[i] for i in ids]
+
+
+def test_registered_through_the_entry_point():
+  assert "tinygrad" in backend_names()
+  assert isinstance(get_backend("tinygrad"), TinygradBackend)
+
+
+def test_capabilities(backend):
+  caps = backend.capabilities()
+  assert {"tensor", "kernel"} <= set(caps.ops["ADD"])
+  assert "RANGE" in caps.ops and caps.ops["RANGE"] == {"kernel"}
+  for op in ("MULACC", "SPECIAL", "BUFFER_VIEW"):   # tinygrad's CPU device cannot run them (interop/tinygrad_map.yaml)
+    assert op not in caps.ops
+  assert "float32" in caps.dtypes and "index" in caps.dtypes and "void" not in caps.dtypes
+
+
+CASES = ["ADD/int8-broadcast", "WHERE/float32", "RESHAPE/float32", "PAD/int32", "FLIP/uint8", "REDUCE/float32",
+         "REDUCE/int32-kernel", "INDEX/float32-kernel-gated", "STORE/float32", "CALL/float32", "STACK/int16",
+         "CAST/int8", "BITCAST/float32"]
+
+
+@pytest.mark.parametrize("cid", CASES)
+def test_corpus_cases_pass(backend, cid):
+  from conformance.corpus import to_disk
+  from conformance.execute import judge_positive
+  case, = _cases([cid])
+  outs = backend.run(Graph.load(case.graph), case.load_inputs())
+  outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
+  assert judge_positive(case, outs, False) is None
+
+
+def test_invalid_graph_is_refused_with_the_rule():
+  g = Graph([Node("CONST", (), {"value": 1, "dtype": "int32"}), Node("CONST", (), {"value": 1.0, "dtype": "float32"}),
+             Node("ADD", [0, 1])])
+  with pytest.raises(Refused) as e:
+    TinygradBackend().run(g, {})
+  assert e.value.rule == "dtype.match"
+
+
+def test_kernel_graph_runs_as_a_tinygrad_kernel(backend):
+  """out[i] = x[i] + x[i+2] where i+2 < 4 (a gated read), as the reference evaluates it."""
+  N = lambda op, src=(), arg=None: Node(op, src, arg)   # noqa: E731
+  g = Graph([N("VCONST", arg={"values": [4], "dtype": "index"}), N("PARAM", [0], {"slot": 0, "dtype": "float32"}),
+             N("PARAM", [0], {"slot": 1, "dtype": "float32"}), N("CONST", arg={"value": 4, "dtype": "index"}),
+             N("RANGE", [3], {"id": 0, "type": "LOOP"}), N("INDEX", [2, 4]), N("CONST", arg={"value": 2, "dtype": "index"}),
+             N("ADD", [4, 6]), N("INDEX", [2, 7]), N("CONST", arg={"value": 0.0, "dtype": "float32"}), N("CMPLT", [7, 3]),
+             N("LOAD", [8, 9, 10]), N("ADD", [5, 11]), N("INDEX", [1, 4]), N("STORE", [13, 12]), N("END", [14, 4]),
+             N("SINK", [15])])
+  x = {"param1": np.array([1, 2, 3, 4], np.float32)}
+  got = backend.run(g, x)
+  np.testing.assert_array_equal(got["param0"], [4, 6, 3, 4])
+  np.testing.assert_array_equal(got["param0"], evaluate(g, x)["param0"])
+
+
+def test_function_bodies_are_inlined(backend):
+  N = lambda op, src=(), arg=None: Node(op, src, arg)   # noqa: E731
+  g = Graph([N("VCONST", arg={"values": [3], "dtype": "index"}), N("PARAM", [0], {"slot": 0, "dtype": "int32"}),
+             N("MUL", [1, 1]), N("TUPLE", [2]), N("BUFFER", [0], {"slot": 0, "dtype": "int32", "device": "CPU"}),
+             N("FUNCTION", [3, 4]), N("GETTUPLE", [5], 0), N("FUNCTION", [3, 6]), N("GETTUPLE", [7], 0)])
+  got = backend.run(g, {"buf0": np.array([1, 2, 3], np.int32)})
+  np.testing.assert_array_equal(got["out0"], [1, 16, 81])
+
+
+# ------------------------------------------------------------------ the manifest
+def test_every_manifest_entry_is_explained_and_matches_a_case():
+  """Every expected failure names a [section] of docs/tinygrad-divergences.md, and matches
+  some case of the corpus (no stale entries)."""
+  from conformance.manifest import load_manifest
+  from conformance.corpus import load_cases
+  m = load_manifest("tinygrad")
+  assert m.expected_failures, "conformance/manifests/tinygrad.yaml is empty or missing"
+  doc = (ROOT / "docs" / "tinygrad-divergences.md").read_text()
+  sections = set(re.findall(r"^### (\S+)$", doc, re.M))
+  for pat, why in m.expected_failures.items():
+    named = re.findall(r"\[([a-z0-9-]+)\]", why)
+    assert named and set(named) <= sections, f"{pat}: reason names {named}, not sections of the divergences doc"
+  assert not m.unused([c.id for c in load_cases()]), f"stale manifest entries: {m.unused([c.id for c in load_cases()])}"

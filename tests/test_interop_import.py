@@ -1,0 +1,188 @@
+"""The tinygrad importer (interop/): the map table covers tinygrad's ops, real programs
+import at every level, validate and evaluate to tinygrad's results, forms and templates
+mean what tinygrad computes, unmapped ops are reported and kept, and the CLI writes files.
+
+Skipped without tinygrad (the optional extra [tinygrad]). tinygrad runs on its CPU device
+when clang is installed, else on its PYTHON emulator.
+"""
+import os
+import shutil
+from pathlib import Path
+import numpy as np
+import pytest
+
+os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
+tinygrad = pytest.importorskip("tinygrad")
+
+from tinygrad import Tensor, dtypes   # noqa: E402
+from tinygrad.uop.ops import Ops, UOp   # noqa: E402
+from interop.tinygrad_import import mapping, import_uops, ImportReport   # noqa: E402
+from interop.script import import_script   # noqa: E402
+from tinyspec.tables import tables   # noqa: E402
+from tinyspec.validate import validate   # noqa: E402
+from refimpl import evaluate   # noqa: E402
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "interop" / "programs"
+
+
+# ------------------------------------------------------------------ the map table
+def test_every_tinygrad_op_is_mapped_or_listed_unmapped():
+  m, T = mapping(), tables()
+  for op in Ops:
+    assert op.name in m["ops"] or op.name in m["unmapped"] or op.name in T.ops, \
+      f"tinygrad op {op.name} is neither mapped, nor a spec op, nor listed under unmapped in interop/tinygrad_map.yaml"
+
+
+def test_map_table_names_exist():
+  m, T = mapping(), tables()
+  from interop.tinygrad_import import _Converter
+  for name, e in m["ops"].items():
+    assert name in Ops.__members__, f"ops.{name} is not a tinygrad op"
+    assert e.get("op", name) in T.ops, f"ops.{name} maps to {e.get('op', name)}, not a spec op"
+    forms = e.get("form", "plain")
+    for f in (forms.values() if isinstance(forms, dict) else [forms]):
+      assert f in m["forms"], f"ops.{name}: form {f} is not described under forms"
+      assert hasattr(_Converter, "f_" + f), f"form {f} has no implementation"
+    if "template" in e: assert e["template"] in m["templates"]
+  for name, t in m["templates"].items():
+    for step in t["steps"]: assert step["op"] in T.ops, f"template {name} uses {step['op']}"
+  assert set(m["axis_types"].values()) <= set(T.axis_types), "an AxisType maps to no spec AxisType"
+  from tinyspec.dtypes import DTYPES
+  assert set(m["dtypes"].values()) | set(m["weak"].values()) <= set(DTYPES)
+
+
+# ------------------------------------------------------------------ real programs
+@pytest.mark.parametrize("program", ["gemm", "softmax", "cumsum", "int_division"])
+def test_program_imports_validates_and_evaluates(program):
+  res = import_script(PROGRAMS / f"{program}.py")
+  assert res.error is None
+  levels = {g.level for g in res.graphs}
+  assert {"tensor", "kernel", "program"} <= levels
+  for g in res.graphs:
+    assert g.valid, f"{g.name}: {[d.format() for d in g.diagnostics]}"
+    if g.level in ("tensor", "kernel"):
+      assert g.expected, f"{g.name} has no tinygrad results to compare with"
+      assert g.eval_ok, f"{g.name}: {g.evaluation}"
+  assert not res.report.unmapped
+
+
+def test_forms_are_reported():
+  """cumsum reads through tinygrad's masked index (WHERE(valid, i, Invalid)); int_division
+  has truncating CDIV/CMOD on signed operands (templates); tensor REDUCEs drop axes."""
+  cum = import_script(PROGRAMS / "cumsum.py").report
+  assert cum.forms["index (masked read)"] > 0 and cum.forms["reduce"] > 0
+  div = import_script(PROGRAMS / "int_division.py").report
+  assert div.forms["CDIV via template cdiv"] > 0 and div.forms["CMOD via template cmod"] > 0
+
+
+# ------------------------------------------------------------------ forms and templates
+def _import_and_eval(t: Tensor):
+  """Import t's tensor graph, realize it in tinygrad, evaluate ours on the same inputs."""
+  roots = [t.uop]
+  g, rep = import_uops(roots, "tensor")
+  assert validate(g).ok, [d.format() for d in validate(g).diagnostics]
+  ins = {f"buf{u.arg.slot}": u.buffer.numpy() for u in t.uop.toposort() if u.op is Ops.BUFFER}
+  want = t.numpy()
+  return g, rep, evaluate(g, ins)["out0"], want
+
+
+def test_expand_prepending_axes():
+  x = Tensor(np.array([1, 2, 3], np.int32)).realize()
+  t = x.reshape(1, 3).expand(4, 3).contiguous()
+  g, rep, got, want = _import_and_eval(t)
+  assert rep.forms["expand"] >= 1
+  np.testing.assert_array_equal(got, want)
+
+
+def test_reduce_over_leading_axes_drops_them():
+  x = Tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)).realize()
+  t = x.sum(axis=(0, 2))
+  g, rep, got, want = _import_and_eval(t)
+  assert rep.forms["reduce"] == 1 and got.shape == (3,)
+  np.testing.assert_array_equal(got, want)
+
+
+def test_weak_constants_adopt_the_partner_dtype():
+  x = Tensor(np.array([250, 7], np.uint8)).realize()
+  t = (x + 10) * 3     # weakint constants become uint8 (and wrap)
+  g, rep, got, want = _import_and_eval(t)
+  assert {n.arg["dtype"] for n in g.nodes if n.op == "CONST" and n.arg["dtype"] != "index"} == {"uint8"}
+  np.testing.assert_array_equal(got, want)
+
+
+def test_pow_template_is_tinygrads_pow():
+  """tinygrad's POW: signed powers of negative bases, x^0 = 1; the spec's POW would be NaN."""
+  a = Tensor(np.array([-2.0, -2.0, 0.0, np.inf, np.nan, 3.0, -1.5], np.float32)).realize()
+  b = Tensor(np.array([3.0, 2.0, 0.0, 0.0, 0.0, 0.5, 0.5], np.float32)).realize()
+  g, rep, got, want = _import_and_eval(a.pow(b))
+  assert rep.forms["POW via template tinygrad_pow"] == 1
+  np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+  np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6)
+
+
+def test_cdiv_template_truncates():
+  a = Tensor(np.array([7, -7, 7, -7, -8, 9, 0], np.int32)).realize()
+  b = Tensor(np.array([2, 2, -2, -2, 3, -4, 5], np.int32)).realize()
+  for op, want in ((Ops.CDIV, [3, -3, -3, 3, -2, -2, 0]), (Ops.CMOD, [1, -1, 1, -1, -2, 1, 0])):
+    g, rep, got, tg = _import_and_eval(a.alu(op, b))
+    np.testing.assert_array_equal(tg, want)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_cdiv_of_nonnegative_operands_is_idiv():
+  """Where tinygrad's range analysis says both operands are non-negative, no template."""
+  r = UOp.range(8, 0)
+  u = r.alu(Ops.CDIV, UOp.const(3, dtypes.weakint))
+  g, rep = import_uops([u], "kernel")
+  assert rep.forms["CDIV as IDIV (operands non-negative)"] == 1
+  assert [n.op for n in g.nodes].count("IDIV") == 1 and "MOD" not in [n.op for n in g.nodes]
+
+
+# ------------------------------------------------------------------ nothing dropped silently
+def test_unmapped_op_is_reported_and_kept():
+  x = Tensor(np.array([1.0, 2.0], np.float32)).realize()
+  u = UOp(Ops.NOOP, x.uop.dtype, (x.uop,))
+  g, rep = import_uops([u], "tensor")
+  assert rep.unmapped["op NOOP"] == 1
+  assert g.nodes[-1].op == "NOOP"
+  assert "graph.unknown_op" in validate(g).rules()
+
+
+def test_unmapped_axis_type_is_reported():
+  from tinygrad.uop.ops import AxisType
+  r = UOp.range(4, 0, AxisType.DEVICE)
+  g, rep = import_uops([r], "kernel")
+  assert rep.unmapped["AxisType DEVICE"] == 1
+  assert "arg.schema" in validate(g).rules()
+
+
+def test_report_merges_counts():
+  a, b = ImportReport(), ImportReport()
+  a.forms["expand"] += 2; b.forms["expand"] += 1; b.unmapped["op NOOP"] += 1
+  a.merge(b)
+  assert a.to_json() == {"renamed": {}, "forms": {"expand": 3}, "unmapped": {"op NOOP": 1}}
+
+
+# ------------------------------------------------------------------ the CLI
+def test_cli_writes_graphs_inputs_and_results(tmp_path):
+  from tinyspec.cli import main
+  script = tmp_path / "prog.py"
+  script.write_text("import numpy as np\nfrom tinygrad import Tensor\n"
+                    "x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).realize()\n(x * 2).sum(axis=1).realize()\n")
+  out = tmp_path / "out"
+  assert main(["import-tinygrad", str(script), "--out", str(out)]) == 0
+  graphs = sorted(p.name for p in out.glob("r*.json"))
+  assert any(n.endswith(".tensor.json") for n in graphs) and any(n.endswith(".kernel.json") for n in graphs)
+  assert (out / "import-report.json").is_file()
+  t = next(p for p in graphs if p.startswith("r1.tensor"))
+  expected = np.load(out / t.replace(".json", ".out0.npy"))
+  np.testing.assert_array_equal(expected, [6.0, 24.0])
+  assert main(["validate", *[str(out / n) for n in graphs]]) == 0
+
+
+def test_cli_exit_codes(tmp_path):
+  from tinyspec.cli import main
+  assert main(["import-tinygrad", str(tmp_path / "missing.py")]) == 2
+  bad = tmp_path / "bad.py"
+  bad.write_text("raise ValueError('boom')\n")
+  assert main(["import-tinygrad", str(bad)]) == 1
