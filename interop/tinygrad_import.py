@@ -90,6 +90,7 @@ TARGET = ("target",)    # a STORE target: the INDEX, its mask kept aside
 class _Converter:
   def __init__(self, level: str, device: str | None = None, declare: bool = True):
     self.level, self.device, self.declare = level, device, declare
+    self.language = _language(device) if level == "program" else None   # of a SOURCE
     self.m, self.T = mapping(), _tables()
     self.nodes: list[Node] = []
     self._hc: dict = {}            # hash-consing: (op, src, arg, dtype, shape) -> node index
@@ -97,6 +98,8 @@ class _Converter:
     self.masks: dict = {}          # INDEX node made in TARGET context -> its mask node
     self.report = ImportReport()
     self.range_ids: dict = {}
+    self.slots_used: set = set()   # ParamArg slots of the graph (variables are numbered after them)
+    self.var_slots: dict = {}
 
   # ---- nodes
   def add(self, op: str, src=(), arg=None, dtype=None, shape=None) -> int:
@@ -223,8 +226,10 @@ class _Converter:
   def f_define(self, u, ctx):
     """PARAM / BUFFER with a ParamArg."""
     a, dtype = u.arg, self.dtype_of(u, ctx)
+    if a.addrspace is not None and a.addrspace.name == "ALU":   # a symbolic variable: a scalar, not storage
+      return (yield from self.f_variable(u, ctx))
     arg = {"slot": int(a.slot), "dtype": dtype}
-    dev = a.device if a.device is not None else None
+    dev = a.device
     if dev is None and u.op.name == "BUFFER":
       dev = self.device or "CPU"
       self.report.forms["BUFFER without a device takes the kernel's"] += 1
@@ -234,9 +239,7 @@ class _Converter:
       if sp is None: self.report.unmapped[f"AddrSpace {a.addrspace.name}"] += 1
       arg["addrspace"] = sp or a.addrspace.name
     if a.name is not None: arg["name"] = str(a.name)
-    for f in ("multiple_of", "axis"):
-      if getattr(a, f) is not None: self.report.unmapped[f"ParamArg.{f}"] += 1
-    if a.volatile: self.report.unmapped["ParamArg.volatile"] += 1
+    self._unplaced_fields(a)
     srcs = [(yield u.src[0], SHAPE)] if u.src else [self.add("VCONST", (), {"values": [], "dtype": "index"})]
     if a.vmin_vmax is not None:
       srcs += [self.const(a.vmin_vmax[0], dtype), self.const(a.vmin_vmax[1], dtype)]
@@ -244,6 +247,31 @@ class _Converter:
       self.report.unmapped[f"{u.op.name} with {len(u.src)} sources"] += 1
       for s in u.src[1:]: srcs.append((yield s, V()))
     return self.add(self.op_name(u), srcs, arg, *self.declared(u, dtype))
+
+  def f_variable(self, u, ctx):
+    """tinygrad's Variable (a ParamArg in address space ALU, vmin_vmax its range): the spec's
+    symbolic size, a ()-shaped integer PARAM with (min, max) sources. tinygrad gives an
+    unbound variable slot -1: it is numbered after the graph's other slots."""
+    self.report.forms["variable"] += 1
+    a, dtype = u.arg, self.dtype_of(u, ctx)
+    slot = int(a.slot) if a.slot >= 0 else self.free_slot(u)
+    arg = {"slot": slot, "dtype": dtype, **({"name": str(a.name)} if a.name is not None else {})}
+    self._unplaced_fields(a)
+    lo, hi = a.vmin_vmax if a.vmin_vmax is not None else (None, None)
+    srcs = [self.add("VCONST", (), {"values": [], "dtype": "index"})]
+    if lo is not None: srcs += [self.const(lo, dtype), self.const(hi, dtype)]
+    return self.add("PARAM", srcs, arg, dtype)
+    yield  # noqa (a generator without sources)
+
+  def free_slot(self, u) -> int:
+    if u not in self.var_slots: self.var_slots[u] = 1 + max([*self.slots_used, *self.var_slots.values(), -1])
+    return self.var_slots[u]
+
+  def _unplaced_fields(self, a) -> None:
+    """Report the ParamArg fields the spec has no place for."""
+    if a.axis is not None: self.report.unmapped["ParamArg.axis"] += 1
+    if a.multiple_of not in (None, 1): self.report.unmapped["ParamArg.multiple_of"] += 1
+    if a.volatile: self.report.unmapped["ParamArg.volatile"] += 1
 
   def f_shaped(self, u, ctx):
     """RESHAPE / PAD / SHRINK at tensor level: sources after the first are shape operands."""
@@ -436,8 +464,11 @@ class _Converter:
     return last
 
   def number_ranges(self, roots) -> None:
-    """RANGE ids: tinygrad's single-int ids when all are, else numbered in sorted order."""
-    ids = sorted({tuple(u.arg[:-1]) for u in _toposort(roots) if u.op.name == "RANGE"})
+    """RANGE ids: tinygrad's single-int ids when all are, else numbered in sorted order.
+    Also notes the ParamArg slots in use."""
+    topo = _toposort(roots)
+    self.slots_used = {u.arg.slot for u in topo if u.op.name in ("PARAM", "BUFFER") and getattr(u.arg, "slot", -1) >= 0}
+    ids = sorted({tuple(u.arg[:-1]) for u in topo if u.op.name == "RANGE"})
     simple = all(len(i) == 1 and isinstance(i[0], int) and i[0] >= 0 for i in ids)
     self.range_ids = {i: (i[0] if simple else n) for n, i in enumerate(ids)}
     if not simple: self.report.forms["RANGE ids renumbered"] += len(ids)
@@ -526,7 +557,6 @@ def import_uops(roots, level: str, device: str | None = None, declare: bool = Tr
   """tinygrad UOps (the roots of one graph) -> (tinyspec Graph, ImportReport).
   level: tensor (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR)."""
   cv = _Converter(level, device, declare)
-  cv.language = None
   cv.number_ranges(list(roots))
   idx = [cv.convert(r, V()) for r in roots]
   return _graph(cv, idx, level, meta), cv.report
@@ -535,7 +565,6 @@ def import_uops(roots, level: str, device: str | None = None, declare: bool = Tr
 def import_program(prg, device: str | None = None, declare: bool = True, meta: dict | None = None):
   """A lowered tinygrad PROGRAM (codegen.to_program) -> (program-level Graph, ImportReport)."""
   cv = _Converter("program", device, declare)
-  cv.language = _language(device)
   cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])
   root = cv.convert(prg, V())
   return _graph(cv, [root], "program", meta), cv.report

@@ -186,3 +186,15 @@ def test_cli_exit_codes(tmp_path):
   bad = tmp_path / "bad.py"
   bad.write_text("raise ValueError('boom')\n")
   assert main(["import-tinygrad", str(bad)]) == 1
+
+
+def test_variable_is_a_symbolic_size():
+  """tinygrad's Variable (ParamArg in ALU space, slot -1) -> a ()-shaped index PARAM with bounds."""
+  n = UOp.variable("n", 1, 10)
+  g, rep = import_uops([n * 2], "kernel")
+  res = validate(g)
+  assert res.ok, [d.format() for d in res.diagnostics]
+  p = next(i for i, x in enumerate(g.nodes) if x.op == "PARAM")
+  assert g.nodes[p].arg["name"] == "n" and res.views[p].shape == () and res.views[p].min_max == (1, 10)
+  assert rep.forms["variable"] == 1 and not rep.unmapped
+  assert evaluate(g, {"n": np.array(7)})["out0"] == 14
