@@ -94,16 +94,11 @@ def tg_dtype(name: str, kernel: bool = False):
 
 
 def tg_op(op: str):
-  """tinygrad's Ops member for a spec op (same name, or the inverse of a plain rename)."""
+  """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map
+  (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
   from tinygrad.uop.ops import Ops
-  if op in Ops.__members__ and op not in _renamed_targets(): return Ops[op]
-  inv = _inverse_renames()
-  if op in inv: return Ops[inv[op]]
-  return None
-
-
-def _renamed_targets() -> set:
-  return set(_inverse_renames())
+  name = _inverse_renames().get(op, op)
+  return Ops[name] if name in Ops.__members__ else None
 
 
 def _inverse_renames() -> dict:
@@ -125,7 +120,8 @@ def _device_map(backend_device: str):
   def dev(name):
     if name is None: return None
     if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
-    if name not in names: names[name] = backend_device if name == "CPU" else f"{backend_device}:{len(names) + (0 if 'CPU' in names else 1)}"
+    if name not in names:
+      names[name] = backend_device if name == "CPU" else f"{backend_device}:{1 + sum(k != 'CPU' for k in names)}"
     return names[name]
   return dev
 
