@@ -7,7 +7,7 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 stamp=.venv/.tinyspec-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e ".[test,opencl]"
+  .venv/bin/pip install -q -e ".[test,opencl,tinygrad]"
   touch "$stamp"
 fi
 # PoCL (OpenCL on the CPU) links kernels with `ld` from binutils at run time.
