@@ -3,7 +3,7 @@
 A kernel is evaluated with every RANGE as an array axis: all iterations at once. That is
 exact as long as no iteration reads what an earlier iteration of the same loop wrote.
 The one way a kernel graph says "read what the previous iteration wrote" is an AFTER
-that lists the RANGE itself among its dependencies, `AFTER(acc, init, r)`, read inside
+that lists the RANGE itself (or a CAST of it) among its dependencies, `AFTER(acc, init, r)`, read inside
 loop r, while a STORE inside loop r writes the same storage (tinygrad's accumulator:
 `acc.after(acc_init, *reduce_ranges)`). Such a loop is *carried*; a read through an
 AFTER that does not list the loop sees only what its dependencies stored (the
@@ -54,6 +54,16 @@ def storage_id(nodes, i):
   return (n.op, a.get("name") or a.get("slot"))
 
 
+def listed_ranges(nodes, a) -> list:
+  """The RANGEs an AFTER lists among its dependencies, each either itself or seen through
+  CASTs (an importer that types RANGEs as int lists `CAST(r)`; it orders the same)."""
+  out = []
+  for j in nodes[a].src[1:]:
+    while nodes[j].op in ("CAST", "BITCAST") and nodes[j].src: j = nodes[j].src[0]
+    if nodes[j].op == "RANGE": out.append(j)
+  return out
+
+
 def find_carried(plan, nodes):
   """Fill plan.reductions (STORE -> Accumulation), plan.sequential (END -> Sequential),
   plan.in_loop (nodes a sequential loop runs), plan.carried_bits (carried AFTER -> the
@@ -70,7 +80,7 @@ def find_carried(plan, nodes):
   for a in plan.order:
     if role(nodes[a].op) != "after" or a not in plan.read: continue
     sid = storage_id(nodes, plan.root[a])
-    rs = {r for r in nodes[a].src[1:] if nodes[r].op == "RANGE" and r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ()))}
+    rs = {r for r in listed_ranges(nodes, a) if r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ()))}
     if not rs: continue
     key = tuple(sorted(rs, key=axis_of.get))
     groups.setdefault(key, []).append(a)
@@ -201,7 +211,7 @@ def _sequential(plan, nodes, ranges):
     late = [i for i in plan.order if plan.axes.get(i, 0) & bits and i > e]
     if late:
       raise EvalError(f"node {late[0]} still depends on a RANGE closed by END node {e} after it", late[0], nodes[late[0]].op, rule="eval.unsupported")
-    carried = [a for a in body if role(nodes[a].op) == "after" and any(r in nodes[a].src[1:] for r in rs)]
+    carried = [a for a in body if role(nodes[a].op) == "after" and any(r in listed_ranges(nodes, a) for r in rs)]
     plan.sequential[e] = Sequential(tuple(rs), body, carried)
     plan.in_loop.update(body)
   for e, spec in plan.sequential.items():   # the sequential loops inside each one, at any depth

@@ -87,7 +87,10 @@ class Scope:
     m, plan = self.m, self.plan
     node = m.nodes[i]
     u = UNITS[node.op]
-    eff = merge_effects([self.eff.get(j) for j in node.src]) if node.src else None
+    inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
+    # a node inside a sequential loop holds only its last iteration's effects: outside the
+    # loop (a LINEAR listing it, its END) the loop's END stands for all of them
+    eff = merge_effects([self.eff.get(j) for j in node.src if j not in inner]) if node.src else None
     ctx = NodeCtx(self, i, eff)
     unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
     if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)

@@ -381,3 +381,41 @@ def test_gated_load_in_a_linear():
   b.SINK(b.END(b.STORE(b.INDEX(out, i), v), i))
   g = linearized(b)
   assert evaluate(g, {"param0": np.arange(N, dtype=np.int32)})["param1"].tolist() == [-1, -1, 0, 1, 2, 3]
+
+
+def outer_reset_accumulator(M, K, through_after, scalar, cast_range=False):
+  """tinygrad's lowered accumulator inside an outer loop o: the REG acc is zeroed in every
+  iteration of o, then updated in loop k by a STORE through the carried AFTER(acc, init, k)
+  (or through acc itself), and read after END k: out[o] = sum_k x[o*K + k]. Loop ids make
+  k outer by id (tinygrad's numbering), o outer by position; `cast_range` lists CAST(k)
+  in the AFTER, as the tinygrad importer writes an int-typed RANGE."""
+  b = Builder()
+  x = b.param((M * K,), F32, 1); out = b.param((M,), F32, 0)
+  acc = b.add("BUFFER", b.shape() if scalar else b.shape(1), arg={"slot": 0, "dtype": F32, "device": "CPU", "addrspace": "REG"})
+  at = (lambda a: a) if scalar else (lambda a: b.INDEX(a, idx(b, 0)))
+  o = b.range(M, 1, "LOOP")
+  init = b.STORE(at(b.AFTER(acc, o)), b.const(0.0, F32))
+  k = b.range(K, 0, "REDUCE")
+  carried = at(b.AFTER(acc, init, b.CAST(k, arg="int32") if cast_range else k))
+  new = b.ADD(carried, b.INDEX(x, b.ADD(b.MUL(o, idx(b, K)), k)))
+  e = b.END(b.STORE(carried if through_after else at(acc), new), k)
+  b.SINK(b.END(b.STORE(b.INDEX(out, o), at(b.AFTER(acc, e))), o))
+  return b
+
+
+@pytest.mark.parametrize("through_after", [True, False])
+@pytest.mark.parametrize("scalar", [True, False])
+@pytest.mark.parametrize("cast_range", [False, True])
+def test_accumulator_reset_in_an_outer_loop_in_a_linear_and_its_kernel_twin(through_after, scalar, cast_range):
+  # regression: the LINEAR listing the loop body's own STORE was refused ("two unordered
+  # histories"), and an AFTER listing CAST(k) did not carry loop k
+  M, K = 4, 5
+  xv = rng.standard_normal(M * K).astype(np.float32)
+  want = np.zeros(M, np.float32)
+  for kk in range(K): want = want + xv[kk::K]   # the sequential loop, k innermost
+  kernel = outer_reset_accumulator(M, K, through_after, scalar, cast_range).graph(level="kernel")
+  program = linearized(outer_reset_accumulator(M, K, through_after, scalar, cast_range))
+  got_kernel = evaluate(kernel, {"param1": xv})["param0"]
+  got_program = evaluate(program, {"param1": xv}, level="program")["param0"]
+  assert got_kernel.tobytes() == want.tobytes()
+  assert got_program.tobytes() == want.tobytes()
