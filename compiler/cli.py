@@ -1,10 +1,13 @@
 """`tinyspec compile` and `tinyspec run`.
 
-  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON] [--allow-untrusted]
+  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted]
       prints the rendered kernels; --dump-stages writes one graph file per stage
       (NN_stage.json), each accepted by `tinyspec validate`.
-  tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR]
+  tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
       runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
+Without --opt every kernel gets the device's default OptOps (compiler/heuristics.py);
+--beam N searches them by timing candidates on the device (width N) and caches the
+winner under $TINYSPEC_CACHE/beam, so the next compile of the same kernel reads it.
 
 Exit codes: 0 success, 1 the graph is refused or fails (the message names the rule id),
 2 unreadable file or bad usage.
@@ -53,7 +56,8 @@ def _compile_cmd(sub):
   p.add_argument("file", metavar="FILE")
   p.add_argument("--target", choices=["c", "opencl"], default="c")
   p.add_argument("--dump-stages", metavar="DIR", help="write one graph file per stage into DIR")
-  p.add_argument("--opt", metavar="JSON", help='OptOps for every kernel, e.g. \'[["SPLIT", 0, [4, "THREAD"]]]\'')
+  p.add_argument("--opt", metavar="JSON", help='OptOps for every kernel, e.g. \'[["SPLIT", 0, [4, "THREAD"]]]\', or {"kernel name": [...]}')
+  p.add_argument("--beam", metavar="N", type=int, default=None, help="BEAM search of width N for the kernels --opt does not set (cached on disk)")
   p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
 
@@ -65,7 +69,8 @@ def _compile_cmd(sub):
     except json.JSONDecodeError as e:
       print(f"--opt: not JSON: {e}", file=sys.stderr); return EXIT_UNREADABLE
     try:
-      c = compile_graph(g, a.target, opts, a.allow_untrusted)
+      if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
+      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam)
       if a.build: c.executable()
     except CompileError as e:
       return _refusal(a.file, e)
@@ -109,9 +114,11 @@ def _run_cmd(sub):
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
   p.add_argument("--allow-untrusted", action="store_true")
+  p.add_argument("--beam", metavar="N", type=int, default=None, help="c/opencl: BEAM search of width N for every kernel (cached on disk)")
 
   def run(a) -> int:
     import numpy as np
+    if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
     g, code = _load(a.file)
     if g is None: return code
     try: inputs = _parse_inputs(a.input)
@@ -125,7 +132,7 @@ def _run_cmd(sub):
           print(f"{a.file}: {e}", file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
         from compiler import compile_graph, CompileError
-        try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False).run(inputs)
+        try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)
     except ValueError as e:

@@ -102,19 +102,21 @@ class _Staged:
 class Executable:
   """A compiled program, ready to run any number of times."""
 
-  def __init__(self, compiled):
+  def __init__(self, compiled, source: str | None = None, built=None):
+    """source: the translation unit holding the kernels (default: the program's own);
+    built: an OpenCL program already built from it (BEAM builds many candidates at once)."""
     self.c = compiled
     self.target = compiled.target
+    src = source or compiled.program_source()
     if self.target == "c":
       from compiler.runtime.c import CProgram
       self.mem = HostMemory()
-      src = compiled.program_source()
       self.programs = [CProgram(ks, src) for ks in compiled.sources]
     else:
       from compiler.runtime.opencl import CLProgram
       self.mem = CLMemory()
       from compiler.runtime.opencl import Built
-      built = Built(compiled.program_source()) if compiled.sources else None
+      built = built or (Built(src) if compiled.sources else None)
       self.programs = [CLProgram(ks, shared=built) for ks in compiled.sources]
 
   def storages(self) -> list[UOp]:

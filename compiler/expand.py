@@ -40,6 +40,7 @@ from compiler.props import props, const, shape_operand, CompileError
 from compiler.rewrite import toposort, substitute, rebuild
 from compiler.symbolic import simplify, linear
 from compiler.tables import render_tables
+from compiler.rangeify import with_identity
 
 UNROLLED = ("UPCAST", "UNROLL")
 
@@ -59,23 +60,34 @@ def combine(op: str, parts: list[UOp]) -> UOp:
   return parts[0]
 
 
-def _unroll(sink: UOp) -> UOp:
-  """Expand every UPCAST/UNROLL range into copies (innermost first)."""
+def _unroll(sink: UOp, kinds=UNROLLED) -> UOp:
+  """Expand every range of the `kinds` into copies (innermost first). A loop closed
+  inside a copied body gets a range of its own in each copy (one END per range)."""
   while True:
-    rs = [u for u in toposort(sink) if u.op == "RANGE" and u.arg.get("type") in UNROLLED]
+    rs = [u for u in toposort(sink) if u.op == "RANGE" and u.arg.get("type") in kinds]
     if not rs: return sink
     r = rs[-1]
     if r.src[0].op != "CONST": raise CompileError("compile.form", f"{r.arg['type']} axis {r.arg['id']} needs a constant size", r)
     n = int(r.src[0].arg["value"])
+    next_id = max(u.arg["id"] for u in toposort(sink) if u.op == "RANGE") + 1
     subs = {}
     for u in toposort(sink):
       if u.op not in ("END", "REDUCE") or r not in u.src[1:]: continue
       rest = tuple(s for s in u.src[1:] if s is not r)
-      copies = [substitute(u.src[0], {r: const(j, "index")}) for j in range(n)]
+      inner = list(dict.fromkeys(x for e in toposort(u.src[0]) if e.op == "END" for x in e.src[1:]))
+      copies = []
+      for j in range(n):
+        fresh = {}
+        if j:
+          for x in inner:
+            fresh[x] = x.replace(arg={**x.arg, "id": next_id}); next_id += 1
+        copies.append(substitute(u.src[0], {r: const(j, "index"), **fresh}))
       if u.op == "REDUCE":
         op, dt = u.arg["op"], props(u).dtype
-        lanes = [UOp("REDUCE", (c, *rest), u.arg) for c in copies] if rest else copies
-        subs[u] = combine(op, lanes) if lanes else identity(op, dt)
+        if rest and props(u).shape:   # a vector accumulator's lanes run in parallel already: one accumulator
+          subs[u] = UOp("REDUCE", (combine(op, copies), *rest), u.arg)
+        elif rest: subs[u] = combine(op, [UOp("REDUCE", (c, *rest), u.arg) for c in copies])
+        else: subs[u] = with_identity(op, combine(op, copies)) if copies else identity(op, dt)
       else:
         body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
         subs[u] = UOp("END", (body, *rest)) if rest else body
@@ -139,7 +151,7 @@ def _vectorizable(sink: UOp, u: UOp) -> bool:
       if x.src[0].op != "INDEX" or len(x.src) != 2 or not depends(x.src[0], u, dep): return False
       continue
     if op == "REDUCE":
-      if x.arg["op"] not in V["reduce"] or dt not in V["dtypes"] or any(depends(r, u, dep) for r in x.src[1:]): return False
+      if x.arg["op"] not in V["reduce"] or dt not in V["dtypes"] or any(depends(r, u, dep) or _rtype(r) == "GROUP_REDUCE" for r in x.src[1:]): return False
       continue
     if op not in V["ops"] or dt not in V["dtypes"]: return False
   return True
@@ -186,15 +198,24 @@ def _group_reduce(sink: UOp) -> UOp:
       key = tuple(sorted((r for r in red.src[1:] if _rtype(r) == "GROUP_REDUCE"), key=lambda r: r.arg["id"]))
       by_key.setdefault(key, []).append(red)
     subs = {}
+    opened: dict = {}
     for key, members in by_key.items():
-      sizes = [r.src[0] for r in key]
-      if any(s.op != "CONST" for s in sizes): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
+      # the partials of every work item (LOCAL) or thread (THREAD) running this reduce at
+      # once get their own slots: the buffer is indexed by those ranges and the group's
+      from compiler.optimize import open_ranges
+      outer = sorted({r for red in members for r in open_ranges(red, opened) if _rtype(r) in ("LOCAL", "THREAD")}, key=lambda r: r.arg["id"])
+      if any(r.src[0].op != "CONST" for r in (*outer, *key)): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
       G, gidx = 1, const(0, "index")
-      for r in key:
+      for r in (*outer, *key):
         n = int(r.src[0].arg["value"])
         gidx = UOp("ADD", (UOp("MUL", (gidx, const(n, "index"))), r))
         G *= n
       gidx = simplify(gidx)
+      G_group = 1
+      for r in key: G_group *= int(r.src[0].arg["value"])
+      base = const(0, "index")
+      for r in outer: base = UOp("ADD", (UOp("MUL", (base, const(int(r.src[0].arg["value"]), "index"))), r))
+      base = simplify(UOp("MUL", (base, const(G_group, "index"))))
       stores = []
       for red in members:
         rest = tuple(r for r in red.src[1:] if r not in key)
@@ -205,11 +226,11 @@ def _group_reduce(sink: UOp) -> UOp:
         stores.append(UOp("STORE", (UOp("INDEX", (lbuf, gidx)), partial)))
       end = UOp("END", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)), *key))
       bar = UOp("BARRIER", (end,))
-      g2 = UOp("RANGE", (const(G, "index"),), {"id": next_id, "type": "REDUCE"})
+      g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
       next_id += 1
       for red, st in zip(members, stores):
         lbuf = st.src[0].src[0]
-        subs[red] = UOp("REDUCE", (UOp("INDEX", (UOp("AFTER", (lbuf, bar)), g2)), g2), red.arg)
+        subs[red] = UOp("REDUCE", (UOp("INDEX", (UOp("AFTER", (lbuf, bar)), simplify(UOp("ADD", (base, g2))))), g2), red.arg)
     sink = substitute(sink, subs)
 
 
@@ -294,4 +315,4 @@ def _accumulate(sink: UOp) -> UOp:
 
 def expand(sink: UOp) -> UOp:
   from compiler.linearize import split_ends
-  return split_ends(_accumulate(_max_on_integers(_unroll(_vectorize(_group_reduce(sink))))))
+  return split_ends(_accumulate(_max_on_integers(_unroll(_group_reduce(_unroll(_vectorize(sink), ("UPCAST",))), ("UNROLL",)))))

@@ -131,12 +131,22 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
       k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
       if k:
         # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
-        lanes = max(1, min(k, dev.vector_bytes // max(1, _itemsize(sink))))
+        item = max(1, _itemsize(sink))
+        lanes = max(1, min(k, dev.vector_bytes // item))
         A.split(n_ax, lanes, "UPCAST")
         if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
         tiled = True
         m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] % H["tile"][0] == 0 and A.size[p] >= 2 * H["tile"][0]), None)
         if m_ax is not None: A.split(m_ax, H["tile"][0], "UPCAST")
+        # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
+        red_len = _prod(A.size[p] for p in reds)
+        panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
+        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None else None
+        if L and A.size[n_ax] // L >= 1:
+          A.split(n_ax, L, "LOCAL")
+          A.opts.append(["SWAP", m_ax, n_ax])
+        u = H.get("unroll_tile", 1)
+        if u > 1 and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup

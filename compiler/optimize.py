@@ -93,6 +93,23 @@ def _carried(sink: UOp, r: UOp) -> bool:
   return any(u.op == "AFTER" and r in u.src[1:] for u in toposort(sink))
 
 
+def open_ranges(u: UOp, memo: dict) -> frozenset:
+  """The RANGEs u runs inside of: those it depends on, less the ones an END or REDUCE
+  below it closes (memo: answers so far; stops at known nodes)."""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in memo: stack.pop(); continue
+    todo = [s for s in x.src if s not in memo]
+    if todo: stack.extend(todo); continue
+    stack.pop()
+    s = frozenset().union(*[memo[y] for y in x.src]) if x.src else frozenset()
+    if x.op == "RANGE": s = s | {x}
+    elif x.op in ("END", "REDUCE"): s = s - set(x.src[1:])
+    memo[x] = s
+  return memo[u]
+
+
 def depends(u: UOp, r: UOp, memo: dict) -> bool:
   """Does u depend on r? (memo: answers so far, for the same r; stops at known nodes)"""
   stack = [u]
@@ -140,10 +157,10 @@ def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   if padded == n: return sink
   r2 = UOp("RANGE", (const(padded, "index"),), r.arg)
   valid = UOp("CMPLT", (r2, const(n, "index")))
-  dep: dict[UOp, bool] = {}
+  opened: dict = {}
 
   def mask(u: UOp):
-    if u.op == "STORE" and depends(u, r2, dep):
+    if u.op == "STORE" and r2 in open_ranges(u, opened):
       return u.replace(src=(u.src[0], u.src[1], UOp("AND", (u.src[2], valid)) if len(u.src) == 3 else valid))
     if u.op == "REDUCE" and r2 in u.src[1:]:
       return u.replace(src=(UOp("WHERE", (valid, u.src[0], identity(u.arg["op"], props(u).dtype))), *u.src[1:]))
@@ -239,6 +256,11 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       sink = _swap(sink, r, axes[arg])
     else:
       raise CompileError("opt.unsupported", f"{op} is not implemented for target {target}")
+  if dev is not None and dev.max_local:
+    group = 1
+    for r in ranges(sink):
+      if axis_type(r) in WORKGROUP: group *= size(r) or 1
+    if group > dev.max_local: raise CompileError("opt.unsupported", f"a workgroup of {group} work items (LOCAL x GROUP_REDUCE) exceeds the {dev.max_local} of {dev.name}")
   return threads_outside(sink)
 
 

@@ -10,6 +10,7 @@ The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose 
 are the inputs) or a linearized program (LINEAR: rendered as it is).
 """
 from __future__ import annotations
+import os
 from dataclasses import dataclass, field
 from tinyspec.graph import Graph
 from tinyspec.uop import UOp
@@ -19,6 +20,7 @@ from compiler.props import CompileError, props
 from compiler.schedule import Kernel, Output, Schedule
 from compiler.rewrite import toposort
 from compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
+from compiler import layout as _layout
 from compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
 
 STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
@@ -88,8 +90,12 @@ def kernel_opts(opts, name: str):
   return None if opts is None else list(opts)
 
 
-def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True) -> Compiled:
-  """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl"."""
+def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None) -> Compiled:
+  """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
+  opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
+  default -- the heuristics, or with beam=N (default $TINYSPEC_BEAM) a BEAM search of
+  width N, its winner cached on disk (compiler.beam)."""
+  if beam is None: beam = int(os.environ.get("TINYSPEC_BEAM", "0") or 0)
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
   if isinstance(g, UOp): g = Graph.from_uops(g)
   elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
@@ -119,7 +125,14 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
       keep("rangeify", lambda: sched.graph())
     from compiler.device import device
     dev = device(target)
-    sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, kernel_opts(opts, k.name), dev))
+    def choose(k):
+      o = kernel_opts(opts, k.name)
+      if o is None and beam > 0:
+        from compiler.beam import best_opts
+        o = best_opts(k.sink, target, beam, dev)
+      return o
+    sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
+    sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
     keep("expand", lambda: sched.graph())

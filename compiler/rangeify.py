@@ -198,7 +198,15 @@ def _reduce(b, x, idx):
     sidx[a] = r
     ranges.append(r)
   v = yield src, tuple(sidx)
-  return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]}) if ranges else v
+  if ranges: return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]})
+  return with_identity(x.arg["op"], v)
+
+
+def with_identity(op: str, v: UOp) -> UOp:
+  """A reduction of one element: the identity combined with it, which a float ADD can
+  see (0 + -0.0 is +0.0, as the reference's reduction gives)."""
+  dt = props(v).dtype
+  return UOp("ADD", (v, const(0.0, dt))) if op == "ADD" and _dt(dt).cls == "float" else v
 
 
 def _replicated(b, x, idx):
