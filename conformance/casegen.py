@@ -81,16 +81,17 @@ def primary_slot(op: str) -> int | None:
 
 def op_dtypes(op: str, example_dtype: str | None = None) -> list[str]:
   """The dtypes a case of op is made in: those its primary slot allows; for an op without
-  value sources, every dtype when its arg holds one (CONST, BUFFER...) or when it gives
-  a value (GETTUPLE: the validator then says which are allowed), else the dtype of its
-  example's result (void: one case)."""
+  value sources, every dtype when its arg holds one (CONST, BUFFER...) or when it passes
+  on a value of some source (GETTUPLE: the validator then says which are allowed), else
+  the dtype of its example's result (BINARY: uint8; void: one case)."""
   T = tables()
   o = T.ops[op]
   k = primary_slot(op)
   if k is not None:
     allowed = o.slots[k].allowed()
     return sorted(allowed, key=value_dtypes().index) if allowed is not None else value_dtypes()
-  if _refs_dtype(o.arg_schema, T.defs) or example_dtype in value_dtypes(): return value_dtypes()
+  if _refs_dtype(o.arg_schema, T.defs): return value_dtypes()
+  if o.slots and example_dtype in value_dtypes(): return value_dtypes()   # it passes a source's value on (GETTUPLE)
   return [example_dtype] if example_dtype else []
 
 
@@ -464,8 +465,8 @@ def uniform(d: Draft) -> Draft:
   return Draft(d.id, d.graph, ins, d.covers, d.description + " (every input holds one value)")
 
 
-def negative_metas(root: Path) -> list[tuple[Path, dict]]:
-  """A negative case per invalid graph of the rule corpus: (folder, metadata)."""
+def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
+  """A negative case per invalid graph of the rule corpus: (folder, metadata, graph file)."""
   import os
   from conformance.rulecases import load_rule_cases
   from conformance.corpus import CASES_DIR
@@ -477,7 +478,7 @@ def negative_metas(root: Path) -> list[tuple[Path, dict]]:
             "graph": os.path.relpath(c.input, CASES_DIR / "negative" / c.id).replace(os.sep, "/"),   # the corpus sits beside conformance/rules "level": c.level, "ops": sorted(c.ops()),
             "expect": {"rule": c.expect_rule, "node": c.node, "exit": c.exit, "only": c.only},
             "generator": {"tool": "tools/gen_cases.py", "version": GENERATOR_VERSION}}
-    out.append((folder, meta))
+    out.append((folder, meta, c.input))
   return out
 
 
@@ -498,6 +499,6 @@ def write_corpus(root: Path, ops: list[str] | None = None, log=None) -> int:
       continue
     n += 1
   if ops is None:
-    for folder, meta in negative_metas(root):
-      write_case(folder, meta, None, {}, {}); n += 1
+    for folder, meta, graph in negative_metas(root):
+      write_case(folder, meta, None, {}, {}, graph_file=graph); n += 1
   return n

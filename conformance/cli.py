@@ -105,8 +105,8 @@ def _run_execs(a, names, show) -> int:
   for name in names:
     try:
       r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch)
-      r.manifest = load_manifest(r.name, a.manifest)
       r.capabilities()
+      r.manifest = load_manifest(r.name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:
       return _err(str(e).strip('"'))
     bar = Progress(len(cases), r.name, True if a.progress else None)
@@ -138,3 +138,40 @@ def _finish(a, results, names, cases_dir) -> int:
   except OSError as e:
     return _err(f"cannot write {e.filename}: {e.strerror or e}")
   return EXIT_OK if runner.ok(c) else EXIT_INVALID
+
+
+@command("fuzz", "draw random valid graphs from the tables and hold a backend to the reference evaluator")
+def _fuzz_cmd(sub):
+  p = sub.add_parser("fuzz", help="property-based differential testing of a backend",
+                     description="Draw valid graphs from the tables (conformance/strategies.py) and check the backend's value "
+                                 "of every node against the reference evaluator, the validator, the derived min_max and (for the "
+                                 "compiler) every stage graph (conformance/properties.py). Each failure is shrunk to a minimal "
+                                 "graph and written as a corpus case under --out. Exit 0 when nothing failed, 1 when something "
+                                 "did, 2 for bad usage or an unavailable backend.")
+  p.add_argument("--backend", required=True, metavar="NAME", help="a registered backend, cmd:COMMAND, or an executable speaking the protocol")
+  p.add_argument("--examples", type=int, default=100, metavar="N", help="graphs to draw (default 100)")
+  p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0): the same seed draws the same graphs")
+  p.add_argument("--out", type=Path, default=Path("fuzz-cases"), metavar="DIR", help="where the minimal failing cases go (default ./fuzz-cases)")
+  p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
+  p.add_argument("--max-ops", type=int, default=6, metavar="K", help="op nodes per graph at most (default 6)")
+  p.add_argument("--no-stages", action="store_true", help="do not check the compiler's stage graphs")
+  p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
+
+  def run(a) -> int:
+    from conformance.properties import fuzz
+    from conformance.execute import BackendUnavailable
+    if a.examples < 1 or a.max_ops < 1: 
+      print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
+    try:
+      rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
+                 log=lambda m: print(m, flush=True), timeout=a.timeout)
+    except (KeyError, BackendUnavailable) as e:
+      print(f"tinyspec fuzz: {str(e).strip(chr(34))}", file=sys.stderr)
+      return EXIT_UNREADABLE
+    for w in rep.written: print(f"wrote {w}")
+    if rep.refused:
+      print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
+    return EXIT_OK if not rep.failures else EXIT_INVALID
+  return p, run

@@ -152,10 +152,12 @@ def _bytes_or_empty(p: Path) -> bytes:
   except OSError: return b""
 
 
-def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, outputs: dict) -> dict:
+def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, outputs: dict, graph_file: Path | None = None) -> dict:
   """Write one case. `inputs`: name -> (array, dtype); `outputs`: name -> (array, dtype,
   ulp, ulp_decomposed) where the bounds are numbers or per-element arrays. Returns the
-  metadata written (with file names and the sha256)."""
+  metadata written (with file names and the sha256). Without graph_text, meta["graph"]
+  names a graph elsewhere, found at graph_file (the folder may be written elsewhere
+  first and moved)."""
   folder.mkdir(parents=True, exist_ok=True)
   files: list[tuple[str, bytes]] = []
   def put(name, arr, dt):
@@ -178,7 +180,7 @@ def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, o
     if o["ulp"] == "inf" or o["ulp_decomposed"] == "inf": raise ValueError(f"{k}: an unbounded output needs a bounds array")
     outs[k] = o
   m["outputs"] = outs
-  gpath = (folder / m["graph"]).resolve()
+  gpath = graph_file if graph_file is not None and graph_text is None else (folder / m["graph"]).resolve()
   m["sha256"] = case_digest(_bytes_or_empty(gpath), files)
   (folder / CASE_FILE).write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
   return m

@@ -111,6 +111,8 @@ class CaseRunner:
       p.stop()
       raise BackendUnavailable(f"backend {self.name} is not available: {e}") from None
     self.caps = Capabilities.from_json(hello.get("capabilities") or {})
+    if not self.spec.python and isinstance(hello.get("name"), str) and hello["name"]:
+      self.name = hello["name"]   # an external backend names itself (its results and manifest go by it)
     self.decomposed = self.caps.decomposed
     if self.spec.python:
       from tinyspec.backends import get_backend
@@ -120,11 +122,27 @@ class CaseRunner:
     return self.caps
 
   def unsupported(self, case) -> str | None:
+    if case.kind == "negative": return None if self.caps.validates else "the backend does not validate its input"
     if case.kind != "positive": return None
     miss = self.caps.missing(case.uses, case.dtypes, case.devices)
     return ("needs " + ", ".join(miss[:4]) + (" ..." if len(miss) > 4 else "")) if miss else None
 
   # -- running
+  def run_one(self, case) -> Result:
+    """One case on the first worker process (kept running between calls); no manifest,
+    no batching: what the pytest plugin calls per test."""
+    self.capabilities()
+    why = self.unsupported(case)
+    if why: return Result(case.id, self.name, "unsupported", why)
+    if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
+    d = Path(tempfile.mkdtemp(dir=self._tmp))
+    try: return self._run_one(self._procs[0], case, d)
+    finally: shutil.rmtree(d, ignore_errors=True)
+
+  def close(self):
+    for p in self._procs: p.stop()
+    if hasattr(self, "_tmp"): shutil.rmtree(self._tmp, ignore_errors=True)
+
   def run(self, cases) -> list[Result]:
     self.capabilities()
     results: dict[str, Result] = {}

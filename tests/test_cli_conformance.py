@@ -28,7 +28,7 @@ def test_select_with_k_and_write_json(capsys, tmp_path):
   assert rc == 0 and lines[-1] == "2 passed, 0 failed"
   assert lines[:2] == ["PASS  validator RESHAPE.numel/invalid-6-to-2x4", "PASS  validator RESHAPE.numel/valid-6-to-2x3-and-empty"]
   rep = json.loads((tmp_path / "r.json").read_text())
-  assert rep["summary"] == {"pass": 2, "fail": 0, "error": 0, "skip": 0}
+  assert rep["summary"] == {"pass": 2, "fail": 0, "error": 0, "skip": 0, "xfail": 0, "xpass": 0, "unsupported": 0}
   assert [r["case"] for r in rep["results"]] == ["RESHAPE.numel/invalid-6-to-2x4", "RESHAPE.numel/valid-6-to-2x3-and-empty"]
   rc, out, _ = cli(capsys, "conformance", "-k", "ops/*", "-k", "*ADD*", "--list")
   assert rc == 0 and out.split() == ["ops/ADD/valid-example", "ops/ATOMICADD/valid-example"]

@@ -35,6 +35,8 @@ class Capabilities:
   ops: dict = field(default_factory=dict)
   dtypes: frozenset = frozenset()
   devices: tuple = ("*",)
+  decomposed: bool = False   # computes decomposed ops through their decompositions (ops.yaml `decomposed_ulp` applies)
+  validates: bool = True     # refuses invalid graphs (the corpus's negative cases apply)
 
   def missing(self, uses: dict, dtypes, devices) -> list[str]:
     """What a graph needs that this backend lacks: `uses` maps op -> levels used."""
@@ -44,12 +46,14 @@ class Capabilities:
     return out
 
   def to_json(self) -> dict:
-    return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices)}
+    return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices),
+            "decomposed": self.decomposed, "validates": self.validates}
 
   @staticmethod
   def from_json(d: dict) -> "Capabilities":
     return Capabilities({str(k): frozenset(v) for k, v in dict(d.get("ops", {})).items()},
-                        frozenset(d.get("dtypes", ())), tuple(d.get("devices", ("*",))))
+                        frozenset(d.get("dtypes", ())), tuple(d.get("devices", ("*",))), bool(d.get("decomposed", False)),
+                        bool(d.get("validates", True)))
 
 
 def _value_dtypes() -> frozenset:
@@ -103,7 +107,7 @@ class CompilerBackend(Backend):
 
   def capabilities(self) -> Capabilities:
     import compiler
-    return Capabilities({k: frozenset(v) for k, v in compiler.supported_ops(self.target).items()}, _value_dtypes())
+    return Capabilities({k: frozenset(v) for k, v in compiler.supported_ops(self.target).items()}, _value_dtypes(), decomposed=True)
 
   def run(self, graph, inputs):
     import compiler
@@ -120,6 +124,11 @@ class CBackend(CompilerBackend):
 
 class OpenCLBackend(CompilerBackend):
   target = "opencl"
+
+  def capabilities(self) -> Capabilities:
+    from compiler.runtime.opencl import device
+    device()   # raises when there is no OpenCL device: the backend is unavailable
+    return super().capabilities()
 
 
 # ------------------------------------------------------------------ the registry

@@ -1,0 +1,416 @@
+"""The properties a backend is held to on drawn graphs (conformance/strategies.py), and
+`fuzz()`, which runs them under Hypothesis and keeps each minimal failing case.
+
+For a drawn graph (every op node an output):
+  valid      the validator accepts the whole graph (it was built node by node);
+  min_max    every value the reference evaluator computes lies in its node's derived
+             min_max (NaN aside): spec/derived.yaml `soundness`;
+  values     the backend's value of every node equals the reference evaluator's value
+             of that node's op applied to the backend's own values of its sources:
+             integers and bools bit-exact, floats within the op's tolerance
+             (conformance/compare.py, ops.yaml `tolerances`). Checking each node against
+             its own inputs keeps tolerances from compounding along a chain and names
+             the first node whose value differs;
+  stages     (backends with stages(), i.e. the compiler) every stage's graph is valid
+             and the reference evaluator's outputs of it pass the same check.
+A failure names its property, the node and the op; `Failure.case` is the minimal graph
+(the failing node and what it reads).
+"""
+from __future__ import annotations
+import json
+import tempfile
+import time
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+import numpy as np
+from tinyspec.dtypes import DTYPES
+from tinyspec.graph import Graph, Node
+from tinyspec.frozen import thaw
+from conformance.compare import describe, element_bounds
+from conformance.strategies import Drawn
+
+
+@dataclass
+class Failure:
+  prop: str              # valid, min_max, values, run, stage <name>
+  node: int | None
+  op: str | None
+  dtype: str | None
+  message: str
+  drawn: Drawn
+
+  @property
+  def signature(self) -> tuple:
+    """What makes two failures the same finding: property, op and dtype (for a failure of
+    the whole graph, the kind of error, its numbers left out)."""
+    if self.node is None:
+      import re
+      return (self.prop, re.sub(r"\d+", "#", self.message.split("\n")[0])[:80])
+    return (self.prop, self.op, self.dtype)
+
+  def case(self) -> Drawn:
+    return self.drawn.minimal(self.node) if self.node is not None else self.drawn
+
+  def __str__(self):
+    where = f"node {self.node} ({self.op}, {self.dtype})" if self.node is not None else "the graph"
+    return f"{self.prop}: {where}: {self.message}"
+
+
+class Refused(Exception):
+  """The backend refused a valid graph with a rule id (a documented limitation, such as
+  the compiler's compile.form): no finding, but counted."""
+  def __init__(self, rule: str, message: str):
+    super().__init__(message)
+    self.rule = rule
+
+
+class PropertyFailed(AssertionError):
+  def __init__(self, f: Failure):
+    super().__init__(str(f))
+    self.failure = f
+
+
+# ------------------------------------------------------------------ the value check
+def _views(g: Graph):
+  from tinyspec.validate import validate
+  return validate(g).views
+
+
+def known_values(d: Drawn, outputs: dict) -> dict:
+  """node -> value: the leaves' (from the inputs) and the outputs' (from `outputs`)."""
+  known = dict(d.values)
+  for name, i in d.outputs.items():
+    if name in outputs: known[i] = np.asarray(outputs[name])
+  return known
+
+
+def local_reference(d: Drawn, views, i: int, known: dict):
+  """The reference evaluator's value of node i's op on the given values of its sources,
+  and those source values (for the tolerance). The node is evaluated alone, at its own
+  level: every value source with a known value becomes an input holding it (a BUFFER; in
+  a kernel, a load from a PARAM over the same loop), constants and shape operands are
+  copied."""
+  from refimpl import evaluate
+  from tinyspec.tables import tables
+  g = d.graph
+  n = g.nodes[i]
+  o = tables().ops[n.op]
+  kernel = d.level == "kernel"
+  nodes, inputs, operands, src = [], {}, [], []
+  def add(op, srcs=(), arg=None):
+    nodes.append(Node(op, list(srcs), arg)); return len(nodes) - 1
+  if kernel:
+    length = next(int(thaw(g.nodes[x.src[0]].arg)["value"]) for x in g.nodes if x.op == "RANGE")
+    rng = add("RANGE", [add("CONST", [], {"value": length, "dtype": "index"})], {"id": 0, "type": "LOOP"})
+    vec = add("VCONST", [], {"values": [length], "dtype": "index"})
+  for k, j in enumerate(n.src):
+    slot = o.slot_for(k)
+    if slot.kind == "value" and j in known and g.nodes[j].op != "CONST":
+      v = np.asarray(known[j])
+      name = f"param{len(inputs)}" if kernel else f"buf{len(inputs)}"
+      if kernel:
+        src.append(add("INDEX", [add("PARAM", [vec], {"slot": len(inputs), "dtype": views[j].dtype}), rng]))
+      else:
+        src.append(add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs), "dtype": views[j].dtype, "device": "CPU"}))
+      inputs[name] = v
+    else:
+      src.append(add(g.nodes[j].op, [], thaw(g.nodes[j].arg)))
+    if slot.kind == "value" and j in known: operands.append(np.asarray(known[j]))
+  node = add(n.op, src, thaw(n.arg))
+  if not kernel: return evaluate(Graph(nodes), inputs)["out0"], operands
+  out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
+  add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
+  return evaluate(Graph(nodes, level="kernel"), inputs)[f"param{len(inputs)}"], operands
+
+
+def _same_as_trace(got, ref) -> bool:
+  """Whether a value is bit for bit the reference's own (NaNs alike): then it needs no
+  check against its sources (the common case, and the cheap one)."""
+  if ref is None: return False
+  ref = np.asarray(ref)
+  try: ref = np.broadcast_to(ref, got.shape) if ref.shape != got.shape else ref
+  except ValueError: return False
+  if ref.dtype != got.dtype: return False
+  if got.dtype.kind == "f" or got.dtype.name == "bfloat16":
+    a, b = got.astype(np.float64), ref.astype(np.float64)
+    from conformance.compare import _bits
+    return bool(np.all((_bits(got) == _bits(ref)) | (np.isnan(a) & np.isnan(b))))
+  return bool(np.array_equal(got, ref))
+
+
+def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: dict | None = None) -> Failure | None:
+  """The first output node (in graph order) whose value is not the reference's value of
+  its op on the values of its sources. `trace`: the reference's own values of the nodes
+  (refimpl trace=True); a value equal to it passes at once."""
+  views = views or _views(d.graph)
+  known = known_values(d, outputs)
+  missing = sorted(set(d.outputs) - set(outputs))
+  if missing: return Failure("values", None, None, None, f"outputs missing: {', '.join(missing)}", d)
+  for i in sorted(d.outputs.values()):
+    n, dt = d.graph.nodes[i], views[i].dtype
+    got = np.asarray(known[i])
+    if trace is not None and _same_as_trace(got, trace.get(i)): continue
+    try: want, operands = local_reference(d, views, i, known)
+    except Exception as e:   # the reference refuses the backend's values: report it, it is a finding
+      return Failure("values", i, n.op, dt, f"the reference evaluator cannot check this node: {type(e).__name__}: {e}"[:500], d)
+    from refimpl.numeric import NP
+    if got.dtype != NP[dt]: return Failure("values", i, n.op, dt, f"dtype {got.dtype}, expected {dt}", d)
+    if d.level == "kernel" and np.shape(want) == () and got.ndim == 1:
+      want = np.broadcast_to(want, got.shape)   # a value the loop does not change, stored at every element
+    msg = describe(got, want, dt, element_bounds(n.op, n.arg, dt, operands, want, decomposed))
+    if msg: return Failure("values", i, n.op, dt, msg, d)
+  return None
+
+
+def reference_trace(d: Drawn):
+  """(the reference evaluator's values of every node, None) or (None, a Failure)."""
+  from refimpl import evaluate
+  try: return evaluate(d.graph, d.inputs, trace=True).values, None
+  except Exception as e:   # the reference itself fails on a valid graph: a finding too
+    return None, Failure("reference", None, None, None, f"the reference evaluator fails: {type(e).__name__}: {e}"[:800], d)
+
+
+def check_min_max(d: Drawn, views=None, trace: dict | None = None) -> Failure | None:
+  views = views or _views(d.graph)
+  if trace is None:
+    trace, f = reference_trace(d)
+    if f: return f
+  for i in sorted(trace):
+    v, view = trace[i], views[i]
+    if view is None or view.min_max is None or not isinstance(v, np.ndarray) or not isinstance(view.dtype, str): continue
+    cls = DTYPES[view.dtype].cls
+    x = v.astype(np.float64) if cls == "float" else v.astype(object) if cls in ("int", "uint", "index") else v.astype(np.int64)
+    if cls == "float": x = x[~np.isnan(x)]
+    if x.size == 0: continue
+    lo, hi = view.min_max
+    mn, mx = x.min(), x.max()
+    if mn < lo or mx > hi:
+      return Failure("min_max", i, d.graph.nodes[i].op, view.dtype, f"values in [{mn}, {mx}] outside the derived min_max [{lo}, {hi}]", d)
+  return None
+
+
+def check_valid(d: Drawn) -> Failure | None:
+  from tinyspec.validate import validate
+  res = validate(d.graph)
+  if res.ok: return None
+  x = res.diagnostics[0]
+  return Failure("valid", x.node, x.op, None, f"the validator rejects a drawn graph: {x.format()}", d)
+
+
+def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None) -> Failure | None:
+  """Every stage graph of the backend is valid and computes what the reference allows."""
+  from tinyspec.validate import validate
+  from refimpl import evaluate, EvalError
+  try: stages = backend.stages(d.graph)
+  except Exception as e:
+    if isinstance(getattr(e, "rule", None), str): return None   # refused with a rule id: counted by the run itself
+    return Failure("stages", None, None, None, f"{type(e).__name__}: {e}"[:500], d)
+  for name, g in stages.items():
+    if name == "input": continue
+    res = validate(g)
+    if not res.ok: return Failure(f"stage {name}", None, None, None, "invalid stage graph: " + res.diagnostics[0].format(), d)
+    try: outs = evaluate(g, d.inputs)
+    except EvalError as e:
+      if e.rule in ("eval.unsupported", "eval.oob") and name in ("linearize", "render"): continue   # refimpl's limit on LINEARs (compiler/check.py)
+      return Failure(f"stage {name}", None, None, None, f"the reference evaluator refuses the stage graph: {e}"[:500], d)
+    except Exception as e:
+      return Failure(f"stage {name}", None, None, None, f"the reference evaluator fails on the stage graph: {type(e).__name__}: {e}"[:500], d)
+    f = check_values(d, outs, decomposed, None, trace)
+    if f is not None:
+      f.prop = f"stage {name}"
+      return f
+  return None
+
+
+# ------------------------------------------------------------------ running a backend
+class InProcess:
+  """A backend object called directly (tests; a crash takes the caller down)."""
+  def __init__(self, backend):
+    from tinyspec.backends import get_backend
+    self.backend = get_backend(backend)
+    self.name = self.backend.name
+    self.caps = self.backend.capabilities()
+
+  def run(self, d: Drawn) -> dict:
+    try: return self.backend.run(d.graph, d.inputs)
+    except Exception as e:
+      rule = getattr(e, "rule", None)
+      if isinstance(rule, str): raise Refused(rule, str(e)) from None
+      raise
+
+  def stop(self): pass
+
+
+class Isolated:
+  """A backend behind the protocol, in its own process: a crash or hang is a finding."""
+  def __init__(self, spec: str, timeout: float = 60.0):
+    from conformance.execute import CaseRunner
+    self.runner = CaseRunner(spec, timeout=timeout)
+    self.caps = self.runner.capabilities()
+    self.name = self.runner.name
+    self.proc = self.runner._procs[0]
+    self.tmp = Path(tempfile.mkdtemp(prefix="tinyspec-fuzz-"))
+    self.n = 0
+
+  def run(self, d: Drawn) -> dict:
+    from conformance.corpus import save_array, dtype_of_array, from_disk
+    from conformance.protocol import BackendDied
+    self.n += 1
+    w = self.tmp / f"e{self.n % 4}"
+    w.mkdir(exist_ok=True)
+    (w / "graph.json").write_text(d.graph.dumps())
+    ins, dts = {}, {}
+    for k, v in d.inputs.items():
+      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
+      save_array(w / f"in.{k}.npy", v, dt); ins[k] = str(w / f"in.{k}.npy"); dts[k] = dt
+    msg = {"cmd": "run", "id": f"fuzz{self.n}", "graph": str(w / "graph.json"), "inputs": ins, "dtypes": dts, "out_dir": str(w)}
+    try:
+      if not self.proc.alive(): self.proc.start()
+      ans = self.proc.request(msg, self.runner.timeout)
+    except BackendDied as e:
+      raise RuntimeError(f"backend {e.kind}: {e}") from None
+    if not ans.get("ok"):
+      if isinstance(ans.get("rule"), str): raise Refused(ans["rule"], str(ans.get("error")))
+      raise RuntimeError(f"failed: {ans.get('error')}")
+    views = _views(d.graph)
+    out = {}
+    for k, p in (ans.get("outputs") or {}).items():
+      a = np.load(p, allow_pickle=False)
+      i = d.outputs.get(k)
+      out[k] = from_disk(a, views[i].dtype) if i is not None and views[i].dtype == "bfloat16" else a
+    return out
+
+  def stop(self):
+    import shutil
+    self.proc.stop()
+    shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def check_example(d: Drawn, runner, stage_backend=None, decomposed: bool = False, refused: dict | None = None,
+                  only: str | None = None) -> Failure | None:
+  """The properties on one drawn graph: the first failure, or None. A refusal with a rule
+  id is counted in `refused` (rule -> count) and is no failure. `only` ("values",
+  "run" or "stages"): while shrinking a failure, check just its kind of property."""
+  f = check_valid(d)
+  if f: return f
+  views = _views(d.graph)
+  trace, f = reference_trace(d)
+  if f: return f
+  f = check_min_max(d, views, trace)
+  if f: return f
+  if only in (None, "values", "run"):
+    f = _run_and_check(d, runner, decomposed, refused, views, trace)
+    if f or only is not None: return f
+  if stage_backend is not None: return check_stages(d, stage_backend, decomposed, trace)
+  return None
+
+
+def _run_and_check(d, runner, decomposed, refused, views, trace) -> Failure | None:
+  try: outs = runner.run(d)
+  except Refused as e:
+    if refused is not None: refused[e.rule] = refused.get(e.rule, 0) + 1
+    return None
+  except Exception as e:
+    return Failure("run", None, None, None, f"{type(e).__name__}: {e}"[:800], d)
+  return check_values(d, outs, decomposed, views, trace)
+
+
+# ------------------------------------------------------------------ fuzzing
+@dataclass
+class FuzzReport:
+  backend: str
+  examples: int = 0
+  seconds: float = 0.0
+  failures: list = field(default_factory=list)    # Failure, each minimal
+  refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
+  written: list = field(default_factory=list)     # case folders written
+
+
+def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
+  """graphs() restricted to what the backend and the reference evaluator both run."""
+  from conformance.strategies import graphs, drawable_ops
+  from refimpl import supported_ops
+  ref = supported_ops()
+  names = [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
+  return graphs(level, ops=names, max_ops=max_ops, dtypes=sorted(caps.dtypes))
+
+
+def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
+         stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0) -> FuzzReport:
+  """Run the properties on `examples` drawn graphs (split over the levels). Each failure
+  is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
+  written as a corpus case; the search then goes on, skipping failures of the same
+  property, op and dtype, until the examples are spent."""
+  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase, strategies as st
+  t0 = time.monotonic()
+  runner = Isolated(backend, timeout) if isolate and isinstance(backend, str) else InProcess(backend)
+  rep = FuzzReport(runner.name)
+  stage_backend = None
+  if stages:   # the stage graphs are built in this process (a Python backend's stages())
+    from tinyspec.backends import get_backend
+    try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
+    except (KeyError, TypeError): stage_backend = None
+  decomposed = runner.caps.decomposed
+  seen: set = set()
+  budget = examples
+  round_ = 0
+  try:
+    while budget > 0:
+      strat = strategy if strategy is not None else st.one_of(*[backend_strategy(runner.caps, lv, max_ops) for lv in levels])
+      count, last = [0], [None]
+
+      @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
+                suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
+      @hseed(seed + round_)
+      @given(strat)
+      def prop(d):
+        count[0] += 1
+        kind = None if last[0] is None else ("stages" if last[0].prop.startswith("stage") else last[0].prop)
+        f = check_example(d, runner, stage_backend, decomposed, rep.refused, only=kind if kind in ("values", "run", "stages") else None)
+        if f is not None and f.signature not in seen:
+          last[0] = f
+          raise PropertyFailed(f)
+      try:
+        prop()
+      except PropertyFailed:
+        pass
+      except Exception as e:   # Hypothesis could not replay the failure (flaky): keep what it found
+        if last[0] is None: raise
+        if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
+      rep.examples += count[0]
+      budget -= count[0]
+      round_ += 1
+      f = last[0]
+      if f is None: break
+      if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
+      seen.add(f.signature)
+      rep.failures.append(f)
+      if log: log(f"FAIL {f}")
+      if out is not None: rep.written.append(write_failure(f, Path(out)))
+  finally:
+    runner.stop()
+  rep.seconds = time.monotonic() - t0
+  return rep
+
+
+def _fewer_outputs(f: Failure, runner, stage_backend, decomposed) -> Failure:
+  """A failure of the whole graph (a crash, a refusal, a stage): the graph of one output
+  and what it reads, where that alone fails the same way (outputs tried in order)."""
+  d = f.drawn
+  for i in sorted(d.outputs.values()):
+    small = d.outputs_only([i])
+    if len(small.graph.nodes) >= len(d.graph.nodes): continue
+    g = check_example(small, runner, stage_backend, decomposed)
+    if g is not None and g.signature == f.signature: return g
+  return f
+
+
+def write_failure(f: Failure, out: Path) -> Path:
+  """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
+  from conformance.casegen import Draft, write_draft
+  m = f.case()
+  h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
+  cid = f"fuzz/{(f.op or 'graph')}-{f.dtype or 'any'}-{h}"
+  write_draft(Draft(cid, m.graph, dict(m.inputs), [(f.op, f.dtype)] if f.op and f.dtype else [], f"found by tinyspec fuzz: {f}"[:500]), out)
+  return out / cid

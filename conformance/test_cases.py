@@ -1,0 +1,8 @@
+"""The case corpus as tests (see conformance/conftest.py): `pytest --pyargs conformance --backend=NAME`."""
+import pytest
+
+
+def test_case(conformance_case, conformance_runner):
+  r = conformance_runner.run_one(conformance_case)
+  if r.status == "unsupported": pytest.skip(r.message)
+  assert r.status == "pass", f"{r.status}: {r.message}"
