@@ -228,9 +228,10 @@ class InProcess:
   """A backend object called directly (tests; a crash takes the caller down)."""
   def __init__(self, backend):
     from tinyspec.backends import get_backend
+    from tinyspec.backends import capabilities_of
     self.backend = get_backend(backend)
-    self.name = self.backend.name
-    self.caps = self.backend.capabilities()
+    self.name = getattr(self.backend, "name", "?")
+    self.caps = capabilities_of(self.backend)
 
   def run(self, d: Drawn) -> dict:
     try: return self.backend.run(d.graph, d.inputs)

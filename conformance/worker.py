@@ -57,8 +57,9 @@ def serve(backend, stdin=None, stdout=None) -> int:
       if cmd == "quit": break
       if cmd == "hello":
         try:
-          caps = backend.capabilities().to_json()
-          ans = {"ok": True, "protocol": PROTOCOL, "name": backend.name, "capabilities": caps}
+          from tinyspec.backends import capabilities_of
+          caps = capabilities_of(backend).to_json()
+          ans = {"ok": True, "protocol": PROTOCOL, "name": getattr(backend, "name", "?"), "capabilities": caps}
         except Exception as e:   # e.g. no OpenCL device: the backend is unavailable
           ans = {"ok": False, "error": f"{type(e).__name__}: {e}"}
       elif cmd == "run":

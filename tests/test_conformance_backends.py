@@ -5,7 +5,7 @@ negative case. The whole corpus is the README's command (`tinyspec conformance -
 c` / `opencl`); here it would take too long."""
 from __future__ import annotations
 import pytest
-from tinyspec.backends import get_backend, backend_names, register_backend, Backend, Capabilities, _entry_points
+from tinyspec.backends import get_backend, backend_names, register_backend, Backend, Capabilities, capabilities_of, _entry_points
 from conformance.corpus import load_cases
 from conformance.execute import CaseRunner
 from conformance.manifest import load_manifest
@@ -36,10 +36,11 @@ def test_registering_a_backend():
   register_backend("twice-test", Twice)
   b = get_backend("twice-test")
   assert b.name == "twice" and b.capabilities().ops          # the base class declares every trusted op
-  class Plain:   # only run(): adapted
+  class Plain:   # only run(): the object itself, with the default capabilities
     def run(self, graph, inputs): return {}
-  register_backend("plain-test", Plain())
-  assert isinstance(get_backend("plain-test").capabilities(), Capabilities)
+  p = Plain()
+  register_backend("plain-test", p)
+  assert get_backend("plain-test") is p and capabilities_of(p).ops == Backend().capabilities().ops
   register_backend("c", Plain(), replace=False)              # an entry point's name is kept
   assert type(get_backend("c")).__name__ == "CBackend"
   with pytest.raises(KeyError, match="unknown backend"): get_backend("no-such-backend")

@@ -150,7 +150,8 @@ _BUILTIN = {"ref": RefBackend, "c": CBackend, "opencl": OpenCLBackend}
 
 def register_backend(name: str, backend, replace: bool = True) -> None:
   """Add a backend: an object with run(graph, inputs), a Backend class, or a factory.
-  With replace=False a name an entry point (or a built-in) already provides is kept."""
+  With replace=False a name an entry point (or a built-in) already provides is kept (the
+  compiler registers its targets that way; the entry points already name them)."""
   if not replace and (name in _entry_points() or name in _BUILTIN): return
   if not (callable(getattr(backend, "run", None)) or callable(backend)):
     raise TypeError(f"backend {name!r} needs a run(graph, inputs) method")
@@ -163,19 +164,18 @@ def backend_names() -> list[str]:
 
 
 def _instantiate(obj, name: str):
+  """A Backend class or factory is called; an object with run() is the backend itself."""
   if isinstance(obj, type) or (callable(obj) and not callable(getattr(obj, "run", None))): obj = obj()
-  if not callable(getattr(obj, "run", None)): raise TypeError(f"backend {name!r} has no run(graph, inputs) method")
-  if not callable(getattr(obj, "capabilities", None)): obj = _Adapted(obj, name)
+  if not callable(getattr(obj, "run", None)):
+    raise TypeError(f"a backend is a registered name or an object with run(graph, inputs), not {type(obj).__name__} ({name!r})")
   return obj
 
 
-class _Adapted(Backend):
-  """An object with only run(): every trusted op of the tables, every dtype."""
-  def __init__(self, obj, name):
-    self.obj, self.name = obj, getattr(obj, "name", name)
-    self.batch = getattr(obj, "batch", 1)
-  def run(self, graph, inputs): return self.obj.run(graph, inputs)
-  def stages(self, graph): return self.obj.stages(graph) if hasattr(self.obj, "stages") else {}
+def capabilities_of(backend) -> Capabilities:
+  """A backend's capabilities; an object with only run() declares every trusted op of the
+  tables and every dtype (the Backend base class's default)."""
+  caps = getattr(backend, "capabilities", None)
+  return caps() if callable(caps) else Backend.capabilities(backend)
 
 
 def get_backend(backend):

@@ -1,51 +1,24 @@
 """Backends that realize Tensor graphs: anything with `run(graph, inputs) -> outputs`.
 
-`graph` is a tinyspec Graph, `inputs` maps input names (`buf{slot}`, see
-docs/architecture.md) to NumPy arrays, and the outputs come back keyed `out{k}` for the
-k-th root. "ref" is the NumPy reference evaluator. Other backends register themselves:
-`register_backend("c", obj)`; a name not registered yet makes the registry import the
-`compiler` package once, so that it can register its targets on import.
+The front end uses the one registry of tinyspec/backends.py, which the conformance runner
+uses too: the built-ins `ref` (the NumPy reference evaluator), `c` and `opencl` (the
+compiler) come from the entry point group `tinyspec.backends`; `register_backend(name,
+obj)` adds any object with `run(graph, inputs)`. `graph` is a tinyspec Graph, `inputs`
+maps input names (`buf{slot}`, see docs/architecture.md) to NumPy arrays, and the outputs
+come back keyed `out{k}` for the k-th root.
 """
 from __future__ import annotations
-import importlib
-
-_REGISTRY: dict[str, object] = {}
-_TRIED_PLUGINS = False
-
-
-class RefBackend:
-  """The reference evaluator (refimpl.evaluate)."""
-  name = "ref"
-
-  def run(self, graph, inputs):
-    from refimpl import evaluate
-    return evaluate(graph, inputs)
+from tinyspec.backends import RefBackend, backend_names, get_backend
+from tinyspec.backends import register_backend as _register
 
 
 def register_backend(name: str, backend) -> None:
+  """Add a backend under `name`. A name an entry point provides keeps its entry-point
+  backend (the compiler registers its targets here on import; the entry points already
+  name them)."""
   if not callable(getattr(backend, "run", None)):
     raise TypeError(f"backend {name!r} needs a run(graph, inputs) method")
-  _REGISTRY[name] = backend
+  _register(name, backend, replace=False)
 
 
-def backend_names() -> list[str]:
-  return sorted(_REGISTRY)
-
-
-def get_backend(backend):
-  """A backend object from a name or an object with `run`."""
-  global _TRIED_PLUGINS
-  if not isinstance(backend, str):
-    if callable(getattr(backend, "run", None)): return backend
-    raise TypeError(f"a backend is a registered name or an object with run(graph, inputs), not {type(backend).__name__}")
-  if backend not in _REGISTRY and not _TRIED_PLUGINS:
-    _TRIED_PLUGINS = True
-    try: importlib.import_module("compiler")
-    except ModuleNotFoundError as e:
-      if e.name != "compiler": raise
-  if backend not in _REGISTRY:
-    raise KeyError(f"unknown backend {backend!r}; registered: {', '.join(backend_names())}")
-  return _REGISTRY[backend]
-
-
-register_backend("ref", RefBackend())
+__all__ = ["RefBackend", "register_backend", "get_backend", "backend_names"]
