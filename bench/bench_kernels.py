@@ -66,7 +66,7 @@ def windows(x, k: int):
   EXPAND (repeat), RESHAPE and SHRINK only (tinygrad's pooling trick): repeating a row of
   length L and reading it back with period L+1 shifts each repetition by one."""
   C, Hp, Wp = x.shape
-  for axis, L in ((1, Hp), (2, Wp)):
+  for axis, L in ((1, Hp), (3, Wp)):     # after the first pass x is (C, k, Ho, Wp)
     o = L - k + 1
     reps = -(-k * (L + 1) // L)
     shape = list(x.shape)

@@ -18,9 +18,9 @@
   The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
   render.py); the BARRIER orders every partial before the final reduce.
 * A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
-  (bits XOR 0x7fff.. when negative; -0 < +0) of each value, and MAX over the magnitude
-  bits (above the infinity's: a NaN was seen). Exactly decision max-nan, and integer
-  MAX vectorizes where a float MAX with NaN and signed-zero rules does not.
+  (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made positive so
+  that their keys top +inf's (a result above it is NaN). Exactly decision max-nan, and
+  integer MAX vectorizes where a float MAX with NaN and signed-zero rules does not.
 * Each REDUCE(value, r...) becomes an accumulator (architecture.md "Levels"):
 
       acc  = BUFFER (), addrspace REG
@@ -244,19 +244,20 @@ def _order_key(b: UOp, it: str, mag: int) -> UOp:
 
 
 def _max_on_integers(sink: UOp) -> UOp:
-  """Float MAX reductions -> integer MAX reductions (see the module doc)."""
+  """Float MAX reductions -> one integer MAX reduction (see the module doc)."""
   def lower(u: UOp):
     if u.op != "REDUCE" or u.arg["op"] != "MAX" or len(u.src) < 2: return None
     dt = props(u).dtype
     if dt not in _KEYED: return None
     it, mag, inf = _KEYED[dt]
     b = UOp("BITCAST", (u.src[0],), it)
-    k1 = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
-    k2 = UOp("REDUCE", (UOp("AND", (b, const(mag, it))), *u.src[1:]), {"op": "MAX"})
+    m = UOp("AND", (b, const(mag, it)))
+    b = UOp("WHERE", (UOp("CMPLT", (const(inf, it), m)), m, b))   # every NaN made positive: its key tops +inf's
+    k = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
     neg_inf = UOp("BITCAST", (const("-inf", dt),), it)
-    k1 = UOp("MAX", (k1, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
-    val = UOp("BITCAST", (_order_key(k1, it, mag),), dt)
-    return UOp("WHERE", (UOp("CMPLT", (const(inf, it), k2)), const("nan", dt), val))
+    k = UOp("MAX", (k, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
+    val = UOp("BITCAST", (_order_key(k, it, mag),), dt)
+    return UOp("WHERE", (UOp("CMPLT", (const(inf, it), k)), const("nan", dt), val))
   out = rebuild(sink, lower)
   return simplify(out) if out is not sink else sink
 

@@ -123,6 +123,11 @@ def _flip(b, x, idx):
 def _reshape(b, x, idx):
   src = x.src[0]
   sshape, oshape = props(src).shape, props(x).shape
+  if [d for d in sshape if d != 1] == [d for d in oshape if d != 1]:
+    # only size-1 axes come or go: the other axes keep their indices (no flattening,
+    # so no division to undo)
+    kept = iter(i for i, d in zip(idx, oshape) if d != 1)
+    return (yield src, tuple(ZERO if d == 1 else next(kept) for d in sshape))
   terms: dict = {}
   stride, c = 1, 0
   for i, d in reversed(list(zip(idx, oshape))):

@@ -472,7 +472,7 @@ class Renderer:
         written.add(t)
     for u in instrs[:start]:
       if u.op in ("STORE", "ATOMICADD") and not _is_reg(u.src[0]): return None, False
-      if u.op == "INDEX" and u.src[0] in written: return None, False
+      if u.op == "INDEX" and u.src[0] in written and self._value_uses.get(u): return None, False   # a read of what the loop may write
       if u.op == "PARAM" and u in written and self._value_uses.get(u): return None, False
     loop_regs = {_base(u.src[0]) for u in instrs[start:stop] if u.op == "STORE" and _is_reg(u.src[0])}
     tail = [u for u in instrs[stop + 1:] if u.op not in ("SINK", "GROUP", "CONST", "VCONST", "PARAM", "BARRIER")]

@@ -1,0 +1,113 @@
+"""The default OptOps (compiler/heuristics.py) per device kind, and what they make:
+register-tiled gemm with vector accumulators and a packed input, long reductions split
+over the cores, vectorized float MAX on integer keys -- every one still equal to the
+reference evaluator. Devices are given explicitly so that the choices do not depend on
+the machine the tests run on."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.tensor import Tensor
+from compiler import compile_graph, callify, rangeify
+from compiler.check import compare_outputs
+from compiler.device import Device
+from compiler.heuristics import default_opts
+from compiler.optimize import initial_types
+from refimpl import evaluate
+
+try:
+  from compiler.runtime.opencl import device as _cl_device
+  _cl_device()
+  HAVE_CL = True
+except Exception:
+  HAVE_CL = False
+
+CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
+GPU = Device("opencl", "test gpu", "gpu", 1, 32768, 256, False, 16)
+RNG = np.random.default_rng(5)
+
+
+def ints(*shape):
+  return RNG.integers(-3, 4, shape).astype(np.float32)     # sums exact in any order
+
+
+def kernels(t):
+  return rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels
+
+
+def opts_of(t, dev, target="c"):
+  return [default_opts(initial_types(k.sink), target, dev) for k in kernels(t)]
+
+
+def gemm(a, b):
+  M, K = a.shape
+  N = b.shape[1]
+  return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
+
+
+def test_small_kernels_keep_their_loops():
+  assert opts_of(Tensor(ints(8, 8)) + 1, CPU4) == [[]]
+
+
+def test_elementwise_threads_on_cpu_and_workgroups_on_gpu():
+  t = Tensor(ints(256, 256)) * 2
+  (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
+  assert cpu == [["SPLIT", 0, [4, "THREAD", True]]]
+  assert gpu == [["SPLIT", 1, [128, "LOCAL"]]]
+
+
+def test_gemm_is_register_tiled():
+  """Both output axes UPCAST (the contiguous one by vector lanes x copies), the reduce
+  unrolled, a panel of column tiles (LOCAL: a loop on C) ahead of the rows, THREAD."""
+  (o,) = opts_of(gemm(Tensor(ints(256, 128)), Tensor(ints(128, 256))), CPU4)
+  kinds = [x[2][1] for x in o if x[0] == "SPLIT"]
+  assert kinds.count("UPCAST") == 3 and "UNROLL" in kinds and "THREAD" in kinds and ["SWAP", 0, 1] in o
+  assert ["SPLIT", 1, [8, "UPCAST"]] in o           # 8 float32 lanes fill a 32-byte vector
+
+
+def test_long_reduce_with_few_outputs_is_grouped():
+  t = Tensor(ints(1 << 19)).sum()
+  (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
+  assert cpu[0] == ["SPLIT", 0, [4, "GROUP_REDUCE", True]] and cpu[1][2][1] == "UNROLL"
+  assert gpu[0] == ["SPLIT", 0, [256, "GROUP_REDUCE", False]]
+
+
+@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))])
+def test_default_gemm_matches_and_is_vectorized_and_packed(target):
+  a, b = Tensor(ints(96, 256)), Tensor(ints(256, 256))
+  t = gemm(a, b)
+  c = compile_graph(t.graph(), target, keep_stages=False)
+  names = [k.name for k in c.schedule.kernels]
+  if target == "c":
+    assert any("pack" in n for n in names)           # B (256x256) copied into tile order first
+    assert "floatx8" in c.source() and "vload_floatx8(" in c.source()
+  got = c.run(t.inputs())["out0"]
+  assert np.array_equal(got, a.numpy() @ b.numpy())
+
+
+def test_grouped_sum_matches_on_any_thread_count():
+  x = ints(1 << 18)
+  t = Tensor(x).sum()
+  c = compile_graph(t.graph(), "c", opts_of(t, CPU4)[0], keep_stages=False)
+  assert c.sources[0].thread == 4 and c.sources[0].tail
+  ex = c.executable()
+  for threads in (1, 2, 4):
+    assert ex.run(t.inputs(), threads=threads)["out0"] == x.sum()
+
+
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38], np.float32)
+
+
+@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))])
+@pytest.mark.parametrize("opts", [[], [["SPLIT", 1, [4, "UNROLL"]]], [["SPLIT", 1, [2, "GROUP_REDUCE", True]], ["SPLIT", 2, [2, "UNROLL"]]]])
+def test_float_max_on_integer_keys_keeps_nan_and_signed_zero(target, opts):
+  """Rows mixing NaN (both signs), +-0, +-inf, denormals: MAX is decision max-nan's, bit
+  for bit (NaN where any NaN; +0 over -0), however the reduction is split."""
+  rows = [SPECIAL[[0, 1, 2, 3]], SPECIAL[[1, 1, 1, 1]], SPECIAL[[1, 0, 1, 1]], SPECIAL[[5, 5, 9, 5]], SPECIAL[[7, 2, 3, 4]],
+          SPECIAL[[6, 5, 5, 5]], SPECIAL[[11, 10, 9, 8]], SPECIAL[[5, 4, 3, 2]]]
+  x = np.stack(rows)
+  t = Tensor(x).max(1)
+  g, inputs = t.graph(), t.inputs()
+  got = compile_graph(g, target, opts, keep_stages=False).run(inputs)
+  want = evaluate(g, inputs)
+  assert not compare_outputs(got, want)
+  assert np.signbit(got["out0"][2]) == False and np.isnan(got["out0"][4]) and np.isnan(got["out0"][5])
