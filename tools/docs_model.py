@@ -530,17 +530,29 @@ def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
 
 
 def case_ops(root: Path) -> tuple[dict[str, int], int]:
-  """conformance/cases/**: how many case files name each op (from the file's
-  `meta.ops` if it has one, else the ops of its nodes), and the number of files."""
+  """conformance/cases/**: how many cases stand for each op, and the number of cases. A
+  case folder (conformance/cases/README.md: a `case.json`) counts once, for the ops its
+  `covers` names (a negative case: the ops of its graph); any other graph file counts for
+  its `meta.ops`, else the ops of its nodes."""
   base = Path(root) / "conformance" / "cases"
   counts: dict[str, int] = {}
   n = 0
   if not base.is_dir(): return counts, 0
+  folders = {p.parent for p in base.rglob("case.json")}
   for p in sorted(base.rglob("*")):
     if not p.is_file() or p.suffix not in (".json", ".yaml", ".yml"): continue
+    if p.parent in folders and p.name != "case.json": continue
     n += 1
-    for op in sorted(_ops_named_by(p)): counts[op] = counts.get(op, 0) + 1
+    for op in sorted(_case_ops_of(p) if p.name == "case.json" else _ops_named_by(p)): counts[op] = counts.get(op, 0) + 1
   return counts, n
+
+
+def _case_ops_of(p: Path) -> set[str]:
+  try: d = json.loads(p.read_text())
+  except (OSError, ValueError): return set()
+  if not isinstance(d, dict): return set()
+  if d.get("covers"): return {str(c[0]) for c in d["covers"] if isinstance(c, list) and c}
+  return {str(o) for o in d.get("ops", [])}
 
 
 def _ops_named_by(p: Path) -> set[str]:

@@ -146,7 +146,7 @@ def render_status_md(T, root: Path | str | None = None) -> str:
   for t in targets:
     title = _TARGET_TITLES.get(t, t)
     out.append(f"* compiled to {title}: " + (f"{totals[t]} of {n_ops}" if comp[t] is not None else f"— (`compiler.supported_ops({t!r})` does not exist yet)"))
-  out += [f"* with conformance cases: {totals['cases']} of {n_ops} (" + (f"{n_case_files} case files in `conformance/cases/`" if n_case_files else "no `conformance/cases/` files yet") + ")",
+  out += [f"* with conformance cases: {totals['cases']} of {n_ops} (" + (f"{n_case_files} cases in `conformance/cases/`" if n_case_files else "no `conformance/cases/` files yet") + ")",
           f"* rule ids: {len(T.rule_ids())}; with an invalid and a valid case in `conformance/rules/`: "
           f"{sum(1 for r in T.rule_ids() if {c.valid for c in rule_cases.get(r, ())} == {True, False})}", "",
           "## Ops", "",
@@ -155,8 +155,8 @@ def render_status_md(T, root: Path | str | None = None) -> str:
           "deriving its properties + structural rules (see [spec.md](spec.md)); **op-specific derived**: properties with a "
           f"rule naming the op in `spec/derived.yaml`; **reference**, {', '.join('**' + _TARGET_TITLES.get(t, t) + '**' for t in targets)}: "
           f"levels handled ({level_key}; `—`: the function does not exist yet, `no`: not handled), from "
-          "`refimpl.supported_ops()` and `compiler.supported_ops(target)`; **cases**: files in `conformance/cases/` that name "
-          "the op (`meta.ops`, else its nodes); **rule cases**: cases in `conformance/rules/` (one per `*.expect.json`) for the op's own check rules.", ""]
+          "`refimpl.supported_ops()` and `compiler.supported_ops(target)`; **cases**: cases in `conformance/cases/` that stand for "
+          "the op (a case folder's `covers`: the op and dtype it stands for; for a negative case, the ops of its graph); **rule cases**: cases in `conformance/rules/` (one per `*.expect.json`) for the op's own check rules.", ""]
   out += ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
   out += ["| " + " | ".join(r) + " |" for r in rows]
   out += [""] + _results_section(T, root)
