@@ -12,7 +12,9 @@ For a drawn graph (every op node an output):
              its own inputs keeps tolerances from compounding along a chain and names
              the first node whose value differs;
   stages     (backends with stages(), i.e. the compiler) every stage's graph is valid
-             and the reference evaluator's outputs of it pass the same check.
+             and the reference evaluator's outputs of it pass the same check;
+  mutant     the graph broken by one mutation of strategies.yaml is rejected by the
+             validator with the mutation's rule id at the mutated node.
 A failure names its property, the node and the op; `Failure.case` is the minimal graph
 (the failing node and what it reads).
 """
@@ -223,6 +225,30 @@ def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None)
   return None
 
 
+def check_mutant(d: Drawn, m) -> Failure | None:
+  """The validator rejects a mutant (strategies.Mutant) with its tagged rule at its node."""
+  from tinyspec.validate import validate
+  if m is None: return None
+  got = [(x.rule, x.node) for x in validate(m.graph, tables=d.tables).diagnostics]
+  if (m.rule, m.node) in got: return None
+  return Failure("mutant", m.node, m.graph.nodes[m.node].op if m.node is not None and m.node < len(m.graph.nodes) else None, None,
+                 f"mutation {m.how} should break {m.rule} at node {m.node}; the validator reports {got or 'nothing'}: {m.graph.dumps()}"[:2000], d)
+
+
+def with_mutants(base):
+  """Pairs (drawn graph, a mutant of it or None): the fuzz draws both."""
+  from hypothesis import strategies as st
+  from conformance.strategies import mutation_rules, _apply, _DrawAdapter, _tables
+
+  @st.composite
+  def pairs(draw):
+    d = draw(base)
+    table = mutation_rules(d.tables)
+    rule = draw(st.sampled_from(sorted(table)))
+    return d, _apply(_DrawAdapter(draw), d, rule, table[rule], _tables(d.tables))
+  return pairs()
+
+
 # ------------------------------------------------------------------ running a backend
 class InProcess:
   """A backend object called directly (tests; a crash takes the caller down)."""
@@ -358,15 +384,20 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   round_ = 0
   try:
     while budget > 0:
-      strat = strategy if strategy is not None else st.one_of(*[backend_strategy(runner.caps, lv, max_ops) for lv in levels])
+      strat = with_mutants(strategy if strategy is not None else st.one_of(*[backend_strategy(runner.caps, lv, max_ops) for lv in levels]))
       count, last = [0], [None]
 
       @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
                 suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
       @hseed(seed + round_)
       @given(strat)
-      def prop(d):
+      def prop(pair):
+        d, mutant = pair
         count[0] += 1
+        f = check_mutant(d, mutant)
+        if f is not None and f.signature not in seen:
+          last[0] = f
+          raise PropertyFailed(f)
         kind = None if last[0] is None else ("stages" if last[0].prop.startswith("stage") else last[0].prop)
         f = check_example(d, runner, stage_backend, decomposed, rep.refused, only=kind if kind in ("values", "run", "stages") else None)
         if f is not None and f.signature not in seen:
@@ -385,10 +416,11 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       f = last[0]
       if f is None: break
       if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
+      elif f.prop == "values": f = _one_element(f, runner, decomposed)
       seen.add(f.signature)
       rep.failures.append(f)
       if log: log(f"FAIL {f}")
-      if out is not None: rep.written.append(write_failure(f, Path(out)))
+      if out is not None and f.prop != "mutant": rep.written.append(write_failure(f, Path(out)))   # a mutant's failure is the validator's
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
@@ -405,6 +437,51 @@ def _fewer_outputs(f: Failure, runner, stage_backend, decomposed) -> Failure:
     g = check_example(small, runner, stage_backend, decomposed)
     if g is not None and g.signature == f.signature: return g
   return f
+
+
+def _one_element(f: Failure, runner, decomposed) -> Failure:
+  """A value failure of a tensor graph of per-element ops: the same graph on one element
+  of each input (the elements a failing position reads), where that fails the same way.
+  Hypothesis shrinks the draws; this shrinks the data."""
+  from tinyspec.tables import tables
+  d = f.case()
+  T = tables()
+  if d.level != "tensor" or any(T.ops[d.graph.nodes[i].op].category not in ("elementwise", "decomposed") for i in d.outputs.values()):
+    return f
+  views = _views(d.graph)
+  shape = views[max(d.outputs.values())].shape
+  for p in range(min(int(np.prod(shape)) if shape else 1, 32)):
+    small = _at_position(d, views, np.unravel_index(p, shape) if shape else ())
+    if small is None: continue
+    h = check_example(small, runner, None, decomposed, only="values")
+    if h is not None and h.signature == f.signature: return h
+  return f
+
+
+def _at_position(d: Drawn, views, pos: tuple) -> Drawn | None:
+  """d with every BUFFER holding the one element that position `pos` of the (broadcast)
+  output reads, its dims all 1 (one shape operand per rank)."""
+  from tinyspec.validate import validate
+  g = d.graph
+  nodes, ins, new, ones = [], {}, {}, {}
+  for i, n in enumerate(g.nodes):
+    if n.op == "BUFFER":
+      sh = views[i].shape
+      if len(sh) not in ones:
+        nodes.append(Node("VCONST", [], {"values": [1] * len(sh), "dtype": "index"}))
+        ones[len(sh)] = len(nodes) - 1
+      name = f"buf{n.arg['slot']}"
+      idx = tuple(pos[len(pos) - len(sh) + k] if sh[k] > 1 else 0 for k in range(len(sh)))
+      ins[name] = np.asarray(d.inputs[name])[idx].reshape((1,) * len(sh))
+      nodes.append(Node("BUFFER", [ones[len(sh)]], thaw(n.arg)))
+    else:
+      nodes.append(Node(n.op, [new[j] for j in n.src], thaw(n.arg)))
+    new[i] = len(nodes) - 1
+  outs = {k: new[i] for k, i in d.outputs.items()}
+  known = {new[i]: ins[f"buf{g.nodes[i].arg['slot']}"] if g.nodes[i].op == "BUFFER" else v for i, v in d.values.items()}
+  order = [outs[f"out{k}"] for k in range(len(outs))]
+  small = Drawn(Graph(nodes, order, "tensor"), ins, "tensor", outs, known, d.tables).outputs_only(order)
+  return small if validate(small.graph).ok else None
 
 
 def write_failure(f: Failure, out: Path) -> Path:
