@@ -13,9 +13,10 @@ is not. NumPy is timed on the same arrays, both as the plain expression (which
 allocates its result) and, where NumPy has one, with a preallocated `out=`; the faster
 counts. tinygrad (if importable; DEV=CPU, its clang backend) runs the same composition
 on realized tensors; each realize includes its scheduling overhead.
-Times are medians of warm runs (after 2 warm-up runs). Ratios are throughput relative to
-NumPy: NumPy's time / ours (higher is better; 1.00x = as fast as NumPy). The machine is
-shared: run it twice and compare before trusting a single figure.
+Times are medians of warm runs (after 2 warm-up runs), the columns' runs interleaved
+round by round. Ratios are throughput relative to NumPy: NumPy's time / ours (higher is
+better; 1.00x = as fast as NumPy). The machine is shared: run it twice and compare
+before trusting a single figure.
 Every result is checked against NumPy before it is timed.
 """
 from __future__ import annotations
@@ -32,16 +33,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DEV", "CPU")       # tinygrad: its CPU (clang) backend
 
 N16M = 16 * 1024 * 1024
-
-
-def median_time(fn, runs: int, budget: float = 3.0) -> float:
-  fn(); fn()
-  ts = []
-  start = time.perf_counter()
-  while len(ts) < runs or (len(ts) < 3 * runs and time.perf_counter() - start < budget / 3):
-    t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
-    if time.perf_counter() - start > budget and len(ts) >= 3: break
-  return float(np.median(ts))
 
 
 # ------------------------------------------------------------------ the cases
@@ -107,7 +98,7 @@ def cases(rng):
   def fma_out(a, b, c):
     np.multiply(a, b, out=out); np.add(out, c, out=out)
   yield "add 16M", (a, b), lambda a, b: a + b, lambda a, b: a + b, (lambda a, b: np.add(a, b, out=out)), 0
-  yield "a*b+c 16M", (a, b, c), lambda a, b, c: a * b + c, lambda a, b, c: a * b + c, fma_out, 0
+  yield "a*b+c 16M", (a, b, c), lambda a, b, c: a * b + c, lambda a, b, c: a * b + c, fma_out, 1e-6
   yield "sum 16M", (a,), lambda a: a.sum(), lambda a: a.sum(), None, 1e-3
   yield "max 16M", (a,), lambda a: a.max(), lambda a: a.max(), None, 0
   x = _rand(rng, 4096, 1024)
@@ -121,24 +112,23 @@ def cases(rng):
 
 
 # ------------------------------------------------------------------ runners
-def ours(target: str, build, arrays, beam: int, runs: int):
-  """(median seconds, result) of the compiled program, or (None, reason)."""
+def ours(target: str, build, arrays, beam: int):
+  """(launch, result) of the compiled program with its inputs bound, or (None, reason)."""
   from tinyspec.tensor import Tensor
   from compiler import compile_graph
   ts = [Tensor(x) for x in arrays]
   t = build(*ts)
   g, inputs = t.graph(), t.inputs()
   try:
-    c = compile_graph(g, target, beam=beam, keep_stages=False) if beam else compile_graph(g, target, keep_stages=False)
+    c = compile_graph(g, target, keep_stages=False, beam=beam)
     bound = c.executable().bind(inputs)
   except Exception as e:
     return None, f"{type(e).__name__}: {str(e)[:80]}"
   bound.run()
-  res = bound.outputs()["out0"]
-  return median_time(bound.run, runs), res, c
+  return bound.run, bound.outputs()["out0"]
 
 
-def tinygrad_runner():
+def tinygrad_module():
   try:
     from tinygrad import Tensor as TT, Device
     Device[Device.DEFAULT]
@@ -147,11 +137,10 @@ def tinygrad_runner():
   return TT, Device.DEFAULT
 
 
-def tg_time(TT, build, arrays, runs):
+def theirs(TT, build, arrays):
   ts = [TT(x).realize() for x in arrays]
   f = lambda: build(*ts).realize()
-  res = f().numpy()
-  return median_time(f, runs), res
+  return f, f().numpy()
 
 
 def close(got, want, tol) -> bool:
@@ -161,45 +150,58 @@ def close(got, want, tol) -> bool:
   return bool(np.allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max()))))
 
 
+def interleaved(fns: dict, runs: int, budget: float = 6.0) -> dict:
+  """Median seconds of each function, their runs interleaved round by round so that a
+  busy moment of the shared machine hits every column alike."""
+  for f in fns.values(): f(); f()
+  ts = {k: [] for k in fns}
+  start = time.perf_counter()
+  for r in range(runs):
+    for k, f in fns.items():
+      t = time.perf_counter(); f(); ts[k].append(time.perf_counter() - t)
+    if r >= 2 and time.perf_counter() - start > budget: break
+  return {k: float(np.median(v)) for k, v in ts.items()}
+
+
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--cases", help="comma-separated substrings of case names")
   ap.add_argument("--targets", default="c,opencl")
-  ap.add_argument("--beam", type=int, default=0)
-  ap.add_argument("--runs", type=int, default=7)
+  ap.add_argument("--beam", type=int, default=0, help="also time each target with a BEAM search of this width")
+  ap.add_argument("--runs", type=int, default=9)
   ap.add_argument("--no-tinygrad", action="store_true")
   a = ap.parse_args(argv)
   targets = a.targets.split(",")
   want = a.cases.split(",") if a.cases else None
-  tg = (None, "--no-tinygrad") if a.no_tinygrad else tinygrad_runner()
+  tg = (None, "--no-tinygrad") if a.no_tinygrad else tinygrad_module()
   from compiler.device import device
-  print(f"host: {device('c').name}, {device('c').threads} threads; beam={a.beam or 'off (default heuristics)'}; "
-        f"tinygrad: {('DEV=' + tg[1]) if tg[0] else tg[1]}")
-  cols = ["numpy"] + targets + (["tinygrad"] if tg[0] else [])
-  print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "".join(f"{'ratio ' + c:>14s}" for c in cols[1:]))
+  print(f"host: {device('c').name}, {device('c').threads} threads; default heuristics"
+        f"{f' and BEAM={a.beam}' if a.beam else ''}; tinygrad: {('DEV=' + tg[1]) if tg[0] else tg[1]}")
+  cols = ["numpy"] + targets + ([f"{t}+beam" for t in targets] if a.beam else []) + (["tinygrad"] if tg[0] else [])
+  print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "   " + "".join(f"{'x ' + c:>13s}" for c in cols[1:]))
   rng = np.random.default_rng(0)
   for name, arrays, build, np_expr, np_out, tol in cases(rng):
     if want and not any(w in name for w in want): continue
-    t_np = median_time(lambda: np_expr(*arrays), a.runs)
-    if np_out is not None: t_np = min(t_np, median_time(lambda: np_out(*arrays), a.runs))
     ref = np_expr(*arrays)
-    times, notes = {"numpy": t_np}, []
-    for target in targets:
-      r = ours(target, build, arrays, a.beam, a.runs)
-      if r[0] is None: times[target] = None; notes.append(f"{target}: {r[1]}"); continue
-      t, res, _ = r
-      if not close(res, ref, tol): notes.append(f"{target}: WRONG RESULT")
-      times[target] = t
-    if tg[0]:
-      try:
-        t, res = tg_time(tg[0], build, arrays, max(3, a.runs // 2))
+    fns, notes = {"numpy": lambda: np_expr(*arrays)}, []
+    if np_out is not None: fns["numpy out="] = lambda: np_out(*arrays)
+    for col in cols[1:]:
+      if col == "tinygrad":
+        try: f, res = theirs(tg[0], build, arrays)
+        except Exception as e: notes.append(f"tinygrad: {type(e).__name__}: {str(e)[:60]}"); continue
         if not close(res, ref, tol): notes.append("tinygrad: differs")
-        times["tinygrad"] = t
-      except Exception as e:
-        times["tinygrad"] = None; notes.append(f"tinygrad: {type(e).__name__}: {str(e)[:60]}")
-    cells = "".join(f"{times[c] * 1e3:10.2f}ms" if times.get(c) else f"{'n/a':>12s}" for c in cols)
-    ratios = "".join(f"{t_np / times[c]:13.2f}x" if times.get(c) else f"{'n/a':>14s}" for c in cols[1:])
-    print(f"{name:22s}{cells}{ratios}" + (f"   [{'; '.join(notes)}]" if notes else ""), flush=True)
+      else:
+        target, bw = col.split("+")[0], (a.beam if col.endswith("+beam") else 0)
+        f, res = ours(target, build, arrays, bw)
+        if f is None: notes.append(f"{col}: {res}"); continue
+        if not close(res, ref, tol): notes.append(f"{col}: WRONG RESULT")
+      fns[col] = f
+    t = interleaved(fns, a.runs)
+    t_np = min(t["numpy"], t.get("numpy out=", float("inf")))
+    cells = "".join(f"{t[c] * 1e3:10.2f}ms" if c in t else f"{'n/a':>12s}" for c in ["numpy"] + cols[1:])
+    cells = cells[:12].replace(f"{t['numpy'] * 1e3:10.2f}ms", f"{t_np * 1e3:10.2f}ms") + cells[12:]
+    ratios = "".join(f"{t_np / t[c]:12.2f}x" if c in t else f"{'n/a':>13s}" for c in cols[1:])
+    print(f"{name:22s}{cells}   {ratios}" + (f"   [{'; '.join(notes)}]" if notes else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -64,14 +64,15 @@ def _unroll(sink: UOp, kinds=UNROLLED) -> UOp:
   """Expand every range of the `kinds` into copies (innermost first). A loop closed
   inside a copied body gets a range of its own in each copy (one END per range)."""
   while True:
-    rs = [u for u in toposort(sink) if u.op == "RANGE" and u.arg.get("type") in kinds]
+    nodes = toposort(sink)
+    rs = [u for u in nodes if u.op == "RANGE" and u.arg.get("type") in kinds]
     if not rs: return sink
     r = rs[-1]
     if r.src[0].op != "CONST": raise CompileError("compile.form", f"{r.arg['type']} axis {r.arg['id']} needs a constant size", r)
     n = int(r.src[0].arg["value"])
-    next_id = max(u.arg["id"] for u in toposort(sink) if u.op == "RANGE") + 1
+    next_id = max(u.arg["id"] for u in nodes if u.op == "RANGE") + 1
     subs = {}
-    for u in toposort(sink):
+    for u in nodes:
       if u.op not in ("END", "REDUCE") or r not in u.src[1:]: continue
       rest = tuple(s for s in u.src[1:] if s is not r)
       inner = list(dict.fromkeys(x for e in toposort(u.src[0]) if e.op == "END" for x in e.src[1:]))
@@ -162,8 +163,9 @@ def _vectorize(sink: UOp) -> UOp:
   the others are expanded into copies of the vector code)."""
   V = render_tables()["vectors"]
   cands = [r for r in toposort(sink) if r.op == "RANGE" and _rtype(r) == "UPCAST" and r.src[0].op == "CONST" and int(r.src[0].arg["value"]) in V["widths"]]
+  reduced = {r for x in toposort(sink) if x.op == "REDUCE" for r in x.src[1:]}
   for u in sorted(cands, key=lambda r: -int(r.src[0].arg["value"])):
-    if any(x.op == "REDUCE" and u in x.src[1:] for x in toposort(sink)) or not _vectorizable(sink, u): continue
+    if u in reduced or not _vectorizable(sink, u): continue
     out = substitute(sink, {u: lanes(int(u.src[0].arg["value"]))})
     fix = {}
     for x in toposort(out):
@@ -263,9 +265,15 @@ def _max_on_integers(sink: UOp) -> UOp:
 
 
 def _ranges_in(u: UOp, cache: dict) -> frozenset:
-  """The open RANGEs u depends on (END closes its own)."""
-  for x in toposort(u):
-    if x in cache: continue
+  """The open RANGEs u depends on (END closes its own; cache: answers so far, the walk
+  stops at known nodes)."""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in cache: stack.pop(); continue
+    todo = [y for y in x.src if y not in cache]
+    if todo: stack.extend(todo); continue
+    stack.pop()
     s = frozenset().union(*[cache[y] for y in x.src]) if x.src else frozenset()
     if x.op == "RANGE": s = s | {x}
     elif x.op == "END": s = s - set(x.src[1:])

@@ -109,18 +109,28 @@ def _matches(sel, dt: str) -> bool:
 
 def select_case(u: UOp, target: str):
   """The render.yaml case for node u on target, or None."""
-  cases = render_tables()["ops"].get(u.op)
-  if cases is None: return None
+  if u.op not in render_tables()["ops"]: return None
   out = props(u).dtype
   src = props(u.src[0]).dtype if u.src else out
-  for case in cases:
-    if case.get("target", target) != target: continue
-    on = src if case.get("on") == "src" else out
-    if not _matches(case.get("class"), on): continue
-    if not _matches(case.get("from"), src) or not _matches(case.get("to"), out): continue
+  for case in _dtype_cases(u.op, out, src, target):
     if "if" in case and not PREDICATES[case["if"]](u): continue
     return case
   return None
+
+
+_CASES: dict = {}
+
+
+def _dtype_cases(op: str, out, src, target: str) -> list:
+  """The cases of op whose target and dtype conditions hold (the `if` predicates are
+  the node's own business)."""
+  key = (op, out, src, target)
+  r = _CASES.get(key)
+  if r is None:
+    r = _CASES[key] = [c for c in render_tables()["ops"][op] if c.get("target", target) == target
+                       and _matches(c.get("class"), src if c.get("on") == "src" else out)
+                       and _matches(c.get("from"), src) and _matches(c.get("to"), out)]
+  return r
 
 
 # ------------------------------------------------------------------ the renderer
@@ -175,6 +185,7 @@ class Renderer:
     self.exts: dict[str, None] = {}
     self.allow_untrusted = allow_untrusted
     self.noalias = noalias      # no two PARAMs share memory: C pointers are `restrict`
+    self._fields: dict = {}
 
   # -- vectors (render.yaml `vectors`)
   def vtype(self, dt: str, k: int) -> str:
@@ -212,6 +223,12 @@ class Renderer:
   def fields(self, u: UOp, on_src: bool) -> dict:
     out = props(u).dtype
     src = props(u.src[0]).dtype if u.src else out
+    key = (out, src, on_src)
+    f = self._fields.get(key)
+    if f is None: f = self._fields[key] = self._dtype_fields(out, src, on_src)
+    return dict(f)
+
+  def _dtype_fields(self, out, src, on_src: bool) -> dict:
     on = src if on_src else out
     bits_on = max(32, _dt(on).bits) if _dt(on).cls != "bool" else 32
     f = {"T": value_type(out, self.target) if out != "void" else "void", "S": value_type(src, self.target),

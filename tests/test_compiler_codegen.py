@@ -1,4 +1,4 @@
-"""Kernel- and program-level codegen ops through both targets against refimpl: IF/ENDIF,
+"""Kernel- and program-level codegen ops through both targets against refimpl: IF/ENDIF, BARRIER,
 SPECIAL (work items; loops on C), ATOMICADD (a threaded histogram), CUSTOM (untrusted:
 refused unless explicitly allowed)."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, rea
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("op", ["IF", "ENDIF", "SPECIAL", "ATOMICADD"])
+@pytest.mark.parametrize("op", ["IF", "ENDIF", "SPECIAL", "ATOMICADD", "BARRIER"])
 def test_corpus_examples(op, target):
   g, _ = load_file(RULES_DIR / "ops" / op / "valid-example.json")
   want = evaluate(g, {})

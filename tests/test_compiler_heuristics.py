@@ -51,7 +51,7 @@ def test_small_kernels_keep_their_loops():
 def test_elementwise_threads_on_cpu_and_workgroups_on_gpu():
   t = Tensor(ints(256, 256)) * 2
   (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
-  assert cpu == [["SPLIT", 0, [4, "THREAD", True]]]
+  assert cpu == [["SPLIT", 1, [8, "UPCAST"]], ["SPLIT", 0, [4, "THREAD", True]]]   # vector lanes, then the cores
   assert gpu == [["SPLIT", 1, [128, "LOCAL"]]]
 
 
