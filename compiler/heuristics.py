@@ -11,8 +11,8 @@ stride) they choose, in this order:
      thread reads one contiguous block) and combined afterwards;
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
      (UNROLL), which the C compiler vectorizes;
-  4. C: the output axis contiguous in memory gets vector lanes (UPCAST by a vector
-     register's elements);
+  4. the output axis contiguous in memory gets vector lanes (UPCAST: C by a vector
+     register's elements, GPUs by 4: float4 loads and stores);
   5. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
      innermost output axis into workgroups of `local_size`.
 Kernels under `min_work` iterations, and kernels whose loops are not one independent
@@ -168,10 +168,11 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
     if contiguous_in_load(p):
       k = _divisor(A.size[p], H["unroll_reduce"], 2)
       if k and A.size[p] // k >= 2: A.split(p, k, "UNROLL")
-  # 4. vector lanes along a contiguous output axis (C: explicit vector loads and stores)
-  if outs and not tiled and dev.target == "c" and H.get("vector_outputs"):
+  # 4. vector lanes along a contiguous output axis (explicit vector loads and stores)
+  want = (H.get("vector_outputs") or {}).get(dev.target)
+  if outs and not tiled and want:
     inner = [p for p in outs if contiguous_in_store(p)]
-    lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink)))
+    lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink))) if want == "register" else int(want)
     if inner and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
       A.split(inner[-1], lanes, "UPCAST")
   # 5. parallel output axes

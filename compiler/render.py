@@ -10,6 +10,17 @@ Memory safety: an element read or write `p[i]` is emitted bare only when min_max
 every index in [0, dim); otherwise it is guarded (decision index-oob: a read gives 0 or
 the LOAD's alternative, a write is skipped), and the guard is evaluated before the
 address is formed, so no out-of-bounds address is ever computed or dereferenced.
+
+Vectors: a (k,)-shaped value (expand's UPCAST lanes) is a C vector-extension or OpenCL
+vector variable; an INDEX whose lanes are consecutive is one vector load or store
+(render.yaml `vectors`). Pointers are `restrict` when the pipeline says no two PARAMs
+share memory (C compilers then vectorize loops without aliasing checks).
+
+Parallel axes: on OpenCL the leading GLOBAL/THREAD/LOCAL ranges that hold every store,
+and the GROUP_REDUCE ranges right inside them, are work-item ids (`work_items`). On C the
+top-level THREAD or GROUP_REDUCE loop runs in slices on threads (phase 0) and whatever
+follows it -- a group reduction's combine -- once afterwards (phase 1; `thread_axis`);
+LOCAL buffers are scratch the runtime passes.
 """
 from __future__ import annotations
 import math

@@ -52,7 +52,7 @@ def test_elementwise_threads_on_cpu_and_workgroups_on_gpu():
   t = Tensor(ints(256, 256)) * 2
   (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
   assert cpu == [["SPLIT", 1, [8, "UPCAST"]], ["SPLIT", 0, [4, "THREAD", True]]]   # vector lanes, then the cores
-  assert gpu == [["SPLIT", 1, [128, "LOCAL"]]]
+  assert gpu == [["SPLIT", 1, [4, "UPCAST"]], ["SPLIT", 1, [64, "LOCAL"]]]   # float4, then workgroups
 
 
 def test_gemm_is_register_tiled():
