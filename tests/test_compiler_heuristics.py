@@ -51,7 +51,7 @@ def test_small_kernels_keep_their_loops():
 def test_elementwise_threads_on_cpu_and_workgroups_on_gpu():
   t = Tensor(ints(256, 256)) * 2
   (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
-  assert cpu == [["SPLIT", 1, [8, "UPCAST"]], ["SPLIT", 0, [4, "THREAD", True]]]   # vector lanes, then the cores
+  assert cpu == [["SPLIT", 1, [8, "UPCAST"]], ["SPLIT", 0, [16, "THREAD", True]]]   # vector lanes, then 4 chunks per core
   assert gpu == [["SPLIT", 1, [4, "UPCAST"]], ["SPLIT", 1, [64, "LOCAL"]]]   # float4, then workgroups
 
 
@@ -67,7 +67,7 @@ def test_gemm_is_register_tiled():
 def test_long_reduce_with_few_outputs_is_grouped():
   t = Tensor(ints(1 << 19)).sum()
   (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")
-  assert cpu[0] == ["SPLIT", 0, [4, "GROUP_REDUCE", True]] and cpu[1][2][1] == "UNROLL"
+  assert cpu[0] == ["SPLIT", 0, [16, "GROUP_REDUCE", True]] and cpu[1][2][1] == "UNROLL"
   assert gpu[0] == ["SPLIT", 0, [256, "GROUP_REDUCE", False]]
 
 
@@ -88,7 +88,7 @@ def test_grouped_sum_matches_on_any_thread_count():
   x = ints(1 << 18)
   t = Tensor(x).sum()
   c = compile_graph(t.graph(), "c", opts_of(t, CPU4)[0], keep_stages=False)
-  assert c.sources[0].thread == 4 and c.sources[0].tail
+  assert c.sources[0].thread == 16 and c.sources[0].tail
   ex = c.executable()
   for threads in (1, 2, 4):
     assert ex.run(t.inputs(), threads=threads)["out0"] == x.sum()

@@ -6,11 +6,13 @@ ABI of every kernel:
 bufs[k] is PARAM slot k's storage (then the kernel's LOCAL buffers: scratch this runtime
 allocates), vals[k] the value of a by-value (symbolic) PARAM k. A kernel with a threaded
 axis (KernelSource.thread) is called with phase 0 once per slice [tlo, thi) of that axis,
-the slices on a persistent thread pool (ctypes releases the GIL), then -- when code
+the slices on a persistent thread pool (ctypes releases the GIL; each worker takes the
+next chunk of the axis when it is free), then -- when code
 follows the loop (KernelSource.tail) -- once with phase 1. Other kernels: one call.
 """
 from __future__ import annotations
 import ctypes
+import itertools
 import os
 import shutil
 import subprocess
@@ -71,6 +73,7 @@ def load(source: str) -> ctypes.CDLL:
 
 
 _POOL: ThreadPoolExecutor | None = None
+CHUNKS_PER_WORKER = 4
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -103,18 +106,27 @@ class CProgram:
     if t is None: return lambda: fn(bufs, vv, 0, 0, 0)
     total = launch_size(t, vals)
     workers = max(1, min(threads or host_threads(), total))
-    step = -(-total // workers) if total else 1
+    # up to CHUNKS_PER_WORKER contiguous chunks per worker, taken one at a time by
+    # whichever worker is free: a core busy with something else holds back less
+    n = min(total, workers * CHUNKS_PER_WORKER) if workers > 1 else 1
+    step = -(-total // n) if total else 1
     slices = [(lo, min(lo + step, total)) for lo in range(0, total, step)]
+
+    def work(next_chunk):
+      for i in iter(next_chunk, None):
+        if i >= len(slices): return
+        fn(bufs, vv, slices[i][0], slices[i][1], 0)
 
     def launch():
       _keep = scratch   # the scratch lives as long as the call
-      if len(slices) > 1:
-        pool = _pool(len(slices) - 1)
-        futs = [pool.submit(fn, bufs, vv, lo, hi, 0) for lo, hi in slices[1:]]
-        fn(bufs, vv, slices[0][0], slices[0][1], 0)
+      if workers > 1 and len(slices) > 1:
+        counter = itertools.count()
+        nxt = counter.__next__           # atomic under the GIL
+        futs = [_pool(workers - 1).submit(work, nxt) for _ in range(workers - 1)]
+        work(nxt)
         for f in futs: f.result()
-      elif slices:
-        fn(bufs, vv, slices[0][0], slices[0][1], 0)
+      else:
+        for lo, hi in slices: fn(bufs, vv, lo, hi, 0)
       if tail: fn(bufs, vv, 0, 0, 1)
     return launch
 
