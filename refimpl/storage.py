@@ -198,12 +198,16 @@ def gather(T: np.ndarray, idxs: list, R: int):
   idxs = layout(idxs, R)
   nI = idxs[0].ndim - R if idxs else 0
   index, valid = [], None
+  if any(S[j] == 0 for j in range(len(idxs))):
+    # an indexed axis of size 0: every index is out of range, but NumPy cannot even read
+    # element 0 of it, so read from a stand-in of size 1 there (the caller zeroes it all)
+    T = np.zeros(T.shape[:R] + tuple(1 if (j < len(idxs) and d == 0) else d for j, d in enumerate(S)), T.dtype)
   for d in range(R):
     n = T.shape[d]
     shp = (1,) * d + (n,) + (1,) * (R - d - 1 + nI)
     index.append(np.zeros(shp, np.intp) if n == 1 else np.arange(n).reshape(shp))
   for j, a in enumerate(idxs):
-    ok = (a >= 0) & (a < S[j])
+    ok = (a >= 0) & (a < S[j])   # S: the real dims, so a size-0 axis marks every index invalid
     if not ok.all():
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok

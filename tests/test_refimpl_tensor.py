@@ -315,3 +315,28 @@ def test_long_chain_is_linear():
   for _ in range(20000): x = b.ADD(x, one)
   out = evaluate(b.graph(), {0: np.zeros(4, np.float32)})
   assert out["out0"].tolist() == [20000.0] * 4
+
+
+def test_index_into_an_empty_axis_reads_zero():
+  # every index into a size-0 axis is out of range (decision index-oob): zeros, no error
+  from tinyspec.graph import from_document
+  from refimpl import evaluate
+  doc = [{"op": "VCONST", "arg": {"values": [0, 3], "dtype": "index"}},
+         {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
+         {"op": "VCONST", "arg": {"values": [0, 5, -1], "dtype": "index"}},
+         {"op": "INDEX", "src": [1, 2]}]
+  g, _ = from_document(doc)
+  out = evaluate(g, {"buf0": np.zeros((0, 3), np.float32)})["out0"]
+  assert out.shape == (3, 3) and not out.any()
+
+
+def test_replicated_over_an_empty_axis_has_the_derived_shape():
+  from tinyspec.graph import from_document
+  from tinyspec.validate import validate
+  from refimpl import evaluate
+  doc = [{"op": "VCONST", "arg": {"values": [0, 3], "dtype": "index"}},
+         {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "int32", "device": ["D:0", "D:1"]}},
+         {"op": "REPLICATED", "src": [1], "arg": [0]}]
+  g, _ = from_document(doc)
+  out = evaluate(g, {"buf0": np.zeros((0, 3), np.int32)})["out0"]
+  assert out.shape == validate(g).views[-1].shape == (1, 3) and not out.any()

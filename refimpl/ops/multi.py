@@ -19,6 +19,8 @@ def replicated(ctx, x):
   if x.size and not np.array_equal(_bits(np.broadcast_to(first, x.shape)), _bits(x)):
     raise EvalError(f"REPLICATED over axes {list(axes)}: the slices differ, so the value is not replicated", ctx.i, "REPLICATED",
                     rule="replicated-check")
+  if any(x.shape[d] == 0 for d in axes):   # no slice to take: the collapsed axis reads as zero (decision pad-fill)
+    return np.zeros(tuple(1 if d in axes else n for d, n in enumerate(x.shape)), x.dtype)
   return first
 
 
