@@ -151,7 +151,9 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   lang = "C" if target == "c" else "OpenCL C"
   prog_of = {id(k): UOp("PROGRAM", (lin, UOp("SOURCE", (), {"text": ks.source, "language": lang}))) for k, lin, ks in zip(sched.kernels, kernels_lin, sources)}
   keep("render", lambda: sched.graph(body=lambda k: prog_of[id(k)]) if level != "program" else Graph.from_uops(prog_of[id(sched.kernels[0])], level="program"))
-  return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched))
+  # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
+  # INDEX that is always out of range folds to zero): refimpl accepts them too
+  return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched) | _graph_input_names(g))
 
 
 def _disjoint(args) -> bool:
@@ -164,6 +166,13 @@ def _disjoint(args) -> bool:
     while a.op == "BUFFER_VIEW": a = a.src[0]
     bases.append(a)
   return len(set(bases)) == len(bases)
+
+
+def _graph_input_names(g: Graph) -> set:
+  """Names of the input graph's own storage (ops with `storage: true` in the tables)."""
+  from compiler.executor import input_name
+  ops = tables().ops
+  return {input_name(u) for u in g.uops() if ops[u.op].storage is True and u.op in ("BUFFER", "PARAM")}
 
 
 def _input_names(s: Schedule) -> set:
