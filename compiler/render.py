@@ -63,8 +63,10 @@ def literal(value, dt: str, target: str) -> str:
   if d.cls == "bool": return "true" if value else "false"
   if d.cls == "float":
     v = float(value) if not isinstance(value, str) else float(value)
-    if math.isnan(v): return "NAN"
-    if math.isinf(v): return "INFINITY" if v > 0 else "(-INFINITY)"
+    # NAN/INFINITY are float constants in OpenCL C: a double one is cast (exact for inf/nan)
+    cast = "(double)" if value_type(dt, target) == "double" else ""
+    if math.isnan(v): return f"({cast}NAN)" if cast else "NAN"
+    if math.isinf(v): return (f"({cast}INFINITY)" if v > 0 else f"(-{cast}INFINITY)") if cast else ("INFINITY" if v > 0 else "(-INFINITY)")
     text = repr(v)
     if "e" not in text and "." not in text and "inf" not in text: text += ".0"
     if value_type(dt, target) == "float": text += "f"
