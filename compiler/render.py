@@ -415,7 +415,9 @@ class Renderer:
       if "t" in k and ("g" in k or "l" in k): raise CompileError("compile.unsupported", f"tidx{d} together with gidx{d}/lidx{d}")
       if "t" in k: gsize.append(k["t"]); lsize.append(1)
       else: gsize.append([k.get("g", 1), k.get("l", 1)]); lsize.append(k.get("l", 1))
-    return gsize, (lsize if any(isinstance(x, tuple) or x != 1 for x in lsize) else None)
+    # always launch with this local size: a gidx is get_group_id, so without lidx each
+    # work-group must be one work item (letting the device pick would merge gidx values)
+    return gsize, lsize
 
   def bound(self, r: UOp):
     b = r.src[0]
