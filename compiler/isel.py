@@ -11,7 +11,7 @@ check as a gate (compiler.bounds.gate_memory).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from compiler.props import CompileError
-from compiler.rewrite import toposort
+from compiler.rewrite import toposort, rebuild
 from compiler.tables import category, render_tables
 from compiler import render as R
 
@@ -27,9 +27,26 @@ def isel(sink: UOp, target: str) -> UOp:
       sink = expand(sink, ops=need)
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
+  sink = rebuild(sink, _load_of_value)
   from compiler.bounds import gate_memory
   sink = gate_memory(sink)
   for u in toposort(sink):
     if u.op in render_tables()["ops"] and R.select_case(u, target) is None:
       raise CompileError("compile.unsupported", f"{u.op} has no {target} rule for its dtypes", u)
   return sink
+
+
+def _storage_root(u: UOp) -> bool:
+  """Does u read memory (INDEX/AFTER/... down to a storage op, per the tables' `storage`)?"""
+  from tinyspec.tables import tables
+  ops = tables().ops
+  while ops[u.op].storage == "through" and u.src: u = u.src[0]
+  return ops[u.op].storage is True
+
+
+def _load_of_value(u: UOp):
+  """A LOAD of a computed value (not of memory) is the value itself, or WHERE(gate, value,
+  alt) when gated: there is no address to read through."""
+  if u.op != "LOAD" or _storage_root(u.src[0]): return None
+  if len(u.src) == 3: return UOp("WHERE", (u.src[2], u.src[0], u.src[1]))
+  return u.src[0]
