@@ -501,6 +501,7 @@ class Rangeify:
       expensive[u] = exp
       if u.op in always: realize.add(u)
       elif exp and (len(cons[u]) > 1 or any(_expanding(u, c) for c in cons[u])): realize.add(u)
+      elif u.op in policy("realize_broadcast") and self._broadcast_later(u, cons): realize.add(u)
       elif len(cons[u]) > 1 and not self.is_storage(u): self.recomputed += 1
     for u in self.nodes:
       if u.op == "CALL" and u.src[0].op != "TUPLE":
@@ -512,6 +513,18 @@ class Rangeify:
         if isinstance(pr.dtype, tuple): raise CompileError("compile.tuple_root", f"root {r.op} holds a nested tuple", r)
         if pr.dtype != "void" and self._storage_of(e) is None: realize.add(e)
     return realize
+
+  def _broadcast_later(self, u: UOp, cons: dict) -> bool:
+    """Is u, through movement ops only, read by an EXPAND that repeats it (a padded
+    image turned into sliding windows)? Then each element is read many times, and a
+    buffer of it beats recomputing its masks at every read."""
+    x = u
+    while len(cons.get(x, ())) == 1 and x.op not in ("EXPAND",):
+      c = cons[x][0]
+      if c.op == "EXPAND": return _numel(props(c).shape) > _numel(props(x).shape)
+      if c.op not in ("RESHAPE", "PERMUTE", "SHRINK", "FLIP"): return False
+      x = c
+    return False
 
   def _storage_of(self, x: UOp):
     """The storage x reads in full (through AFTER and transparent markers), or None."""

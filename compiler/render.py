@@ -585,7 +585,11 @@ class Renderer:
       if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
-      self.emit(f"{self.type_of(u)} {name};")
+      d = _dt(props(u).dtype)
+      if d.cls in ("int", "index") and not props(u).shape and self.T["targets"][self.target].get("unsigned_accumulators"):
+        self.emit(f"{_utype(max(8, d.bits))} {name};")     # see render.yaml targets.c.unsigned_accumulators
+      else:
+        self.emit(f"{self.type_of(u)} {name};")
       return
     if op == "AFTER":
       base = u.src[0]

@@ -86,7 +86,7 @@ def check(target: str, prog, data):
   except CompileError as e:
     raise AssertionError(f"legal opts {opts} refused: {e}") from None
   bad = compare_outputs(got, want)
-  assert not bad, f"{kind} with {opts}: {bad}"
+  assert not bad, f"{kind} with {opts}: {bad}\ngraph: {[(n.op, n.arg) for n in g.nodes]}\ninputs: {inputs}"
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
