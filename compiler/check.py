@@ -39,12 +39,12 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
   if d.cls != "float":
     bad = got.astype(want.dtype) != want
     if not np.any(bad): return None
-    i = np.argwhere(bad)[0]
-    return f"{np.sum(bad)} of {bad.size} differ, e.g. at {tuple(i)}: got {got[tuple(i)]!r}, want {want[tuple(i)]!r}"
+    i = tuple(int(k) for k in np.argwhere(np.atleast_1d(bad))[0]) if bad.ndim else ()
+    return f"{np.sum(bad)} of {bad.size} differ, e.g. at {i}: got {got[i]!r}, want {want[i]!r}"
   nbits = d.bits
   ubits = np.dtype(f"uint{nbits}")
-  g = np.ascontiguousarray(got).view(ubits)
-  w = np.ascontiguousarray(want).view(ubits)
+  g = np.ascontiguousarray(got).view(ubits).reshape(got.shape)     # (ascontiguousarray makes a 0-d array 1-d)
+  w = np.ascontiguousarray(want).view(ubits).reshape(want.shape)
   gf, wf = got.astype(np.float64), want.astype(np.float64)
   gn, wn = np.isnan(gf), np.isnan(wf)
   if ulp == 0:
@@ -53,7 +53,7 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
     dist = np.abs(_ordered(g, nbits) - _ordered(w, nbits))
     bad = (gn != wn) | (~gn & ~wn & (dist > ulp))
   if not np.any(bad): return None
-  i = tuple(np.argwhere(bad)[0])
+  i = tuple(int(k) for k in np.argwhere(np.atleast_1d(bad))[0]) if bad.ndim else ()
   return f"{np.sum(bad)} of {bad.size} differ (tolerance {ulp} ulp), e.g. at {i}: got {got[i]!r}, want {want[i]!r}"
 
 

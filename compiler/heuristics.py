@@ -11,8 +11,8 @@ stride) they choose, in this order:
      thread reads one contiguous block) and combined afterwards;
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
      (UNROLL), which the C compiler vectorizes;
-  4. the output axis contiguous in memory gets vector lanes (UPCAST: C by a vector
-     register's elements, GPUs by 4: float4 loads and stores);
+  4. elementwise kernels: the output axis contiguous in memory gets vector lanes
+     (UPCAST: C by a vector register's elements, GPUs by 4: float4 loads and stores);
   5. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
      innermost output axis into workgroups of `local_size`.
 Kernels under `min_work` iterations, and kernels whose loops are not one independent
@@ -170,7 +170,7 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
       if k and A.size[p] // k >= 2: A.split(p, k, "UNROLL")
   # 4. vector lanes along a contiguous output axis (explicit vector loads and stores)
   want = (H.get("vector_outputs") or {}).get(dev.target)
-  if outs and not tiled and want:
+  if outs and not reds and want:
     inner = [p for p in outs if contiguous_in_store(p)]
     lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink))) if want == "register" else int(want)
     if inner and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:

@@ -352,6 +352,10 @@ class Renderer:
     if not _NAME.match(name) or name in ("kernel", "main"): name = "user_kernel"
     instrs = list(linear.src)
     self.params = {u: u.arg["slot"] for u in instrs if u.op == "PARAM"}
+    self._acc_updates: dict = {}
+    for u in instrs:
+      if u.op == "STORE" and _is_reg(u.src[0]) and u.src[1].op not in ("CONST", "VCONST"):   # updates, not initial values
+        self._acc_updates.setdefault(_base(u.src[0]), []).append(u.src[1])
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -585,11 +589,8 @@ class Renderer:
       if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
-      d = _dt(props(u).dtype)
-      if d.cls in ("int", "index") and not props(u).shape and self.T["targets"][self.target].get("unsigned_accumulators"):
-        self.emit(f"{_utype(max(8, d.bits))} {name};")     # see render.yaml targets.c.unsigned_accumulators
-      else:
-        self.emit(f"{self.type_of(u)} {name};")
+      if self.unsigned_acc(u): self.emit(f"{_utype(max(8, _dt(props(u).dtype).bits))} {name};")
+      else: self.emit(f"{self.type_of(u)} {name};")
       return
     if op == "AFTER":
       base = u.src[0]
@@ -629,6 +630,15 @@ class Renderer:
       self.alu(u)
       return
     raise CompileError("compile.unsupported", f"{op} cannot be rendered for {self.target}", u)
+
+  def unsigned_acc(self, buf: UOp) -> bool:
+    """Is this signed-integer accumulator held in its unsigned type? When every update
+    computes in the unsigned type ({U} rules: wrapping ADD, MUL), so that the loop's
+    chain has no sign change (render.yaml targets.c.unsigned_accumulators)."""
+    if not self.T["targets"][self.target].get("unsigned_accumulators"): return False
+    if _dt(props(buf).dtype).cls not in ("int", "index") or props(buf).shape: return False
+    ups = self._acc_updates.get(buf, [])
+    return bool(ups) and all((c := select_case(v, self.target)) is not None and "{U}" in c["code"] for v in ups)
 
   def _used_as_value(self, u: UOp) -> bool:
     return self._value_uses.get(u, False)

@@ -204,3 +204,17 @@ def test_upcast_of_a_contiguous_axis_is_a_vector():
     src = compile_graph(g, target, [["SPLIT", 1, [8, "UPCAST"]]]).sources[0].source
     assert typ in src and load in src
   assert not compare_outputs(compile_graph(g, "c", [["SPLIT", 1, [8, "UPCAST"]]]).run(X), evaluate(g, X))
+
+
+@pytest.mark.parametrize("dt, red, want", [("int32", "ADD", 1), ("float32", "MAX", 1.0), ("int32", "MAX", 1)])
+def test_unrolled_reductions_survive_the_c_compiler(dt, red, want):
+  """Two accumulators of a short reduction: GCC 12.2 miscompiles such loops when the
+  accumulator's chain changes sign (PR 107212); render.yaml keeps each chain in one
+  signedness. Found by the OptOp property test."""
+  from compiler.props import const
+  a = UOp("BUFFER", (S((8,)),), {"slot": 0, "dtype": dt, "device": "CPU"})
+  b = UOp("BUFFER", (S((8,)),), {"slot": 1, "dtype": dt, "device": "CPU"})
+  x = {"buf0": np.array([2, 1, 0, -2, -1, -3, -3, -3], dt), "buf1": np.array([-2, 2, 1, 3, 0, 1, 3, 2], dt) if red == "ADD" else np.array([-1, -3, -3, -3, -3, -3, -3, -3], dt)}
+  g = [UOp("REDUCE", (UOp("ADD", (a, b)),), {"op": red, "axes": [0]})]
+  got = compile_graph(g, "c", [["SPLIT", 0, [2, "UNROLL"]]]).run(x)
+  assert got["out0"] == want and not compare_outputs(got, evaluate(g, x))
