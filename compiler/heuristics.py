@@ -113,7 +113,8 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   rset = {r: k for k, r in enumerate(axes)}
   outs = [rset[r] for r in (nest[1] if nest else []) if axis_type(r) == "GLOBAL"]
   closers = [u for u in toposort(sink) if u.op in ("END", "REDUCE")]
-  reds = [rset[r] for r in axes if axis_type(r) == "REDUCE" and all(u.op == "REDUCE" for u in closers if r in u.src[1:])]
+  from compiler.optimize import reorderable
+  reds = [rset[r] for r in axes if axis_type(r) == "REDUCE" and all(u.op == "REDUCE" and reorderable(u) for u in closers if r in u.src[1:])]
   if not outs and not reds: return []
   acc = accesses(sink)
   A = Axes(axes, acc)

@@ -202,6 +202,14 @@ def _parse(opt):
   return op, axis, arg
 
 
+def reorderable(red: UOp) -> bool:
+  """May the REDUCE's elements combine in any order? Decision reduce-empty: float ADD
+  may associate; MAX and integer arithmetic (modular) are exact in any order; a float
+  MUL keeps its order."""
+  from tinyspec.dtypes import dtype as _dt
+  return not (red.arg["op"] == "MUL" and _dt(props(red).dtype).cls == "float")
+
+
 def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev):
   """The table checks of SPLIT (see the module doc); returns top with its default."""
   T = tables().axis_types
@@ -221,6 +229,8 @@ def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev
   closers = _closers(sink, r)
   if kind == "GROUP_REDUCE" and not (closers and all(u.op == "REDUCE" for u in closers)):
     raise CompileError("opt.parallel", f"axis {axis} is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions")
+  if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closers):
+    raise CompileError("opt.order", f"axis {axis} reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty); {kind} would reorder it")
   if kind in REORDERING and _carried(sink, r):
     raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next (an AFTER lists it); {kind} would reorder them")
   if kind == "GROUP_REDUCE" and dev is not None and dev.max_local and k > dev.max_local:

@@ -218,3 +218,17 @@ def test_unrolled_reductions_survive_the_c_compiler(dt, red, want):
   g = [UOp("REDUCE", (UOp("ADD", (a, b)),), {"op": red, "axes": [0]})]
   got = compile_graph(g, "c", [["SPLIT", 0, [2, "UNROLL"]]]).run(x)
   assert got["out0"] == want and not compare_outputs(got, evaluate(g, x))
+
+
+def test_float_products_keep_their_order():
+  """Only float ADD may reassociate (decision reduce-empty): UNROLL and GROUP_REDUCE,
+  which make independent partial products, are refused for a float MUL reduction and
+  allowed for an integer one."""
+  f = UOp("REDUCE", (A,), {"op": "MUL", "axes": [1]})
+  for kind in ("UNROLL", "GROUP_REDUCE"):
+    with pytest.raises(CompileError) as e:
+      compile_graph([f], "c", [["SPLIT", 1, [4, kind]]])
+    assert e.value.rule == "opt.order"
+  i = UOp("REDUCE", (UOp("CAST", (A,), "int32"),), {"op": "MUL", "axes": [1]})
+  c = compile_graph([i], "c", [["SPLIT", 1, [4, "UNROLL"]]])
+  assert not compare_outputs(c.run(X), evaluate([i], X))
