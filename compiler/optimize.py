@@ -16,6 +16,8 @@ and reduce axes REDUCE. Here:
               LOCAL and THREAD need independent iterations (opt.parallel); GROUP_REDUCE
               splits a REDUCE's own axis (opt.parallel); UPCAST, UNROLL and GROUP_REDUCE
               copy or reorder iterations, which a loop-carried read forbids (opt.carried);
+              UNROLL and GROUP_REDUCE make independent partial results, which a float
+              MUL reduction's fixed order forbids (opt.order);
        PADTO  arg m: the axis grows to the next multiple of m; the new iterations are
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
