@@ -6,7 +6,10 @@ stride) they choose, in this order:
   1. register tiling: when the kernel reduces and an input does not depend on an output
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
      output axis that is contiguous in the store by tile[1] and another such output
-     axis by tile[0]; every load in the tile is then read once and used tile-many times;
+     axis by tile[0]; every load in the tile is then read once and used tile-many times.
+     C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
+     its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
+     input read across the reduce loop is packed in tile order (compiler/layout.py);
   2. a long reduce with few outputs is split across the cores (GROUP_REDUCE, top: each
      thread reads one contiguous block) and combined afterwards;
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
@@ -16,7 +19,8 @@ stride) they choose, in this order:
   5. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
      innermost output axis into workgroups of `local_size`.
 Kernels under `min_work` iterations, and kernels whose loops are not one independent
-nest (their axes are not GLOBAL), keep their loops.
+nest (their axes are not GLOBAL), keep their loops; a float MUL reduction keeps its
+order (opt.order).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
@@ -24,7 +28,7 @@ from compiler.props import props
 from compiler.rewrite import toposort
 from compiler.symbolic import linear
 from compiler.tables import render_tables
-from compiler.optimize import ranges, axis_type, size, output_nest
+from compiler.optimize import ranges, axis_type, size, output_nest, reorderable
 
 
 def _prod(xs) -> int:
@@ -113,7 +117,6 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   rset = {r: k for k, r in enumerate(axes)}
   outs = [rset[r] for r in (nest[1] if nest else []) if axis_type(r) == "GLOBAL"]
   closers = [u for u in toposort(sink) if u.op in ("END", "REDUCE")]
-  from compiler.optimize import reorderable
   reds = [rset[r] for r in axes if axis_type(r) == "REDUCE" and all(u.op == "REDUCE" and reorderable(u) for u in closers if r in u.src[1:])]
   if not outs and not reds: return []
   acc = accesses(sink)
@@ -145,7 +148,7 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
         L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None else None
-        if L and A.size[n_ax] // L >= 1:
+        if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
         u = H.get("unroll_tile", 1)
