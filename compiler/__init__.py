@@ -1,10 +1,14 @@
 """The lowering compiler: tensor graphs to OpenCL C and C kernels (seed 001's pipeline).
 
-  compile_graph(graph, target="c"|"opencl", opts=None) -> Compiled (stages, schedule, sources)
+  compile_graph(graph, target="c"|"opencl", opts=None, beam=0) -> Compiled (stages, schedule, sources)
   run(graph, inputs, backend="c"|"opencl")            -> outputs keyed like refimpl.evaluate
   supported_ops(target)                                -> {op: {levels}}
 
 See compiler/pipeline.py for the stages and spec/render.yaml for the render rules.
+Kernel OptOps: compiler/optimize.py (checked against ops.yaml axis_types/opt_ops), the
+default ones compiler/heuristics.py (per device, compiler/device.py), BEAM search
+compiler/beam.py; Compiled.executable().bind(inputs) holds a program's storage for
+repeated launches (benchmarks: bench/bench_kernels.py).
 """
 from compiler.props import CompileError
 from compiler.pipeline import compile_graph, Compiled, STAGES
