@@ -244,6 +244,8 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
   """Apply OptOps left to right (see the module doc for their form)."""
   T = tables().opt_ops
   no_locals = False
+  if opts is not None and not isinstance(opts, (list, tuple)):
+    raise CompileError("opt.unsupported", f"OptOps are a list of [op, axis, arg], not {type(opts).__name__}")
   for n, opt in enumerate(opts or ()):
     op, axis, arg = _parse(opt)
     if op not in T: raise CompileError("opt.unsupported", f"unknown OptOp {op!r}")

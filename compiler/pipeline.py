@@ -87,7 +87,7 @@ def kernel_opts(opts, name: str):
   """The OptOps for kernel `name`: from a {name: opts} mapping (absent: the default), a
   list for every kernel, or None (the device's default: compiler.heuristics)."""
   if isinstance(opts, dict): return opts.get(name)
-  return None if opts is None else list(opts)
+  return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 
 
 def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None) -> Compiled:

@@ -73,3 +73,10 @@ def test_refusals_and_bad_input_exit_codes(tmp_path, capsys):
   assert main(["run", str(g), "--backend", "c", "--input", "nope"]) == 2
   np.save(tmp_path / "x.npy", np.zeros(3, np.float32))
   assert main(["run", str(g), "--backend", "c", "--input", f"buf7={tmp_path / 'x.npy'}"]) == 2   # names no storage
+
+
+@pytest.mark.parametrize("opt", ['7', '{"r_4_1": 5}', '[5]', '[["SPLIT"]]', '[["PADTO", 0, "4"]]'])
+def test_malformed_opts_are_refused_without_a_traceback(graph_file, capsys, opt):
+  assert main(["compile", str(graph_file), "--opt", opt]) == 1
+  err = capsys.readouterr().err
+  assert "[opt." in err and "Traceback" not in err
