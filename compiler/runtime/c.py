@@ -29,11 +29,18 @@ class BuildError(RuntimeError):
 
 @lru_cache(maxsize=None)
 def _compiler() -> list[str]:
-  cmd = list(render_tables()["targets"]["c"]["compiler"])
+  T = render_tables()["targets"]["c"]
+  cmd = list(T["compiler"])
   cc = os.environ.get("CC") or cmd[0]
   path = shutil.which(cc)
   if path is None: raise BuildError(f"no C compiler: {cc!r} is not on PATH (set CC)")
-  return [path] + cmd[1:]
+  return [path] + cmd[1:] + (list(T.get("gcc_flags", [])) if _is_gcc(path) else [])
+
+
+def _is_gcc(path: str) -> bool:
+  try: out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+  except (OSError, subprocess.SubprocessError): return False
+  return "Free Software Foundation" in out and "clang" not in out.lower()
 
 
 def _flags() -> list[str]:
