@@ -19,11 +19,19 @@ SANITIZE = "-fno-wrapv -fsanitize=undefined,float-cast-overflow -fsanitize-recov
 
 
 def _ubsan_works() -> bool:
-  cc = shutil.which("cc")
+  """Can the C compiler the runtime uses ($CC, else cc) build a shared library with UBSan
+  that loads (clang's needs its runtime linked in; GCC's links libubsan)?"""
+  import ctypes, os, tempfile
+  cc = shutil.which(os.environ.get("CC") or "cc")
   if cc is None: return False
-  r = subprocess.run([cc, "-fsanitize=undefined", "-shared", "-fPIC", "-x", "c", "-", "-o", "/dev/null"], input="int f(int x){return x+1;}",
-                     capture_output=True, text=True)
-  return r.returncode == 0
+  with tempfile.TemporaryDirectory() as d:
+    so = os.path.join(d, "t.so")
+    r = subprocess.run([cc, "-fsanitize=undefined", "-shared", "-fPIC", "-x", "c", "-", "-o", so], input="int f(int x){return x+1;}",
+                       capture_output=True, text=True)
+    if r.returncode != 0: return False
+    try: ctypes.CDLL(so)
+    except OSError: return False
+  return True
 
 
 @pytest.mark.skipif(not _ubsan_works(), reason="the C compiler cannot build with -fsanitize=undefined")
