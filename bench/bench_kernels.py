@@ -17,6 +17,11 @@ Times are medians of warm runs (after 2 warm-up runs), the columns' runs interle
 round by round. Ratios are throughput relative to NumPy: NumPy's time / ours (higher is
 better; 1.00x = as fast as NumPy). The machine is shared: run it twice and compare
 before trusting a single figure.
+OpenBLAS's worker threads spin for about 2^28 cycles after each call returns before they
+sleep; on a 2-core machine the column timed right after NumPy's gemm then shares its
+cores with them (our gemm measured 55 ms instead of 23 ms that way). The benchmark sets
+OPENBLAS_THREAD_TIMEOUT=4 (the shortest spin; NumPy's own times do not change with it)
+unless the environment already sets it.
 Every result is checked against NumPy before it is timed.
 """
 from __future__ import annotations
@@ -26,11 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DEV", "CPU")       # tinygrad: its CPU (clang) backend
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")   # see the module doc; read when NumPy loads
+import numpy as np  # noqa: E402  (after the environment above)
 
 N16M = 16 * 1024 * 1024
 

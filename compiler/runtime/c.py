@@ -110,7 +110,9 @@ class CProgram:
     bufs = (ctypes.c_void_p * max(len(allp), 1))(*allp)
     vv = (ctypes.c_int64 * max(len(vals), 1))(*vals)
     fn, t, tail = self.fn, self.ks.thread, self.ks.tail
-    if t is None: return lambda: fn(bufs, vv, 0, 0, 0)
+    if t is None:
+      def run(_keep=scratch): fn(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
+      return run
     total = launch_size(t, vals)
     workers = max(1, min(threads or host_threads(), total))
     # up to CHUNKS_PER_WORKER contiguous chunks per worker, taken one at a time by
