@@ -120,15 +120,16 @@ class Timer:
     from compiler.render import assemble
     from compiler.executor import Executable
     compiled = [self.compile(o) for o in opts_list]
-    ok = [c for c in compiled if c is not None and len(c.sources) == 1]
+    ok = [c for c in compiled if c is not None and c.sources]
+    # every candidate's kernels (a tiled one may have a packing kernel too) renamed apart
     for n, c in enumerate(ok):
-      ks = c.sources[0]
-      name = f"b{n}_{ks.name}"
-      c.sources[0] = replace(ks, name=name, body=ks.body.replace(f" {ks.name}(", f" {name}(", 1))
+      for j, ks in enumerate(c.sources):
+        name = f"b{n}_{ks.name}"
+        c.sources[j] = replace(ks, name=name, body=ks.body.replace(f" {ks.name}(", f" {name}(", 1))
     if not ok: return [None] * len(opts_list)
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
-    srcs = [assemble([c.sources[0] for c in h], self.target) for h in halves]
+    srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
     if self.target == "opencl":
       from compiler.runtime.opencl import Built
       builts = [Built(x) for x in srcs]
@@ -193,6 +194,8 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   if best == default: return default
   # the winner against the default, head to head
   b_best, b_def = timer.build([best, default])
+  if b_best is None: return default
+  if b_def is None: return best      # the default does not build as a program of its own
   tb, td = [], []
   for _ in range(3):
     tb.append(timer.time(b_best)); td.append(timer.time(b_def))
