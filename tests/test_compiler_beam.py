@@ -117,3 +117,26 @@ def test_cli_beam_flag(cache, tmp_path, monkeypatch, capsys):
   assert main(["run", str(f), "--backend", "c", "--beam", "3"]) == 0
   assert seen == [3]                                   # the cached winner: no second search
   assert main(["compile", str(f), "--beam", "-1"]) == 2
+
+
+def test_a_default_with_a_packing_kernel_is_timed(cache):
+  """The heuristics tile a gemm and pack its B input (a second kernel): the candidate
+  builds as a program of two kernels and gets a real time, so BEAM compares against
+  it (it was timed as infinitely slow, and the final head-to-head crashed)."""
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
+  t = (Tensor(a).reshape(256, 256, 1) * Tensor(b).reshape(1, 256, 256)).sum(1)
+  k = rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0]
+  from compiler.heuristics import default_opts
+  dev = device("c")
+  default = default_opts(initial_types(k.sink), "c", dev)
+  timer = beam.Timer(k.sink, "c", dev)
+  assert len(timer.compile(default).sources) == 2                   # the pack kernel and the gemm
+  times = timer.measure([default, []])
+  assert all(0 < v < float("inf") for v in times.values()), times
+  bound = timer.build([default])[0]
+  bound.run()
+  out = bound.outputs()
+  want = timer.inputs["param1"].astype(np.float64) @ timer.inputs["param2"].astype(np.float64)
+  got = next(iter(out.values()))
+  assert np.allclose(got, want, rtol=1e-3, atol=1e-3)
