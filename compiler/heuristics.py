@@ -10,8 +10,10 @@ stride) they choose, in this order:
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
      input read across the reduce loop is packed in tile order (compiler/layout.py);
-  2. a long reduce with few outputs is split across the cores (GROUP_REDUCE, top: each
-     thread reads one contiguous block) and combined afterwards;
+  2. a long reduce with few outputs is split across the cores (C: GROUP_REDUCE on
+     threads, top: each reads one contiguous block) or a workgroup's work items
+     (OpenCL: `group_size` of them, `group_top` as the table says) and combined
+     afterwards; on OpenCL compiler/split.py has already spread it over work-groups;
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
      (UNROLL), which the C compiler vectorizes;
   4. elementwise kernels: the output axis contiguous in memory gets vector lanes
@@ -163,14 +165,22 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
       g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
       if g and dev.threads > 1:
         reds[0] = A.split(p, g, "GROUP_REDUCE", True); grouped = True
-    elif H.get("locals"):
+    elif dev.target == "opencl" and H.get("group_size"):
       g = _divisor(A.size[p], min(H["group_size"], dev.max_local or H["group_size"]), 2)
-      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", False); grouped = True
-  # 3. independent accumulators for a reduce contiguous in memory
-  if reds and not tiled:
+      top = bool(H.get("group_top"))
+      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", top) if top else A.split(p, g, "GROUP_REDUCE", False); grouped = True
+  # 3. independent accumulators for a reduce contiguous in memory; in an OpenCL group
+  #    only for the ops the table lists (`group_unroll`: a float ADD chain is bound by
+  #    the add's latency; the integer MAX a float MAX becomes measured slower unrolled)
+  group_ops = {u.arg["op"] for u in closers if u.op == "REDUCE"}
+  unroll = H["unroll_reduce"]
+  if grouped and dev.target == "opencl":
+    gu = H.get("group_unroll") or {}
+    unroll = min((gu.get(o, 0) for o in group_ops), default=0)
+  if reds and not tiled and unroll > 1:
     p = reds[-1]
     if contiguous_in_load(p):
-      k = _divisor(A.size[p], H["unroll_reduce"], 2)
+      k = _divisor(A.size[p], unroll, 2)
       if k and A.size[p] // k >= 2: A.split(p, k, "UNROLL")
   # 4. vector lanes along a contiguous output axis (explicit vector loads and stores)
   want = (H.get("vector_outputs") or {}).get(dev.target)

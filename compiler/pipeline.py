@@ -21,6 +21,7 @@ from compiler.schedule import Kernel, Output, Schedule
 from compiler.rewrite import toposort
 from compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
 from compiler import layout as _layout
+from compiler import split as _split
 from compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
 
 STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
@@ -131,6 +132,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
         from compiler.beam import best_opts
         o = best_opts(k.sink, target, beam, dev)
       return o
+    if level != "kernel": sched = _split.split_reduces(sched, target, dev)    # OpenCL: a long reduce over every compute unit
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
     sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())

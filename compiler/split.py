@@ -1,0 +1,114 @@
+"""Split reductions: a long reduce with few outputs becomes two kernels, so that every
+compute unit of an OpenCL device takes part.
+
+On C a long reduce is split across threads inside one kernel (GROUP_REDUCE on threads,
+then a combining phase). OpenCL has no way to combine the work-groups of one launch
+(a work-group's LOCAL memory and BARRIER reach only its own work items), so a reduce
+kept in one kernel runs on one work-group: one core of a CPU, one unit of a GPU. Here
+such a kernel
+
+    out[o] = f(REDUCE(v(r), r))                      r: n iterations, o: few outputs
+
+becomes
+
+    partial[o, g] = REDUCE(v(g * n/G + i), i)        G groups of n/G: G work items
+    out[o]        = f(REDUCE(partial[o, g2], g2))
+
+with G = compute units x `split_reduce` (render.yaml `heuristics`, per target) dividing n.
+The group axis g has the table's `split_axis` type: on a CPU device THREAD (each work
+item a work-group of its own, spread over the cores), on a GPU an output axis that the
+heuristics give workgroups (and the group's reduce a GROUP_REDUCE).
+Only reduces whose elements may combine in any order are split (decision reduce-empty:
+float ADD reassociates, MAX and integer arithmetic are exact in any order); the partials
+have the REDUCE's dtype. A kernel qualifies when it is one store nest over an output
+INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `split_min` iterations (constant sizes), and G
+divides the reduce's outermost range (the one split).
+"""
+from __future__ import annotations
+from tinyspec.uop import UOp
+from compiler.props import props, const, shape_operand
+from compiler.rewrite import toposort, substitute
+from compiler.schedule import Kernel, Schedule
+from compiler.symbolic import simplify
+from compiler.tables import render_tables
+from compiler.optimize import ranges, size, reorderable
+
+
+def _divisor_near(n: int, want: int) -> int | None:
+  """The divisor of n closest to want from below (at least 2), else None."""
+  for k in range(min(want, n // 2), 1, -1):
+    if n % k == 0: return k
+  return None
+
+
+def _store_nest(sink: UOp):
+  """(STORE, its output PARAM, the output index ranges, the END or None) of a kernel that
+  is one store nest, else None."""
+  if sink.op != "SINK" or len(sink.src) != 1: return None
+  top = sink.src[0]
+  st, end = (top.src[0], top) if top.op == "END" else (top, None)
+  if st.op != "STORE" or len(st.src) != 2: return None
+  dst = st.src[0]
+  if dst.op == "PARAM" and end is None and props(dst).shape == (): return st, dst, [], None
+  if dst.op != "INDEX" or dst.src[0].op != "PARAM": return None
+  idx = list(dst.src[1:])
+  if end is None or list(end.src[1:]) != idx or not all(i.op == "RANGE" for i in idx): return None
+  return st, dst.src[0], idx, end
+
+
+def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int, axis: str = "LOOP"):
+  """([partials kernel, combining kernel], partials BUFFER) or None when k does not qualify."""
+  nest = _store_nest(k.sink)
+  if nest is None: return None
+  st, out, idx, end = nest
+  reds = [u for u in toposort(k.sink) if u.op == "REDUCE"]
+  if len(reds) != 1 or not reorderable(reds[0]): return None
+  if any(u.op in ("AFTER", "BARRIER", "DEFINE_LOCAL") for u in toposort(k.sink)): return None
+  red = reds[0]
+  r = red.src[1]
+  n = size(r)
+  total = 1
+  for x in red.src[1:]: total *= size(x) or 0
+  if n is None or total < min_size: return None
+  G = _divisor_near(n, groups)
+  if G is None: return None
+  dt = props(red).dtype
+  ids = max(x.arg["id"] for x in ranges(k.sink)) + 1
+  g = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": axis})
+  inner = UOp("RANGE", (const(n // G, "index"),), {"id": ids + 1, "type": "REDUCE"})
+  # the partials: the same reduce over one group's block of r
+  part_shape = tuple(size(i) for i in idx) + (G,)
+  P = UOp("PARAM", (shape_operand(part_shape),), {"slot": len(k.args), "dtype": dt})
+  value = substitute(red.src[0], {r: UOp("ADD", (UOp("MUL", (g, const(n // G, "index"))), inner))})
+  pred = UOp("REDUCE", (value, inner, *red.src[2:]), red.arg)
+  pst = UOp("STORE", (UOp("INDEX", (P, *idx, g)), pred))
+  psink = UOp("SINK", (UOp("END", (pst, *idx, g)),), {"name": f"{k.sink.arg.get('name', k.name)}_partial"})
+  buf = UOp("BUFFER", (shape_operand(part_shape),), {"slot": slot, "dtype": dt, "device": dev_name})
+  from compiler.rangeify import _prune_params
+  psink, pargs, pwrites = _prune_params(simplify(psink), list(k.args) + [buf], {len(k.args)})
+  # the combination: f of the reduce over the partials
+  g2 = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "REDUCE"})
+  comb = UOp("REDUCE", (UOp("INDEX", (P, *idx, g2)), g2), red.arg)
+  csink, cargs, cwrites = _prune_params(simplify(substitute(k.sink, {red: comb})), list(k.args) + [buf], set(k.writes))
+  return [Kernel(psink, pargs, pwrites, f"{k.name}_partial"), Kernel(csink, cargs, cwrites, k.name)], buf
+
+
+def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
+  """Every qualifying kernel split in two (see the module doc); others unchanged."""
+  from compiler.layout import dev_name
+  H = render_tables()["heuristics"][dev.kind]
+  per_unit = (H.get("split_reduce") or {}).get(target)
+  if not per_unit: return sched
+  groups = max(2, dev.threads * int(per_unit))
+  axis = H.get("split_axis", "LOOP")
+  inter = set(sched.intermediates)
+  slot = max([u.arg["slot"] for k in sched.kernels for u in k.args if u.op == "BUFFER"] + [u.arg["slot"] for u in inter if u.op == "BUFFER"] + [-1]) + 1
+  kernels: list[Kernel] = []
+  for k in sched.kernels:
+    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot, axis) if k.sink.op == "SINK" else None
+    if done is None: kernels.append(k); continue
+    pair, buf = done
+    kernels += pair
+    inter.add(buf)
+    slot += 1
+  return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
