@@ -434,7 +434,7 @@ class Renderer:
     and hold every store become work-item ids, with the GROUP_REDUCE ranges opened right
     inside them (their ENDs come before a BARRIER: every work item reaches it). Without
     LOCAL/GROUP_REDUCE axes: up to 3 get_global_id dimensions, innermost first, the
-    device picks the workgroups (THREAD axes only: one work item per workgroup). With them: GLOBAL/THREAD axis d is get_group_id(d) and
+    device picks the workgroups. With them: GLOBAL/THREAD axis d is get_group_id(d) and
     LOCAL/GROUP_REDUCE axis d get_local_id(d). Returns (global_size, local_size)."""
     prefix = self._parallel_prefix(instrs, ("GLOBAL", "THREAD", "LOCAL"))
     depth, groups = 0, []
@@ -448,10 +448,7 @@ class Renderer:
     if not loc or len(glob) > 3 or len(loc) > 3:
       ids = prefix[-3:]
       for d, r in enumerate(reversed(ids)): self.ids[r] = f"get_global_id({d})"
-      # THREAD axes only: each work item a work-group of its own, so that the device
-      # spreads them over its compute units (a CPU device would run one group on one core)
-      threads = bool(ids) and all(r.arg.get("type") == "THREAD" for r in ids)
-      return [self.bound(r) for r in reversed(ids)], ([1] * len(ids) if threads else None)
+      return [self.bound(r) for r in reversed(ids)], None
     glob, loc = glob[::-1], loc[::-1]            # dimension 0 is the innermost
     gsize, lsize = [], []
     for d in range(max(len(glob), len(loc))):

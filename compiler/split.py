@@ -15,14 +15,14 @@ becomes
     out[o]        = f(REDUCE(partial[o, g2], g2))
 
 with G = compute units x `split_reduce` (render.yaml `heuristics`, per target) dividing n.
-The group axis g has the table's `split_axis` type: on a CPU device THREAD (each work
-item a work-group of its own, spread over the cores), on a GPU an output axis that the
-heuristics give workgroups (and the group's reduce a GROUP_REDUCE).
+The group axis g has the table's `split_axis` type (LOOP: an output axis like any
+other, which the heuristics give workgroups: on a CPU device `group_size` work items
+sharing each partial, on a GPU `group_size` of them in a GROUP_REDUCE).
 Only reduces whose elements may combine in any order are split (decision reduce-empty:
 float ADD reassociates, MAX and integer arithmetic are exact in any order); the partials
 have the REDUCE's dtype. A kernel qualifies when it is one store nest over an output
-INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `split_min` iterations (constant sizes), and G
-divides the reduce's outermost range (the one split).
+INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `split_min`
+iterations (constant sizes), and G divides the reduce's outermost range (the one split).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
