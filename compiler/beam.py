@@ -33,6 +33,8 @@ MARGIN = 0.95          # a candidate must take under 95% of the default's time t
 MAX_ROUNDS = 4
 MAX_LANES = 128        # UPCAST x UNROLL sizes of a candidate: more is code bloat, never speed
 RUNS = 5
+BUILD_TIMEOUT = 60.0   # seconds for one C compiler run over a batch of candidates (heavily
+                       # unrolled transcendental code has taken GCC over 10 minutes)
 
 
 # ------------------------------------------------------------------ the actions
@@ -130,15 +132,22 @@ class Timer:
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
     srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
-    if self.target == "opencl":
-      from compiler.runtime.opencl import Built
-      builts = [Built(x) for x in srcs]
+    from compiler.runtime.c import BuildError
+    def make(src):    # a unit that fails or takes longer than BUILD_TIMEOUT: its candidates drop out
+      try:
+        if self.target == "opencl":
+          from compiler.runtime.opencl import Built
+          return Built(src)
+        from compiler.runtime.c import build
+        build(src, timeout=BUILD_TIMEOUT)
+        return True
+      except BuildError:
+        return None
+    if self.target == "opencl": builts = [make(x) for x in srcs]
     else:
       from concurrent.futures import ThreadPoolExecutor
-      from compiler.runtime.c import build
-      with ThreadPoolExecutor(2) as ex: list(ex.map(build, srcs))
-      builts = [None] * len(srcs)
-    where = {id(c): (srcs[k], builts[k]) for k, h in enumerate(halves) for c in h}
+      with ThreadPoolExecutor(2) as ex: builts = list(ex.map(make, srcs))
+    where = {id(c): (srcs[k], builts[k] if builts[k] is not True else None) for k, h in enumerate(halves) for c in h if builts[k] is not None}
     return [Executable(c, *where[id(c)]).bind(self.inputs) if c is not None and id(c) in where else None for c in compiled]
 
   def time(self, bound, runs: int = RUNS, cap: float | None = None) -> float:

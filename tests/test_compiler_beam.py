@@ -140,3 +140,15 @@ def test_a_default_with_a_packing_kernel_is_timed(cache):
   want = timer.inputs["param1"].astype(np.float64) @ timer.inputs["param2"].astype(np.float64)
   got = next(iter(out.values()))
   assert np.allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_candidates_whose_build_times_out_drop_out(cache, monkeypatch):
+  """A batch the C compiler cannot finish within BUILD_TIMEOUT is dropped (its
+  candidates count as infinitely slow): the search ends with the default, no error."""
+  _, k = kernel()
+  monkeypatch.setattr(beam, "BUILD_TIMEOUT", 1e-3)
+  from compiler.heuristics import default_opts
+  dev = device("c")
+  timer = beam.Timer(k.sink, "c", dev)
+  assert timer.build([[], default_opts(initial_types(k.sink), "c", dev)]) == [None, None]
+  assert beam.search(k.sink, "c", 2, dev) == default_opts(initial_types(k.sink), "c", dev)

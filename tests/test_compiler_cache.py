@@ -57,3 +57,19 @@ def test_opencl_programs_are_cached(tmp_path):
   c.executable()
   assert any(cache_dir("opencl").iterdir())
   assert c.run({"buf0": np.arange(5, dtype=np.float32)})["out0"].tolist() == [0, 2, 4, 6, 8]
+
+
+def test_build_timeout_kills_the_whole_compiler(tmp_path, monkeypatch):
+  """A compiler run past its timeout is killed with its children (cc1 would otherwise go
+  on for as long as it likes) and reported as BuildError; nothing is cached."""
+  monkeypatch.setenv("TINYSPEC_CACHE", str(tmp_path))
+  ks = compile_graph(_graph(7.5), "c").sources[0]
+  # many copies of the kernel under new names: seconds of work for the compiler
+  big = ks.source + "".join(ks.body.replace(f"void {ks.name}(", f"void {ks.name}_{n}(", 1) for n in range(2000))
+  with pytest.raises(cruntime.BuildError, match="killed"):
+    cruntime.build(big, timeout=0.2)
+  assert not list((tmp_path / "c").glob("*.so"))
+  import time
+  time.sleep(0.3)
+  left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+  assert not left, left

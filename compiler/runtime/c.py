@@ -15,6 +15,7 @@ import ctypes
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -52,11 +53,13 @@ def _flags() -> list[str]:
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
-def build(source: str) -> str:
-  """Path of the shared library for source (compiled unless cached)."""
+def build(source: str, timeout: float | None = None) -> str:
+  """Path of the shared library for source (compiled unless cached). With `timeout`
+  (seconds) a compiler run that takes longer is killed -- its whole process group: cc's
+  cc1 would outlive cc -- and BuildError raised (BEAM drops such candidates)."""
+  from compiler.device import device
   cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
-  from compiler.device import device
   key = digest(source, " ".join(cmd + link), device("c").name)   # -march=native: per CPU model
   d = cache_dir("c")
   so = d / f"{key}.so"
@@ -65,8 +68,15 @@ def build(source: str) -> str:
     src = os.path.join(tmp, "k.c")
     out = os.path.join(tmp, "k.so")
     with open(src, "w") as f: f.write(source)
-    r = subprocess.run(cmd + ["-o", out, src] + link, capture_output=True, text=True)
-    if r.returncode != 0: raise BuildError(f"cc failed:\n{r.stderr[-4000:]}")
+    p = subprocess.Popen(cmd + ["-o", out, src] + link, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+      _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      try: os.killpg(p.pid, signal.SIGKILL)
+      except OSError: pass
+      p.communicate()
+      raise BuildError(f"cc took longer than {timeout:g} s; killed") from None
+    if p.returncode != 0: raise BuildError(f"cc failed:\n{err[-4000:]}")
     os.replace(out, so)
   return str(so)
 
