@@ -10,7 +10,7 @@ whole by tinyspec.validate.
 """
 from __future__ import annotations
 from tinyspec.tables import tables
-from tinyspec.validate import View
+from tinyspec.validate import View, fold_value
 from tinyspec.uop import UOp
 from tinyspec.rules import RuleFail
 
@@ -55,10 +55,7 @@ def _derive(x: UOp, ops) -> View:
     v.axis = f_ax(src, x.arg, x.op, lvl, v, dt, sh, dev, asp, mm)
   except RuleFail as e:
     raise CompileError(e.rule, f"{x.op}: {e.msg}", x) from None
-  if dt == "index":   # shape operands fold to their dims, as in the validator
-    if x.op == "CONST": v.value = x.arg["value"]
-    elif x.op == "VCONST": v.value = tuple(x.arg["values"])
-    elif x.op == "STACK" and all(s.value is not None and not isinstance(s.value, tuple) for s in src): v.value = tuple(s.value for s in src)
+  if dt == "index": v.value = fold_value(od.fold, x.arg, src)   # shape operands fold by the op's `fold:`, as in the validator
   return v
 
 
