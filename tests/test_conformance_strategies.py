@@ -130,3 +130,28 @@ def test_a_new_op_is_mutated_by_rule(hypot):
            lambda m: m.graph.nodes[m.node].op == "HYPOT2", settings=settings(database=None, deadline=None, derandomize=True, max_examples=2000,
                                                                             suppress_health_check=list(HealthCheck)))
   assert ("dtype.allowed", m.node) in [(x.rule, x.node) for x in validate(m.graph, tables=hypot).diagnostics]
+
+
+def test_index_is_drawn_with_out_of_range_indices_and_the_c_backend_agrees():
+  """INDEX (gathers with data-dependent indices, decision index-oob) is drawn like any op:
+  some draws index out of range, and the C backend matches the reference on them."""
+  from conformance.properties import check_example, InProcess
+  runner = InProcess("c")
+  seen = {"index": 0, "outside": 0}
+
+  @settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+  @given(graphs("tensor", ops=["INDEX"], max_ops=2))
+  def check(d):
+    g = d.graph
+    res = validate(g)
+    for i, n in enumerate(g.nodes):
+      if n.op != "INDEX": continue
+      seen["index"] += 1
+      src_shape = res.views[n.src[0]].shape
+      for axis, j in enumerate(n.src[1:]):
+        lo, hi = res.views[j].min_max
+        if lo < 0 or hi >= src_shape[axis]: seen["outside"] += 1
+    f = check_example(d, runner)
+    assert f is None, str(f)
+  check()
+  assert seen["index"] >= 20 and seen["outside"] >= 5, seen
