@@ -18,7 +18,8 @@ class UOp:
   def __new__(cls, op: str, src: tuple = (), arg=None, dtype=None, shape=None, tag=None, name=None):
     src = tuple(src)
     arg = freeze(arg)
-    k = (op, src, _key(arg), _key(dtype), _key(shape), _key(tag), name)
+    k = (op, src, _key(arg), dtype if dtype is None or type(dtype) is str else _key(dtype),
+         None if shape is None else _key(shape), None if tag is None else _key(tag), name)
     if (hit := _cache.get(k)) is not None: return hit
     self = object.__new__(cls)
     self.op, self.src, self.arg, self.dtype, self.shape, self.tag, self.name = op, src, arg, dtype, shape, tag, name

@@ -20,9 +20,11 @@ Conventions (kept simple on purpose):
   input `buf{k}`.
 """
 from __future__ import annotations
+import functools
 import math
 import numpy as np
 from tinyspec.uop import UOp
+from tinyspec.frozen import key as _frozen_key
 from tinyspec.graph import Graph
 from tinyspec.dtypes import DTYPES, canonical
 from tinyspec.intervals import np_dtype
@@ -72,7 +74,15 @@ def const_value(v, dt: str):
 
 
 def const(v, dt: str) -> UOp:
-  return UOp("CONST", (), {"value": const_value(v, dt), "dtype": dt})
+  cv = const_value(v, dt)
+  return _const(dt, _frozen_key(cv), cv)
+
+
+@functools.lru_cache(maxsize=4096)
+def _const(dt: str, k, cv) -> UOp:
+  """The CONST node of a value (keyed so that -0.0, 0.0 and 0 stay apart): a chain
+  `x + 1.0` repeated builds the node once, not once per op."""
+  return UOp("CONST", (), {"value": cv, "dtype": dt})
 
 
 def shape_uop(dims) -> UOp:
