@@ -7,7 +7,8 @@
 See compiler/pipeline.py for the stages and spec/render.yaml for the render rules.
 Kernel OptOps: compiler/optimize.py (checked against ops.yaml axis_types/opt_ops), the
 default ones compiler/heuristics.py (per device, compiler/device.py), BEAM search
-compiler/beam.py; Compiled.executable().bind(inputs) holds a program's storage for
+compiler/beam.py; device-dependent schedule rewrites: compiler/split.py (long reductions
+over OpenCL work-groups) and compiler/layout.py (packed gemm inputs); Compiled.executable().bind(inputs) holds a program's storage for
 repeated launches (benchmarks: bench/bench_kernels.py).
 """
 from compiler.props import CompileError

@@ -6,6 +6,10 @@
 every stage's graph is a tensor-level schedule (CALLs of kernel SINKs up to isel, of
 PROGRAM(LINEAR) after linearize, of PROGRAM(LINEAR, SOURCE) after render) that the
 validator accepts and the reference evaluator runs.
+The optimize stage also holds the two schedule rewrites that depend on the device: a long
+reduce with few outputs split over OpenCL work-groups (compiler/split.py, before the
+OptOps) and inputs packed in tile order for register-tiled kernels (compiler/layout.py,
+after them); both add kernels, and the stage's graph shows them.
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
 are the inputs) or a linearized program (LINEAR: rendered as it is).
 """
