@@ -20,12 +20,13 @@ other, which the heuristics give workgroups: on a CPU device `group_size` work i
 sharing each partial, on a GPU `group_size` of them in a GROUP_REDUCE).
 Only reduces whose elements may combine in any order are split (decision reduce-empty:
 float ADD reassociates, MAX and integer arithmetic are exact in any order); the partials
-have the REDUCE's dtype. A kernel qualifies when it is one store nest over an output
+have the REDUCE's dtype, so float16/bfloat16 reduces (whose partials would round) stay whole. A kernel qualifies when it is one store nest over an output
 INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `split_min`
 iterations (constant sizes), and G divides the reduce's outermost range (the one split).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
+from tinyspec.dtypes import dtype as _dt
 from compiler.props import props, const, shape_operand
 from compiler.rewrite import toposort, substitute
 from compiler.schedule import Kernel, Schedule
@@ -73,6 +74,9 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   G = _divisor_near(n, groups)
   if G is None: return None
   dt = props(red).dtype
+  d = _dt(dt)
+  if d.cls == "float" and d.itemsize < 4: return None   # 16-bit partials would round each block's sum
+  if any(size(i) is None for i in idx): return None      # symbolic output sizes: no fixed partials buffer
   ids = max(x.arg["id"] for x in ranges(k.sink)) + 1
   g = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": axis})
   inner = UOp("RANGE", (const(n // G, "index"),), {"id": ids + 1, "type": "REDUCE"})

@@ -75,6 +75,7 @@ def _two_reduces_of_one_input():
   (lambda: Tensor(ints(64, 8192)).sum(1), "many outputs, short reduce"),
   (lambda: Tensor(RNG.uniform(0.999, 1.001, N).astype(np.float32)).prod(), "float MUL keeps its order"),
   (_two_reduces_of_one_input, "two reduces in one kernel"),
+  (lambda: Tensor(ints(N, dtype=np.float16)).sum(), "16-bit float partials would round"),
 ])
 def test_left_whole(t, why):
   before = schedule(t())
