@@ -16,9 +16,9 @@ from compiler.tables import category, render_tables
 from compiler import render as R
 
 
-def isel(sink: UOp, target: str) -> UOp:
+def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
   nodes = toposort(sink)
-  need = {u.op for u in nodes if category(u.op) == "decomposed" and not (u.op in render_tables()["ops"] and R.select_case(u, target) is not None)}
+  need = {u.op for u in nodes if category(u.op) == "decomposed" and not (u.op in render_tables()["ops"] and R.select_case(u, target, kind) is not None)}
   if need:
     from tinyspec.decompose import expand, decomposed_ops, DecompositionError
     missing = sorted(need - decomposed_ops())
@@ -31,7 +31,7 @@ def isel(sink: UOp, target: str) -> UOp:
   from compiler.bounds import gate_memory
   sink = gate_memory(sink)
   for u in toposort(sink):
-    if u.op in render_tables()["ops"] and R.select_case(u, target) is None:
+    if u.op in render_tables()["ops"] and R.select_case(u, target, kind) is None:
       raise CompileError("compile.unsupported", f"{u.op} has no {target} rule for its dtypes", u)
   return sink
 

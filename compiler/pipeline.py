@@ -142,7 +142,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     keep("optimize", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
     keep("expand", lambda: sched.graph())
-    sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target))
+    sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target, dev.kind))
     keep("isel", lambda: sched.graph())
     kernels_lin = [_linearize.linearize(k.sink) for k in sched.kernels]
     lin_of = dict(zip(map(id, sched.kernels), kernels_lin))
@@ -150,8 +150,10 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
+  from compiler.device import device as _device
+  kind = _device(target).kind
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args))
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind)
     k.program = ks
     sources.append(ks)
   lang = "C" if target == "c" else "OpenCL C"

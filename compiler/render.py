@@ -120,12 +120,12 @@ def _matches(sel, dt: str) -> bool:
   return sel is None or dt in sel or _dt(dt).cls in sel
 
 
-def select_case(u: UOp, target: str):
-  """The render.yaml case for node u on target, or None."""
+def select_case(u: UOp, target: str, kind: str | None = None):
+  """The render.yaml case for node u on target (and a device of that kind), or None."""
   if u.op not in render_tables()["ops"]: return None
   out = props(u).dtype
   src = props(u.src[0]).dtype if u.src else out
-  for case in _dtype_cases(u.op, out, src, target):
+  for case in _dtype_cases(u.op, out, src, target, kind):
     if "if" in case and not PREDICATES[case["if"]](u): continue
     return case
   return None
@@ -134,13 +134,14 @@ def select_case(u: UOp, target: str):
 _CASES: dict = {}
 
 
-def _dtype_cases(op: str, out, src, target: str) -> list:
-  """The cases of op whose target and dtype conditions hold (the `if` predicates are
-  the node's own business)."""
-  key = (op, out, src, target)
+def _dtype_cases(op: str, out, src, target: str, kind: str | None = None) -> list:
+  """The cases of op whose target, device kind and dtype conditions hold (the `if`
+  predicates are the node's own business). kind None: any device kind."""
+  key = (op, out, src, target, kind)
   r = _CASES.get(key)
   if r is None:
     r = _CASES[key] = [c for c in render_tables()["ops"][op] if c.get("target", target) == target
+                       and (kind is None or kind in c.get("kinds", (kind,)))
                        and _matches(c.get("class"), src if c.get("on") == "src" else out)
                        and _matches(c.get("from"), src) and _matches(c.get("to"), out)]
   return r
@@ -185,9 +186,10 @@ def launch_size(entry, vals) -> int:
 
 
 class Renderer:
-  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False):
+  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None):
     if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
     self.target = target
+    self.kind = kind            # the device kind (cpu, gpu) the rules are chosen for
     self.T = render_tables()
     self.helpers: dict[str, None] = {}
     self.names: dict[UOp, str] = {}
@@ -638,7 +640,7 @@ class Renderer:
     if not self.T["targets"][self.target].get("unsigned_accumulators"): return False
     if _dt(props(buf).dtype).cls not in ("int", "index") or props(buf).shape: return False
     ups = self._acc_updates.get(buf, [])
-    return bool(ups) and all((c := select_case(v, self.target)) is not None and "{U}" in c["code"] for v in ups)
+    return bool(ups) and all((c := select_case(v, self.target, self.kind)) is not None and "{U}" in c["code"] for v in ups)
 
   def _used_as_value(self, u: UOp) -> bool:
     return self._value_uses.get(u, False)
@@ -705,8 +707,9 @@ class Renderer:
     else: self.declare(u, f"({text})")
 
   def alu(self, u: UOp):
-    case = select_case(u, self.target)
+    case = select_case(u, self.target, self.kind)
     if case is None: raise CompileError("compile.unsupported", f"{u.op} has no {self.target} rule for {props(u).dtype}", u)
+    if case.get("fp64"): self.fp64 = True
     f = self.fields(u, case.get("on") == "src")
     for k, s in zip("abc", u.src): f[k] = self.ref(s)
     if u.op == "BITCAST":
@@ -751,8 +754,8 @@ def _numel(shape) -> int:
   return n
 
 
-def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False) -> KernelSource:
-  r = Renderer(target, allow_untrusted, noalias)
+def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None) -> KernelSource:
+  r = Renderer(target, allow_untrusted, noalias, kind)
   # an INDEX is a read where something other than a STORE target or a LOAD uses it
   uses: dict[UOp, bool] = {}
   for u in linear.src:

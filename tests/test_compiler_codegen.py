@@ -64,3 +64,21 @@ def test_custom_is_refused_unless_allowed():
   c = compile_graph(k, "c", allow_untrusted=True)
   assert "(int)(r0 * 7)" in c.source()
   assert c.run({})["param0"].tolist() == [0, 7, 14]
+
+
+def test_render_cases_follow_the_device_kind():
+  """A case with `kinds` applies only to devices of those kinds: float32 EXP2 is the
+  vectorizable helper on CPUs (C and OpenCL, computing in double: the OpenCL kernel
+  enables cl_khr_fp64), the OpenCL builtin on GPUs."""
+  from compiler import render as R
+  from compiler.props import shape_operand
+  x = UOp("BUFFER", (shape_operand((8,)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
+  e = UOp("EXP2", (UOp("INDEX", (UOp("PARAM", (shape_operand((8,)),), {"slot": 0, "dtype": "float32"}), UOp("CONST", (), {"value": 0, "dtype": "index"}))),))
+  assert R.select_case(e, "opencl", "cpu")["code"].startswith("exp2_f32")
+  assert R.select_case(e, "opencl", "gpu")["code"].startswith("exp2")
+  assert not R.select_case(e, "opencl", "gpu")["code"].startswith("exp2_f32")
+  assert R.select_case(e, "c", "cpu")["code"].startswith("exp2_f32")
+  src = compile_graph([UOp("EXP2", (x,))], "opencl", keep_stages=False).sources[0]   # no device needed to render
+  from compiler.device import device
+  if device("opencl").kind == "cpu": assert "exp2_f32(" in src.source and src.fp64
+  else: assert "exp2_f32(" not in src.source
