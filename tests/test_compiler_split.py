@@ -10,6 +10,8 @@ from tinyspec.tensor import Tensor
 from tinyspec.validate import validate
 from compiler import callify, rangeify
 from compiler.check import compare_outputs
+from compiler.props import props
+from compiler.tables import render_tables
 from compiler.device import Device
 from compiler.split import split_reduces
 from refimpl import evaluate
@@ -34,7 +36,8 @@ def check(t, dev, target="opencl"):
   before = schedule(t)
   after = split_reduces(before, target, dev)
   g = after.graph()
-  assert validate(g).ok, validate(g).errors[:3]
+  res = validate(g)
+  assert res.ok, [d.format() for d in res.diagnostics[:3]]
   want = evaluate(t.graph(), t.inputs())
   got = evaluate(g, t.inputs())
   assert not compare_outputs(got, want)
@@ -60,9 +63,9 @@ def test_long_reduce_is_split_in_two_kernels(case, dev):
   part = [k for k in after.kernels if k.name.endswith("_partial")]
   assert len(part) == 1
   # compute units x the table's factor groups (a divisor of the reduce)
-  shape = [u for u in after.intermediates if u in part[0].args][0]
-  from compiler.props import props
-  assert props(shape).shape[-1] == dev.threads * 4
+  per_unit = render_tables()["heuristics"][dev.kind]["split_reduce"]["opencl"]
+  partials = [u for u in after.intermediates if u in part[0].args][0]
+  assert props(partials).shape[-1] == dev.threads * per_unit
 
 
 def _two_reduces_of_one_input():
