@@ -168,7 +168,10 @@ class Machine:
     return sorted(seen)
 
   def _check_ops(self, roots):
-    """Every op the evaluation can reach must have a unit; untrusted ones are refused."""
+    """Every op the evaluation can reach must have a unit; untrusted ones are refused; every
+    value's dtype needs a NumPy type (bfloat16: ml_dtypes)."""
+    from tinyspec.intervals import NUMPY_TYPES
+    from tinyspec.dtypes import DTYPES
     supported = supported_ops()
     seen, stack = set(), list(roots)
     while stack:
@@ -184,6 +187,9 @@ class Machine:
         raise EvalError(f"{n.op} is opaque: the tables give it no semantics, so there is nothing the reference evaluator can run "
                         "(allow_untrusted only stops the refusal)", i, n.op, rule="eval.untrusted")
       if n.op not in supported: raise EvalError(f"the reference evaluator has no unit for {n.op}", i, n.op, rule="eval.unsupported")
+      dt = self.views[i].dtype
+      if isinstance(dt, str) and DTYPES[dt].np and dt not in NUMPY_TYPES:
+        raise EvalError(f"{dt} values need the ml_dtypes package (pip install ml_dtypes)", i, n.op, rule="eval.unsupported")
       stack.extend(n.src)
 
   def run(self) -> dict:

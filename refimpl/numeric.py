@@ -1,7 +1,8 @@
 """NumPy storage types and exact rounding, read from spec/dtypes.yaml.
 
 Every dtype is stored in the NumPy type the table names (`np`), bfloat16 through
-ml_dtypes. Arithmetic happens in the dtype's own width:
+ml_dtypes (tinyspec.intervals.NUMPY_TYPES: without ml_dtypes, bfloat16 values are refused
+by name). Arithmetic happens in the dtype's own width:
   * integers wrap (decision int-wrap): sums and products are computed on the unsigned
     view of the same width, where NumPy's modular arithmetic is defined and warning-free;
   * float32 and float64 compute in themselves, never silently widened;
@@ -12,19 +13,15 @@ ml_dtypes. Arithmetic happens in the dtype's own width:
 """
 from __future__ import annotations
 import numpy as np
-import ml_dtypes
 from tinyspec.dtypes import DTYPES
+from tinyspec.intervals import NUMPY_TYPES as NP, np_dtype
 
-_EXTRA = {"bfloat16": np.dtype(ml_dtypes.bfloat16)}
-NP: dict[str, np.dtype] = {n: _EXTRA.get(n) or np.dtype(d.np) for n, d in DTYPES.items() if d.np}
 CLS: dict[str, str] = {n: d.cls for n, d in DTYPES.items()}
 NARROW = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and d.itemsize < 4)   # computed in float32
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
-BF16 = _EXTRA["bfloat16"]
 
 
-def np_dtype(name: str) -> np.dtype: return NP[name]
 def is_float(name: str) -> bool: return CLS[name] == "float"
 def is_int(name: str) -> bool: return CLS[name] in ("int", "uint", "index")
 def is_signed_int(name: str) -> bool: return CLS[name] in ("int", "index")
@@ -95,7 +92,7 @@ def from_f64(x: np.ndarray, name: str) -> np.ndarray:
   t = NP[name]
   x = np.asarray(x, dtype=F64)
   if t == F64: return x
-  if name == "bfloat16": return round_to_odd_f32(x).astype(BF16)
+  if name == "bfloat16": return round_to_odd_f32(x).astype(np_dtype(name))
   with np.errstate(over="ignore"):
     return x.astype(t)   # float32 and float16: NumPy rounds float64 directly
 

@@ -151,4 +151,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  # run as `python -m tinyspec.cli`: the other packages register their commands in the
+  # imported module tinyspec.cli, not in this __main__ copy of it
+  from tinyspec.cli import main as _main
+  sys.exit(_main())

@@ -28,6 +28,12 @@ class DType:
   def is_int(self) -> bool: return self.cls in ("int", "uint", "index")
   @property
   def is_signed(self) -> bool: return self.cls in ("int", "index") or self.cls == "float"
+  @property
+  def normal_range(self) -> tuple[float, float]:
+    """A float dtype's smallest and largest finite normal magnitudes, from its exponent
+    and mantissa bits (IEEE layout; bfloat16 alike)."""
+    bias = 2 ** (self.exponent - 1) - 1
+    return 2.0 ** (1 - bias), (2.0 - 2.0 ** -self.mantissa) * 2.0 ** bias
   def __repr__(self) -> str: return f"dtypes.{self.name}"
 
 

@@ -14,15 +14,30 @@ from tinyspec.dtypes import dtype as _dt, DTYPES
 
 try:
   import ml_dtypes
-  _NP = {"bfloat16": np.dtype(ml_dtypes.bfloat16)}
-except ImportError:  # bfloat16 bounds fall back to float32's grid widened by a bf16 ulp
+except ImportError:  # bfloat16 values need it; bfloat16 intervals do not (bit arithmetic below)
   ml_dtypes = None
-  _NP = {}
+
+
+def _numpy_type(np_name: str):
+  """NumPy's dtype of that name; bfloat16 through ml_dtypes (None without it)."""
+  try: return np.dtype(np_name)
+  except TypeError: pass
+  t = getattr(ml_dtypes, np_name, None) if ml_dtypes is not None else None
+  return np.dtype(t) if t is not None else None
+
+
+# every dtype NumPy (with ml_dtypes, when installed) can hold, by spec/dtypes.yaml `np`
+NUMPY_TYPES: dict[str, np.dtype] = {n: t for n, d in DTYPES.items() if d.np and (t := _numpy_type(d.np)) is not None}
 
 
 def np_dtype(name: str):
-  if name in _NP: return _NP[name]
-  return np.dtype(_dt(name).np)
+  """The NumPy dtype that holds values of dtype `name`."""
+  t = NUMPY_TYPES.get(name)
+  if t is None:
+    d = _dt(name)
+    if d.np is None: raise TypeError(f"{d.name} has no values")
+    raise TypeError(f"{d.name} values need the ml_dtypes package (pip install ml_dtypes)")
+  return t
 
 
 def dtype_range(name):
@@ -55,12 +70,22 @@ def _round_to_odd_f32(x):
   return np.where(inexact, f.view(np.uint32) | np.uint32(1), f.view(np.uint32)).astype(np.uint32).view(np.float32)
 
 
+# bfloat16 is the top half of a float32: its grid is float32's with 16 bits less mantissa,
+# so rounding and stepping are bit arithmetic on float32 patterns (no ml_dtypes needed)
+def _bf16_bits(x: float) -> int:
+  """The bfloat16 pattern nearest to float64 x (ties to even; one rounding: round-to-odd to float32 first)."""
+  with np.errstate(over="ignore", invalid="ignore"):
+    b = int(_round_to_odd_f32(np.array(x, dtype=np.float64)).view(np.uint32))
+  return (b + 0x7fff + ((b >> 16) & 1)) >> 16
+
+
+def _bf16_value(bits: int) -> float: return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
 def _nearest(x: float, name: str) -> float:
   """x rounded to nearest (ties to even) in dtype `name`; ±inf past the largest finite."""
   fmt = _PACK.get(name)
-  if fmt is None:
-    with np.errstate(over="ignore", invalid="ignore"):
-      return float(_round_to_odd_f32(np.array(x, dtype=np.float64)).astype(np_dtype(name)))
+  if fmt is None: return _bf16_value(_bf16_bits(x))
   try: return struct.unpack(fmt[0], struct.pack(fmt[0], x))[0]
   except OverflowError: return math.copysign(math.inf, x)
 
@@ -69,8 +94,9 @@ def _step_down(y: float, name: str) -> float:
   """The next value of dtype `name` below y (y on the dtype's grid)."""
   if name in _PACK: return _down_bits(y, name)
   if y == -math.inf: return y
-  t = np_dtype(name)
-  return float(np.nextafter(np.array(y, dtype=t), np.array(-np.inf, dtype=t)))
+  b = _bf16_bits(y)
+  if not b & 0x7fff: return _bf16_value(0x8001)                     # ±0: the smallest negative subnormal
+  return _bf16_value(b + 1 if b & 0x8000 else b - 1)
 
 
 def _grid(f: str, u: str) -> tuple:
@@ -130,11 +156,7 @@ def iv_hull(*ivs):
 def round_to(f: float, name: str) -> float:
   """f rounded to nearest in dtype `name` (overflow gives ±inf)."""
   if name == "float64" or math.isinf(f) or math.isnan(f): return f
-  if name == "float32":
-    try: return struct.unpack("f", struct.pack("f", f))[0]
-    except OverflowError: return math.copysign(math.inf, f)
-  with np.errstate(over="ignore", invalid="ignore"):
-    return float(_round_to_odd_f32(np.array(f, dtype=np.float64)).astype(np_dtype(name)))
+  return _nearest(f, name)
 
 
 def iv_const(v, name):

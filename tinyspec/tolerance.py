@@ -9,7 +9,6 @@ the reference evaluator's, and on which inputs that bound holds.
 from __future__ import annotations
 import numpy as np
 from tinyspec.dtypes import dtype as _dtype
-import ml_dtypes
 from tinyspec.tables import tables
 
 _INT = {2: np.int16, 4: np.int32, 8: np.int64}
@@ -43,8 +42,7 @@ def _as_f64(inputs: list) -> list[np.ndarray]:
 
 def _normal_range(dt: str) -> tuple[float, float]:
   """The smallest and largest normal magnitudes of float dtype dt."""
-  fi = ml_dtypes.finfo(np.dtype(_dtype(dt).np) if dt != "bfloat16" else ml_dtypes.bfloat16)
-  return float(fi.tiny), float(fi.max)
+  return _dtype(dt).normal_range
 
 
 def _pick(v, dt: str):

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import ml_dtypes
 import numpy as np
 from refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D
+from tinyspec.intervals import np_dtype
 from tinyspec.decompose import expand
 from tinyspec.tables import tables
 from tinyspec.tolerance import in_domain, tolerance, ulp_distance
@@ -27,9 +27,6 @@ from tinyspec.tolerance import in_domain, tolerance, ulp_distance
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 EXACT = {"EXP2": np.exp2, "LOG2": np.log2, "SIN": np.sin, "SQRT": np.sqrt, "POW": np.power, "DIV": np.divide}
 DOMAIN_MAX = {"float32": 1e5, "float64": 1e6, "float16": 65504.0, "bfloat16": 1e5}
-
-
-def np_dtype(dt): return np.dtype(ml_dtypes.bfloat16) if dt == "bfloat16" else np.dtype(D(dt).np)
 
 
 def correctly_rounded(op, dt, xs):
@@ -82,8 +79,8 @@ def samples(op, dt, n, rng) -> list[np.ndarray]:
       a = np.exp2(m / b).astype(npd)
     return [a, b.astype(npd)]
   if op == "DIV":
-    fi = ml_dtypes.finfo(npd)
-    lo, hi = np.log2(float(fi.tiny)), np.log2(float(fi.max))
+    tiny, big = D(dt).normal_range
+    lo, hi = np.log2(tiny), np.log2(big)
     a = (rng.uniform(1, 2, n) * np.exp2(rng.uniform(lo, hi, n)) * rng.choice([-1, 1], n)).astype(npd)
     b = (rng.uniform(1, 2, n) * np.exp2(rng.uniform(lo, hi, n)) * rng.choice([-1, 1], n)).astype(npd)
     return [a, b]

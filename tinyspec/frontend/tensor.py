@@ -27,7 +27,7 @@ from tinyspec.uop import UOp
 from tinyspec.frozen import key as _frozen_key
 from tinyspec.graph import Graph
 from tinyspec.dtypes import DTYPES, canonical
-from tinyspec.intervals import np_dtype
+from tinyspec.intervals import np_dtype, NUMPY_TYPES
 from tinyspec.frontend.derive import derive
 from tinyspec.frontend.backends import get_backend
 from tinyspec.frontend.buffers import new_buffer, data_of, export as _export
@@ -48,7 +48,7 @@ def dtype_name(dt) -> str:
 
 _PY_DEFAULT = {bool: "bool", int: "int32", float: "float32"}
 # NumPy dtype name -> spec dtype; `index` is stored as int64 but int64 is its own dtype
-_FROM_NP = {np_dtype(n).name: n for n, d in DTYPES.items() if d.np and d.cls != "index"}
+_FROM_NP = {t.name: n for n, t in NUMPY_TYPES.items() if DTYPES[n].cls != "index"}
 
 
 def _is_float(dt: str) -> bool: return DTYPES[dt].cls == "float"
