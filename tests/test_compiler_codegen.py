@@ -12,13 +12,7 @@ from compiler.check import compare_outputs
 from compiler.props import shape_operand as S, const
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS
 
 
 @pytest.mark.parametrize("target", TARGETS)

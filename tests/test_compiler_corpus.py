@@ -10,13 +10,7 @@ from tinyspec.tables import tables
 from compiler import compile_graph, CompileError
 from compiler.tables import render_tables
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS
 
 
 def corpus_graphs():

@@ -14,13 +14,7 @@ from compiler.heuristics import default_opts
 from compiler.optimize import initial_types
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-
+from targets import TARGETS, needs_cl
 CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
 GPU = Device("opencl", "test gpu", "gpu", 1, 32768, 256, False, 16)
 RNG = np.random.default_rng(5)
@@ -71,7 +65,7 @@ def test_long_reduce_with_few_outputs_is_grouped():
   assert gpu[0] == ["SPLIT", 0, [256, "GROUP_REDUCE", False]]
 
 
-@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))])
+@pytest.mark.parametrize("target", TARGETS)
 def test_default_gemm_matches_and_is_vectorized_and_packed(target):
   a, b = Tensor(ints(96, 256)), Tensor(ints(256, 256))
   t = gemm(a, b)
@@ -97,7 +91,7 @@ def test_grouped_sum_matches_on_any_thread_count():
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38], np.float32)
 
 
-@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("opts", [[], [["SPLIT", 1, [4, "UNROLL"]]], [["SPLIT", 1, [2, "GROUP_REDUCE", True]], ["SPLIT", 2, [2, "UNROLL"]]]])
 def test_float_max_on_integer_keys_keeps_nan_and_signed_zero(target, opts):
   """Rows mixing NaN (both signs), +-0, +-inf, denormals: MAX is decision max-nan's, bit

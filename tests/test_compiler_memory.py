@@ -10,13 +10,7 @@ from compiler.bounds import missing, proved, gate_memory
 from compiler.rewrite import toposort
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import HAVE_CL, TARGETS
 
 
 def buf(slot, shape, dt="float32", name=None):

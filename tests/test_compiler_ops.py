@@ -20,14 +20,7 @@ from tinyspec.tolerance import within_tolerance
 from compiler.props import shape_operand, props
 from compiler.tables import render_tables
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:   # no OpenCL platform on this machine
-  HAVE_CL = False
-
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS
 DTYPE_NAMES = [n for n, d in DTYPES.items() if d.cls != "void"]
 
 

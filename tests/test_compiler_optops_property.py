@@ -18,13 +18,7 @@ from compiler.check import compare_outputs
 from compiler.device import device
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-
+from targets import needs_cl
 EXAMPLES = int(os.environ.get("TINYSPEC_OPT_EXAMPLES", "8"))
 SIZES = [1, 2, 3, 4, 5, 6, 8, 12, 16]
 
@@ -95,7 +89,7 @@ def test_legal_opts_keep_results_c(prog, data):
   check("c", prog, data)
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device")
+@needs_cl
 @settings(max_examples=max(2, EXAMPLES // 2), deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(), st.data())
 def test_legal_opts_keep_results_opencl(prog, data):

@@ -11,13 +11,7 @@ from compiler.optimize import ranges
 from compiler.props import shape_operand as S
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS, needs_cl
 
 A = UOp("BUFFER", (S((64, 48)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
 SUMSQ = UOp("REDUCE", (UOp("MUL", (A, A)),), {"op": "ADD", "axes": [1]})
@@ -181,7 +175,7 @@ def test_group_reduce_runs_on_threads_in_two_phases():
     assert not compare_outputs(ex.run(X, threads=threads), want)
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device")
+@needs_cl
 def test_group_reduce_and_local_are_workgroups_on_opencl():
   c = compile_graph([SUMSQ], "opencl", [["SPLIT", 0, [4, "LOCAL"]], ["SPLIT", 1, [8, "GROUP_REDUCE", True]]])
   ks = c.sources[0]

@@ -8,13 +8,7 @@ from tinyspec.tables import tables
 from compiler import compile_graph, supported_ops
 from compiler.props import shape_operand as S
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS
 
 
 @pytest.mark.parametrize("target", ["c", "opencl"])

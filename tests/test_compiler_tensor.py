@@ -15,14 +15,7 @@ from compiler.check import check_stages, compare_outputs
 from compiler.props import shape_operand, const
 from refimpl import evaluate
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-
-TARGETS = ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))]
+from targets import TARGETS
 RNG = np.random.default_rng(7)
 
 

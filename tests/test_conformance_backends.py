@@ -11,13 +11,7 @@ from conformance.execute import CaseRunner
 from conformance.manifest import load_manifest
 from conformance.runner import UNEXPECTED
 
-try:
-  from compiler.runtime.opencl import device as _cl_device
-  _cl_device()
-  HAVE_CL = True
-except Exception:
-  HAVE_CL = False
-
+from targets import TARGETS, needs_cl
 
 def test_builtin_backends_come_from_entry_points():
   assert {"ref", "c", "opencl"} <= set(_entry_points()) and {"ref", "c", "opencl"} <= set(backend_names())
@@ -60,7 +54,7 @@ SLICES = {   # OpenCL builds cost about a second each on PoCL: its slice is smal
 }
 
 
-@pytest.mark.parametrize("backend", ["c", pytest.param("opencl", marks=pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device"))])
+@pytest.mark.parametrize("backend", TARGETS)
 def test_a_slice_of_the_corpus_passes(backend):
   cases = [c for c in load_cases() if any(k in c.id for k in SLICES[backend])]
   r = CaseRunner(backend, workers=2, timeout=120)
