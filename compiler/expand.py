@@ -37,7 +37,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from compiler.props import props, const, shape_operand, CompileError
-from compiler.rewrite import toposort, substitute, rebuild
+from compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
 from compiler.symbolic import simplify, linear
 from compiler.tables import render_tables
 from compiler.rangeify import with_identity
@@ -267,18 +267,10 @@ def _max_on_integers(sink: UOp) -> UOp:
 def _ranges_in(u: UOp, cache: dict) -> frozenset:
   """The open RANGEs u depends on (END closes its own; cache: answers so far, the walk
   stops at known nodes)."""
-  stack = [u]
-  while stack:
-    x = stack[-1]
-    if x in cache: stack.pop(); continue
-    todo = [y for y in x.src if y not in cache]
-    if todo: stack.extend(todo); continue
-    stack.pop()
-    s = frozenset().union(*[cache[y] for y in x.src]) if x.src else frozenset()
-    if x.op == "RANGE": s = s | {x}
-    elif x.op == "END": s = s - set(x.src[1:])
-    cache[x] = s
-  return cache[u]
+  return fold_up(u, cache, _end_closes)
+
+
+def _end_closes(x: UOp, below: list) -> frozenset: return ranges_open(x, below, ("END",))
 
 
 def _accumulate(sink: UOp) -> UOp:

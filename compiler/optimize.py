@@ -33,7 +33,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from compiler.props import props, const, CompileError
-from compiler.rewrite import toposort, substitute, rebuild
+from compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
 from compiler.symbolic import simplify
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
@@ -98,31 +98,12 @@ def _carried(sink: UOp, r: UOp) -> bool:
 def open_ranges(u: UOp, memo: dict) -> frozenset:
   """The RANGEs u runs inside of: those it depends on, less the ones an END or REDUCE
   below it closes (memo: answers so far; stops at known nodes)."""
-  stack = [u]
-  while stack:
-    x = stack[-1]
-    if x in memo: stack.pop(); continue
-    todo = [s for s in x.src if s not in memo]
-    if todo: stack.extend(todo); continue
-    stack.pop()
-    s = frozenset().union(*[memo[y] for y in x.src]) if x.src else frozenset()
-    if x.op == "RANGE": s = s | {x}
-    elif x.op in ("END", "REDUCE"): s = s - set(x.src[1:])
-    memo[x] = s
-  return memo[u]
+  return fold_up(u, memo, ranges_open)
 
 
 def depends(u: UOp, r: UOp, memo: dict) -> bool:
   """Does u depend on r? (memo: answers so far, for the same r; stops at known nodes)"""
-  stack = [u]
-  while stack:
-    x = stack[-1]
-    if x in memo: stack.pop(); continue
-    todo = [s for s in x.src if s not in memo]
-    if todo: stack.extend(todo); continue
-    stack.pop()
-    memo[x] = x is r or any(memo[s] for s in x.src)
-  return memo[u]
+  return fold_up(u, memo, lambda x, below: x is r or any(below))
 
 
 # ------------------------------------------------------------------ the OptOps

@@ -164,6 +164,30 @@ def toposort(roots) -> list[UOp]:
   return out
 
 
+def fold_up(u: UOp, memo: dict, f: Callable):
+  """f(x, [memo[s] for s in x.src]) for u and every node below it that `memo` does not
+  hold yet, sources first (iterative: no recursion limit); `memo` keeps the answers, so
+  later calls stop at nodes already known. Returns memo[u]."""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in memo: stack.pop(); continue
+    todo = [s for s in x.src if s not in memo]
+    if todo: stack.extend(todo); continue
+    stack.pop()
+    memo[x] = f(x, [memo[s] for s in x.src])
+  return memo[u]
+
+
+def ranges_open(x: UOp, below: list, closers: tuple = ("END", "REDUCE")) -> frozenset:
+  """The RANGEs x runs inside of, given those of its sources: theirs, plus x if it is a
+  RANGE, less those x closes when it is one of `closers`."""
+  s = frozenset().union(*below) if below else frozenset()
+  if x.op == "RANGE": return s | {x}
+  if x.op in closers: return s - set(x.src[1:])
+  return s
+
+
 def consumers(nodes: list[UOp]) -> dict[UOp, list[UOp]]:
   """node -> the distinct nodes that use it (in toposort order)."""
   out: dict[UOp, list[UOp]] = {u: [] for u in nodes}

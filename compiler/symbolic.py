@@ -17,7 +17,7 @@ from tinyspec.frozen import key
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from compiler.props import props, const
-from compiler.rewrite import Pat, Matcher, graph_rewrite
+from compiler.rewrite import Pat, Matcher, graph_rewrite, fold_up
 
 _ALU = None
 
@@ -73,15 +73,7 @@ def _key(t: UOp) -> tuple:
   and with it the rendered source, does not depend on what was compiled before."""
   k = _KEYS.get(t)
   if k is not None: return k
-  stack = [t]
-  while stack:
-    u = stack[-1]
-    if u in _KEYS: stack.pop(); continue
-    todo = [s for s in u.src if s not in _KEYS]
-    if todo: stack.extend(todo); continue
-    stack.pop()
-    _KEYS[u] = (u.op, key(u.arg), tuple(_KEYS[s] for s in u.src))
-  return _KEYS[t]
+  return fold_up(t, _KEYS, lambda u, below: (u.op, key(u.arg), tuple(below)))
 
 
 def build_sum(terms: dict, c: int, like: UOp) -> UOp:
