@@ -134,21 +134,23 @@ class Timer:
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
     srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
     from compiler.runtime.c import BuildError
-    def make(src):    # a unit that fails or takes longer than BUILD_TIMEOUT: its candidates drop out
+    def make(src):
+      """(built?, the OpenCL program or None): a unit that fails, or whose C build takes
+      longer than BUILD_TIMEOUT, is (False, None) and its candidates drop out."""
       try:
         if self.target == "opencl":
           from compiler.runtime.opencl import Built
-          return Built(src)
+          return True, Built(src)
         from compiler.runtime.c import build
         build(src, timeout=BUILD_TIMEOUT)
-        return True
+        return True, None
       except BuildError:
-        return None
+        return False, None
     if self.target == "opencl": builts = [make(x) for x in srcs]
     else:
       from concurrent.futures import ThreadPoolExecutor
       with ThreadPoolExecutor(2) as ex: builts = list(ex.map(make, srcs))
-    where = {id(c): (srcs[k], builts[k] if builts[k] is not True else None) for k, h in enumerate(halves) for c in h if builts[k] is not None}
+    where = {id(c): (srcs[k], builts[k][1]) for k, h in enumerate(halves) if builts[k][0] for c in h}
     return [Executable(c, *where[id(c)]).bind(self.inputs) if c is not None and id(c) in where else None for c in compiled]
 
   def time(self, bound, runs: int = RUNS, cap: float | None = None) -> float:

@@ -167,16 +167,14 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         reds[0] = A.split(p, g, "GROUP_REDUCE", True); grouped = True
     elif dev.target == "opencl" and H.get("group_size"):
       g = _divisor(A.size[p], min(H["group_size"], dev.max_local or H["group_size"]), 2)
-      top = bool(H.get("group_top"))
-      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", top) if top else A.split(p, g, "GROUP_REDUCE", False); grouped = True
+      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", bool(H.get("group_top"))); grouped = True
   # 3. independent accumulators for a reduce contiguous in memory; in an OpenCL group
   #    only for the ops the table lists (`group_unroll`: a float ADD chain is bound by
   #    the add's latency; the integer MAX a float MAX becomes measured slower unrolled)
-  group_ops = {u.arg["op"] for u in closers if u.op == "REDUCE"}
   unroll = H["unroll_reduce"]
   if grouped and dev.target == "opencl":
     gu = H.get("group_unroll") or {}
-    unroll = min((gu.get(o, 0) for o in group_ops), default=0)
+    unroll = min((gu.get(u.arg["op"], 0) for u in closers if u.op == "REDUCE"), default=0)
   if reds and not tiled and unroll > 1:
     p = reds[-1]
     if contiguous_in_load(p):
