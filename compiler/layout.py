@@ -84,7 +84,7 @@ def pack(sched: Schedule, target: str, dev) -> Schedule:
   if not H.get("pack"): return sched
   kernels: list[Kernel] = []
   inter = set(sched.intermediates)
-  slot = max([u.arg["slot"] for k in sched.kernels for u in k.args if u.op == "BUFFER"] + [u.arg["slot"] for u in inter if u.op == "BUFFER"] + [-1]) + 1
+  slot = sched.free_slot()
   for k in sched.kernels:
     if k.sink.op != "SINK": kernels.append(k); continue
     lanes = max(1, dev.vector_bytes // 4)

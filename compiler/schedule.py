@@ -45,6 +45,11 @@ class Schedule:
   intermediates: set = field(default_factory=set)   # storage UOps rangeify added
   meta: dict = field(default_factory=dict)
 
+  def free_slot(self) -> int:
+    """A BUFFER slot no kernel argument or intermediate uses (for buffers a pass adds)."""
+    used = [u.arg["slot"] for k in self.kernels for u in k.args if u.op == "BUFFER"]
+    return max(used + [u.arg["slot"] for u in self.intermediates if u.op == "BUFFER"] + [-1]) + 1
+
   def graph(self, body=lambda k: k.sink) -> Graph:
     """The tensor-level graph of the schedule; `body(kernel)` is what each CALL calls."""
     last_write: dict[UOp, UOp] = {}

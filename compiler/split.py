@@ -15,9 +15,8 @@ becomes
     out[o]        = f(REDUCE(partial[o, g2], g2))
 
 with G = compute units x `split_reduce` (render.yaml `heuristics`, per target) dividing n.
-The group axis g has the table's `split_axis` type (LOOP: an output axis like any
-other, which the heuristics give workgroups: on a CPU device `group_size` work items
-sharing each partial, on a GPU `group_size` of them in a GROUP_REDUCE).
+The group axis g is an output axis like any other, which the heuristics give workgroups
+(on a CPU device `group_size` work items sharing each partial, on a GPU a GROUP_REDUCE).
 Only reduces whose elements may combine in any order are split (decision reduce-empty:
 float ADD reassociates, MAX and integer arithmetic are exact in any order); the partials
 have the REDUCE's dtype, so float16/bfloat16 reduces (whose partials would round) stay whole. A kernel qualifies when it is one store nest over an output
@@ -57,7 +56,7 @@ def _store_nest(sink: UOp):
   return st, dst.src[0], idx, end
 
 
-def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int, axis: str = "LOOP"):
+def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int):
   """([partials kernel, combining kernel], partials BUFFER) or None when k does not qualify."""
   nest = _store_nest(k.sink)
   if nest is None: return None
@@ -78,7 +77,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   if d.cls == "float" and d.itemsize < 4: return None   # 16-bit partials would round each block's sum
   if any(size(i) is None for i in idx): return None      # symbolic output sizes: no fixed partials buffer
   ids = max(x.arg["id"] for x in ranges(k.sink)) + 1
-  g = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": axis})
+  g = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "LOOP"})
   inner = UOp("RANGE", (const(n // G, "index"),), {"id": ids + 1, "type": "REDUCE"})
   # the partials: the same reduce over one group's block of r
   part_shape = tuple(size(i) for i in idx) + (G,)
@@ -104,12 +103,11 @@ def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
   per_unit = (H.get("split_reduce") or {}).get(target)
   if not per_unit: return sched
   groups = max(2, dev.threads * int(per_unit))
-  axis = H.get("split_axis", "LOOP")
   inter = set(sched.intermediates)
-  slot = max([u.arg["slot"] for k in sched.kernels for u in k.args if u.op == "BUFFER"] + [u.arg["slot"] for u in inter if u.op == "BUFFER"] + [-1]) + 1
+  slot = sched.free_slot()
   kernels: list[Kernel] = []
   for k in sched.kernels:
-    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot, axis) if k.sink.op == "SINK" else None
+    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot) if k.sink.op == "SINK" else None
     if done is None: kernels.append(k); continue
     pair, buf = done
     kernels += pair
