@@ -73,7 +73,11 @@ def main(argv=None):
   a = ap.parse_args(argv)
   os.environ["TINYSPEC_CACHE"] = tempfile.mkdtemp(prefix="tinyspec-beam-")
   from tinyspec.tensor import Tensor
-  from compiler import compile_graph
+  from compiler import compile_graph, callify, rangeify
+  from compiler.beam import best_opts
+  from compiler.device import device
+  from compiler.heuristics import default_opts
+  from compiler.optimize import initial_types
   print(f"BEAM width {a.width} on {a.target}; cache {os.environ['TINYSPEC_CACHE']}")
   print(f"{'case':20s}{'search':>10s}{'default':>11s}{'cached':>11s}{'lookup':>10s}{'+apply':>10s}{'t default':>12s}{'t beam':>11s}{'ratio':>8s}  winner")
   for name, arrays, build in cases(np.random.default_rng(0)):
@@ -88,11 +92,6 @@ def main(argv=None):
       s0 = time.perf_counter(); compile_graph(g, a.target, keep_stages=False, beam=a.width); c.append(time.perf_counter() - s0)
     looks = [lookup_ms(g, a.target, a.width) for _ in range(5)]
     look, apply = min(x[0] for x in looks), min(x[1] for x in looks)
-    from compiler import callify, rangeify
-    from compiler.beam import best_opts
-    from compiler.device import device
-    from compiler.heuristics import default_opts
-    from compiler.optimize import initial_types
     ks = rangeify.rangeify(callify.callify(g.root_uops())).kernels
     win = [best_opts(k.sink, a.target, a.width) for k in ks]
     kept = win == [default_opts(initial_types(k.sink), a.target, device(a.target)) for k in ks]

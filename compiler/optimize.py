@@ -90,7 +90,7 @@ def _closers(sink: UOp, r: UOp) -> list[UOp]:
   return [u for u in toposort(sink) if u.op in ("END", "REDUCE") and r in u.src[1:]]
 
 
-def _carried(sink: UOp, r: UOp) -> bool:
+def carried(sink: UOp, r: UOp) -> bool:
   """Does a loop-carried read (AFTER listing r: an accumulator read inside r) depend on r?"""
   return any(u.op == "AFTER" and r in u.src[1:] for u in toposort(sink))
 
@@ -214,7 +214,7 @@ def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev
     raise CompileError("opt.parallel", f"axis {axis} is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions")
   if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closers):
     raise CompileError("opt.order", f"axis {axis} reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty); {kind} would reorder it")
-  if kind in REORDERING and _carried(sink, r):
+  if kind in REORDERING and carried(sink, r):
     raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next (an AFTER lists it); {kind} would reorder them")
   if kind == "GROUP_REDUCE" and dev is not None and dev.max_local and k > dev.max_local:
     raise CompileError("opt.unsupported", f"a group of {k} exceeds the {dev.max_local} work items of a workgroup on {dev.name}")
@@ -244,7 +244,7 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       top = check_split(sink, r, axis, k, kind, top, no_locals, dev)
       sink = _split(sink, r, k, kind, top, max(a.arg["id"] for a in axes) + 1)
     elif op == "PADTO":
-      if _carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
+      if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
     elif op == "SWAP":
       if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")

@@ -31,7 +31,7 @@ from compiler.rewrite import toposort, substitute
 from compiler.schedule import Kernel, Schedule
 from compiler.symbolic import simplify
 from compiler.tables import render_tables
-from compiler.optimize import ranges, size, reorderable
+from compiler.optimize import ranges, size, reorderable, carried
 
 
 def _divisor_near(n: int, want: int) -> int | None:
@@ -63,9 +63,9 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   st, out, idx, end = nest
   reds = [u for u in toposort(k.sink) if u.op == "REDUCE"]
   if len(reds) != 1 or not reorderable(reds[0]): return None
-  if any(u.op in ("AFTER", "BARRIER", "DEFINE_LOCAL") for u in toposort(k.sink)): return None
   red = reds[0]
   r = red.src[1]
+  if carried(k.sink, r): return None      # a value carried across r's iterations: their order is fixed
   n = size(r)
   total = 1
   for x in red.src[1:]: total *= size(x) or 0
