@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def cases(rng):
@@ -44,9 +43,9 @@ def cases(rng):
 def lookup_ms(c_graph, target, width) -> tuple[float, float]:
   """The cost of applying every kernel's cached winner: finding it (its key and its
   file), and that plus applying its OptOps to the kernel."""
-  from compiler import callify, rangeify
-  from compiler.beam import best_opts
-  from compiler.optimize import apply_opts, initial_types
+  from tinyspec.compiler import callify, rangeify
+  from tinyspec.compiler.beam import best_opts
+  from tinyspec.compiler.optimize import apply_opts, initial_types
   kernels = rangeify.rangeify(callify.callify(c_graph.root_uops())).kernels
   t = time.perf_counter()
   found = [best_opts(k.sink, target, width) for k in kernels]
@@ -73,11 +72,11 @@ def main(argv=None):
   a = ap.parse_args(argv)
   os.environ["TINYSPEC_CACHE"] = tempfile.mkdtemp(prefix="tinyspec-beam-")
   from tinyspec.tensor import Tensor
-  from compiler import compile_graph, callify, rangeify
-  from compiler.beam import best_opts
-  from compiler.device import device
-  from compiler.heuristics import default_opts
-  from compiler.optimize import initial_types
+  from tinyspec.compiler import compile_graph, callify, rangeify
+  from tinyspec.compiler.beam import best_opts
+  from tinyspec.compiler.device import device
+  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.optimize import initial_types
   print(f"BEAM width {a.width} on {a.target}; cache {os.environ['TINYSPEC_CACHE']}")
   print(f"{'case':20s}{'search':>10s}{'default':>11s}{'cached':>11s}{'lookup':>10s}{'+apply':>10s}{'t default':>12s}{'t beam':>11s}{'ratio':>8s}  winner")
   for name, arrays, build in cases(np.random.default_rng(0)):

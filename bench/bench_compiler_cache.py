@@ -22,10 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = r'''
 import json, sys, time
-sys.path.insert(0, {root!r})
 from tinyspec.uop import UOp
-from compiler import compile_graph
-from compiler.props import shape_operand as S, const
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.props import shape_operand as S, const
 target = sys.argv[1]
 a = UOp("BUFFER", (S((256, 256)),), {{"slot": 0, "dtype": "float32", "device": "CPU"}})
 g = [UOp("REDUCE", (UOp("MUL", (a, const(1.5, "float32"))),), {{"op": "ADD", "axes": [1]}})]
@@ -33,10 +32,10 @@ c = compile_graph(g, target, keep_stages=False)
 ks = c.sources[0]
 t = time.perf_counter()
 if target == "opencl":
-  from compiler.runtime.opencl import device, CLProgram as P
+  from tinyspec.compiler.runtime.opencl import device, CLProgram as P
   device()
 else:
-  from compiler.runtime.c import CProgram as P
+  from tinyspec.compiler.runtime.c import CProgram as P
 opened = time.perf_counter() - t
 t = time.perf_counter()
 if sys.argv[2] == "cold": c.run()     # build from source and launch once (completes the cache entry)

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def main():
   from tinyspec.tensor import Tensor
-  from compiler import compile_graph
-  from compiler.tables import render_tables
+  from tinyspec.compiler import compile_graph
+  from tinyspec.compiler.tables import render_tables
   from bench.bench_kernels import gemm_t, conv_t
   rng = np.random.default_rng(0)
   r = lambda *s: rng.standard_normal(s).astype(np.float32)

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 BAR_SECONDS = 600.0   # the bar for 1000 examples on c
 
 
@@ -26,7 +25,7 @@ def main(argv=None) -> int:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--no-stages", action="store_true")
   a = ap.parse_args(argv)
-  from conformance.properties import fuzz
+  from tinyspec.conformance.properties import fuzz
   t0 = time.perf_counter()
   rep = fuzz(a.backend, a.examples, a.seed, None, stages=not a.no_stages)
   dt = time.perf_counter() - t0

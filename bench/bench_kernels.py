@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DEV", "CPU")       # tinygrad: its CPU (clang) backend
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")   # see the module doc; read when NumPy loads
 import numpy as np  # noqa: E402  (after the environment above)
@@ -120,7 +119,7 @@ def cases(rng):
 def ours(target: str, build, arrays, beam: int):
   """(launch, result) of the compiled program with its inputs bound, or (None, reason)."""
   from tinyspec.tensor import Tensor
-  from compiler import compile_graph
+  from tinyspec.compiler import compile_graph
   ts = [Tensor(x) for x in arrays]
   t = build(*ts)
   g, inputs = t.graph(), t.inputs()
@@ -179,7 +178,7 @@ def main(argv=None):
   targets = a.targets.split(",")
   want = a.cases.split(",") if a.cases else None
   tg = (None, "--no-tinygrad") if a.no_tinygrad else tinygrad_module()
-  from compiler.device import device
+  from tinyspec.compiler.device import device
   print(f"host: {device('c').name}, {device('c').threads} threads; default heuristics"
         f"{f' and BEAM={a.beam}' if a.beam else ''}; tinygrad: {('DEV=' + tg[1]) if tg[0] else tg[1]}")
   cols = ["numpy"] + targets + ([f"{t}+beam" for t in targets] if a.beam else []) + (["tinygrad"] if tg[0] else [])

@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from refimpl import evaluate                      # noqa: E402
-from refimpl.engine import run                    # noqa: E402
-from refimpl.build import Builder                 # noqa: E402
-from refimpl.budget import default_budget         # noqa: E402
+from tinyspec.refimpl import evaluate                      # noqa: E402
+from tinyspec.refimpl.engine import run                    # noqa: E402
+from tinyspec.refimpl.build import Builder                 # noqa: E402
+from tinyspec.refimpl.budget import default_budget         # noqa: E402
 
 F32 = "float32"
 N1M = 1 << 20

@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tinyspec.graph import load_file          # noqa: E402
 from tinyspec.validate import validate        # noqa: E402
 

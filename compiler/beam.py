@@ -24,9 +24,9 @@ import time
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from compiler.props import CompileError, props
-from compiler.rewrite import toposort
-from compiler.optimize import ranges, axis_type, size, apply_opts, initial_types, top_nest, PARALLEL
+from tinyspec.compiler.props import CompileError, props
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler.optimize import ranges, axis_type, size, apply_opts, initial_types, top_nest, PARALLEL
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -110,7 +110,7 @@ class Timer:
     self.times: dict[tuple, float] = {}
 
   def compile(self, opts: list):
-    from compiler.pipeline import compile_graph
+    from tinyspec.compiler.pipeline import compile_graph
     try:
       return compile_graph(self.sink, self.target, [list(o) for o in opts], keep_stages=False)
     except CompileError:
@@ -120,8 +120,8 @@ class Timer:
     """Bound programs for the candidates (None where refused), every kernel built in one
     translation unit: one run of the C compiler (or OpenCL build) per batch."""
     from dataclasses import replace
-    from compiler.render import assemble
-    from compiler.executor import Executable
+    from tinyspec.compiler.render import assemble
+    from tinyspec.compiler.executor import Executable
     compiled = [self.compile(o) for o in opts_list]
     ok = [c for c in compiled if c is not None and c.sources]
     # every candidate's kernels (a tiled one may have a packing kernel too) renamed apart
@@ -133,15 +133,15 @@ class Timer:
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
     srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
-    from compiler.runtime.c import BuildError
+    from tinyspec.compiler.runtime.c import BuildError
     def make(src):
       """(built?, the OpenCL program or None): a unit that fails, or whose C build takes
       longer than BUILD_TIMEOUT, is (False, None) and its candidates drop out."""
       try:
         if self.target == "opencl":
-          from compiler.runtime.opencl import Built
+          from tinyspec.compiler.runtime.opencl import Built
           return True, Built(src)
-        from compiler.runtime.c import build
+        from tinyspec.compiler.runtime.c import build
         build(src, timeout=BUILD_TIMEOUT)
         return True, None
       except BuildError:
@@ -175,8 +175,8 @@ def _key(opts) -> tuple:
 
 # ------------------------------------------------------------------ the search
 def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
-  from compiler.device import device
-  from compiler.heuristics import default_opts
+  from tinyspec.compiler.device import device
+  from tinyspec.compiler.heuristics import default_opts
   dev = dev or device(target)
   typed = initial_types(sink)
   default = default_opts(typed, target, dev)
@@ -219,7 +219,7 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
 
 # ------------------------------------------------------------------ the cache
 def kernel_key(sink: UOp, target: str, width: int, dev) -> str:
-  from compiler.symbolic import _key as structure
+  from tinyspec.compiler.symbolic import _key as structure
   h = hashlib.sha256()
   h.update(repr(structure(sink)).encode())
   h.update(f"\0{target}\0{dev.key()}\0{width}".encode())
@@ -227,13 +227,13 @@ def kernel_key(sink: UOp, target: str, width: int, dev) -> str:
 
 
 def _cache_path(key: str):
-  from compiler.runtime.cache import cache_dir
+  from tinyspec.compiler.runtime.cache import cache_dir
   return cache_dir("beam") / f"{key}.json"
 
 
 def best_opts(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   """The cached BEAM winner for the kernel, searching (and caching) when there is none."""
-  from compiler.device import device
+  from tinyspec.compiler.device import device
   dev = dev or device(target)
   key = kernel_key(sink, target, width, dev)
   path = _cache_path(key)

@@ -12,8 +12,8 @@ no gate slot, so its guard is the renderer's alone).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from compiler.props import props, const
-from compiler.symbolic import linear, simplify
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.symbolic import linear, simplify
 
 TRUE = const(True, "bool")
 
@@ -95,7 +95,7 @@ def _and(gate: UOp | None, extra: list[UOp]) -> UOp:
 
 def gate_memory(sink: UOp) -> UOp:
   """Add every unproved bounds clause to its access's gate (see the module doc)."""
-  from compiler.rewrite import toposort
+  from tinyspec.compiler.rewrite import toposort
   memo: dict[UOp, UOp] = {}
   for u in toposort(sink):
     src = [memo[s] for s in u.src]

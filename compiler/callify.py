@@ -9,8 +9,8 @@ kernel CALLs.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from compiler.props import CompileError
-from compiler.rewrite import Pat, Matcher, graph_rewrite
+from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.rewrite import Pat, Matcher, graph_rewrite
 
 
 def _is_inlinable(f: UOp) -> bool:

@@ -59,7 +59,7 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
 
 def compare_outputs(got: dict, want: dict, tol: dict | None = None, default_ulp: int = 0) -> list[str]:
   """Messages for every output of `want` that `got` lacks or gets wrong."""
-  from refimpl.numeric import NP
+  from tinyspec.refimpl.numeric import NP
   names = {v: k for k, v in NP.items()}
   out = []
   for k, w in want.items():
@@ -78,11 +78,11 @@ class StageMismatch(AssertionError):
 def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | None = None, compiled=None):
   """Compile (unless given) and check every stage against the input graph's outputs.
   Raises StageMismatch naming the first stage that differs; returns the Compiled."""
-  from refimpl import evaluate
-  from compiler.pipeline import compile_graph
+  from tinyspec.refimpl import evaluate
+  from tinyspec.compiler.pipeline import compile_graph
   c = compiled or compile_graph(graph, target, opts)
   want = evaluate(c.stages["input"], inputs)
-  from refimpl import EvalError
+  from tinyspec.refimpl import EvalError
   for name, g in c.stages.items():
     if name == "input": continue
     res = validate(g)
@@ -108,8 +108,8 @@ def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | N
 def check_kernels(c, seed: int = 0):
   """Each kernel's LINEAR (program level) against its isel-stage SINK (kernel level), on
   random contents for its PARAMs."""
-  from refimpl import evaluate
-  from compiler.props import props
+  from tinyspec.refimpl import evaluate
+  from tinyspec.compiler.props import props
   from tinyspec.intervals import np_dtype
   from tinyspec.graph import Graph
   rng = np.random.default_rng(seed)

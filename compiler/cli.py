@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from tinyspec.cli import command
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
@@ -42,14 +41,13 @@ def _failure(path: str, e) -> int:
 
 
 def _runtime_errors():
-  from compiler.runtime.c import BuildError
-  from compiler.runtime.opencl import OpenCLUnavailable
-  from compiler.rewrite import RewriteLimit
+  from tinyspec.compiler.runtime.c import BuildError
+  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
+  from tinyspec.compiler.rewrite import RewriteLimit
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
 
 
-@command("compile", "lower a graph to C or OpenCL C kernels")
-def _compile_cmd(sub):
+def compile_command(sub):
   p = sub.add_parser("compile", help="lower a graph to C or OpenCL C kernels",
                      description="Compile a graph file through the lowering pipeline and print the kernels. "
                                  "Exit 0 compiled, 1 refused (rule id printed), 2 unreadable file or bad usage.")
@@ -62,7 +60,7 @@ def _compile_cmd(sub):
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
 
   def run(a) -> int:
-    from compiler import compile_graph, CompileError
+    from tinyspec.compiler import compile_graph, CompileError
     g, code = _load(a.file)
     if g is None: return code
     try: opts = json.loads(a.opt) if a.opt else None
@@ -105,8 +103,7 @@ def _parse_inputs(items) -> dict:
   return out
 
 
-@command("run", "run a graph on the reference evaluator or a compiled backend")
-def _run_cmd(sub):
+def run_command(sub):
   p = sub.add_parser("run", help="run a graph on the reference evaluator or a compiled backend",
                      description="Run a graph. Exit 0 success, 1 refused or failed, 2 unreadable input or bad usage.")
   p.add_argument("file", metavar="FILE")
@@ -126,12 +123,12 @@ def _run_cmd(sub):
       print(f"{e}", file=sys.stderr); return EXIT_UNREADABLE
     try:
       if a.backend == "ref":
-        from refimpl import evaluate, EvalError
+        from tinyspec.refimpl import evaluate, EvalError
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted)
         except EvalError as e:
           print(f"{a.file}: {e}", file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
-        from compiler import compile_graph, CompileError
+        from tinyspec.compiler import compile_graph, CompileError
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)

@@ -12,7 +12,7 @@ import os
 import platform
 from dataclasses import dataclass
 from functools import lru_cache
-from compiler.tables import render_tables
+from tinyspec.compiler.tables import render_tables
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def device(target: str) -> Device:
   if target == "c":
     return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]), _cpu_vector_bytes())
   try:
-    from compiler.runtime.opencl import device as cl_device
+    from tinyspec.compiler.runtime.opencl import device as cl_device
     import pyopencl as cl
     _, _, d = cl_device()
     kind = "cpu" if d.type & cl.device_type.CPU else "gpu"

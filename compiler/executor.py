@@ -14,7 +14,7 @@ import base64
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.intervals import np_dtype
-from compiler.props import props
+from tinyspec.compiler.props import props
 
 
 def input_name(u: UOp) -> str:
@@ -55,7 +55,7 @@ class CLMemory:
   """Storage for the OpenCL target: cl.Buffers (views are aligned sub-buffers)."""
   def __init__(self):
     import pyopencl as cl
-    from compiler.runtime.opencl import device
+    from tinyspec.compiler.runtime.opencl import device
     self.cl = cl
     self.ctx, self.queue, self.dev = device()
     self.align = max(self.dev.mem_base_addr_align // 8, 1)
@@ -109,13 +109,13 @@ class Executable:
     self.target = compiled.target
     src = source or compiled.program_source()
     if self.target == "c":
-      from compiler.runtime.c import CProgram
+      from tinyspec.compiler.runtime.c import CProgram
       self.mem = HostMemory()
       self.programs = [CProgram(ks, src) for ks in compiled.sources]
     else:
-      from compiler.runtime.opencl import CLProgram
+      from tinyspec.compiler.runtime.opencl import CLProgram
       self.mem = CLMemory()
-      from compiler.runtime.opencl import Built
+      from tinyspec.compiler.runtime.opencl import Built
       built = built or (Built(src) if compiled.sources else None)
       self.programs = [CLProgram(ks, shared=built) for ks in compiled.sources]
 

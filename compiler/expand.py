@@ -36,11 +36,11 @@ The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, const, shape_operand, CompileError
-from compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
-from compiler.symbolic import simplify, linear
-from compiler.tables import render_tables
-from compiler.rangeify import with_identity
+from tinyspec.compiler.props import props, const, shape_operand, CompileError
+from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
+from tinyspec.compiler.symbolic import simplify, linear
+from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rangeify import with_identity
 
 UNROLLED = ("UPCAST", "UNROLL")
 
@@ -109,7 +109,7 @@ def _flat_coefficient(index: UOp, u: UOp, dep: dict):
   shape = props(index.src[0]).shape
   coef, stride = 0, 1
   for i, d in reversed(list(zip(index.src[1:], shape))):
-    from compiler.optimize import depends
+    from tinyspec.compiler.optimize import depends
     if depends(i, u, dep):
       lf = linear(i, 32)
       if lf is None or any(t is not u and depends(t, u, dep) for t in lf[0]): return None
@@ -127,7 +127,7 @@ def _in_bounds(index: UOp) -> bool:
 
 def _vectorizable(sink: UOp, u: UOp) -> bool:
   """Can UPCAST axis u become (k,)-vector values (see render.yaml `vectors`)?"""
-  from compiler.optimize import depends
+  from tinyspec.compiler.optimize import depends
   V = render_tables()["vectors"]
   dep: dict = {}
   nodes = toposort(sink)
@@ -204,7 +204,7 @@ def _group_reduce(sink: UOp) -> UOp:
     for key, members in by_key.items():
       # the partials of every work item (LOCAL) or thread (THREAD) running this reduce at
       # once get their own slots: the buffer is indexed by those ranges and the group's
-      from compiler.optimize import open_ranges
+      from tinyspec.compiler.optimize import open_ranges
       outer = sorted({r for red in members for r in open_ranges(red, opened) if _rtype(r) in ("LOCAL", "THREAD")}, key=lambda r: r.arg["id"])
       if any(r.src[0].op != "CONST" for r in (*outer, *key)): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
       G, gidx = 1, const(0, "index")
@@ -315,5 +315,5 @@ def _accumulate(sink: UOp) -> UOp:
 
 
 def expand(sink: UOp) -> UOp:
-  from compiler.linearize import split_ends
+  from tinyspec.compiler.linearize import split_ends
   return split_ends(_accumulate(_max_on_integers(_unroll(_group_reduce(_unroll(_vectorize(sink), ("UPCAST",))), ("UNROLL",)))))

@@ -26,11 +26,11 @@ order (opt.order).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from compiler.props import props
-from compiler.rewrite import toposort
-from compiler.symbolic import linear
-from compiler.tables import render_tables
-from compiler.optimize import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.props import props
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler.symbolic import linear
+from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.optimize import ranges, axis_type, size, output_nest, reorderable
 
 
 def _prod(xs) -> int:
@@ -109,7 +109,7 @@ class Axes:
 
 
 def default_opts(sink: UOp, target: str, dev=None) -> list:
-  from compiler.device import device
+  from tinyspec.compiler.device import device
   dev = dev or device(target)
   H = render_tables()["heuristics"][dev.kind]
   axes = ranges(sink)

@@ -10,10 +10,10 @@ check as a gate (compiler.bounds.gate_memory).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from compiler.props import CompileError
-from compiler.rewrite import toposort, rebuild
-from compiler.tables import category, render_tables
-from compiler import render as R
+from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.rewrite import toposort, rebuild
+from tinyspec.compiler.tables import category, render_tables
+from tinyspec.compiler import render as R
 
 
 def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
@@ -28,7 +28,7 @@ def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
   sink = rebuild(sink, _load_of_value)
-  from compiler.bounds import gate_memory
+  from tinyspec.compiler.bounds import gate_memory
   sink = gate_memory(sink)
   for u in toposort(sink):
     if u.op in render_tables()["ops"] and R.select_case(u, target, kind) is None:

@@ -19,12 +19,12 @@ the tile's own ranges.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from compiler.props import props, const, shape_operand
-from compiler.rewrite import toposort, substitute
-from compiler.schedule import Kernel, Schedule
-from compiler.symbolic import linear, simplify
-from compiler.tables import render_tables
-from compiler.optimize import axis_type, size, initial_types, apply_opts
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.compiler.schedule import Kernel, Schedule
+from tinyspec.compiler.symbolic import linear, simplify
+from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.optimize import axis_type, size, initial_types, apply_opts
 
 
 def _lane_block(i: UOp) -> int | None:
@@ -78,8 +78,8 @@ def _pack_kernel(src_shape, w: int, dtype: str, name: str) -> UOp:
 
 def pack(sched: Schedule, target: str, dev) -> Schedule:
   """Insert the packing kernels the schedule's kernels want (kernels already optimized)."""
-  from compiler.rangeify import _prune_params
-  from compiler.heuristics import default_opts
+  from tinyspec.compiler.rangeify import _prune_params
+  from tinyspec.compiler.heuristics import default_opts
   H = render_tables()["heuristics"][dev.kind]
   if not H.get("pack"): return sched
   kernels: list[Kernel] = []

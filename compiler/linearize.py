@@ -14,8 +14,8 @@ loops, is refused (compile.form).
 from __future__ import annotations
 import heapq
 from tinyspec.uop import UOp
-from compiler.props import CompileError
-from compiler.rewrite import toposort, substitute
+from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.rewrite import toposort, substitute
 
 
 def split_ends(sink: UOp) -> UOp:

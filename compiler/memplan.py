@@ -8,8 +8,8 @@ largest first, each at the lowest aligned offset free during its whole lifetime
 not change, so the stage's graph evaluates exactly like the previous one.
 """
 from __future__ import annotations
-from compiler.props import props
-from compiler.schedule import Schedule
+from tinyspec.compiler.props import props
+from tinyspec.compiler.schedule import Schedule
 
 ALIGN = 256
 

@@ -32,9 +32,9 @@ LOCAL, THREAD) say.
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from compiler.props import props, const, CompileError
-from compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
-from compiler.symbolic import simplify
+from tinyspec.compiler.props import props, const, CompileError
+from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
+from tinyspec.compiler.symbolic import simplify
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
 REORDERING = ("UPCAST", "UNROLL", "GROUP_REDUCE")   # types whose iterations do not run in loop order
@@ -132,7 +132,7 @@ def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp
 
 def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   """Grow r to a multiple of m; the added iterations store nothing and reduce nothing."""
-  from compiler.expand import identity
+  from tinyspec.compiler.expand import identity
   n = size(r)
   if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be padded")
   if not isinstance(m, int) or m <= 0: raise CompileError("opt.divisible", f"PADTO needs a positive multiple, not {m!r}")
@@ -263,6 +263,6 @@ def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
   sink = initial_types(sink)
   if opts is None:
-    from compiler.heuristics import default_opts
+    from tinyspec.compiler.heuristics import default_opts
     opts = default_opts(sink, target, dev)
   return apply_opts(sink, opts, target, dev)

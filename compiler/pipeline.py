@@ -20,13 +20,13 @@ from tinyspec.graph import Graph
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from compiler.props import CompileError, props
-from compiler.schedule import Kernel, Output, Schedule
-from compiler.rewrite import toposort
-from compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
-from compiler import layout as _layout
-from compiler import split as _split
-from compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
+from tinyspec.compiler.props import CompileError, props
+from tinyspec.compiler.schedule import Kernel, Output, Schedule
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
+from tinyspec.compiler import layout as _layout
+from tinyspec.compiler import split as _split
+from tinyspec.compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
 
 STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
 
@@ -48,7 +48,7 @@ class Compiled:
     return _render.assemble(self.sources, self.target)
 
   def executable(self):
-    from compiler.executor import Executable
+    from tinyspec.compiler.executor import Executable
     return Executable(self)
 
   def run(self, inputs=None, threads=None):
@@ -77,7 +77,7 @@ def _map_kernels(s: Schedule, fn) -> Schedule:
 def _kernel_schedule(sink: UOp) -> Schedule:
   """A bare kernel: its PARAMs are the program's inputs and outputs (named by their own
   slots); inside, they are renumbered 0..n-1, the argument positions."""
-  from compiler.rewrite import substitute
+  from tinyspec.compiler.rewrite import substitute
   params = sorted({u for u in toposort(sink) if u.op == "PARAM"}, key=lambda p: p.arg["slot"])
   slots = [p.arg["slot"] for p in params]
   if len(set(slots)) != len(slots):
@@ -128,12 +128,12 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
       sched = _rangeify.rangeify(roots)
       keep("rangeify", lambda: sched.graph())
-    from compiler.device import device
+    from tinyspec.compiler.device import device
     dev = device(target)
     def choose(k):
       o = kernel_opts(opts, k.name)
       if o is None and beam > 0:
-        from compiler.beam import best_opts
+        from tinyspec.compiler.beam import best_opts
         o = best_opts(k.sink, target, beam, dev)
       return o
     if level != "kernel": sched = _split.split_reduces(sched, target, dev)    # OpenCL: a long reduce over every compute unit
@@ -150,7 +150,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
-  from compiler.device import device as _device
+  from tinyspec.compiler.device import device as _device
   kind = _device(target).kind
   for k, lin in zip(sched.kernels, kernels_lin):
     ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind)
@@ -178,14 +178,14 @@ def _disjoint(args) -> bool:
 
 def _graph_input_names(g: Graph) -> set:
   """Names of the input graph's own storage (ops with `storage: true` in the tables)."""
-  from compiler.executor import input_name
+  from tinyspec.compiler.executor import input_name
   ops = tables().ops
   return {input_name(u) for u in g.uops() if ops[u.op].storage is True and u.op in ("BUFFER", "PARAM")}
 
 
 def _input_names(s: Schedule) -> set:
   """Names the program's inputs answer to: its storage (BUFFERs and input PARAMs)."""
-  from compiler.executor import input_name
+  from tinyspec.compiler.executor import input_name
   seen = [a for k in s.kernels for a in k.args] + [o.storage for o in s.outputs if o.storage is not None]
   out = set()
   for u in seen:

@@ -30,12 +30,12 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, const, shape_operand, CompileError
-from compiler.rewrite import Matcher, Pat
-from compiler.schedule import Kernel, Output, Schedule
-from compiler.symbolic import simplify, build_sum
-from compiler.tables import policy, is_alu
-from compiler.bounds import gate_memory
+from tinyspec.compiler.props import props, const, shape_operand, CompileError
+from tinyspec.compiler.rewrite import Matcher, Pat
+from tinyspec.compiler.schedule import Kernel, Output, Schedule
+from tinyspec.compiler.symbolic import simplify, build_sum
+from tinyspec.compiler.tables import policy, is_alu
+from tinyspec.compiler.bounds import gate_memory
 
 ZERO = const(0, "index")
 TRUE = const(True, "bool")
@@ -344,7 +344,7 @@ def _expanding(s: UOp, u: UOp) -> bool:
 
 def _kernel_sink_slots(body: UOp) -> set[int]:
   """PARAM slots a kernel body stores to."""
-  from compiler.rewrite import toposort
+  from tinyspec.compiler.rewrite import toposort
   out = set()
   for u in toposort(body):
     if u.op in ("STORE", "ATOMICADD"):
@@ -656,7 +656,7 @@ class Rangeify:
 
 def _prune_params(sink: UOp, args: list, writes: set):
   """Drop the arguments whose PARAM simplification removed; number the rest 0..n-1."""
-  from compiler.rewrite import substitute
+  from tinyspec.compiler.rewrite import substitute
   used = sorted({u.arg["slot"] for u in _walk(sink) if u.op == "PARAM"})
   if used == list(range(len(args))): return sink, args, writes
   new = {old: i for i, old in enumerate(used)}
@@ -707,7 +707,7 @@ def _merge(a: Kernel, b: Kernel) -> Kernel:
   for u in _walk(b.sink):
     if u.op == "RANGE" and u not in rmap:
       rmap[u] = u.replace(arg={**u.arg, "id": top}); top += 1
-  from compiler.rewrite import substitute
+  from tinyspec.compiler.rewrite import substitute
   bsink = substitute(b.sink, {**pmap, **rmap})
   def stores(k_sink, nest_ranges):
     body = k_sink.src[0]
@@ -741,7 +741,7 @@ def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
 
 
 def _walk(*roots):
-  from compiler.rewrite import toposort
+  from tinyspec.compiler.rewrite import toposort
   return toposort(list(roots))
 
 

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, CompileError
-from compiler.tables import render_tables
+from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.tables import render_tables
 
 TARGETS = ("c", "opencl")
 _FIELD = re.compile(r"\{([A-Za-z_]+)\}")
@@ -283,7 +283,7 @@ class Renderer:
   def address(self, idx: UOp, gates: tuple = ()):
     """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...); an
     index is guarded unless its interval, narrowed by what `gates` state, is in bounds."""
-    from compiler.bounds import facts, interval
+    from tinyspec.compiler.bounds import facts, interval
     known: dict = {}
     for g in gates:
       for x, (flo, fhi) in facts(g).items():
@@ -318,7 +318,7 @@ class Renderer:
 
   def lane_split(self, i: UOp):
     """A vector index as (its lane-0 value as source text, the step between lanes)."""
-    from compiler.symbolic import linear
+    from tinyspec.compiler.symbolic import linear
     lf = linear(i, 64)
     if lf is None: raise CompileError("compile.form", "a vector index that is not linear", i)
     parts, coef, c = [], 0, lf[1]

@@ -26,12 +26,12 @@ iterations (constant sizes), and G divides the reduce's outermost range (the one
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, const, shape_operand
-from compiler.rewrite import toposort, substitute
-from compiler.schedule import Kernel, Schedule
-from compiler.symbolic import simplify
-from compiler.tables import render_tables
-from compiler.optimize import ranges, size, reorderable, carried
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.compiler.schedule import Kernel, Schedule
+from tinyspec.compiler.symbolic import simplify
+from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.optimize import ranges, size, reorderable, carried
 
 
 def _divisor_near(n: int, want: int) -> int | None:
@@ -87,7 +87,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   pst = UOp("STORE", (UOp("INDEX", (P, *idx, g)), pred))
   psink = UOp("SINK", (UOp("END", (pst, *idx, g)),), {"name": f"{k.sink.arg.get('name', k.name)}_partial"})
   buf = UOp("BUFFER", (shape_operand(part_shape),), {"slot": slot, "dtype": dt, "device": dev_name})
-  from compiler.rangeify import _prune_params
+  from tinyspec.compiler.rangeify import _prune_params
   psink, pargs, pwrites = _prune_params(simplify(psink), list(k.args) + [buf], {len(k.args)})
   # the combination: f of the reduce over the partials
   g2 = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "REDUCE"})
@@ -98,7 +98,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
 
 def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
   """Every qualifying kernel split in two (see the module doc); others unchanged."""
-  from compiler.layout import dev_name
+  from tinyspec.compiler.layout import dev_name
   H = render_tables()["heuristics"][dev.kind]
   per_unit = (H.get("split_reduce") or {}).get(target)
   if not per_unit: return sched

@@ -2,13 +2,13 @@
 render table handle, never listed by hand."""
 from __future__ import annotations
 from tinyspec.tables import tables
-from compiler.tables import render_tables, policy, is_alu
+from tinyspec.compiler.tables import render_tables, policy, is_alu
 
 
 def supported_ops(target: str) -> dict[str, set[str]]:
   """op -> the levels ({"tensor", "kernel", "program"}) compiled for target."""
-  from compiler.rangeify import READERS
-  from compiler.render import TARGETS
+  from tinyspec.compiler.rangeify import READERS
+  from tinyspec.compiler.render import TARGETS
   if target not in TARGETS: raise KeyError(f"unknown target {target!r}")
   T = tables()
   R = render_tables()

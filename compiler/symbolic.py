@@ -16,8 +16,8 @@ from tinyspec.uop import UOp
 from tinyspec.frozen import key
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
-from compiler.props import props, const
-from compiler.rewrite import Pat, Matcher, graph_rewrite, fold_up
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.rewrite import Pat, Matcher, graph_rewrite, fold_up
 
 _ALU = None
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from functools import lru_cache
 import yaml
-import spec
+from tinyspec import spec
 from tinyspec.tables import tables
 
 

@@ -29,7 +29,7 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node, from_document
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from conformance import values as V
+from tinyspec.conformance import values as V
 
 GENERATOR_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent / "templates.yaml"
@@ -334,7 +334,7 @@ def load_templates() -> dict:
 
 def case_ops() -> list[str]:
   """The ops a corpus covers: trusted ops with tensor- or kernel-level semantics."""
-  from refimpl import supported_ops
+  from tinyspec.refimpl import supported_ops
   sup = supported_ops()
   T = tables()
   return [n for n, o in T.ops.items() if not o.untrusted and sup.get(n, set()) & {"tensor", "kernel"}]
@@ -384,8 +384,8 @@ def _value_srcs(g: Graph, i: int) -> list[int]:
 def expected(d: Draft) -> tuple[dict, dict]:
   """(outputs, bounds): the reference evaluator's outputs and for each its (ulp,
   ulp_decomposed) bounds."""
-  from refimpl import evaluate
-  from conformance.compare import element_bounds
+  from tinyspec.refimpl import evaluate
+  from tinyspec.conformance.compare import element_bounds
   from tinyspec.tolerance import tolerance
   res = validate(d.graph)
   r = evaluate(d.graph, d.inputs, trace=True)
@@ -435,7 +435,7 @@ def devices_used(g: Graph) -> list[str]:
 # ------------------------------------------------------------------ writing the corpus
 def write_draft(d: Draft, root: Path) -> dict:
   """Evaluate a draft and write it as a positive case under root/<id>/."""
-  from conformance.corpus import write_case
+  from tinyspec.conformance.corpus import write_case
   res = validate(d.graph)
   outs, bounds = expected(d)
   dts = output_dtypes(d.graph, res.views)
@@ -468,8 +468,8 @@ def uniform(d: Draft) -> Draft:
 def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
   """A negative case per invalid graph of the rule corpus: (folder, metadata, graph file)."""
   import os
-  from conformance.rulecases import load_rule_cases
-  from conformance.corpus import CASES_DIR
+  from tinyspec.conformance.rulecases import load_rule_cases
+  from tinyspec.conformance.corpus import CASES_DIR
   out = []
   for c in load_rule_cases():
     if c.valid: continue
@@ -484,9 +484,9 @@ def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
 
 def write_corpus(root: Path, ops: list[str] | None = None, log=None) -> int:
   """Write every case under root (which should be empty). Returns the number of cases."""
-  from conformance.corpus import write_case
+  from tinyspec.conformance.corpus import write_case
   n = 0
-  from refimpl import EvalError
+  from tinyspec.refimpl import EvalError
   for d in all_drafts(ops):
     try:
       try: write_draft(d, root)

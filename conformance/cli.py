@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from tinyspec.cli import command
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
@@ -24,16 +23,15 @@ def _err(msg: str) -> int:
 
 
 def _is_rule_corpus(d: Path | None) -> bool:
-  from conformance.rulecases import RULES_DIR, EXPECT_SUFFIX
+  from tinyspec.conformance.rulecases import RULES_DIR, EXPECT_SUFFIX
   if d is None: return False
   d = Path(d)
   return d.resolve() == RULES_DIR.resolve() or (d.is_dir() and next(d.rglob("*" + EXPECT_SUFFIX), None) is not None
                                                  and next(d.rglob("case.json"), None) is None)
 
 
-@command("conformance", "run the conformance suite: the case corpus through a backend (or the rule corpus through the validator)")
-def _conformance_cmd(sub):
-  from conformance import runner
+def conformance_command(sub):
+  from tinyspec.conformance import runner
   p = sub.add_parser("conformance", help="run the conformance suite",
                      description="Run the conformance cases through backends. Without --backend: the rule corpus "
                                  "(conformance/rules) through tinyspec's validator. With --backend NAME (ref, c, opencl, any "
@@ -73,8 +71,8 @@ def _conformance_cmd(sub):
 
 
 def _run_judges(a, names, show) -> int:
-  from conformance import runner
-  from conformance.rulecases import CorpusError
+  from tinyspec.conformance import runner
+  from tinyspec.conformance.rulecases import CorpusError
   try:
     cases = runner.select(runner.load_cases(a.cases), a.patterns)
   except CorpusError as e:
@@ -89,11 +87,11 @@ def _run_judges(a, names, show) -> int:
 
 
 def _run_execs(a, names, show) -> int:
-  from conformance import runner
-  from conformance.corpus import load_cases, CaseError
-  from conformance.execute import CaseRunner, BackendUnavailable, coverage
-  from conformance.manifest import load_manifest, ManifestError
-  from conformance.report import Progress, merge_coverage
+  from tinyspec.conformance import runner
+  from tinyspec.conformance.corpus import load_cases, CaseError
+  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
+  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  from tinyspec.conformance.report import Progress, merge_coverage
   try: cases = runner.select(load_cases(a.cases), a.patterns)
   except CaseError as e: return _err(str(e))
   if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
@@ -128,8 +126,8 @@ def _run_execs(a, names, show) -> int:
 
 
 def _finish(a, results, names, cases_dir) -> int:
-  from conformance import runner
-  from conformance.report import junit_xml
+  from tinyspec.conformance import runner
+  from tinyspec.conformance.report import junit_xml
   c = runner.counts(results)
   print(runner.summary_line(c))
   try:
@@ -140,8 +138,7 @@ def _finish(a, results, names, cases_dir) -> int:
   return EXIT_OK if runner.ok(c) else EXIT_INVALID
 
 
-@command("fuzz", "draw random valid graphs from the tables and hold a backend to the reference evaluator")
-def _fuzz_cmd(sub):
+def fuzz_command(sub):
   p = sub.add_parser("fuzz", help="property-based differential testing of a backend",
                      description="Draw valid graphs from the tables (conformance/strategies.py) and check the backend's value "
                                  "of every node against the reference evaluator, the validator, the derived min_max and (for the "
@@ -158,8 +155,8 @@ def _fuzz_cmd(sub):
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
 
   def run(a) -> int:
-    from conformance.properties import fuzz
-    from conformance.execute import BackendUnavailable
+    from tinyspec.conformance.properties import fuzz
+    from tinyspec.conformance.execute import BackendUnavailable
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)

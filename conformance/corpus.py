@@ -28,7 +28,7 @@ class CaseError(Exception):
 def storage_dtype(dt: str) -> np.dtype:
   """The dtype a dtype's values are stored in on disk."""
   if dt == "bfloat16": return np.dtype(np.uint16)
-  from refimpl.numeric import NP
+  from tinyspec.refimpl.numeric import NP
   return NP[dt]
 
 
@@ -39,7 +39,7 @@ def to_disk(x: np.ndarray, dt: str) -> np.ndarray:
 
 
 def from_disk(x: np.ndarray, dt: str) -> np.ndarray:
-  from refimpl.numeric import NP
+  from tinyspec.refimpl.numeric import NP
   if dt == "bfloat16": return np.array(x, order="C", copy=True).view(NP["bfloat16"])
   return x.astype(NP[dt], copy=False)
 
@@ -54,7 +54,7 @@ def load_array(path: Path, dt: str) -> np.ndarray:
 
 def dtype_of_array(x: np.ndarray) -> str:
   """The tinyspec dtype name of a NumPy array (int64 reads as int64, not index)."""
-  from refimpl.numeric import NP
+  from tinyspec.refimpl.numeric import NP
   for name, t in NP.items():
     if name != "index" and t == x.dtype: return name
   raise TypeError(f"no tinyspec dtype for NumPy dtype {x.dtype}")

@@ -23,11 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from conformance.runner import Result
-from conformance.protocol import BackendProcess, BackendDied, worker_command, split_command
-from conformance.corpus import from_disk, load_array, storage_dtype
-from conformance.compare import describe
-from conformance.manifest import Manifest
+from tinyspec.conformance.runner import Result
+from tinyspec.conformance.protocol import BackendProcess, BackendDied, worker_command, split_command
+from tinyspec.conformance.corpus import from_disk, load_array, storage_dtype
+from tinyspec.conformance.compare import describe
+from tinyspec.conformance.manifest import Manifest
 
 
 class BackendUnavailable(Exception):
@@ -96,8 +96,6 @@ class CaseRunner:
 
   def _new_process(self) -> BackendProcess:
     env = dict(os.environ if self.env is None else self.env)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return BackendProcess(self.spec.command, env=env)
 
   def capabilities(self):
@@ -167,7 +165,7 @@ class CaseRunner:
     return [results[c.id] for c in cases if c.id in results]
 
   def _units(self, cases) -> list[list]:
-    from conformance.batch import batchable
+    from tinyspec.conformance.batch import batchable
     size = max(1, int(self.batch or 1))
     if size == 1: return [[c] for c in cases]
     singles = [[c] for c in cases if not batchable(c)]
@@ -231,7 +229,7 @@ class CaseRunner:
     return ("fail", why) if why else ("pass", "")
 
   def _run_batch(self, proc, unit, d: Path) -> list[Result]:
-    from conformance.batch import merge, write
+    from tinyspec.conformance.batch import merge, write
     t0 = time.perf_counter()
     m = merge(unit)
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]

@@ -29,8 +29,8 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
-from conformance.compare import describe, element_bounds
-from conformance.strategies import Drawn
+from tinyspec.conformance.compare import describe, element_bounds
+from tinyspec.conformance.strategies import Drawn
 
 
 @dataclass
@@ -93,7 +93,7 @@ def local_reference(d: Drawn, views, i: int, known: dict):
   level: every value source with a known value becomes an input holding it (a BUFFER; in
   a kernel, a load from a PARAM over the same loop), constants and shape operands are
   copied."""
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   from tinyspec.tables import tables
   g = d.graph
   n = g.nodes[i]
@@ -136,7 +136,7 @@ def _same_as_trace(got, ref) -> bool:
   if ref.dtype != got.dtype: return False
   if got.dtype.kind == "f" or got.dtype.name == "bfloat16":
     a, b = got.astype(np.float64), ref.astype(np.float64)
-    from conformance.compare import _bits
+    from tinyspec.conformance.compare import _bits
     return bool(np.all((_bits(got) == _bits(ref)) | (np.isnan(a) & np.isnan(b))))
   return bool(np.array_equal(got, ref))
 
@@ -156,7 +156,7 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
     try: want, operands = local_reference(d, views, i, known)
     except Exception as e:   # the reference refuses the backend's values: report it, it is a finding
       return Failure("values", i, n.op, dt, f"the reference evaluator cannot check this node: {type(e).__name__}: {e}"[:500], d)
-    from refimpl.numeric import NP
+    from tinyspec.refimpl.numeric import NP
     if got.dtype != NP[dt]: return Failure("values", i, n.op, dt, f"dtype {got.dtype}, expected {dt}", d)
     if d.level == "kernel" and np.shape(want) == () and got.ndim == 1:
       want = np.broadcast_to(want, got.shape)   # a value the loop does not change, stored at every element
@@ -167,7 +167,7 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
 
 def reference_trace(d: Drawn):
   """(the reference evaluator's values of every node, None) or (None, a Failure)."""
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   try: return evaluate(d.graph, d.inputs, trace=True).values, None
   except Exception as e:   # the reference itself fails on a valid graph: a finding too
     return None, Failure("reference", None, None, None, f"the reference evaluator fails: {type(e).__name__}: {e}"[:800], d)
@@ -203,7 +203,7 @@ def check_valid(d: Drawn) -> Failure | None:
 def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None) -> Failure | None:
   """Every stage graph of the backend is valid and computes what the reference allows."""
   from tinyspec.validate import validate
-  from refimpl import evaluate, EvalError
+  from tinyspec.refimpl import evaluate, EvalError
   try: stages = backend.stages(d.graph)
   except Exception as e:
     if isinstance(getattr(e, "rule", None), str): return None   # refused with a rule id: counted by the run itself
@@ -212,7 +212,7 @@ def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None)
     if name == "input": continue
     res = validate(g)
     if not res.ok: return Failure(f"stage {name}", None, None, None, "invalid stage graph: " + res.diagnostics[0].format(), d)
-    from conformance.casegen import input_names
+    from tinyspec.conformance.casegen import input_names
     names = input_names(g, res.views)   # a stage may drop a buffer nothing reads: its graph's own inputs
     try: outs = evaluate(g, {k: v for k, v in d.inputs.items() if k in names})
     except EvalError as e:
@@ -240,7 +240,7 @@ def check_mutant(d: Drawn, m) -> Failure | None:
 def with_mutants(base):
   """Pairs (drawn graph, a mutant of it or None): the fuzz draws both."""
   from hypothesis import strategies as st
-  from conformance.strategies import mutation_rules, _apply, _DrawAdapter, _tables
+  from tinyspec.conformance.strategies import mutation_rules, _apply, _DrawAdapter, _tables
 
   @st.composite
   def pairs(draw):
@@ -274,7 +274,7 @@ class InProcess:
 class Isolated:
   """A backend behind the protocol, in its own process: a crash or hang is a finding."""
   def __init__(self, spec: str, timeout: float = 60.0):
-    from conformance.execute import CaseRunner
+    from tinyspec.conformance.execute import CaseRunner
     self.runner = CaseRunner(spec, timeout=timeout)
     self.caps = self.runner.capabilities()
     self.name = self.runner.name
@@ -283,8 +283,8 @@ class Isolated:
     self.n = 0
 
   def run(self, d: Drawn) -> dict:
-    from conformance.corpus import save_array, dtype_of_array, from_disk
-    from conformance.protocol import BackendDied
+    from tinyspec.conformance.corpus import save_array, dtype_of_array, from_disk
+    from tinyspec.conformance.protocol import BackendDied
     self.n += 1
     w = self.tmp / f"e{self.n % 4}"
     w.mkdir(exist_ok=True)
@@ -358,8 +358,8 @@ class FuzzReport:
 
 def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
   """graphs() restricted to what the backend and the reference evaluator both run."""
-  from conformance.strategies import graphs, drawable_ops
-  from refimpl import supported_ops
+  from tinyspec.conformance.strategies import graphs, drawable_ops
+  from tinyspec.refimpl import supported_ops
   ref = supported_ops()
   names = [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
   return graphs(level, ops=names, max_ops=max_ops, dtypes=sorted(caps.dtypes))
@@ -488,7 +488,7 @@ def _at_position(d: Drawn, views, pos: tuple) -> Drawn | None:
 
 def write_failure(f: Failure, out: Path) -> Path:
   """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
-  from conformance.casegen import Draft, write_draft
+  from tinyspec.conformance.casegen import Draft, write_draft
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"fuzz/{(f.op or 'graph')}-{f.dtype or 'any'}-{h}"

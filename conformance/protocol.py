@@ -152,7 +152,7 @@ class BackendProcess:
 
 def worker_command(name: str) -> list[str]:
   """The command serving registered Python backend `name` over the protocol."""
-  return [sys.executable, "-m", "conformance.worker", "--backend", name]
+  return [sys.executable, "-m", "tinyspec.conformance.worker", "--backend", name]
 
 
 def split_command(spec: str) -> list[str]:

@@ -51,7 +51,7 @@ class ValidatorBackend(Backend):
   def supports(self, case) -> bool: return getattr(case, "kind", None) == "rule"
 
   def run(self, case) -> Result:
-    from conformance.rulecases import validate_case
+    from tinyspec.conformance.rulecases import validate_case
     mismatch, _ = validate_case(case)
     return Result(case.id, self.name, "fail" if mismatch else "pass", mismatch or "")
 
@@ -68,7 +68,7 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
 def load_cases(path: Path | str | None = None) -> list:
   """The cases under path: a rule corpus folder (holding *.expect.json files). Default:
   conformance/rules. Raises rulecases.CorpusError for a missing or malformed corpus."""
-  from conformance.rulecases import load_rule_cases
+  from tinyspec.conformance.rulecases import load_rule_cases
   return load_rule_cases(path)
 
 

@@ -1,6 +1,6 @@
 """Hypothesis strategies for tinyspec graphs, drawn from the tables.
 
-    from conformance.strategies import graphs, invalid_graphs
+    from tinyspec.conformance.strategies import graphs, invalid_graphs
     @given(graphs("tensor"))            # valid by construction; .graph, .inputs, .outputs
     @given(invalid_graphs("tensor"))    # .graph breaks .rule at .node
 
@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
-from conformance import values as V
+from tinyspec.conformance import values as V
 
 HINTS_FILE = Path(__file__).resolve().parent / "strategies.yaml"
 PER_ELEMENT = ("elementwise", "decomposed")   # categories whose ops broadcast their value sources

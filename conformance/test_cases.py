@@ -1,4 +1,4 @@
-"""The case corpus as tests (see conformance/conftest.py): `pytest --pyargs conformance --backend=NAME`."""
+"""The case corpus as tests (see conformance/plugin.py): `pytest --pyargs tinyspec.conformance --backend=NAME`."""
 import pytest
 
 

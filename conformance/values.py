@@ -8,7 +8,7 @@ from tinyspec.dtypes import DTYPES
 
 
 def np_type(dt: str) -> np.dtype:
-  from refimpl.numeric import NP
+  from tinyspec.refimpl.numeric import NP
   return NP[dt]
 
 

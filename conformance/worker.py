@@ -21,8 +21,8 @@ def _rule_of(e: BaseException) -> str | None:
 
 def handle_run(backend, msg: dict) -> dict:
   from tinyspec.graph import load_file
-  from conformance.corpus import from_disk
-  from conformance.protocol import write_outputs
+  from tinyspec.conformance.corpus import from_disk
+  from tinyspec.conformance.protocol import write_outputs
   import numpy as np
   cid = msg.get("id")
   g, diags = load_file(msg["graph"])
@@ -43,7 +43,7 @@ def handle_run(backend, msg: dict) -> dict:
 
 
 def serve(backend, stdin=None, stdout=None) -> int:
-  from conformance.protocol import PROTOCOL
+  from tinyspec.conformance.protocol import PROTOCOL
   stdin = stdin or sys.stdin
   out = stdout or sys.stdout
   for line in stdin:

@@ -63,8 +63,8 @@ class Capture:
 def read_buffer(buf, shape=None) -> np.ndarray | None:
   """A tinygrad Buffer's contents as a NumPy array of the matching tinyspec dtype (a copy),
   or None when it is not allocated."""
-  from refimpl.numeric import np_dtype
-  from interop.tinygrad_import import dtype_name
+  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.interop.tinygrad_import import dtype_name
   if buf is None or not buf.is_initialized(): return None
   a = np.frombuffer(bytes(buf.as_memoryview()), dtype=np_dtype(dtype_name(buf.dtype))).copy()
   return a if shape is None else a.reshape(shape)

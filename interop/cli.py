@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from tinyspec.cli import command
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
@@ -21,7 +20,7 @@ def _register_backend():
   from tinyspec.backends import register_backend
 
   def tinygrad_backend():
-    from interop.tinygrad_backend import TinygradBackend
+    from tinyspec.interop.tinygrad_backend import TinygradBackend
     return TinygradBackend()
   register_backend("tinygrad", tinygrad_backend, replace=False)
 
@@ -29,8 +28,7 @@ def _register_backend():
 _register_backend()
 
 
-@command("import-tinygrad", "run tinygrad scripts and import the graphs they realize")
-def _import_cmd(sub):
+def import_tinygrad_command(sub):
   p = sub.add_parser("import-tinygrad", help="run tinygrad scripts and import the graphs they realize",
                      description="Run each tinygrad script and write, for every realize it does, the tensor-level graph, "
                                  "each scheduled kernel and each lowered program as tinyspec graph files, with their inputs "
@@ -50,7 +48,7 @@ def _import_cmd(sub):
     except ImportError:
       print("tinyspec import-tinygrad: tinygrad is not installed (pip install 'tinyspec[tinygrad]')", file=sys.stderr)
       return EXIT_UNREADABLE
-    from interop.script import import_script
+    from tinyspec.interop.script import import_script
     missing = [s for s in a.scripts if not Path(s).is_file()]
     if missing:
       print(f"tinyspec import-tinygrad: no such script: {', '.join(missing)}", file=sys.stderr)

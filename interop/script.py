@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
-from interop.tinygrad_import import ImportReport, import_uops, import_program
+from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
 
 
 @dataclass
@@ -64,8 +64,8 @@ class GraphResult:
 
 def evaluate_and_compare(graph, inputs: dict, expected: dict) -> str:
   """'ok: ...' when the reference evaluator's outputs match tinygrad's, else why not."""
-  from refimpl import evaluate, EvalError
-  from interop.compare import compare
+  from tinyspec.refimpl import evaluate, EvalError
+  from tinyspec.interop.compare import compare
   try:
     got = evaluate(graph, inputs)
   except EvalError as e:
@@ -130,7 +130,7 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
   """Run the tinygrad script at path (as `python path` would: its folder first on sys.path,
   run as __main__) and import what it realizes; check=True validates (and evaluate=True
   evaluates) every graph."""
-  from interop.capture import capture
+  from tinyspec.interop.capture import capture
   path = Path(path)
   res = ScriptResult(str(path))
   t0 = time.perf_counter()
@@ -181,8 +181,8 @@ def _kernel_graph(r, c) -> GraphResult:
 
 
 def _np(buf):
-  from refimpl.numeric import np_dtype
-  from interop.tinygrad_import import dtype_name
+  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.interop.tinygrad_import import dtype_name
   return np_dtype(dtype_name(buf.dtype))
 
 

@@ -20,7 +20,7 @@ import os
 import shutil
 import numpy as np
 from tinyspec.backends import Backend, Capabilities
-from interop.walk import drive
+from tinyspec.interop.walk import drive
 
 
 class Refused(Exception):
@@ -31,7 +31,7 @@ class Refused(Exception):
 
 
 def _backend_table() -> dict:
-  from interop.tinygrad_import import mapping
+  from tinyspec.interop.tinygrad_import import mapping
   return mapping()["backend"]
 
 
@@ -102,7 +102,7 @@ def tg_op(op: str):
 
 
 def _inverse_renames() -> dict:
-  from interop.tinygrad_import import mapping
+  from tinyspec.interop.tinygrad_import import mapping
   m = mapping()
   return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}
 
@@ -134,7 +134,7 @@ def _to_tensor(a: np.ndarray, dtype: str, shape, device):
 
 
 def _from_tensor(t, dtype: str) -> np.ndarray:
-  from refimpl.numeric import np_dtype
+  from tinyspec.refimpl.numeric import np_dtype
   from tinygrad import dtypes
   if t.device is None: t = t.to(tinygrad_device())   # a value of constants only: realized on the backend's device
   if dtype == "bfloat16": return t.bitcast(dtypes.uint16).numpy().view(np_dtype("bfloat16"))

@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
-from interop.walk import drive
+from tinyspec.interop.walk import drive
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

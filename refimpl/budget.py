@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import weakref
 import numpy as np
-from refimpl.errors import EvalError
+from tinyspec.refimpl.errors import EvalError
 
 SMALL = 4096
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -12,7 +12,6 @@ import sys
 import zipfile
 from pathlib import Path
 import numpy as np
-from tinyspec.cli import command
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
@@ -63,8 +62,7 @@ def write_outputs(out: str, outputs: dict, trace: dict | None) -> None:
   if trace: np.savez(p / "trace.npz", **{f"node{i}": v for i, v in trace.items()})
 
 
-@command("eval", "evaluate a graph file with the NumPy reference evaluator")
-def _eval_cmd(sub):
+def eval_command(sub):
   p = sub.add_parser("eval", help="evaluate a graph file with the NumPy reference evaluator",
                      description="Evaluate a graph file with the reference evaluator. Exit 0 evaluated, 1 invalid graph or "
                                  "refused evaluation, 2 unreadable graph or input file, or bad usage.")
@@ -81,7 +79,7 @@ def _eval_cmd(sub):
 
   def run(a) -> int:
     from tinyspec.graph import load_file
-    from refimpl import evaluate, EvalError
+    from tinyspec.refimpl import evaluate, EvalError
     g, diags = load_file(a.file)
     if g is None or diags:
       for d in diags: print(d.format(), file=sys.stderr)

@@ -14,13 +14,13 @@ from tinyspec.graph import Graph
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.validate import validate
-from refimpl.errors import EvalError
-from refimpl.registry import supported_ops, role
-from refimpl.budget import Budget
-from refimpl.numeric import NP
-from refimpl.plan import Plan
-from refimpl.scope import Scope
-from refimpl.storage import Storage, merge_effects
+from tinyspec.refimpl.errors import EvalError
+from tinyspec.refimpl.registry import supported_ops, role
+from tinyspec.refimpl.budget import Budget
+from tinyspec.refimpl.numeric import NP
+from tinyspec.refimpl.plan import Plan
+from tinyspec.refimpl.scope import Scope
+from tinyspec.refimpl.storage import Storage, merge_effects
 
 
 @dataclass

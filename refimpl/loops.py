@@ -40,9 +40,9 @@ A carried loop is evaluated in one of two ways:
 from __future__ import annotations
 import itertools
 import numpy as np
-from refimpl.errors import EvalError
-from refimpl.registry import UNITS, role
-from refimpl.storage import Write, Version, snapshot, merge_effects
+from tinyspec.refimpl.errors import EvalError
+from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 
 
 # ------------------------------------------------------------------ static analysis
@@ -256,7 +256,7 @@ def reduction_write(scope, s, path, gate) -> Write:
 
 def _masked(op, dt):
   """What a gated-off iteration contributes: an identity that keeps every value, -0.0 included."""
-  from refimpl.ops.reduce import identity
+  from tinyspec.refimpl.ops.reduce import identity
   if op == "ADD" and dt in ("float16", "bfloat16", "float32", "float64"): return np.asarray(-0.0).astype(identity(op, dt).dtype)
   return identity(op, dt)
 

@@ -13,8 +13,8 @@ What it finds:
 """
 from __future__ import annotations
 from collections import defaultdict
-from refimpl.registry import UNITS, role
-from refimpl.errors import EvalError
+from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.errors import EvalError
 
 FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built
 
@@ -175,5 +175,5 @@ class Plan:
       if i in self.root and i in self.read and self.uses[i]:
         if all((role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3) or role(nodes[c].op) == "sink" for c, k in self.uses[i]):
           self.gated.add(i)
-    from refimpl.loops import find_carried
+    from tinyspec.refimpl.loops import find_carried
     self.carried = find_carried(self, nodes)

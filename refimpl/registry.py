@@ -81,4 +81,4 @@ def role(op: str) -> str | None:
 
 
 def _load_units():
-  import refimpl.ops  # noqa: F401  (registers every unit)
+  import tinyspec.refimpl.ops  # noqa: F401  (registers every unit)

@@ -13,13 +13,13 @@ a dependency through storage are refimpl/loops.py's business.
 """
 from __future__ import annotations
 import numpy as np
-from refimpl.errors import EvalError
-from refimpl.registry import UNITS, role
-from refimpl.numeric import NP
-from refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
-from refimpl.ops.elementwise import truth
-from refimpl.ops.source import byte_view
-from refimpl import loops
+from tinyspec.refimpl.errors import EvalError
+from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.numeric import NP
+from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
+from tinyspec.refimpl.ops.elementwise import truth
+from tinyspec.refimpl.ops.source import byte_view
+from tinyspec.refimpl import loops
 
 _FACTOR = {"elementwise": 2.0, "decomposed": 3.0}   # temporaries per result byte (float32/64 round trips)
 

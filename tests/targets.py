@@ -6,7 +6,7 @@ import pytest
 
 def _have_cl() -> bool:
   try:
-    from compiler.runtime.opencl import device as cl_device
+    from tinyspec.compiler.runtime.opencl import device as cl_device
     cl_device()
     return True
   except Exception:   # no OpenCL platform on this machine

@@ -5,8 +5,8 @@ import json
 import shutil
 import pytest
 from tinyspec.cli import main
-from conformance import runner
-from conformance.rulecases import RULES_DIR, load_rule_cases
+from tinyspec.conformance import runner
+from tinyspec.conformance.rulecases import RULES_DIR, load_rule_cases
 
 
 def cli(capsys, *argv):

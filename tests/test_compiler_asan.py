@@ -20,10 +20,10 @@ CHILD = r'''
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.tensor import Tensor
-from compiler import compile_graph
-from compiler.check import compare_outputs
-from compiler.props import shape_operand as S
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.props import shape_operand as S
+from tinyspec.refimpl import evaluate
 
 A = UOp("BUFFER", (S((64, 48)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
 SUMSQ = UOp("REDUCE", (UOp("MUL", (A, A)),), {"op": "ADD", "axes": [1]})

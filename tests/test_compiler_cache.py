@@ -6,10 +6,10 @@ import subprocess
 import numpy as np
 import pytest
 from tinyspec.uop import UOp
-from compiler import compile_graph
-from compiler.props import shape_operand as S, const
-from compiler.runtime import c as cruntime
-from compiler.runtime.cache import cache_dir
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.runtime import c as cruntime
+from tinyspec.compiler.runtime.cache import cache_dir
 from targets import needs_cl
 
 
@@ -43,7 +43,7 @@ def test_cache_dir_default_and_pocl(monkeypatch, tmp_path):
   monkeypatch.setenv("HOME", str(tmp_path))
   assert cache_dir() == tmp_path / ".cache" / "tinyspec"
   # PoCL's cache is pointed into the tinyspec cache before the platform is initialised
-  import compiler.runtime.opencl  # noqa: F401
+  import tinyspec.compiler.runtime.opencl  # noqa: F401
   pocl = os.environ.get("POCL_CACHE_DIR", "")
   assert pocl.endswith(os.path.join("tinyspec", "pocl")) or "TINYSPEC_CACHE" not in os.environ
 

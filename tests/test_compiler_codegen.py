@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.graph import load_file
-from conformance.rulecases import RULES_DIR
-from compiler import compile_graph, CompileError
-from compiler.check import compare_outputs
-from compiler.props import shape_operand as S, const
-from refimpl import evaluate
+from tinyspec.conformance.rulecases import RULES_DIR
+from tinyspec.compiler import compile_graph, CompileError
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.refimpl import evaluate
 
 from targets import TARGETS
 
@@ -64,8 +64,8 @@ def test_render_cases_follow_the_device_kind():
   """A case with `kinds` applies only to devices of those kinds: float32 EXP2 is the
   vectorizable helper on CPUs (C and OpenCL, computing in double: the OpenCL kernel
   enables cl_khr_fp64), the OpenCL builtin on GPUs."""
-  from compiler import render as R
-  from compiler.props import shape_operand
+  from tinyspec.compiler import render as R
+  from tinyspec.compiler.props import shape_operand
   x = UOp("BUFFER", (shape_operand((8,)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
   e = UOp("EXP2", (UOp("INDEX", (UOp("PARAM", (shape_operand((8,)),), {"slot": 0, "dtype": "float32"}), UOp("CONST", (), {"value": 0, "dtype": "index"}))),))
   assert R.select_case(e, "opencl", "cpu")["code"].startswith("exp2_f32")
@@ -73,6 +73,6 @@ def test_render_cases_follow_the_device_kind():
   assert not R.select_case(e, "opencl", "gpu")["code"].startswith("exp2_f32")
   assert R.select_case(e, "c", "cpu")["code"].startswith("exp2_f32")
   src = compile_graph([UOp("EXP2", (x,))], "opencl", keep_stages=False).sources[0]   # no device needed to render
-  from compiler.device import device
+  from tinyspec.compiler.device import device
   if device("opencl").kind == "cpu": assert "exp2_f32(" in src.source and src.fp64
   else: assert "exp2_f32(" not in src.source

@@ -4,11 +4,11 @@ catalogue defines (the validator's in ops.yaml, the compiler's in render.yaml). 
 crashes and never prints source that fails to build."""
 from __future__ import annotations
 import pytest
-from conformance.rulecases import load_rule_cases
+from tinyspec.conformance.rulecases import load_rule_cases
 from tinyspec.graph import load_file
 from tinyspec.tables import tables
-from compiler import compile_graph, CompileError
-from compiler.tables import render_tables
+from tinyspec.compiler import compile_graph, CompileError
+from tinyspec.compiler.tables import render_tables
 
 from targets import TARGETS
 
@@ -28,15 +28,15 @@ def build_all(kernels, target):
   kernel carries its own helper list, so sharing a unit hides nothing): each
   kernel's function is renamed g<n>_<name> so that names stay unique."""
   from dataclasses import replace
-  from compiler.render import assemble
+  from tinyspec.compiler.render import assemble
   renamed = [replace(k, name=f"g{n}_{k.name}", body=k.body.replace(f" {k.name}(", f" g{n}_{k.name}(", 1)) for n, k in enumerate(kernels)]
   src = assemble(renamed, target)
   if target == "c":
-    from compiler.runtime.c import load
+    from tinyspec.compiler.runtime.c import load
     lib = load(src)
     for k in renamed: getattr(lib, k.name)
   else:
-    from compiler.runtime.opencl import Built
+    from tinyspec.compiler.runtime.opencl import Built
     prg = Built(src).prg
     for k in renamed: getattr(prg, k.name)
 

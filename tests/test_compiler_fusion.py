@@ -2,11 +2,11 @@
 from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp
-from compiler import compile_graph
-from compiler.check import compare_outputs
-from compiler.props import shape_operand as S, const
-from compiler.rewrite import toposort
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.refimpl import evaluate
 
 RNG = np.random.default_rng(3)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
-from compiler import compile_graph, callify, rangeify
-from compiler.check import compare_outputs
-from compiler.device import Device
-from compiler.heuristics import default_opts
-from compiler.optimize import initial_types
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph, callify, rangeify
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.device import Device
+from tinyspec.compiler.heuristics import default_opts
+from tinyspec.compiler.optimize import initial_types
+from tinyspec.refimpl import evaluate
 
 from targets import TARGETS, needs_cl
 CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
@@ -112,7 +112,7 @@ def test_every_stage_of_an_optimized_program_validates_and_evaluates(prog):
   """The stages of programs the heuristics transform most (packing kernel, vector
   accumulators, LOCAL partials and BARRIER) are graphs the validator accepts and the
   reference evaluator runs to the same outputs, the LINEAR programs included."""
-  from compiler.check import check_stages
+  from tinyspec.compiler.check import check_stages
   t = gemm(Tensor(ints(32, 256)), Tensor(ints(256, 256))) if prog == "gemm" else Tensor(ints(1 << 18)).sum()
   c = check_stages(t.graph(), t.inputs(), target="c", opts=opts_of(t, CPU4)[-1])    # the test CPU's choices, on any host
   ops = {u.op for g in c.stages.values() for u in g.uops()}

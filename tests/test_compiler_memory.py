@@ -3,12 +3,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.uop import UOp
-from compiler import compile_graph
-from compiler.check import compare_outputs
-from compiler.props import shape_operand as S, const
-from compiler.bounds import missing, proved, gate_memory
-from compiler.rewrite import toposort
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.bounds import missing, proved, gate_memory
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.refimpl import evaluate
 
 from targets import HAVE_CL, TARGETS
 

@@ -14,11 +14,11 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES, dtype as _dt
 from tinyspec.intervals import np_dtype
-from compiler import compile_graph
-from compiler.check import compare, tolerance
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare, tolerance
 from tinyspec.tolerance import within_tolerance
-from compiler.props import shape_operand, props
-from compiler.tables import render_tables
+from tinyspec.compiler.props import shape_operand, props
+from tinyspec.compiler.tables import render_tables
 
 from targets import TARGETS
 DTYPE_NAMES = [n for n, d in DTYPES.items() if d.cls != "void"]
@@ -77,7 +77,7 @@ def op_graph(dt: str):
 
 @pytest.fixture(scope="module")
 def reference():
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   cache = {}
   def get(dt):
     if dt not in cache:

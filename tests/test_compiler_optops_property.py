@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from tinyspec.tensor import Tensor
-from compiler import compile_graph, CompileError
-from compiler import callify, rangeify
-from compiler.beam import actions, legal
-from compiler.check import compare_outputs
-from compiler.device import device
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph, CompileError
+from tinyspec.compiler import callify, rangeify
+from tinyspec.compiler.beam import actions, legal
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.device import device
+from tinyspec.refimpl import evaluate
 
 from targets import needs_cl
 EXAMPLES = int(os.environ.get("TINYSPEC_OPT_EXAMPLES", "8"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.uop import UOp
-from compiler import compile_graph, CompileError
-from compiler.check import compare_outputs
-from compiler.optimize import ranges
-from compiler.props import shape_operand as S
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph, CompileError
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.optimize import ranges
+from tinyspec.compiler.props import shape_operand as S
+from tinyspec.refimpl import evaluate
 
 from targets import TARGETS, needs_cl
 
@@ -76,7 +76,7 @@ def test_illegal_opts_are_refused_with_a_rule(opts, rule):
   with pytest.raises(CompileError) as e:
     compile_graph([SUMSQ], "c", opts)
   assert e.value.rule == rule
-  from compiler.tables import render_tables
+  from tinyspec.compiler.tables import render_tables
   assert rule in render_tables()["rules"]                     # every refusal's rule is in the catalogue
 
 
@@ -106,7 +106,7 @@ def test_tc_refusal_says_why():
 def accumulator_kernel():
   """A hand-written running sum: out[0] = sum of x over a REDUCE-typed loop whose
   accumulator is read through AFTER(acc, init, r) -- a loop-carried value."""
-  from compiler.props import const
+  from tinyspec.compiler.props import const
   out = UOp("PARAM", (S((1,)),), {"slot": 0, "dtype": "float32"})
   x = UOp("PARAM", (S((8,)),), {"slot": 1, "dtype": "float32"})
   acc = UOp("BUFFER", (S(()),), {"slot": 0, "dtype": "float32", "device": "REG", "addrspace": "REG"})
@@ -127,9 +127,9 @@ def test_loop_carried_axis_refuses_reordering(opt):
 
 def test_workgroup_larger_than_the_device_is_refused():
   from dataclasses import replace
-  from compiler.device import device
-  from compiler.optimize import apply_opts, initial_types
-  from compiler import callify, rangeify
+  from tinyspec.compiler.device import device
+  from tinyspec.compiler.optimize import apply_opts, initial_types
+  from tinyspec.compiler import callify, rangeify
   k = rangeify.rangeify(callify.callify([SUMSQ])).kernels[0]
   small = replace(device("c"), max_local=16)
   with pytest.raises(CompileError) as e:
@@ -205,7 +205,7 @@ def test_unrolled_reductions_survive_the_c_compiler(dt, red, want):
   """Two accumulators of a short reduction: GCC 12.2 miscompiles such loops when the
   accumulator's chain changes sign (PR 107212); render.yaml keeps each chain in one
   signedness. Found by the OptOp property test."""
-  from compiler.props import const
+  from tinyspec.compiler.props import const
   a = UOp("BUFFER", (S((8,)),), {"slot": 0, "dtype": dt, "device": "CPU"})
   b = UOp("BUFFER", (S((8,)),), {"slot": 1, "dtype": dt, "device": "CPU"})
   x = {"buf0": np.array([2, 1, 0, -2, -1, -3, -3, -3], dt), "buf1": np.array([-2, 2, 1, 3, 0, 1, 3, 2], dt) if red == "ADD" else np.array([-1, -3, -3, -3, -3, -3, -3, -3], dt)}

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.validate import validate
-from compiler import callify, rangeify
-from compiler.check import compare_outputs
-from compiler.props import props
-from compiler.tables import render_tables
-from compiler.device import Device
-from compiler.split import split_reduces
-from refimpl import evaluate
+from tinyspec.compiler import callify, rangeify
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.props import props
+from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.device import Device
+from tinyspec.compiler.split import split_reduces
+from tinyspec.refimpl import evaluate
 from targets import needs_cl
 
 CL_CPU = Device("opencl", "test cpu", "cpu", 2, 65536, 4096, False, 32)
@@ -99,10 +99,10 @@ def test_c_keeps_one_kernel():
 def test_compiled_split_matches_reference():
   """End to end on the OpenCL device: the program has the partials kernel and the
   reference's values (an integer sum: exact in any order)."""
-  from compiler import compile_graph
+  from tinyspec.compiler import compile_graph
   t = Tensor(ints(N, dtype=np.int32)).sum() * 3
   c = compile_graph(t.graph(), "opencl")
   assert any(s.name.endswith("_partial") for s in c.sources)
   assert not compare_outputs(c.run(t.inputs()), evaluate(t.graph(), t.inputs()))
-  from compiler.check import check_stages
+  from tinyspec.compiler.check import check_stages
   check_stages(t.graph(), t.inputs(), target="opencl", compiled=c)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from compiler import compile_graph, supported_ops
-from compiler.props import shape_operand as S
+from tinyspec.compiler import compile_graph, supported_ops
+from tinyspec.compiler.props import shape_operand as S
 
 from targets import TARGETS
 

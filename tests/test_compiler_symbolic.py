@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.uop import UOp
-from compiler.props import const, props, shape_operand as S
-from compiler.symbolic import simplify
-from refimpl import evaluate
+from tinyspec.compiler.props import const, props, shape_operand as S
+from tinyspec.compiler.symbolic import simplify
+from tinyspec.refimpl import evaluate
 
 
 def rng(n, i): return UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"})

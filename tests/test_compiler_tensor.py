@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.uop import UOp
-from compiler import compile_graph
-from compiler.check import check_stages, compare_outputs
-from compiler.props import shape_operand, const
-from refimpl import evaluate
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import check_stages, compare_outputs
+from tinyspec.compiler.props import shape_operand, const
+from tinyspec.refimpl import evaluate
 
 from targets import TARGETS
 RNG = np.random.default_rng(7)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import pytest
-from compiler import compile_graph
-from compiler.check import compare
-from compiler.props import props
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare
+from tinyspec.compiler.props import props
 from test_compiler_ops import op_graph
 
 SANITIZE = "-fno-wrapv -fsanitize=undefined,float-cast-overflow -fsanitize-recover=all"
@@ -37,7 +37,7 @@ def _ubsan_works() -> bool:
 @pytest.mark.skipif(not _ubsan_works(), reason="the C compiler cannot build with -fsanitize=undefined")
 @pytest.mark.parametrize("dt", ["int8", "int32", "int64", "uint16", "uint64", "index", "float16", "bfloat16", "float32", "float64"])
 def test_no_undefined_behaviour(dt, monkeypatch, capfd):
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   monkeypatch.setenv("TINYSPEC_CFLAGS", SANITIZE)
   roots, names, inputs = op_graph(dt)
   got = compile_graph(roots, "c", keep_stages=False).run(inputs)

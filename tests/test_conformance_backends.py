@@ -6,10 +6,10 @@ c` / `opencl`); here it would take too long."""
 from __future__ import annotations
 import pytest
 from tinyspec.backends import get_backend, backend_names, register_backend, Backend, Capabilities, capabilities_of, _entry_points
-from conformance.corpus import load_cases
-from conformance.execute import CaseRunner
-from conformance.manifest import load_manifest
-from conformance.runner import UNEXPECTED
+from tinyspec.conformance.corpus import load_cases
+from tinyspec.conformance.execute import CaseRunner
+from tinyspec.conformance.manifest import load_manifest
+from tinyspec.conformance.runner import UNEXPECTED
 
 from targets import TARGETS, needs_cl
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tinyspec.tables import tables
-from conformance.corpus import load_cases, CASES_DIR, digest_of
-from conformance import casegen
+from tinyspec.conformance.corpus import load_cases, CASES_DIR, digest_of
+from tinyspec.conformance import casegen
+from conftest import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = load_cases()
@@ -19,20 +20,18 @@ CASES = load_cases()
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-  from tools.gen_cases import generate
   d = tmp_path_factory.mktemp("cases") / "cases"
   d.mkdir()
-  generate(d, log=lambda m: None)
+  tool("gen_cases").generate(d, log=lambda m: None)
   return d
 
 
 def test_the_corpus_is_what_the_generator_writes(fresh):
-  from tools.gen_cases import diff
-  assert diff(CASES_DIR, fresh) == [], "conformance/cases is stale: run tools/gen_cases.py"
+  assert tool("gen_cases").diff(CASES_DIR, fresh) == [], "conformance/cases is stale: run tools/gen_cases.py"
 
 
 def test_check_fails_when_an_expected_value_moved(fresh, tmp_path, monkeypatch, capsys):
-  import tools.gen_cases as G
+  G = tool("gen_cases")
   # on the ADD cases only (copying the whole corpus twice would be slow): the generator's
   # fresh output against a copy with one expected value moved
   good, moved = tmp_path / "good", tmp_path / "moved"
@@ -106,11 +105,11 @@ def test_the_corpus_stays_small():
 def test_the_reference_passes_a_sample_in_process():
   # the corpus through refimpl directly (no worker processes): every 7th case
   from tinyspec.graph import load_file
-  from refimpl import evaluate
-  from conformance.execute import judge_positive
+  from tinyspec.refimpl import evaluate
+  from tinyspec.conformance.execute import judge_positive
   for c in [c for c in CASES if c.kind == "positive"][::7]:
     g, _ = load_file(c.graph)
     out = {k: np.asarray(v) for k, v in evaluate(g, c.load_inputs()).items()}
-    from conformance.corpus import to_disk
+    from tinyspec.conformance.corpus import to_disk
     disk = {k: to_disk(v, c.outputs[k].dtype) for k, v in out.items() if k in c.outputs}
     assert judge_positive(c, disk, False) is None, c.id

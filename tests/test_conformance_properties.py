@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, find
-from tinyspec.backends import Backend, CBackend, RefBackend
-from conformance.strategies import graphs
-from conformance.properties import fuzz, check_example, InProcess, check_values, Failure
+from tinyspec.backends import Backend
+from tinyspec.refimpl.backend import RefBackend
+from tinyspec.compiler.backend import CBackend
+from tinyspec.conformance.strategies import graphs
+from tinyspec.conformance.properties import fuzz, check_example, InProcess, check_values, Failure
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -30,7 +32,7 @@ class _WrongMul(RefBackend):
   nodes that read it compute with that value."""
   name = "wrong-mul"
   def run(self, graph, inputs):
-    from refimpl import evaluate
+    from tinyspec.refimpl import evaluate
     from tinyspec.graph import Graph, Node
     from tinyspec.validate import validate
     views = validate(graph).views
@@ -46,8 +48,8 @@ class _WrongMul(RefBackend):
 
 def _chain():
   """NEG(ADD(MUL(a, b), a)) on int32 buffers, every op node an output."""
-  from refimpl.build import Builder
-  from conformance.strategies import Drawn
+  from tinyspec.refimpl.build import Builder
+  from tinyspec.conformance.strategies import Drawn
   b = Builder()
   x, y = b.buffer((3,), "int32", 0), b.buffer((3,), "int32", 1)
   m = b.MUL(x, y); s = b.ADD(m, x); n = b.NEG(s)
@@ -78,7 +80,7 @@ def test_a_node_is_checked_against_its_own_inputs():
 def _truncating_idiv(monkeypatch):
   """Plant a bug in the C renderer's table: IDIV rounds toward zero (C's /) instead of
   down (decision idiv-mod)."""
-  from compiler.tables import render_tables
+  from tinyspec.compiler.tables import render_tables
   R = render_tables()
   src = R["helpers"]["idiv"]
   planted = "\n".join(line for line in src.splitlines() if "q - 1" not in line) + "\n"
@@ -105,7 +107,7 @@ def test_the_unplanted_renderer_passes_the_same_search():
 
 
 def test_failures_are_written_as_corpus_cases_and_replayed(tmp_path, capsys):
-  from conformance.corpus import load_cases
+  from tinyspec.conformance.corpus import load_cases
   from tinyspec.backends import register_backend
   from tinyspec.cli import main
   rep = fuzz(_WrongMul(), examples=40, seed=3, isolate=False, stages=False, out=tmp_path,

@@ -11,9 +11,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 import pytest
 from tinyspec.cli import main
-from conformance.corpus import load_cases, CASES_DIR
-from conformance.execute import CaseRunner, coverage
-from conformance.manifest import Manifest, load_manifest
+from tinyspec.conformance.corpus import load_cases, CASES_DIR
+from tinyspec.conformance.execute import CaseRunner, coverage
+from tinyspec.conformance.manifest import Manifest, load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PICK = ["ADD/int32", "MUL/int32", "MAX/int32", "SUB/int32", "negative/RESHAPE.numel/invalid-6-to-2x4"]
@@ -34,9 +34,8 @@ def crashing(tmp_path_factory):
   p = d / "crashing_backend.py"
   p.write_text(textwrap.dedent(f"""\
     import json, os, signal, sys, time
-    sys.path.insert(0, {str(ROOT)!r})
-    from tinyspec.backends import RefBackend
-    from conformance.worker import handle_run
+    from tinyspec.refimpl.backend import RefBackend
+    from tinyspec.conformance.worker import handle_run
     b = RefBackend()
     for line in sys.stdin:
       msg = json.loads(line)
@@ -108,7 +107,7 @@ def test_reports_junit_json_and_coverage(tmp_path, capsys):
 
 
 def test_coverage_ranks_failures_over_passes():
-  from conformance.runner import Result
+  from tinyspec.conformance.runner import Result
   cases = [c for c in load_cases() if c.id in ("ADD/int8", "ADD/int8-broadcast", "ADD/int16", "WMMA/float32")]
   res = [Result("ADD/int8", "x", "pass"), Result("ADD/int8-broadcast", "x", "fail"), Result("ADD/int16", "x", "xfail"),
          Result("WMMA/float32", "x", "unsupported")]
@@ -142,7 +141,7 @@ def test_batched_and_single_runs_agree():
 
 
 def test_pytest_plugin_runs_the_corpus():
-  r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--backend=ref", "-k", "RESHAPE or negative/PERMUTE",
+  r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "tinyspec.conformance", "--backend=ref", "-k", "RESHAPE or negative/PERMUTE",
                       "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
   assert " passed" in r.stdout and "failed" not in r.stdout

@@ -10,8 +10,9 @@ import pytest
 from tinyspec.dtypes import dtype as D
 from tinyspec.decompose import templates
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import decomp_constants as C  # noqa: E402
+from conftest import tool
+
+C = tool("decomp_constants")
 
 DERIVED = C.constants()
 FLOATS = ("float32", "float64")

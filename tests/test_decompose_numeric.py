@@ -9,7 +9,7 @@ import zlib
 import ml_dtypes
 import numpy as np
 import pytest
-from refimpl import evaluate
+from tinyspec.refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D
 from tinyspec.decompose import expand

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 from tinyspec.tables import Tables, tables
-from tools import gen_docs
-from tools.docs_md import anchor
-from tools.docs_tex import tex, tt
-from tools.texcheck import check_tex
+from tinyspec import docgen
+from tinyspec.docgen.md import anchor
+from tinyspec.docgen.tex import tex, tt
+from tinyspec.docgen.texcheck import check_tex
+from conftest import tool
+
+gen_docs = tool("gen_docs")
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECIALS = r"a_b ^c #d &e %f $g {h} ~i \j <k> |l| ±m →n"
@@ -31,7 +34,7 @@ NEW_OP = {
 
 @pytest.fixture(scope="module")
 def shipped_docs():
-  return gen_docs.render_all()
+  return docgen.render_all(root=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def frob(tmp_path_factory):
   raw["ops"]["FROB"] = NEW_OP
   (d / "ops.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
   T = Tables(ops_path=d / "ops.yaml")
-  return T, {"spec.md": gen_docs.render_spec_md(T, d), "spec.tex": gen_docs.render_spec_tex(T), "status.md": gen_docs.render_status_md(T, d)}
+  return T, {"spec.md": docgen.render_spec_md(T, d), "spec.tex": docgen.render_spec_tex(T), "status.md": docgen.render_status_md(T, d)}
 
 
 # ------------------------------------------------------------------ up to date, complete
@@ -167,33 +170,33 @@ def _mini_root(tmp_path) -> Path:
 
 
 def test_status_counts_corpus_files(tmp_path):
-  st = gen_docs.render_status_md(tables(), _mini_root(tmp_path))
+  st = docgen.render_status_md(tables(), _mini_root(tmp_path))
   rows = {ln.split("]")[0][3:]: [c.strip() for c in ln.strip("|").split("|")] for ln in st.splitlines() if ln.startswith("| [")}
   assert rows["ADD"][-2] == "2" and rows["MUL"][-2] == "1" and rows["CONST"][-2] == "1"   # meta.ops wins over nodes
   assert rows["PERMUTE"][-1] == "3" and rows["FLIP"][-1] == "0" and rows["ADD"][-1] == "—"
-  md = gen_docs.render_spec_md(tables(), tmp_path)
+  md = docgen.render_spec_md(tables(), tmp_path)
   assert "Invalid cases: `conformance/rules/PERMUTE.perm/invalid-1.json`, `conformance/rules/PERMUTE.perm/invalid-2.json`" in md
   assert "Valid cases: `conformance/rules/PERMUTE.perm/valid-1.json`" in md
 
 
 def test_status_renders_conformance_results(tmp_path):
   T = tables()
-  assert "`docs/conformance-results.json` is absent" in gen_docs.render_status_md(T, tmp_path)
+  assert "`docs/conformance-results.json` is absent" in docgen.render_status_md(T, tmp_path)
   (tmp_path / "docs").mkdir()
   res = {"reference": {"ADD": {"float32": "passed", "int8": "failed"}, "SIN": {"float16": "xfail", "int32": "unsupported"}}}
   (tmp_path / "docs" / "conformance-results.json").write_text(json.dumps(res))
-  st = gen_docs.render_status_md(T, tmp_path)
+  st = docgen.render_status_md(T, tmp_path)
   sec = st.split("## Conformance coverage per backend")[1]
   assert "### reference" in sec and "1 passed, 1 failed, 1 xfail, 1 unsupported." in sec
   assert "| op | int8 | int32 | float16 | float32 |" in sec          # dtypes in dtypes.yaml order
   assert "| ADD | FAIL |  |  | pass |" in sec and "| SIN |  | — | xfail |  |" in sec
   (tmp_path / "docs" / "conformance-results.json").write_text(json.dumps({"reference": {"ADD": {"float32": "great"}}}))
-  assert "does not have the form" in gen_docs.render_status_md(T, tmp_path)
+  assert "does not have the form" in docgen.render_status_md(T, tmp_path)
 
 
 def _render_in_a_fresh_process(block_optional: bool, seed: str) -> dict:
   block = "import sys; sys.modules['tinygrad'] = None; sys.modules['pyopencl'] = None\n" if block_optional else ""
-  code = block + "import json; from tools import gen_docs; print(json.dumps(gen_docs.render_all()))"
+  code = block + f"import json; from tinyspec import docgen; print(json.dumps(docgen.render_all(root={str(ROOT)!r})))"
   env = {**os.environ, "PYTHONHASHSEED": seed}
   r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stderr[-2000:]

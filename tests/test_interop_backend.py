@@ -17,8 +17,8 @@ pytest.importorskip("tinygrad")
 
 from tinyspec.graph import Graph, Node   # noqa: E402
 from tinyspec.backends import get_backend, backend_names   # noqa: E402
-from interop.tinygrad_backend import TinygradBackend, Refused   # noqa: E402
-from refimpl import evaluate   # noqa: E402
+from tinyspec.interop.tinygrad_backend import TinygradBackend, Refused   # noqa: E402
+from tinyspec.refimpl import evaluate   # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def backend():
 
 
 def _cases(ids):
-  from conformance.corpus import load_cases
+  from tinyspec.conformance.corpus import load_cases
   by_id = {c.id: c for c in load_cases()}
   missing = [i for i in ids if i not in by_id]
   if missing: pytest.skip(f"corpus has no case {missing} (regenerated?)")
@@ -57,8 +57,8 @@ CASES = ["ADD/int8-broadcast", "WHERE/float32", "RESHAPE/float32", "PAD/int32", 
 
 @pytest.mark.parametrize("cid", CASES)
 def test_corpus_cases_pass(backend, cid):
-  from conformance.corpus import to_disk
-  from conformance.execute import judge_positive
+  from tinyspec.conformance.corpus import to_disk
+  from tinyspec.conformance.execute import judge_positive
   case, = _cases([cid])
   outs = backend.run(Graph.load(case.graph), case.load_inputs())
   outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
@@ -101,8 +101,8 @@ def test_function_bodies_are_inlined(backend):
 def test_every_manifest_entry_is_explained_and_matches_a_case():
   """Every expected failure names a [section] of docs/tinygrad-divergences.md, and matches
   some case of the corpus (no stale entries)."""
-  from conformance.manifest import load_manifest
-  from conformance.corpus import load_cases
+  from tinyspec.conformance.manifest import load_manifest
+  from tinyspec.conformance.corpus import load_cases
   m = load_manifest("tinygrad")
   assert m.expected_failures, "conformance/manifests/tinygrad.yaml is empty or missing"
   doc = (ROOT / "docs" / "tinygrad-divergences.md").read_text()

@@ -16,11 +16,11 @@ tinygrad = pytest.importorskip("tinygrad")
 
 from tinygrad import Tensor, dtypes   # noqa: E402
 from tinygrad.uop.ops import Ops, UOp   # noqa: E402
-from interop.tinygrad_import import mapping, import_uops, ImportReport   # noqa: E402
-from interop.script import import_script   # noqa: E402
+from tinyspec.interop.tinygrad_import import mapping, import_uops, ImportReport   # noqa: E402
+from tinyspec.interop.script import import_script   # noqa: E402
 from tinyspec.tables import tables   # noqa: E402
 from tinyspec.validate import validate   # noqa: E402
-from refimpl import evaluate   # noqa: E402
+from tinyspec.refimpl import evaluate   # noqa: E402
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "interop" / "programs"
 
@@ -35,7 +35,7 @@ def test_every_tinygrad_op_is_mapped_or_listed_unmapped():
 
 def test_map_table_names_exist():
   m, T = mapping(), tables()
-  from interop.tinygrad_import import _Converter
+  from tinyspec.interop.tinygrad_import import _Converter
   for name, e in m["ops"].items():
     assert name in Ops.__members__, f"ops.{name} is not a tinygrad op"
     assert e.get("op", name) in T.ops, f"ops.{name} maps to {e.get('op', name)}, not a spec op"

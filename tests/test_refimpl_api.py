@@ -7,9 +7,9 @@ import pytest
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.cli import main
-from refimpl import evaluate, EvalError, EvalResult, supported_ops
-from refimpl.build import Builder
-from refimpl.budget import parse_bytes, default_budget, physical_memory
+from tinyspec.refimpl import evaluate, EvalError, EvalResult, supported_ops
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.budget import parse_bytes, default_budget, physical_memory
 
 F32 = "float32"
 

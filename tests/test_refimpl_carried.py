@@ -6,9 +6,9 @@ import itertools
 import math
 import numpy as np
 import pytest
-from refimpl import evaluate
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 
 F32 = "float32"
 rng = np.random.default_rng(7)

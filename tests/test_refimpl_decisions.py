@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 from tinyspec.tables import tables
-from refimpl import evaluate, EvalError
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate, EvalError
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 
 T = tables()
 F32 = "float32"

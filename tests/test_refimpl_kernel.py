@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 import numpy as np
 import pytest
-from refimpl import evaluate, EvalError
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate, EvalError
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 
 F32 = "float32"
 rng = np.random.default_rng(1)

@@ -9,9 +9,9 @@ from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.validate import validate
-from refimpl import evaluate
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 
 T = tables()
 OPS = [n for n, o in T.ops.items() if o.category in ("elementwise", "decomposed")]

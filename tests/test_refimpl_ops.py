@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
-from refimpl import evaluate
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 
 T = tables()
 ELEMENTWISE = [n for n, o in T.ops.items() if o.category in ("elementwise", "decomposed")]

@@ -14,9 +14,9 @@ import itertools
 import math
 import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
-from refimpl import evaluate
-from refimpl.build import Builder
-from refimpl.numeric import NP
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.numeric import NP
 from tinyspec.validate import validate
 
 XS = (5, 5)             # the shape of the input buffers X (exact-friendly values) and Y (any floats)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.tables import tables
-from refimpl import evaluate, EvalError
-from refimpl.build import Builder
+from tinyspec.refimpl import evaluate, EvalError
+from tinyspec.refimpl.build import Builder
 
 T = tables()
 F32 = "float32"
@@ -320,7 +320,7 @@ def test_long_chain_is_linear():
 def test_index_into_an_empty_axis_reads_zero():
   # every index into a size-0 axis is out of range (decision index-oob): zeros, no error
   from tinyspec.graph import from_document
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   doc = [{"op": "VCONST", "arg": {"values": [0, 3], "dtype": "index"}},
          {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
          {"op": "VCONST", "arg": {"values": [0, 5, -1], "dtype": "index"}},
@@ -333,7 +333,7 @@ def test_index_into_an_empty_axis_reads_zero():
 def test_replicated_over_an_empty_axis_has_the_derived_shape():
   from tinyspec.graph import from_document
   from tinyspec.validate import validate
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   doc = [{"op": "VCONST", "arg": {"values": [0, 3], "dtype": "index"}},
          {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "int32", "device": ["D:0", "D:1"]}},
          {"op": "REPLICATED", "src": [1], "arg": [0]}]

@@ -332,7 +332,7 @@ def test_realize_passes_graph_and_bound_inputs_to_the_backend():
 def test_graphs_number_their_buffers_from_0_and_inputs_follow(tmp_path):
   """Buffer slots inside the UOps are process-wide unique numbers; a graph (saved, or
   passed to a backend) numbers its buffers 0, 1, ... in graph order, inputs keyed alike."""
-  from refimpl import evaluate
+  from tinyspec.refimpl import evaluate
   a, b = Tensor(F), Tensor(F + 1)
   for t, first in (((a * b) + a, F), ((b * a) + a, F + 1)):
     g = t.graph()

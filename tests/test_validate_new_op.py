@@ -93,7 +93,7 @@ def test_shipped_tables_reject_it(hypot):
 
 def test_documented_and_counted(hypot):
   d, T = hypot
-  from tools.gen_docs import render_spec_md, render_status_md
+  from tinyspec.docgen import render_spec_md, render_status_md
   md = render_spec_md(T, ROOT)
   assert "HYPOT2" in md and "HYPOT2.shape" in md and "a*a + b*b" in md
   row = next(ln for ln in render_status_md(T, ROOT).splitlines() if ln.startswith("| [HYPOT2]"))

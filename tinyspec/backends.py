@@ -23,7 +23,6 @@ end's `Tensor.realize(backend=...)` all look names up here.
 from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 ENTRY_POINT_GROUP = "tinyspec.backends"
 
@@ -56,7 +55,8 @@ class Capabilities:
                         bool(d.get("validates", True)))
 
 
-def _value_dtypes() -> frozenset:
+def value_dtypes() -> frozenset:
+  """Every dtype that holds values (all but void): what a backend runs by default."""
   from tinyspec.dtypes import DTYPES
   return frozenset(n for n, d in DTYPES.items() if d.cls != "void")
 
@@ -72,7 +72,7 @@ class Backend:
   def capabilities(self) -> Capabilities:
     from tinyspec.tables import tables
     T = tables()
-    return Capabilities({n: frozenset(o.levels) for n, o in T.ops.items() if not o.untrusted}, _value_dtypes())
+    return Capabilities({n: frozenset(o.levels) for n, o in T.ops.items() if not o.untrusted}, value_dtypes())
 
   def run(self, graph, inputs: dict) -> dict:
     raise NotImplementedError
@@ -83,76 +83,20 @@ class Backend:
   def __repr__(self): return f"<backend {self.name}>"
 
 
-class RefBackend(Backend):
-  """The NumPy reference evaluator (refimpl.evaluate)."""
-  name = "ref"
-
-  def capabilities(self) -> Capabilities:
-    from refimpl import supported_ops
-    return Capabilities({k: frozenset(v) for k, v in supported_ops().items()}, _value_dtypes())
-
-  def run(self, graph, inputs):
-    from refimpl import evaluate
-    return dict(evaluate(graph, inputs))
-
-
-class CompilerBackend(Backend):
-  """One target of the lowering compiler (compiler.compile_graph + its runtime)."""
-  batch = 48
-  target = "?"
-
-  def __init__(self, target: str | None = None):
-    if target: self.target = target
-    self.name = self.target
-
-  def capabilities(self) -> Capabilities:
-    import compiler
-    return Capabilities({k: frozenset(v) for k, v in compiler.supported_ops(self.target).items()}, _value_dtypes(), decomposed=True)
-
-  def run(self, graph, inputs):
-    import compiler
-    return compiler.run(graph, inputs, self.target)
-
-  def stages(self, graph) -> dict:
-    import compiler
-    return dict(compiler.compile_graph(graph, self.target, keep_stages=True).stages)
-
-
-class CBackend(CompilerBackend):
-  target = "c"
-
-
-class OpenCLBackend(CompilerBackend):
-  target = "opencl"
-
-  def capabilities(self) -> Capabilities:
-    from compiler.runtime.opencl import device
-    device()   # raises when there is no OpenCL device: the backend is unavailable
-    return super().capabilities()
-
-
 # ------------------------------------------------------------------ the registry
 _REGISTERED: dict[str, object] = {}   # names added with register_backend
 _INSTANCES: dict[str, object] = {}
 
 
-@lru_cache(maxsize=None)
 def _entry_points() -> dict:
-  from importlib.metadata import entry_points
-  try: eps = entry_points(group=ENTRY_POINT_GROUP)
-  except TypeError: eps = entry_points().get(ENTRY_POINT_GROUP, [])   # Python < 3.10
-  return {ep.name: ep for ep in eps}
-
-
-# the built-ins, used when the package is not installed (a plain checkout on sys.path)
-_BUILTIN = {"ref": RefBackend, "c": CBackend, "opencl": OpenCLBackend}
+  from tinyspec.plugins import entry_points
+  return entry_points(ENTRY_POINT_GROUP)
 
 
 def register_backend(name: str, backend, replace: bool = True) -> None:
   """Add a backend: an object with run(graph, inputs), a Backend class, or a factory.
-  With replace=False a name an entry point (or a built-in) already provides is kept (the
-  compiler registers its targets that way; the entry points already name them)."""
-  if not replace and (name in _entry_points() or name in _BUILTIN): return
+  With replace=False a name an entry point already provides is kept."""
+  if not replace and name in _entry_points(): return
   if not (callable(getattr(backend, "run", None)) or callable(backend)):
     raise TypeError(f"backend {name!r} needs a run(graph, inputs) method")
   _REGISTERED[name] = backend
@@ -160,7 +104,7 @@ def register_backend(name: str, backend, replace: bool = True) -> None:
 
 
 def backend_names() -> list[str]:
-  return sorted(set(_BUILTIN) | set(_entry_points()) | set(_REGISTERED))
+  return sorted(set(_entry_points()) | set(_REGISTERED))
 
 
 def _instantiate(obj, name: str):
@@ -188,7 +132,6 @@ def get_backend(backend):
   elif name in _entry_points():
     try: obj = _entry_points()[name].load()
     except Exception as e: raise KeyError(f"backend {name!r}: its entry point cannot be loaded ({type(e).__name__}: {e})") from None
-  elif name in _BUILTIN: obj = _BUILTIN[name]
   else: raise KeyError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}")
   inst = _INSTANCES[name] = _instantiate(obj, name)
   return inst

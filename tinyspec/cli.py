@@ -1,6 +1,10 @@
-"""`tinyspec` console script. Subcommands register themselves in COMMANDS so that later
-parts of the project (eval, compile, run, conformance, fuzz, import-tinygrad) plug in
-without touching the dispatcher.
+"""`tinyspec` console script: a dispatcher over subcommands.
+
+Each subcommand is a function `(subparsers) -> (parser, run)` named in the entry point
+group `tinyspec.commands` (pyproject.toml), so a package of any layer adds commands
+without this module importing it: validate and props (here), eval (refimpl), compile and
+run (compiler), conformance and fuzz (conformance), import-tinygrad (interop), docs
+(tinyspec.docgen). Only the command that runs is imported.
 
 Exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage.
 """
@@ -10,14 +14,7 @@ import json
 import sys
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
-COMMANDS: dict[str, tuple] = {}   # name -> (add_arguments(parser), run(args) -> int, help)
-
-
-def command(name: str, help: str):
-  def deco(fn):
-    COMMANDS[name] = (fn, help)
-    return fn
-  return deco
+COMMAND_GROUP = "tinyspec.commands"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,8 +40,7 @@ def _file_report(f: str, res) -> dict:
           "untrusted": res.untrusted(), "errors": [d.to_json() for d in res.diagnostics]}
 
 
-@command("validate", "check graph files against the tables")
-def _validate_cmd(sub):
+def validate_command(sub):
   p = sub.add_parser("validate", help="check graph files against the tables",
                      description="Check graph files against the tables and report every broken rule as "
                                  "'FILE: node N (OP): message [rule-id]'. Exit 0 when all are valid, 1 when one is invalid, "
@@ -81,8 +77,7 @@ def _fmt(v):
   return str(v)
 
 
-@command("props", "print every node's derived properties")
-def _props_cmd(sub):
+def props_command(sub):
   p = sub.add_parser("props", help="print every node's derived properties",
                      description="Print the six derived properties (dtype, shape, device, addrspace, min_max, axis) of every "
                                  "node. Broken nodes print as (invalid) and their errors go to stderr. Exit codes as validate.")
@@ -120,25 +115,40 @@ def _jsonable(v):
 
 
 # ------------------------------------------------------------------ entry point
-def _load_plugins():
-  """Import the modules whose subcommands live outside this file (if installed)."""
-  import importlib
-  for mod in ("refimpl.cli", "compiler.cli", "conformance.cli", "interop.cli"):
-    try: importlib.import_module(mod)
-    except ModuleNotFoundError as e:
-      if e.name is None or not mod.startswith(e.name): raise
+def _commands() -> dict:
+  """Subcommand name -> its entry point (not loaded yet)."""
+  from tinyspec.plugins import entry_points
+  return entry_points(COMMAND_GROUP)
+
+
+def version_text() -> str:
+  """The package's version and the spec tables' version (with a digest of their text, so
+  two installs with the same numbers but edited tables tell apart)."""
+  from tinyspec import __version__
+  from tinyspec.tables import tables_version
+  v, digest = tables_version()
+  return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
 def main(argv=None) -> int:
   argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+  eps = _commands()
   first = next((a for a in argv if not a.startswith("-")), None)
-  if first not in COMMANDS: _load_plugins()   # validate/props need no plugin (and start faster without)
+  # load only the command that runs (a graph check should not import the compiler);
+  # help and usage errors list them all
+  chosen = [first] if first in eps else sorted(eps)
   parser = _Parser(prog="tinyspec", description="Executable specification of tinygrad's UOp IR.",
                    epilog="exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage")
+  parser.add_argument("--version", action="version", version=version_text())
   sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
   runners = {}
-  for name, (fn, _help) in COMMANDS.items():
-    _, runners[name] = fn(sub)
+  for name in chosen:
+    try: add = eps[name].load()
+    except Exception as e:   # a broken third-party command must not take the others down
+      print(f"tinyspec: command {name!r} cannot be loaded ({type(e).__name__}: {e})", file=sys.stderr)
+      if name == first: return EXIT_UNREADABLE
+      continue
+    _, runners[name] = add(sub)
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE
@@ -151,7 +161,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-  # run as `python -m tinyspec.cli`: the other packages register their commands in the
-  # imported module tinyspec.cli, not in this __main__ copy of it
-  from tinyspec.cli import main as _main
-  sys.exit(_main())
+  sys.exit(main())

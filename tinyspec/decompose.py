@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 import yaml
-import spec
+from tinyspec import spec
 from tinyspec.dtypes import dtype as _dtype
 from tinyspec.frozen import freeze, thaw, key as _key
 from tinyspec.graph import Graph, Node

@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 import yaml
-import spec
+from tinyspec import spec
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 import yaml
 import jsonschema
-import spec
+from tinyspec import spec
 from tinyspec import rules
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
 
@@ -250,3 +250,17 @@ class Tables:
 def tables() -> Tables:
   """The shipped tables (loaded and compiled once per process)."""
   return Tables()
+
+
+TABLE_FILES = ("dtypes.yaml", "ops.yaml", "derived.yaml", "decompositions.yaml", "render.yaml")
+
+
+@lru_cache(maxsize=None)
+def tables_version() -> tuple[int, str]:
+  """(the `version:` of spec/ops.yaml, sha256 over the text of every table file)."""
+  import hashlib
+  h = hashlib.sha256()
+  for name in TABLE_FILES: h.update(spec.path(name).read_bytes())
+  with open(spec.path("ops.yaml")) as f:
+    version = next((int(line.split(":", 1)[1]) for line in f if line.startswith("version:")), 0)
+  return version, h.hexdigest()

@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 import numpy as np
-from refimpl import evaluate
+from tinyspec.refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D
 from tinyspec.intervals import np_dtype

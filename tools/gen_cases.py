@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 OUT = ROOT / "conformance" / "cases"
 KEEP = {"README.md"}   # files of the corpus folder that the script does not write
 
@@ -36,7 +35,7 @@ def diff(a: Path, b: Path) -> list[str]:
 
 
 def generate(dest: Path, log=print) -> int:
-  from conformance.casegen import write_corpus
+  from tinyspec.conformance.casegen import write_corpus
   return write_corpus(dest, log=lambda m: log(f"gen_cases: {m}"))
 
 

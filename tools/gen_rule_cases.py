@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from tinyspec.tables import tables   # noqa: E402
 
 OUT = ROOT / "conformance" / "rules"

@@ -20,8 +20,8 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from compiler.runtime.cache import cache_dir, digest
-from compiler.tables import render_tables
+from tinyspec.compiler.runtime.cache import cache_dir, digest
+from tinyspec.compiler.tables import render_tables
 
 
 class BuildError(RuntimeError):
@@ -57,7 +57,7 @@ def build(source: str, timeout: float | None = None) -> str:
   """Path of the shared library for source (compiled unless cached). With `timeout`
   (seconds) a compiler run that takes longer is killed -- its whole process group: cc's
   cc1 would outlive cc -- and BuildError raised (BEAM drops such candidates)."""
-  from compiler.device import device
+  from tinyspec.compiler.device import device
   cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
   key = digest(source, " ".join(cmd + link), device("c").name)   # -march=native: per CPU model
@@ -113,8 +113,8 @@ class CProgram:
   def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):
     """A call with these arguments, ready to launch any number of times: () -> None."""
     import numpy as np
-    from compiler.render import launch_size
-    from compiler.device import host_threads
+    from tinyspec.compiler.render import launch_size
+    from tinyspec.compiler.device import host_threads
     scratch = [np.empty(n, np.uint8) for n in self.ks.scratch]
     allp = list(ptrs) + [a.ctypes.data for a in scratch]
     bufs = (ctypes.c_void_p * max(len(allp), 1))(*allp)

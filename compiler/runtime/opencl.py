@@ -9,8 +9,8 @@ device of the first platform.
 from __future__ import annotations
 import os
 from functools import lru_cache
-from compiler.runtime.cache import cache_dir, digest
-from compiler.tables import render_tables
+from tinyspec.compiler.runtime.cache import cache_dir, digest
+from tinyspec.compiler.tables import render_tables
 
 os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))
 
@@ -97,7 +97,7 @@ class Built:
     try:
       self.prg, self._save = _program(cl, ctx, dev, source, opts)
     except cl.RuntimeError as e:
-      from compiler.runtime.c import BuildError
+      from tinyspec.compiler.runtime.c import BuildError
       raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
 
   def launched(self):
@@ -120,7 +120,7 @@ class CLProgram:
 
   def __call__(self, args: list, vals: list[int]):
     from tinyspec.intervals import np_dtype
-    from compiler.render import launch_size
+    from tinyspec.compiler.render import launch_size
     gs = [launch_size(g, vals) for g in self.ks.global_size]
     ls = [launch_size(g, vals) for g in self.ks.local_size] if self.ks.local_size else None
     if any(g == 0 for g in gs): return

@@ -1,2 +1,2 @@
 """The units, one module per op family; importing this package registers them all."""
-from refimpl.ops import elementwise, decomposed, threefry, cast, source, movement, reduce, call, memory, kernel, multi  # noqa: F401
+from tinyspec.refimpl.ops import elementwise, decomposed, threefry, cast, source, movement, reduce, call, memory, kernel, multi  # noqa: F401

@@ -2,9 +2,9 @@
 bitcast-nan)."""
 from __future__ import annotations
 import numpy as np
-from refimpl.registry import unit
-from refimpl.numeric import NP, CLS, F32, F64, NARROW, from_f64, int_to_float
-from refimpl.ops.elementwise import truth
+from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.numeric import NP, CLS, F32, F64, NARROW, from_f64, int_to_float
+from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.dtypes import DTYPES
 
 

@@ -2,8 +2,8 @@
 spec/ops.yaml say. Sources arrive broadcast-compatible and of one dtype (validated)."""
 from __future__ import annotations
 import numpy as np
-from refimpl.registry import unit
-from refimpl.numeric import float_op, int_op, is_float, is_signed_int, unsigned, bits, NP
+from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, is_signed_int, unsigned, bits, NP
 
 
 def arith(fn, name, *xs):

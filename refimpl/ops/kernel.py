@@ -7,8 +7,8 @@ lidx and tidx axes are parallel, and a BARRIER makes the stores of every local t
 (lidx) visible to the reads ordered after it."""
 from __future__ import annotations
 import numpy as np
-from refimpl.registry import unit
-from refimpl.numeric import NP
+from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.numeric import NP
 
 
 @unit("RANGE", "SPECIAL", raw=True, role="loop")

@@ -4,8 +4,8 @@ axis (the derived `axis` property) says how it is split, which changes no value.
 along its axes holds the same data and keeps slice 0 (decision replicated-check)."""
 from __future__ import annotations
 import numpy as np
-from refimpl.registry import unit
-from refimpl.errors import EvalError
+from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.errors import EvalError
 
 
 @unit("COPY", alloc=0)

@@ -3,9 +3,9 @@ from __future__ import annotations
 import base64
 import math
 import numpy as np
-from refimpl.registry import unit
-from refimpl.numeric import NP, CLS, from_f64
-from refimpl.storage import flatten_after
+from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.numeric import NP, CLS, from_f64
+from tinyspec.refimpl.storage import flatten_after
 
 
 def const_value(v, name: str) -> np.ndarray:

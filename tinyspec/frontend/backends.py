@@ -8,17 +8,16 @@ maps input names (`buf{slot}`, see docs/architecture.md) to NumPy arrays, and th
 come back keyed `out{k}` for the k-th root.
 """
 from __future__ import annotations
-from tinyspec.backends import RefBackend, backend_names, get_backend
+from tinyspec.backends import backend_names, get_backend
 from tinyspec.backends import register_backend as _register
 
 
 def register_backend(name: str, backend) -> None:
   """Add a backend under `name`. A name an entry point provides keeps its entry-point
-  backend (the compiler registers its targets here on import; the entry points already
-  name them)."""
+  backend."""
   if not callable(getattr(backend, "run", None)):
     raise TypeError(f"backend {name!r} needs a run(graph, inputs) method")
   _register(name, backend, replace=False)
 
 
-__all__ = ["RefBackend", "register_backend", "get_backend", "backend_names"]
+__all__ = ["register_backend", "get_backend", "backend_names"]

@@ -19,7 +19,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from tools import docs_model as M
+from tinyspec.docgen import model as M
 
 RESULTS_FILE = "docs/conformance-results.json"
 STATUSES = {"passed": "pass", "failed": "FAIL", "xfail": "xfail", "unsupported": "—"}
@@ -47,7 +47,7 @@ def supported(module: str, *args) -> dict[str, set] | None:
 
 
 def compiler_targets() -> tuple[str, ...]:
-  try: mod = importlib.import_module("compiler")
+  try: mod = importlib.import_module("tinyspec.compiler")
   except ImportError: return DEFAULT_TARGETS
   t = getattr(mod, "TARGETS", None)
   return tuple(t) if t else DEFAULT_TARGETS
@@ -105,10 +105,10 @@ def _results_section(T, root: Path) -> list[str]:
 
 def render_status_md(T, root: Path | str | None = None) -> str:
   """docs/status.md for the tables T and the code and corpus under root (the repository)."""
-  root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
-  ref = supported("refimpl")
+  root = Path(root) if root is not None else M.corpus_root()
+  ref = supported("tinyspec.refimpl")
   targets = compiler_targets()
-  comp = {t: supported("compiler", t) for t in targets}
+  comp = {t: supported("tinyspec.compiler", t) for t in targets}
   case_counts, n_case_files = M.case_ops(root)
   rule_cases = M.rule_case_files(root)
   names = list(T.ops) + sorted({n for s in [ref, *comp.values()] if s for n in s} - set(T.ops))

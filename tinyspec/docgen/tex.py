@@ -4,7 +4,7 @@ derived-property table), rendered from the tables.
 
 All text goes through `tex()` (or `tt()` for code), which escapes LaTeX's special
 characters and maps the few non-ASCII symbols the tables use; the output is pure ASCII.
-tools/texcheck.py checks the result's structure; tests/test_docs.py compiles it when
+tinyspec/docgen/texcheck.py checks the result's structure; tests/test_docs.py compiles it when
 pdflatex is installed.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 import yaml
-from tools import docs_model as M
+from tinyspec.docgen import model as M
 
-STYLE = Path(__file__).resolve().parent / "docs_style.yaml"
+STYLE = Path(__file__).resolve().parent / "style.yaml"
 
 # Packages the document uses (all in Debian's texlive-latex-base + texlive-latex-recommended).
 PACKAGES = [("geometry", "margin=0.75in"), ("amsmath", None), ("amssymb", None), ("array", None), ("booktabs", None),

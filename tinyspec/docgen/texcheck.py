@@ -7,7 +7,7 @@ text becomes one), LaTeX specials in text (_ ^ outside math, # outside the pream
 & outside a table, ~), more cells in a table row than the column spec has, and
 non-ASCII characters.
 
-  python tools/texcheck.py docs/spec.tex     # prints the problems; exit 1 if any
+  python -m tinyspec.docgen.texcheck docs/spec.tex     # prints the problems; exit 1 if any
 """
 from __future__ import annotations
 import re
@@ -186,7 +186,7 @@ def check_tex(text: str) -> list[str]:
 def main(argv=None) -> int:
   argv = sys.argv[1:] if argv is None else argv
   if not argv:
-    print("usage: python tools/texcheck.py FILE.tex...", file=sys.stderr); return 2
+    print("usage: python -m tinyspec.docgen.texcheck FILE.tex...", file=sys.stderr); return 2
   worst = 0
   for path in argv:
     try: text = open(path, encoding="utf-8").read()

@@ -504,11 +504,18 @@ class RuleCaseRef:
   input: str          # the graph file, relative to the repository root
 
 
+def corpus_root() -> Path:
+  """The folder that holds `conformance/` (its rule and case corpora): the repository in a
+  checkout, the installed `tinyspec` package otherwise (the layout is the same below it)."""
+  from tinyspec import conformance
+  return Path(conformance.__file__).resolve().parent.parent
+
+
 def rule_cases(root: Path) -> list[RuleCaseRef]:
   """The rule corpus under root/conformance/rules, as conformance.rulecases loads it (one
   case per `*.expect.json`, whatever else the folders hold). Sorted by input path; empty
   when there is no corpus (or it cannot be read: the docs then show no cases)."""
-  from conformance.rulecases import load_rule_cases, CorpusError
+  from tinyspec.conformance.rulecases import load_rule_cases, CorpusError
   base = Path(root) / "conformance" / "rules"
   if not base.is_dir(): return []
   try: cases = load_rule_cases(base)
@@ -524,7 +531,7 @@ def _relative(p: Path, root: Path) -> str:
 
 def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
   """rule id -> its cases (invalid ones first, then valid), as cases_by_rule groups them."""
-  from conformance.rulecases import cases_by_rule
+  from tinyspec.conformance.rulecases import cases_by_rule
   grouped = cases_by_rule(rule_cases(root))
   return {r: sorted(g["invalid"] + g["valid"], key=lambda c: (c.valid, c.input)) for r, g in grouped.items()}
 

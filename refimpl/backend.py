@@ -1,0 +1,16 @@
+"""The reference evaluator as a backend (`ref`, entry point group tinyspec.backends)."""
+from __future__ import annotations
+from tinyspec.backends import Backend, Capabilities, value_dtypes
+
+
+class RefBackend(Backend):
+  """The NumPy reference evaluator (tinyspec.refimpl.evaluate)."""
+  name = "ref"
+
+  def capabilities(self) -> Capabilities:
+    from tinyspec.refimpl import supported_ops
+    return Capabilities({k: frozenset(v) for k, v in supported_ops().items()}, value_dtypes())
+
+  def run(self, graph, inputs):
+    from tinyspec.refimpl import evaluate
+    return dict(evaluate(graph, inputs))

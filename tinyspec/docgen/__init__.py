@@ -1,0 +1,82 @@
+"""The spec documents, generated from the tables: docs/spec.md, docs/spec.tex, docs/status.md.
+
+  tinyspec docs --out DIR [--check]       # an installed user
+  python tools/gen_docs.py [--check]      # the repository's docs/ (the script calls main())
+
+The output is deterministic: ordered as the tables order things (sorted elsewhere), no
+timestamps, and independent of optional packages (tinygrad, pyopencl) being installed.
+The renderers work on any `Tables` object, so a table with a new op is documented and
+counted without code changes.
+"""
+from __future__ import annotations
+import argparse
+import difflib
+from pathlib import Path
+from tinyspec.docgen.md import render_spec_md
+from tinyspec.docgen.tex import render_spec_tex
+from tinyspec.docgen.status import render_status_md
+from tinyspec.docgen.model import corpus_root
+
+__all__ = ["render_spec_md", "render_spec_tex", "render_status_md", "render_all", "stale", "write", "corpus_root", "docs_command"]
+
+DIFF_LINES = 40   # lines of diff shown per stale file
+
+
+def render_all(tables=None, root: Path | str | None = None) -> dict[str, str]:
+  """File name (relative to docs/) -> its contents. `root` holds conformance/ (the corpora)
+  and docs/conformance-results.json; default: the checkout or the installed package."""
+  from tinyspec.tables import tables as shipped
+  T = tables or shipped()
+  root = Path(root) if root is not None else corpus_root()
+  return {"spec.md": render_spec_md(T, root), "spec.tex": render_spec_tex(T), "status.md": render_status_md(T, root)}
+
+
+def _shown(p: Path) -> str:
+  try: return str(p.resolve().relative_to(Path.cwd()))
+  except ValueError: return str(p)
+
+
+def stale(docs: dict[str, str], out: Path) -> list[tuple[str, list[str]]]:
+  """(name, diff lines) for each file under out that differs from what the tables give."""
+  bad = []
+  for name, text in docs.items():
+    p = out / name
+    old = p.read_text(encoding="utf-8") if p.is_file() else ""
+    if old != text:
+      diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), f"{_shown(p)} (committed)", f"{_shown(p)} (from the tables)", lineterm="", n=1))
+      bad.append((name, diff))
+  return bad
+
+
+def write(out: Path, check: bool, root: Path | None = None, hint: str = "tinyspec docs") -> int:
+  """Write the documents into `out` (or, with check, report the stale ones). Exit code."""
+  docs = render_all(root=root)
+  if check:
+    bad = stale(docs, out)
+    for name, diff in bad:
+      print(f"{_shown(out / name)} is stale ({len(diff)} diff lines); run: {hint}")
+      print("\n".join(diff[:DIFF_LINES]) + ("\n..." if len(diff) > DIFF_LINES else ""))
+    if not bad: print(f"{', '.join(docs)} in {_shown(out)} are up to date")
+    return 1 if bad else 0
+  out.mkdir(parents=True, exist_ok=True)
+  for name, text in docs.items():
+    p = out / name
+    if not p.is_file() or p.read_text(encoding="utf-8") != text:
+      p.write_text(text, encoding="utf-8"); print(f"wrote {_shown(p)}")
+  return 0
+
+
+def docs_command(sub):
+  p = sub.add_parser("docs", help="write the spec documents (spec.md, spec.tex, status.md) from the tables",
+                     description="Generate spec.md, spec.tex and status.md from the installed tables into --out. "
+                                 "With --check, write nothing and exit 1 if a file there differs.")
+  p.add_argument("--out", type=Path, default=Path("docs"), help="folder to write (default ./docs)")
+  p.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
+
+  def run(a) -> int:
+    from tinyspec.diagnostics import EXIT_UNREADABLE
+    try: return write(a.out, a.check)
+    except OSError as e:
+      print(f"tinyspec docs: cannot write {a.out}: {e.strerror or e}")
+      return EXIT_UNREADABLE
+  return p, run
