@@ -20,7 +20,6 @@ For each case (a fresh $TINYSPEC_CACHE, so nothing is cached at the start):
 from __future__ import annotations
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path

@@ -10,7 +10,6 @@ gives the CPU time of one launch (median of interleaved runs, so the other proce
 on the shared machine count less) and the ratio scalar / vector (> 1: vectors win).
 """
 from __future__ import annotations
-import sys
 import time
 from pathlib import Path
 import numpy as np

@@ -27,7 +27,6 @@ Every result is checked against NumPy before it is timed.
 from __future__ import annotations
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 

@@ -16,10 +16,8 @@ import json
 import os
 import pstats
 import random
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 from tinyspec.graph import load_file          # noqa: E402
 from tinyspec.validate import validate        # noqa: E402

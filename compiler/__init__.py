@@ -12,8 +12,22 @@ over OpenCL work-groups) and compiler/layout.py (packed gemm inputs); Compiled.e
 repeated launches (benchmarks: bench/bench_kernels.py).
 """
 from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.pipeline import compile_graph, Compiled, STAGES
+import os
+from tinyspec.compiler.pipeline import lower, Compiled, STAGES
 from tinyspec.compiler.support import supported_ops
+
+
+def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None) -> Compiled:
+  """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
+  opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
+  default -- the heuristics, or with beam=N (default $TINYSPEC_BEAM) a BEAM search of
+  width N, its winner cached on disk (compiler/beam.py)."""
+  if beam is None: beam = int(os.environ.get("TINYSPEC_BEAM", "0") or 0)
+  search = None
+  if beam > 0:
+    from tinyspec.compiler.beam import best_opts
+    def search(sink, target, dev): return best_opts(sink, target, beam, dev)
+  return lower(g, target, opts, allow_untrusted, keep_stages, search)
 
 
 def run(graph, inputs=None, backend: str = "c", opts=None, allow_untrusted: bool = False):

@@ -26,7 +26,8 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.compiler.props import CompileError, props
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.optimize import ranges, axis_type, size, apply_opts, initial_types, top_nest, PARALLEL
+from tinyspec.compiler.axes import ranges, axis_type, size, top_nest, PARALLEL
+from tinyspec.compiler.optimize import apply_opts, initial_types
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -110,9 +111,9 @@ class Timer:
     self.times: dict[tuple, float] = {}
 
   def compile(self, opts: list):
-    from tinyspec.compiler.pipeline import compile_graph
+    from tinyspec.compiler.pipeline import lower
     try:
-      return compile_graph(self.sink, self.target, [list(o) for o in opts], keep_stages=False)
+      return lower(self.sink, self.target, [list(o) for o in opts], keep_stages=False)
     except CompileError:
       return None
 
@@ -133,7 +134,7 @@ class Timer:
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
     srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
-    from tinyspec.compiler.runtime.c import BuildError
+    from tinyspec.compiler.runtime import BuildError
     def make(src):
       """(built?, the OpenCL program or None): a unit that fails, or whose C build takes
       longer than BUILD_TIMEOUT, is (False, None) and its candidates drop out."""

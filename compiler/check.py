@@ -12,7 +12,6 @@
 """
 from __future__ import annotations
 import numpy as np
-from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.validate import validate
 
@@ -79,8 +78,8 @@ def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | N
   """Compile (unless given) and check every stage against the input graph's outputs.
   Raises StageMismatch naming the first stage that differs; returns the Compiled."""
   from tinyspec.refimpl import evaluate
-  from tinyspec.compiler.pipeline import compile_graph
-  c = compiled or compile_graph(graph, target, opts)
+  from tinyspec.compiler.pipeline import lower
+  c = compiled or lower(graph, target, opts)
   want = evaluate(c.stages["input"], inputs)
   from tinyspec.refimpl import EvalError
   for name, g in c.stages.items():

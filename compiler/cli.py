@@ -41,7 +41,7 @@ def _failure(path: str, e) -> int:
 
 
 def _runtime_errors():
-  from tinyspec.compiler.runtime.c import BuildError
+  from tinyspec.compiler.runtime import BuildError
   from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
   from tinyspec.compiler.rewrite import RewriteLimit
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)

@@ -35,22 +35,14 @@ The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
 from tinyspec.compiler.symbolic import simplify, linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.rangeify import with_identity
+from tinyspec.compiler.rangeify import with_identity, identity
+from tinyspec.compiler.axes import depends, open_ranges
 
 UNROLLED = ("UPCAST", "UNROLL")
-
-
-def identity(op: str, dtype: str) -> UOp:
-  d = _dt(dtype)
-  if op == "ADD": return const(0, dtype)
-  if op == "MUL": return const(1, dtype)
-  if d.cls == "bool": return const(False, dtype)
-  return const("-inf" if d.cls == "float" else d.min, dtype)
 
 
 def combine(op: str, parts: list[UOp]) -> UOp:
@@ -109,7 +101,6 @@ def _flat_coefficient(index: UOp, u: UOp, dep: dict):
   shape = props(index.src[0]).shape
   coef, stride = 0, 1
   for i, d in reversed(list(zip(index.src[1:], shape))):
-    from tinyspec.compiler.optimize import depends
     if depends(i, u, dep):
       lf = linear(i, 32)
       if lf is None or any(t is not u and depends(t, u, dep) for t in lf[0]): return None
@@ -127,7 +118,6 @@ def _in_bounds(index: UOp) -> bool:
 
 def _vectorizable(sink: UOp, u: UOp) -> bool:
   """Can UPCAST axis u become (k,)-vector values (see render.yaml `vectors`)?"""
-  from tinyspec.compiler.optimize import depends
   V = render_tables()["vectors"]
   dep: dict = {}
   nodes = toposort(sink)
@@ -204,7 +194,6 @@ def _group_reduce(sink: UOp) -> UOp:
     for key, members in by_key.items():
       # the partials of every work item (LOCAL) or thread (THREAD) running this reduce at
       # once get their own slots: the buffer is indexed by those ranges and the group's
-      from tinyspec.compiler.optimize import open_ranges
       outer = sorted({r for red in members for r in open_ranges(red, opened) if _rtype(r) in ("LOCAL", "THREAD")}, key=lambda r: r.arg["id"])
       if any(r.src[0].op != "CONST" for r in (*outer, *key)): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
       G, gidx = 1, const(0, "index")

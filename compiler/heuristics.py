@@ -30,7 +30,7 @@ from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.optimize import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
 
 
 def _prod(xs) -> int:

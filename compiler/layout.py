@@ -24,7 +24,8 @@ from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.symbolic import linear, simplify
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.optimize import axis_type, size, initial_types, apply_opts
+from tinyspec.compiler.axes import axis_type, size
+from tinyspec.compiler.optimize import initial_types, apply_opts
 
 
 def _lane_block(i: UOp) -> int | None:

@@ -33,47 +33,14 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.compiler.props import props, const, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
+from tinyspec.compiler.rewrite import toposort, substitute, rebuild
 from tinyspec.compiler.symbolic import simplify
-
-PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
-REORDERING = ("UPCAST", "UNROLL", "GROUP_REDUCE")   # types whose iterations do not run in loop order
-WORKGROUP = ("LOCAL", "GROUP_REDUCE")                # types NOLOCALS forbids
-
-
-def ranges(sink: UOp) -> list[UOp]:
-  """The kernel's axes: its RANGEs in id order."""
-  return sorted((u for u in toposort(sink) if u.op == "RANGE"), key=lambda r: r.arg["id"])
-
-
-def axis_type(r: UOp) -> str: return r.arg.get("type", "LOOP")
-
-
-def size(r: UOp):
-  """The constant size of range r, or None when it is symbolic."""
-  return int(props(r.src[0]).value) if r.src[0].op == "CONST" else None
-
+from tinyspec.compiler.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
+from tinyspec.compiler.rangeify import identity
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
   subs = {r: UOp("RANGE", r.src, {"id": r.arg["id"], "type": t}) for r, t in mapping.items() if r.arg.get("type") != t}
   return substitute(sink, subs) if subs else sink
-
-
-def output_nest(sink: UOp):
-  """(END, its ranges) when the kernel is one loop nest of stores whose every store
-  writes INDEX(out, ranges in order...) with each of the nest's ranges exactly once;
-  else None."""
-  if len(sink.src) != 1 or sink.src[0].op != "END": return None
-  end = sink.src[0]
-  rs = list(end.src[1:])
-  stores = [end.src[0]] if end.src[0].op == "STORE" else list(end.src[0].src) if end.src[0].op == "GROUP" else []
-  if not stores or not all(s.op == "STORE" for s in stores): return None
-  for s in stores:
-    dst = s.src[0]
-    if dst.op != "INDEX" or dst.src[0].op != "PARAM": return None
-    used = [i for i in dst.src[1:] if i.op == "RANGE"]
-    if sorted(used, key=id) != sorted(rs, key=id) or not all(i.op in ("RANGE", "CONST") for i in dst.src[1:]): return None
-  return end, rs
 
 
 def initial_types(sink: UOp) -> UOp:
@@ -82,28 +49,6 @@ def initial_types(sink: UOp) -> UOp:
   if nest is None: return sink
   end, rs = nest
   return _retype(sink, {r: "GLOBAL" for r in rs if r.arg.get("type", "LOOP") == "LOOP"})
-
-
-# ------------------------------------------------------------------ where a range is used
-def _closers(sink: UOp, r: UOp) -> list[UOp]:
-  """The ENDs and REDUCEs that list r among their ranges."""
-  return [u for u in toposort(sink) if u.op in ("END", "REDUCE") and r in u.src[1:]]
-
-
-def carried(sink: UOp, r: UOp) -> bool:
-  """Does a loop-carried read (AFTER listing r: an accumulator read inside r) depend on r?"""
-  return any(u.op == "AFTER" and r in u.src[1:] for u in toposort(sink))
-
-
-def open_ranges(u: UOp, memo: dict) -> frozenset:
-  """The RANGEs u runs inside of: those it depends on, less the ones an END or REDUCE
-  below it closes (memo: answers so far; stops at known nodes)."""
-  return fold_up(u, memo, ranges_open)
-
-
-def depends(u: UOp, r: UOp, memo: dict) -> bool:
-  """Does u depend on r? (memo: answers so far, for the same r; stops at known nodes)"""
-  return fold_up(u, memo, lambda x, below: x is r or any(below))
 
 
 # ------------------------------------------------------------------ the OptOps
@@ -132,7 +77,6 @@ def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp
 
 def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   """Grow r to a multiple of m; the added iterations store nothing and reduce nothing."""
-  from tinyspec.compiler.expand import identity
   n = size(r)
   if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be padded")
   if not isinstance(m, int) or m <= 0: raise CompileError("opt.divisible", f"PADTO needs a positive multiple, not {m!r}")
@@ -149,12 +93,6 @@ def _padto(sink: UOp, r: UOp, m: int) -> UOp:
       return u.replace(src=(UOp("WHERE", (valid, u.src[0], identity(u.arg["op"], props(u).dtype))), *u.src[1:]))
     return None
   return simplify(rebuild(substitute(sink, {r: r2}), mask))
-
-
-def top_nest(sink: UOp):
-  """(END, its ranges) of a kernel that is one loop nest (one END under the SINK)."""
-  if len(sink.src) != 1 or sink.src[0].op != "END": return None
-  return sink.src[0], list(sink.src[0].src[1:])
 
 
 def _swap(sink: UOp, a: UOp, b: UOp) -> UOp:
@@ -185,14 +123,6 @@ def _parse(opt):
   return op, axis, arg
 
 
-def reorderable(red: UOp) -> bool:
-  """May the REDUCE's elements combine in any order? Decision reduce-empty: float ADD
-  may associate; MAX and integer arithmetic (modular) are exact in any order; a float
-  MUL keeps its order."""
-  from tinyspec.dtypes import dtype as _dt
-  return not (red.arg["op"] == "MUL" and _dt(props(red).dtype).cls == "float")
-
-
 def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev):
   """The table checks of SPLIT (see the module doc); returns top with its default."""
   T = tables().axis_types
@@ -209,10 +139,10 @@ def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev
   if kind in WORKGROUP and no_locals: raise CompileError("opt.unsupported", f"{kind} after NOLOCALS")
   if kind in PARALLEL and cur not in PARALLEL:
     raise CompileError("opt.parallel", f"axis {axis} ({cur}) is not independent; it cannot get {kind}")
-  closers = _closers(sink, r)
-  if kind == "GROUP_REDUCE" and not (closers and all(u.op == "REDUCE" for u in closers)):
+  closing = closers(sink, r)
+  if kind == "GROUP_REDUCE" and not (closing and all(u.op == "REDUCE" for u in closing)):
     raise CompileError("opt.parallel", f"axis {axis} is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions")
-  if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closers):
+  if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closing):
     raise CompileError("opt.order", f"axis {axis} reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty); {kind} would reorder it")
   if kind in REORDERING and carried(sink, r):
     raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next (an AFTER lists it); {kind} would reorder them")

@@ -2,7 +2,7 @@
 
   callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
 
-`compile_graph` runs them all and keeps each stage's output as a graph (`Compiled.stages`):
+`lower` runs them all and keeps each stage's output as a graph (`Compiled.stages`):
 every stage's graph is a tensor-level schedule (CALLs of kernel SINKs up to isel, of
 PROGRAM(LINEAR) after linearize, of PROGRAM(LINEAR, SOURCE) after render) that the
 validator accepts and the reference evaluator runs.
@@ -14,13 +14,12 @@ The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose 
 are the inputs) or a linearized program (LINEAR: rendered as it is).
 """
 from __future__ import annotations
-import os
 from dataclasses import dataclass, field
 from tinyspec.graph import Graph
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from tinyspec.compiler.props import CompileError, props
+from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
@@ -95,12 +94,12 @@ def kernel_opts(opts, name: str):
   return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 
 
-def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None) -> Compiled:
+def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, search=None) -> Compiled:
   """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
   opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
-  default -- the heuristics, or with beam=N (default $TINYSPEC_BEAM) a BEAM search of
-  width N, its winner cached on disk (compiler.beam)."""
-  if beam is None: beam = int(os.environ.get("TINYSPEC_BEAM", "0") or 0)
+  default, which is `search(kernel sink, target, device)` when given (BEAM search: the
+  public compile_graph in compiler/__init__.py passes it) and else, or when it gives
+  None, the heuristics."""
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
   if isinstance(g, UOp): g = Graph.from_uops(g)
   elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
@@ -132,9 +131,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
     dev = device(target)
     def choose(k):
       o = kernel_opts(opts, k.name)
-      if o is None and beam > 0:
-        from tinyspec.compiler.beam import best_opts
-        o = best_opts(k.sink, target, beam, dev)
+      if o is None and search is not None: o = search(k.sink, target, dev)
       return o
     if level != "kernel": sched = _split.split_reduces(sched, target, dev)    # OpenCL: a long reduce over every compute unit
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))

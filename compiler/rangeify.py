@@ -207,6 +207,15 @@ def _reduce(b, x, idx):
   return with_identity(x.arg["op"], v)
 
 
+def identity(op: str, dtype: str) -> UOp:
+  """The identity of reduce op `op` in `dtype` (decision reduce-empty) as a CONST."""
+  d = _dt(dtype)
+  if op == "ADD": return const(0, dtype)
+  if op == "MUL": return const(1, dtype)
+  if d.cls == "bool": return const(False, dtype)
+  return const("-inf" if d.cls == "float" else d.min, dtype)
+
+
 def with_identity(op: str, v: UOp) -> UOp:
   """A reduction of one element: the identity combined with it, which a float ADD can
   see (0 + -0.0 is +0.0, as the reference's reduction gives)."""

@@ -31,7 +31,7 @@ from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.symbolic import simplify
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.optimize import ranges, size, reorderable, carried
+from tinyspec.compiler.axes import ranges, size, reorderable, carried
 
 
 def _divisor_near(n: int, want: int) -> int | None:

@@ -19,7 +19,6 @@ A failure names its property, the node and the op; `Failure.case` is the minimal
 (the failing node and what it reads).
 """
 from __future__ import annotations
-import json
 import tempfile
 import time
 import hashlib

@@ -30,7 +30,6 @@ Passing `tables=` (a tinyspec.tables.Tables) draws from other tables: an op adde
 ops.yaml is drawn without a change here.
 """
 from __future__ import annotations
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

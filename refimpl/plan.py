@@ -13,7 +13,7 @@ What it finds:
 """
 from __future__ import annotations
 from collections import defaultdict
-from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.registry import role
 from tinyspec.refimpl.errors import EvalError
 
 FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built

@@ -3,7 +3,6 @@ codes, -k, --cases, --json, and backends that fail or crash."""
 from __future__ import annotations
 import json
 import shutil
-import pytest
 from tinyspec.cli import main
 from tinyspec.conformance import runner
 from tinyspec.conformance.rulecases import RULES_DIR, load_rule_cases

@@ -5,7 +5,6 @@ import json
 import re
 from pathlib import Path
 import jsonschema
-import pytest
 from tinyspec.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from tinyspec.compiler.heuristics import default_opts
 from tinyspec.compiler.optimize import initial_types
 from tinyspec.refimpl import evaluate
 
-from targets import TARGETS, needs_cl
+from targets import TARGETS
 CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
 GPU = Device("opencl", "test gpu", "gpu", 1, 32768, 256, False, 16)
 RNG = np.random.default_rng(5)

@@ -18,7 +18,6 @@ from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare, tolerance
 from tinyspec.tolerance import within_tolerance
 from tinyspec.compiler.props import shape_operand, props
-from tinyspec.compiler.tables import render_tables
 
 from targets import TARGETS
 DTYPE_NAMES = [n for n, d in DTYPES.items() if d.cls != "void"]

@@ -8,7 +8,6 @@ order. A few examples run by default; TINYSPEC_OPT_EXAMPLES=N runs more."""
 from __future__ import annotations
 import os
 import numpy as np
-import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph, CompileError

@@ -7,7 +7,6 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph, CompileError
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.optimize import ranges
 from tinyspec.compiler.props import shape_operand as S
 from tinyspec.refimpl import evaluate
 
@@ -205,7 +204,6 @@ def test_unrolled_reductions_survive_the_c_compiler(dt, red, want):
   """Two accumulators of a short reduction: GCC 12.2 miscompiles such loops when the
   accumulator's chain changes sign (PR 107212); render.yaml keeps each chain in one
   signedness. Found by the OptOp property test."""
-  from tinyspec.compiler.props import const
   a = UOp("BUFFER", (S((8,)),), {"slot": 0, "dtype": dt, "device": "CPU"})
   b = UOp("BUFFER", (S((8,)),), {"slot": 1, "dtype": dt, "device": "CPU"})
   x = {"buf0": np.array([2, 1, 0, -2, -1, -3, -3, -3], dt), "buf1": np.array([-2, 2, 1, 3, 0, 1, 3, 2], dt) if red == "ADD" else np.array([-1, -3, -3, -3, -3, -3, -3, -3], dt)}

@@ -11,7 +11,7 @@ from tinyspec.conformance.execute import CaseRunner
 from tinyspec.conformance.manifest import load_manifest
 from tinyspec.conformance.runner import UNEXPECTED
 
-from targets import TARGETS, needs_cl
+from targets import TARGETS
 
 def test_builtin_backends_come_from_entry_points():
   assert {"ref", "c", "opencl"} <= set(_entry_points()) and {"ref", "c", "opencl"} <= set(backend_names())

@@ -5,12 +5,11 @@ graph of at most 4 nodes; failures are written as corpus cases that the runner r
 from __future__ import annotations
 import numpy as np
 import pytest
-from hypothesis import given, settings, HealthCheck, find
-from tinyspec.backends import Backend
+from hypothesis import given, settings, HealthCheck
 from tinyspec.refimpl.backend import RefBackend
 from tinyspec.compiler.backend import CBackend
 from tinyspec.conformance.strategies import graphs
-from tinyspec.conformance.properties import fuzz, check_example, InProcess, check_values, Failure
+from tinyspec.conformance.properties import fuzz, check_example, InProcess, check_values
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -108,7 +107,6 @@ def test_the_unplanted_renderer_passes_the_same_search():
 
 def test_failures_are_written_as_corpus_cases_and_replayed(tmp_path, capsys):
   from tinyspec.conformance.corpus import load_cases
-  from tinyspec.backends import register_backend
   from tinyspec.cli import main
   rep = fuzz(_WrongMul(), examples=40, seed=3, isolate=False, stages=False, out=tmp_path,
              strategy=graphs("tensor", ops=["MUL"], dtypes=["int16"], max_ops=2))

@@ -11,9 +11,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 import pytest
 from tinyspec.cli import main
-from tinyspec.conformance.corpus import load_cases, CASES_DIR
+from tinyspec.conformance.corpus import load_cases
 from tinyspec.conformance.execute import CaseRunner, coverage
-from tinyspec.conformance.manifest import Manifest, load_manifest
+from tinyspec.conformance.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PICK = ["ADD/int32", "MUL/int32", "MAX/int32", "SUB/int32", "negative/RESHAPE.numel/invalid-6-to-2x4"]

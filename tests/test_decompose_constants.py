@@ -2,9 +2,7 @@
 constants equal tools/decomp_constants.py's derivation, bit-layout parameters agree with
 dtypes.yaml, Cody-Waite parts are short enough for exact products, and the published
 LOG2 coefficients approximate their function."""
-import sys
 from fractions import Fraction
-from pathlib import Path
 import numpy as np
 import pytest
 from tinyspec.dtypes import dtype as D

@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 from tinyspec.tables import tables
-from tinyspec.uop import UOp
 from tinyspec.cli import main
 from tinyspec.refimpl import evaluate, EvalError, EvalResult, supported_ops
 from tinyspec.refimpl.build import Builder

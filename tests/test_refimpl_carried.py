@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from tinyspec.refimpl import evaluate
 from tinyspec.refimpl.build import Builder
-from tinyspec.refimpl.numeric import NP
 
 F32 = "float32"
 rng = np.random.default_rng(7)

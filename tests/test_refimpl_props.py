@@ -11,7 +11,6 @@ graphs were generated: it runs every effect once per point of the loops it depen
 loops nested by RANGE id (decision kernel-loops), one Python scalar at a time."""
 from __future__ import annotations
 import itertools
-import math
 import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.refimpl import evaluate

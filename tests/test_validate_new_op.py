@@ -4,7 +4,6 @@ elementwise op of the `binary` family over floats, with one check that reuses an
 expression under a new rule id, a catalogue entry and an example, added as text to a copy
 of spec/ops.yaml."""
 from __future__ import annotations
-import json
 import os
 import shutil
 from pathlib import Path

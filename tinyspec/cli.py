@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.diagnostics import EXIT_OK, EXIT_UNREADABLE
 
 COMMAND_GROUP = "tinyspec.commands"
 

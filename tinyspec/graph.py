@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 from tinyspec.frozen import freeze, thaw
 from tinyspec.diagnostics import Diagnostic
+from tinyspec.uop import UOp, toposort
 
 _OP_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _DOC_KEYS = {"format", "version", "level", "roots", "meta", "nodes"}
@@ -71,7 +72,6 @@ class Graph:
   # ---- conversion to and from UOps
   def uops(self) -> list:
     """One UOp per node (hash-consed: identical nodes become the same UOp)."""
-    from tinyspec.uop import UOp
     out: list = []
     for i, n in enumerate(self.nodes):
       if n.src and (min(n.src) < 0 or max(n.src) >= i):
@@ -87,21 +87,12 @@ class Graph:
 
   @staticmethod
   def from_uops(*roots, level: str | None = None, meta: dict | None = None) -> "Graph":
-    """Toposort (iteratively: chains of any length) the UOps reachable from roots."""
+    """The UOps reachable from roots as a node list, sources first (uop.toposort)."""
     index: dict[int, int] = {}
     nodes: list[Node] = []
-    for r in roots:
-      stack = [(r, False)]
-      while stack:
-        u, expanded = stack.pop()
-        if id(u) in index: continue
-        if expanded:
-          index[id(u)] = len(nodes)
-          nodes.append(Node(u.op, [index[id(s)] for s in u.src], u.arg, u.dtype, u.shape, u.tag, u.name))
-          continue
-        stack.append((u, True))
-        for s in reversed(u.src):
-          if id(s) not in index: stack.append((s, False))
+    for u in toposort(*roots):
+      index[id(u)] = len(nodes)
+      nodes.append(Node(u.op, [index[id(s)] for s in u.src], u.arg, u.dtype, u.shape, u.tag, u.name))
     roots_idx = [index[id(r)] for r in roots]
     return Graph(nodes, None if roots_idx == [len(nodes) - 1] else roots_idx, level, dict(meta or {}))
 

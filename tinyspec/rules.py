@@ -13,7 +13,7 @@ import binascii
 import copy
 import math
 from tinyspec import intervals as iv
-from tinyspec.dtypes import DTYPES, dtype as _dt
+from tinyspec.dtypes import dtype as _dt
 
 
 class RuleFail(Exception):

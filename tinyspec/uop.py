@@ -3,13 +3,35 @@
 A UOp carries what a graph-file node carries (declared dtype/shape and tag included), so
 Graph.from_uops / Graph.uops convert losslessly. Derived properties are not stored here:
 `uop.props` asks the validator (tinyspec.validate.derive_uop, which checks only the nodes
-below that have none yet) and caches the answer in `_props`.
+below that have none yet) and caches the answer in `_props`. The validator is built on
+this module, so it plugs its derive_uop in here when it loads (`DERIVE`); importing any
+part of tinyspec loads it.
 """
 from __future__ import annotations
 import weakref
 from tinyspec.frozen import freeze, thaw, key as _key
 
 _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
+DERIVE: list = []   # [derive_uop], put here by tinyspec.validate
+
+
+def toposort(*roots: "UOp") -> list["UOp"]:
+  """Every UOp reachable from roots, each once, sources first, in the order the roots and
+  their sources are listed (iterative: chains of any length)."""
+  seen: set[int] = set()
+  out: list = []
+  for r in roots:
+    stack = [(r, False)]
+    while stack:
+      u, expanded = stack.pop()
+      if id(u) in seen: continue
+      if expanded:
+        seen.add(id(u)); out.append(u)
+        continue
+      stack.append((u, True))
+      for s in reversed(u.src):
+        if id(s) not in seen: stack.append((s, False))
+  return out
 
 
 class UOp:
@@ -34,17 +56,13 @@ class UOp:
 
   def toposort(self) -> list["UOp"]:
     """Every UOp reachable from self, sources first (iterative: no recursion limit)."""
-    from tinyspec.graph import Graph
-    g = Graph.from_uops(self)
-    return g.uops()
+    return toposort(self)
 
   @property
   def props(self):
     """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis); raises
     tinyspec.validate.DerivationError (a ValueError) if a node is invalid."""
-    if self._props is None:
-      from tinyspec.validate import derive_uop
-      derive_uop(self)
+    if self._props is None: DERIVE[0](self)
     return self._props
 
   def __repr__(self) -> str:

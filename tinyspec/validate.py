@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
-from tinyspec.diagnostics import Diagnostic, EXIT_OK, EXIT_INVALID
+from tinyspec.diagnostics import Diagnostic, EXIT_OK
 from tinyspec.dtypes import canonical
 from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
+from tinyspec import uop as _uop
 
 LEVELS = ("tensor", "kernel", "program")
 _BIT = {"tensor": 1, "kernel": 2, "program": 4}
@@ -529,3 +530,6 @@ def _underived(u) -> tuple[list, list]:
     stack.append((x, True))
     stack.extend((s, False) for s in reversed(x.src) if id(s) not in seen)
   return frontier, order
+
+
+_uop.DERIVE[:] = [derive_uop]   # UOp.props asks this module (tinyspec/uop.py says why)

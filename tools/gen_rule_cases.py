@@ -13,7 +13,6 @@ is the index of the node the case means to break).
 from __future__ import annotations
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path

@@ -7,3 +7,7 @@
 Both cache compiled programs under $TINYSPEC_CACHE (default ~/.cache/tinyspec), keyed by
 a hash of the source text and the build options; PoCL's own cache is pointed there too.
 """
+
+
+class BuildError(RuntimeError):
+  """A kernel did not build (the compiler's message, or a timeout), on either runtime."""

@@ -20,12 +20,9 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from tinyspec.compiler.runtime import BuildError
 from tinyspec.compiler.runtime.cache import cache_dir, digest
 from tinyspec.compiler.tables import render_tables
-
-
-class BuildError(RuntimeError):
-  pass
 
 
 @lru_cache(maxsize=None)

@@ -97,7 +97,7 @@ class Built:
     try:
       self.prg, self._save = _program(cl, ctx, dev, source, opts)
     except cl.RuntimeError as e:
-      from tinyspec.compiler.runtime.c import BuildError
+      from tinyspec.compiler.runtime import BuildError
       raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
 
   def launched(self):

@@ -4,7 +4,7 @@ evaluated the same way when their node is reached. A CALL of a kernel (a SINK, o
 PROGRAM's LINEAR) runs the kernel with its PARAM k as argument k's storage and writes
 what the kernel stored back into those arguments (in place: new versions of them)."""
 from __future__ import annotations
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 
 
 @unit("FUNCTION", "CALL", raw=True, role="call", alloc=0)

@@ -2,7 +2,7 @@
 bitcast-nan)."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NP, CLS, F32, F64, NARROW, from_f64, int_to_float
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.dtypes import DTYPES

@@ -9,7 +9,7 @@ NumPy's float64 functions are used as they are). SQRT, DIV and MULACC are IEEE o
 computed in the dtype (float16/bfloat16 in float32, rounded once)."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import float_op, int_op, is_float, from_f64, F64
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
 

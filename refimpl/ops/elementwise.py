@@ -2,7 +2,7 @@
 spec/ops.yaml say. Sources arrive broadcast-compatible and of one dtype (validated)."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import float_op, int_op, is_float, is_signed_int, unsigned, bits, NP
 
 

@@ -7,7 +7,7 @@ lidx and tidx axes are parallel, and a BARRIER makes the stores of every local t
 (lidx) visible to the reads ordered after it."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NP
 
 

@@ -3,7 +3,7 @@ their order. The storage model (versions, last-write-wins scatter) is refimpl/st
 these units only hand the node to the scope."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 
 
 @unit("LOAD", raw=True, role="gated_load", alloc=0)

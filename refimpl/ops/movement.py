@@ -3,7 +3,7 @@ EXPAND as a zero-copy broadcast, SHRINK), copies where it has not (PAD, STACK, I
 All but INDEX, STACK and BITCAST exist only at tensor level (no loop axes)."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 
 
 

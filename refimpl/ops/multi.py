@@ -4,7 +4,7 @@ axis (the derived `axis` property) says how it is split, which changes no value.
 along its axes holds the same data and keeps slice 0 (decision replicated-check)."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.errors import EvalError
 
 

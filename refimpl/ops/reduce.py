@@ -15,7 +15,7 @@ tolerance. Plan.FUSE_MIN_ELEMENTS decides when (small products are built as writ
 from __future__ import annotations
 import string
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP
 from tinyspec.dtypes import DTYPES
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import base64
 import math
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NP, CLS, from_f64
 from tinyspec.refimpl.storage import flatten_after
 

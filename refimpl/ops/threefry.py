@@ -6,7 +6,7 @@ the LOW word first: x0 = X & 0xffffffff, x1 = X >> 32. The result packs (x0, x1)
 way. Checked against Random123's known-answer vectors in tests/test_refimpl_ops.py."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.refimpl.registry import unit
+from tinyspec.refimpl.unit import unit
 
 ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)   # Random123 R_32x2 rotation constants
 PARITY = 0x1BD11BDA                            # Threefish key-schedule parity constant

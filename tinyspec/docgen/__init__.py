@@ -9,7 +9,6 @@ The renderers work on any `Tables` object, so a table with a new op is documente
 counted without code changes.
 """
 from __future__ import annotations
-import argparse
 import difflib
 from pathlib import Path
 from tinyspec.docgen.md import render_spec_md

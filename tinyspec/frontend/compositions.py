@@ -30,6 +30,9 @@ def arange(n: int) -> Tensor:
   return prefix_sum(Tensor(1).reshape(1).expand(n)) - 1
 
 
+Tensor.arange = staticmethod(arange)   # a composition of Tensor's own methods, so it is attached here
+
+
 def gather(T: Tensor, idx: Tensor) -> Tensor:
   """out[i] = T[idx[i]]: a one-hot mask along the gather axis, then a reduce."""
   K = T.shape[0]

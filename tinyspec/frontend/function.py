@@ -19,7 +19,8 @@ arguments) stay in the body as they are.
 from __future__ import annotations
 import functools
 from tinyspec.uop import UOp
-from tinyspec.frontend.tensor import Tensor, shape_uop
+from tinyspec.frontend.tensor import Tensor
+from tinyspec.frontend.nodes import shape_uop
 from tinyspec.frontend.walk import substitute
 
 

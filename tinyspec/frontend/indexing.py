@@ -13,10 +13,11 @@ decision index-oob).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
+from tinyspec.frontend.nodes import const
 
 
 def getitem(x, idx):
-  from tinyspec.frontend.tensor import Tensor, const
+  Tensor = type(x)   # the Tensor class (tensor.py builds on this module)
   items = list(idx) if isinstance(idx, tuple) else [idx]
   ellipsis = [k for k, i in enumerate(items) if i is Ellipsis]   # identity: == on a Tensor builds a node
   if len(ellipsis) > 1: raise IndexError("at most one Ellipsis")
