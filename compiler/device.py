@@ -30,6 +30,13 @@ class Device:
     return f"{self.target}:{self.name}:{self.kind}:{self.threads}"
 
 
+def vector_bytes(target: str, kind: str, device_bytes: int) -> int:
+  """The widest vector the heuristics may emit: what the device says it prefers, capped by
+  the table's limit for its kind (spec/render.yaml `devices`: what such devices build)."""
+  cap = render_tables()["devices"][target].get("vector_bytes", {}).get(kind, 16)
+  return max(4, min(int(cap), int(device_bytes)))
+
+
 def _cpu_vector_bytes() -> int:
   """The host's vector width (the C target compiles with -march=native)."""
   try:
@@ -64,13 +71,14 @@ def host_threads() -> int:
 def device(target: str) -> Device:
   T = render_tables()["devices"][target]
   if target == "c":
-    return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]), _cpu_vector_bytes())
+    return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]),
+                  vector_bytes("c", T["kind"], _cpu_vector_bytes()))
   try:
     from tinyspec.compiler.runtime.opencl import device as cl_device
     import pyopencl as cl
     _, _, d = cl_device()
     kind = "cpu" if d.type & cl.device_type.CPU else "gpu"
     return Device("opencl", d.name.strip(), kind, int(d.max_compute_units), int(d.local_mem_size), int(d.max_work_group_size), bool(T["tensor_cores"]),
-                  4 * max(1, int(d.preferred_vector_width_float)))
+                  vector_bytes("opencl", kind, 4 * max(1, int(d.preferred_vector_width_float))))
   except Exception:   # no OpenCL here: compile for the table's generic device
     return Device("opencl", "generic", T["kind"], 1, int(T["local_mem"]), int(T["max_local"]), bool(T["tensor_cores"]))

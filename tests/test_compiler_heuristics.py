@@ -14,7 +14,7 @@ from tinyspec.compiler.heuristics import default_opts
 from tinyspec.compiler.optimize import initial_types
 from tinyspec.refimpl import evaluate
 
-from targets import TARGETS
+from targets import TARGETS, HAVE_CL
 CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
 GPU = Device("opencl", "test gpu", "gpu", 1, 32768, 256, False, 16)
 RNG = np.random.default_rng(5)
@@ -117,3 +117,34 @@ def test_every_stage_of_an_optimized_program_validates_and_evaluates(prog):
   c = check_stages(t.graph(), t.inputs(), target="c", opts=opts_of(t, CPU4)[-1])    # the test CPU's choices, on any host
   ops = {u.op for g in c.stages.values() for u in g.uops()}
   assert ("VCONST" in ops and len(c.schedule.kernels) == 2) if prog == "gemm" else ("BARRIER" in ops)
+
+
+@pytest.mark.parametrize("target, kind, device_bytes, want", [
+  ("opencl", "cpu", 64, 32),    # PoCL on an AVX-512 host prefers float16, which its LLVM cannot build: float8
+  ("opencl", "cpu", 32, 32),    # PoCL on AVX2: float8, as it prefers
+  ("opencl", "gpu", 4, 4),      # a GPU preferring scalars keeps them
+  ("opencl", "gpu", 64, 16),    # GPUs: float4 at most
+  ("c", "cpu", 64, 64),         # C with -march=native on AVX-512: the full register
+])
+def test_vector_width_is_the_device_preference_capped_by_the_table(target, kind, device_bytes, want):
+  from tinyspec.compiler.device import vector_bytes
+  assert vector_bytes(target, kind, device_bytes) == want
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device")
+def test_the_opened_opencl_device_builds_its_widest_vectors():
+  """What the heuristics may emit on this device (its widest float vectors, returned from a
+  helper function as the tiled kernels do) builds and runs."""
+  import pyopencl as cl
+  from tinyspec.compiler.device import device
+  from tinyspec.compiler.runtime.opencl import device as cl_device
+  n = device("opencl").vector_bytes // 4
+  ctx, queue, _ = cl_device()
+  src = f"""float{n} twice(float{n} v) {{ return v + v; }}
+  __kernel void k(__global const float* a, __global float* b) {{ vstore{n}(twice(vload{n}(0, a)), 0, b); }}"""
+  x = np.arange(n, dtype=np.float32)
+  mf = cl.mem_flags
+  ga, gb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x), cl.Buffer(ctx, mf.WRITE_ONLY, x.nbytes)
+  cl.Program(ctx, src).build().k(queue, (1,), None, ga, gb)
+  out = np.empty_like(x); cl.enqueue_copy(queue, out, gb); queue.finish()
+  assert np.array_equal(out, 2 * x)
