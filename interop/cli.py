@@ -43,6 +43,11 @@ def import_tinygrad_command(sub):
   p.add_argument("-v", "--verbose", action="store_true", help="print every graph, not only the failing ones")
 
   def run(a) -> int:
+    import os
+    from tinyspec.interop.tinygrad_backend import have_clang
+    # tinygrad reads DEV at import; unset, it probes its devices, and without clang none
+    # opens ("no usable devices"): the CPU device with clang, else the PYTHON emulator.
+    os.environ.setdefault("DEV", "CPU" if have_clang() else "PYTHON")
     try:
       import tinygrad  # noqa: F401
     except ImportError:

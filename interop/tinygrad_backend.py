@@ -11,9 +11,13 @@ STORE see it, decision store-order). A kernel-level graph (a SINK over PARAMs) b
 tinygrad kernel of UOps (RANGE, INDEX, STORE, END, REDUCE ...) run with
 `Tensor.custom_kernel`. Graphs the validator rejects are refused with its rule id.
 
-The device: TINYSPEC_TINYGRAD_DEVICE, default CPU (tinygrad's clang backend; without clang
-the backend is unavailable), e.g. PYTHON for tinygrad's emulator. Results come back in the
-spec's dtypes.
+The device: TINYSPEC_TINYGRAD_DEVICE (e.g. CPU, or PYTHON for tinygrad's emulator); unset,
+CPU when `clang` is on PATH (tinygrad's CPU device compiles with it, even to open), else
+PYTHON (a warning says so once; conformance/manifests/tinygrad.yaml describes CPU). Every
+tensor the backend makes names its device, and a value of constants only (which tinygrad
+keeps deviceless and would realize on a hard-coded "CPU") is realized on the backend's
+device, so a PYTHON run never opens tinygrad's CPU device or runs clang. Results come back
+in the spec's dtypes.
 """
 from __future__ import annotations
 import os
@@ -35,8 +39,30 @@ def _backend_table() -> dict:
   return mapping()["backend"]
 
 
+def have_clang() -> bool:
+  """Whether tinygrad's CPU device can open: CPUDevice.__init__ compiles its runtime helpers
+  with ClangCompiler, which runs `clang` (tinygrad/runtime/ops_cpu.py, compiler_cpu.py)."""
+  return shutil.which("clang") is not None
+
+
+_warned: set = set()
+
+
 def tinygrad_device() -> str:
-  return os.environ.get("TINYSPEC_TINYGRAD_DEVICE") or "CPU"
+  """TINYSPEC_TINYGRAD_DEVICE; unset, CPU where clang is on PATH, else PYTHON."""
+  dev = os.environ.get("TINYSPEC_TINYGRAD_DEVICE")
+  if dev: return dev
+  if have_clang(): return "CPU"
+  if "PYTHON" not in _warned:
+    _warned.add("PYTHON")
+    import sys
+    print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
+          "conformance/manifests/tinygrad.yaml describes the CPU device, which needs clang)", file=sys.stderr)
+  return "PYTHON"
+
+
+def _base(device: str) -> str:
+  return device.split(":")[0].upper()
 
 
 class TinygradBackend(Backend):
@@ -44,7 +70,10 @@ class TinygradBackend(Backend):
 
   def __init__(self, device: str | None = None):
     self.device = device or tinygrad_device()
-    os.environ.setdefault("DEV", self.device)
+    # tinygrad reads DEV when it is first imported (helpers.DEV); its Device.DEFAULT is
+    # only a fallback here (every tensor names its device), and _device_context() keeps it
+    # on this device when tinygrad was imported with another DEV.
+    os.environ.setdefault("DEV", _base(self.device))
 
   def capabilities(self) -> Capabilities:
     import tinygrad  # noqa: F401  (no tinygrad: the backend is unavailable)
@@ -65,7 +94,7 @@ class TinygradBackend(Backend):
     """Once: the device must work (CPU needs clang), and the dtypes of the table's
     `emulate` run through tinygrad's own emulation (EMULATED_DTYPES)."""
     if getattr(self, "_ready", False): return
-    if self.device.split(":")[0] == "CPU" and not shutil.which("clang"):
+    if _base(self.device) == "CPU" and not have_clang():
       raise Refused("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON")
     from tinygrad.helpers import EMULATED_DTYPES
     want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])
@@ -79,9 +108,21 @@ class TinygradBackend(Backend):
     if not res.ok:
       d = res.diagnostics[0]
       raise Refused(d.format(), d.rule)
-    if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
-    if res.level == "kernel": return _KernelBuilder(self, graph, res, inputs).outputs()
-    raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend")
+    if res.level not in ("tensor", "kernel"): raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend")
+    with _device_context(self.device):
+      if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
+      return _KernelBuilder(self, graph, res, inputs).outputs()
+
+
+def _device_context(device: str):
+  """tinygrad's default device (Device.DEFAULT, from DEV) set to the backend's device while
+  a graph runs, where it is another one: the backend names the device of every tensor it
+  makes, this covers any default tinygrad falls back to inside. Unchanged (a no-op) where
+  DEV already names the device, so DEV's renderer choice (DEV=CPU:LLVM) is kept."""
+  import contextlib
+  from tinygrad.helpers import DEV, Context
+  if (DEV.device or "").upper() == _base(device): return contextlib.nullcontext()
+  return Context(DEV=_base(device))
 
 
 # ------------------------------------------------------------------ shared helpers
@@ -133,12 +174,22 @@ def _to_tensor(a: np.ndarray, dtype: str, shape, device):
   return Tensor(a, device=device, dtype=tg_dtype(dtype))
 
 
-def _from_tensor(t, dtype: str) -> np.ndarray:
+def _on_device(t, device: str):
+  """t, with a value of constants only put on `device`. tinygrad keeps such a value on no
+  device (Tensor(3, device=D) is a CONST without D, tensor.py Tensor.__init__), `.to(D)`
+  leaves it there (tensor.py Tensor.to: `if self.uop.device is None: return self`), and
+  `.numpy()` would realize it on a hard-coded CPU (tensor.py Tensor._buffer:
+  `x.clone("CPU")`), which compiles with clang whatever DEV says. The same clone as
+  _buffer's, to the backend's device."""
+  if t.device is not None: return t
+  return t.contiguous().clone(device)
+
+
+def _from_tensor(t, dtype: str, device: str) -> np.ndarray:
   from tinyspec.refimpl.numeric import np_dtype
   from tinygrad import dtypes
-  if t.device is None: t = t.to(tinygrad_device())   # a value of constants only: realized on the backend's device
-  if dtype == "bfloat16": return t.bitcast(dtypes.uint16).numpy().view(np_dtype("bfloat16"))
-  return np.asarray(t.numpy()).astype(np_dtype(dtype), copy=False)
+  if dtype == "bfloat16": return _on_device(t.bitcast(dtypes.uint16), device).numpy().view(np_dtype("bfloat16"))
+  return np.asarray(_on_device(t, device).numpy()).astype(np_dtype(dtype), copy=False)
 
 
 # ------------------------------------------------------------------ tensor level
@@ -168,11 +219,11 @@ class _TensorBuilder:
       dt = self.views[r].dtype
       if dt == "void": continue
       if isinstance(v, tuple):
-        for j, x in enumerate(v): out[f"out{k}.{j}"] = _from_tensor(x, dt[j])
-      else: out[f"out{k}"] = _from_tensor(v, dt)
+        for j, x in enumerate(v): out[f"out{k}.{j}"] = _from_tensor(x, dt[j], self.backend.device)
+      else: out[f"out{k}"] = _from_tensor(v, dt, self.backend.device)
       k += 1
     for root, t in self.final.items():
-      out[self._input_name(root)] = _from_tensor(t, self.views[root].dtype)
+      out[self._input_name(root)] = _from_tensor(t, self.views[root].dtype, self.backend.device)
     return out
 
   # ---- node helpers
@@ -208,8 +259,8 @@ class _TensorBuilder:
 
   # ---- sources
   def t_CONST(self, i, env, n):
-    from tinygrad import Tensor
-    return Tensor(_spec_const(n.arg["value"], n.arg["dtype"]), dtype=tg_dtype(n.arg["dtype"]))
+    from tinygrad import Tensor   # a CONST on no device (tinygrad drops the device of a scalar); naming it keeps Device.DEFAULT out
+    return Tensor(_spec_const(n.arg["value"], n.arg["dtype"]), dtype=tg_dtype(n.arg["dtype"]), device=self.dev("CPU"))
     yield
 
   def t_VCONST(self, i, env, n):
@@ -431,7 +482,7 @@ class _KernelBuilder:
       tensors.append((name, v.dtype, v.shape, t))
     outs = self.run_on([t for *_, t in tensors])
     stored = self.stored_slots()
-    return {name: _from_tensor(o, dt).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs)) if k in stored}
+    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs)) if k in stored}
 
   def stored_slots(self) -> set:
     """The PARAM slots some STORE writes."""
@@ -449,7 +500,7 @@ class _KernelBuilder:
     def fxn(*placeholders):
       self.placeholders = placeholders
       return drive(self.root, self._gen, {})
-    outs = Tensor.custom_kernel(*[t.contiguous() for t in tensors], fxn=fxn)
+    outs = Tensor.custom_kernel(*[_on_device(t, self.dev("CPU")).contiguous() for t in tensors], fxn=fxn)
     Tensor.realize(*outs)
     return outs
 

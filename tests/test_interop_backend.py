@@ -2,11 +2,16 @@
 
 Skipped without tinygrad. Runs tinygrad's CPU device when clang is installed, else its
 PYTHON emulator (TINYSPEC_TINYGRAD_DEVICE). The whole corpus is `tinyspec conformance
---backend tinygrad` (about 80 s on 2 cores); here a few cases per level.
+--backend tinygrad` (about 80 s on 2 cores); here a few cases per level. The fallback
+without clang is checked in a subprocess whose PATH has no clang, on any machine; only the
+tests of tinygrad's CPU device itself skip without clang.
 """
+import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -95,6 +100,107 @@ def test_function_bodies_are_inlined(backend):
              N("FUNCTION", [3, 4]), N("GETTUPLE", [5], 0), N("FUNCTION", [3, 6]), N("GETTUPLE", [7], 0)])
   got = backend.run(g, {"buf0": np.array([1, 2, 3], np.int32)})
   np.testing.assert_array_equal(got["out0"], [1, 16, 81])
+
+
+# ------------------------------------------------------------------ devices: CPU needs clang, PYTHON never touches it
+NO_CLANG = "tinygrad's CPU device compiles with clang (even to open): no clang on PATH (apt-get install clang, or scripts/setup.sh as root)"
+CONST_CASES = ["STACK/int16", "BITCAST/float32"]
+
+# Run in a child whose PATH holds no clang (no cc either) and which has no DEV, CC or
+# TINYSPEC_TINYGRAD_DEVICE: the backend picks its device itself. The child records every
+# program it starts and every tinygrad device it opens, and prints one JSON line.
+_CHILD = r"""
+import json, subprocess, sys
+started = []
+_popen = subprocess.Popen.__init__
+def _record(self, args, *a, **k):
+  started.append(str(args if isinstance(args, str) else args[0])); return _popen(self, args, *a, **k)
+subprocess.Popen.__init__ = _record
+if sys.argv[1] == "tinygrad-first": import tinygrad   # imported before the backend could set DEV
+import numpy as np
+from tinyspec.graph import Graph, Node
+from tinyspec.refimpl import evaluate
+from tinyspec.conformance.corpus import load_cases, to_disk
+from tinyspec.conformance.execute import judge_positive
+from tinyspec.interop.tinygrad_backend import TinygradBackend, Refused
+b = TinygradBackend()
+out = {"device": b.device, "cases": {}, "consts": {}}
+by_id = {c.id: c for c in load_cases()}
+for cid in json.loads(sys.argv[2]):
+  case = by_id[cid]
+  outs = b.run(Graph.load(case.graph), case.load_inputs())
+  outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
+  out["cases"][cid] = judge_positive(case, outs, False)
+graphs = {   # constants only: a CONST root, constants through elementwise ops, a bfloat16 CONST
+  "CONST": Graph([Node("CONST", (), {"value": 7, "dtype": "int32"})]),
+  "CONST-ADD": Graph([Node("CONST", (), {"value": 1.5, "dtype": "float32"}), Node("CONST", (), {"value": 2.0, "dtype": "float32"}),
+                      Node("ADD", [0, 1])]),
+  "CONST-bfloat16": Graph([Node("CONST", (), {"value": 1.5, "dtype": "bfloat16"})]),
+}
+for name, g in graphs.items():
+  got, want = b.run(g, {}), evaluate(g, {})
+  out["consts"][name] = sorted(got) == sorted(want) and all(np.array_equal(np.asarray(got[k], np.float64), np.asarray(want[k], np.float64)) for k in want)
+try:
+  TinygradBackend("CPU").run(graphs["CONST"], {})
+  out["cpu"] = "ran"
+except Refused as e: out["cpu"] = str(e)
+from tinygrad.device import Device
+out["opened"], out["started"] = sorted(Device._opened_devices), started
+print(json.dumps(out))
+"""
+
+
+def _run_without_clang(tmp_path, order: str) -> dict:
+  empty = tmp_path / "bin"
+  empty.mkdir(exist_ok=True)
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "CC", "TINYSPEC_TINYGRAD_DEVICE", "PATH")}
+  env["PATH"] = str(empty)
+  p = subprocess.run([sys.executable, "-c", _CHILD, order, json.dumps(CONST_CASES)], env=env, cwd=tmp_path,
+                     capture_output=True, text=True, timeout=300)
+  assert p.returncode == 0, p.stderr[-4000:]
+  return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("order", ["backend-first", "tinygrad-first"])
+def test_without_clang_constant_graphs_run_on_the_python_device(tmp_path, order):
+  """No clang: the backend falls back to tinygrad's PYTHON device, and graphs of constants
+  only (which tinygrad keeps deviceless and realizes on a hard-coded CPU) run there too:
+  tinygrad's CPU device is never opened and no program (clang) is started, whether or not
+  tinygrad was imported (with no DEV) before the backend."""
+  _cases(CONST_CASES)
+  r = _run_without_clang(tmp_path, order)
+  assert r["device"] == "PYTHON"
+  assert r["cases"] == {cid: None for cid in CONST_CASES}
+  assert all(r["consts"].values()), r["consts"]
+  assert "needs clang" in r["cpu"]              # CPU asked for by name: refused, with the reason
+  assert not any(d.split(":")[0] == "CPU" for d in r["opened"]), r["opened"]
+  assert "PYTHON" in r["opened"]
+  assert r["started"] == [], f"programs started without clang: {r['started']}"
+
+
+def test_default_device_is_cpu_with_clang_else_python(monkeypatch):
+  from tinyspec.interop import tinygrad_backend as tb
+  monkeypatch.delenv("TINYSPEC_TINYGRAD_DEVICE", raising=False)
+  monkeypatch.setattr(tb, "have_clang", lambda: True)
+  assert tb.tinygrad_device() == "CPU"
+  monkeypatch.setattr(tb, "have_clang", lambda: False)
+  assert tb.tinygrad_device() == "PYTHON"
+  monkeypatch.setenv("TINYSPEC_TINYGRAD_DEVICE", "CPU")
+  assert tb.tinygrad_device() == "CPU"          # asked for by name: kept (and refused at setup without clang)
+
+
+@pytest.mark.skipif(not shutil.which("clang"), reason=NO_CLANG)
+@pytest.mark.parametrize("cid", CONST_CASES)
+def test_cpu_device_runs_constant_graphs(cid):
+  """With clang, the CPU device (the manifest's) runs graphs of constants only on CPU."""
+  from tinyspec.conformance.corpus import to_disk
+  from tinyspec.conformance.execute import judge_positive
+  from tinygrad.device import Device
+  case, = _cases([cid])
+  outs = TinygradBackend("CPU").run(Graph.load(case.graph), case.load_inputs())
+  outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
+  assert judge_positive(case, outs, False) is None
+  assert "CPU" in Device._opened_devices
 
 
 # ------------------------------------------------------------------ the manifest

@@ -180,6 +180,27 @@ def test_cli_writes_graphs_inputs_and_results(tmp_path):
   assert main(["validate", *[str(out / n) for n in graphs]]) == 0
 
 
+def test_cli_without_clang_or_dev_runs_on_the_python_device(tmp_path):
+  """import-tinygrad in a process whose PATH has no clang and with no DEV: tinygrad would
+  probe its devices and open none ("no usable devices"); the command picks PYTHON."""
+  import json
+  import subprocess
+  import sys
+  script = tmp_path / "prog.py"
+  script.write_text("import numpy as np\nfrom tinygrad import Tensor, Device\n"
+                    "(Tensor(np.arange(4, dtype=np.float32)) + 1).realize()\nprint('DEVICES', sorted(Device._opened_devices))\n")
+  (tmp_path / "bin").mkdir()
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "CC", "TINYSPEC_TINYGRAD_DEVICE", "PATH")}
+  env["PATH"] = str(tmp_path / "bin")
+  p = subprocess.run([sys.executable, "-m", "tinyspec", "import-tinygrad", str(script), "--json"], env=env, cwd=tmp_path,
+                     capture_output=True, text=True, timeout=300)
+  assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+  line = next(x for x in p.stdout.splitlines() if x.startswith("DEVICES"))
+  assert "CPU" not in line and "PYTHON" in line, line
+  rep = json.loads(p.stdout[p.stdout.index("{"):])
+  assert rep["ok"] and not rep["error"], rep
+
+
 def test_cli_exit_codes(tmp_path):
   from tinyspec.cli import main
   assert main(["import-tinygrad", str(tmp_path / "missing.py")]) == 2
