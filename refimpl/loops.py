@@ -42,6 +42,7 @@ import itertools
 import numpy as np
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.numeric import canonical_nan
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 
 
@@ -246,7 +247,7 @@ def reduction_write(scope, s, path, gate) -> Write:
   if g is not None:
     g = np.broadcast_to(g.reshape(g.shape + (1,) * (x.ndim - g.ndim)), np.broadcast_shapes(g.shape + (1,) * (x.ndim - g.ndim), x.shape))
     x = np.where(g, x, _masked(spec.op, dt))
-  seq = accumulate(spec.op, dt, start, x, dims)   # (N + 1, rest...): N points of the loops, in iteration order
+  seq = canonical_nan(accumulate(spec.op, dt, start, x, dims), dt)   # (N + 1, rest...): N points of the loops, in iteration order
   if m.tracing:
     m.record(scope, spec.read, _unflatten(seq[:-1], dims, sizes))
     m.record(scope, spec.update, _unflatten(seq[1:], dims, sizes))

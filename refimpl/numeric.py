@@ -67,6 +67,18 @@ def float_op(fn, name: str, *xs):
   return np.asarray(fn(*xs))
 
 
+def canonical_nan(x: np.ndarray, name: str) -> np.ndarray:
+  """x with every NaN replaced by dtype `name`'s canonical NaN (decision nan-canonical:
+  a computed NaN's sign and payload would otherwise depend on the CPU and on which
+  operand the hardware propagated). Other values keep their bits."""
+  nan = DTYPES[name].nan
+  if nan is None or x.size == 0: return x
+  hit = np.isnan(x)
+  if not hit.any(): return x
+  canon = np.asarray(nan, unsigned(name)).view(x.dtype)
+  return np.where(hit, canon, x)
+
+
 def int_op(fn, name: str, *xs):
   """fn on integer operands of dtype `name`, computed modulo 2^bits on unsigned views."""
   t, u = NP[name], unsigned(name)

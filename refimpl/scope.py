@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
-from tinyspec.refimpl.numeric import NP
+from tinyspec.refimpl.numeric import NP, CLS, canonical_nan
 from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
@@ -134,6 +134,7 @@ class Scope:
     want = NP.get(view.dtype)
     if want is not None and val.dtype != want:
       raise EvalError(f"internal error: the unit made {val.dtype} where the node has dtype {view.dtype}", i, self.m.nodes[i].op, rule="eval.internal")
+    if self.m.T.ops[self.m.nodes[i].op].nan == "canonical" and CLS[view.dtype] == "float": val = canonical_nan(val, view.dtype)
     self.m.budget.track(val)
     return val
 

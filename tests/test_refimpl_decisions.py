@@ -255,3 +255,45 @@ def test_decision_kernel_loops():
   st = bld.STORE(bld.INDEX(x, i), bld.ADD(bld.INDEX(x, i), bld.INDEX(x, r)))
   bld.SINK(bld.END(st, r))
   assert evaluate(bld.graph(), {"param0": np.array([1, 2, 3, 4], np.int32)})["param0"].tolist() == [1, 3, 5, 7]
+
+
+def _nan_bits(dt: str, sign: int, payload: int) -> np.ndarray:
+  """A NaN of dtype dt with the given sign bit and (nonzero) mantissa payload."""
+  from tinyspec.dtypes import DTYPES
+  d = DTYPES[dt]
+  u = np.dtype(f"uint{d.bits}")
+  b = (sign << (d.bits - 1)) | (((1 << d.exponent) - 1) << d.mantissa) | payload
+  return np.asarray([b], u).view(NP[dt])
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+def test_decision_nan_canonical(dt):
+  from tinyspec.dtypes import DTYPES
+  d = DTYPES[dt]
+  canon = np.asarray([d.nan], f"uint{d.bits}").view(NP[dt])
+  assert np.isnan(canon).all() and d.nan == ((1 << d.exponent) - 1) << d.mantissa | 1 << (d.mantissa - 1)
+  odd = _nan_bits(dt, 1, 1)                    # negative, signalling-looking payload 1
+  inf, ninf = np.asarray([np.inf, -np.inf]).astype(NP[dt])
+  one = np.asarray([1.0]).astype(NP[dt])
+  # arithmetic, NaN made from numbers (inf - inf) or carried in from an operand
+  assert bits_equal(binop("ADD", dt, [inf], [ninf]), canon)
+  assert bits_equal(binop("MUL", dt, odd, one), canon)
+  assert bits_equal(binop("MAX", dt, odd, one), canon)
+  assert bits_equal(unop("NEG", dt, odd), canon)            # a computed result: not a sign flip of the payload
+  assert bits_equal(unop("SQRT", dt, -one), canon)
+  assert bits_equal(unop("LOG2", dt, -one), canon)
+  assert bits_equal(unop("CAST", dt, odd, arg="float32" if dt != "float32" else "float64"),
+                    np.asarray([DTYPES["float32" if dt != "float32" else "float64"].nan], "uint32" if dt != "float32" else "uint64"))
+  bld = Builder()
+  bld.REDUCE(bld.buffer((3,), dt, 0), arg={"op": "ADD", "axes": [0]})
+  got = evaluate(bld.graph(), {0: np.concatenate([one, odd, one])})["out0"]
+  assert bits_equal(got, canon)
+  # ops that move values keep the bits they read
+  bld = Builder()
+  p = bld.buffer((1,), "bool", 0)
+  bld.add("WHERE", p, bld.buffer((1,), dt, 1), bld.buffer((1,), dt, 2))
+  got = evaluate(bld.graph(), {0: np.array([True]), 1: odd, 2: one})["out0"]
+  assert bits_equal(got, odd)
+  bld = Builder()
+  bld.PERMUTE(bld.buffer((1, 1), dt, 0), arg=[1, 0])
+  assert bits_equal(evaluate(bld.graph(), {0: odd.reshape(1, 1)})["out0"], odd)

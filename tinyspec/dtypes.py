@@ -19,6 +19,7 @@ class DType:
   cl: str             # OpenCL C type name
   mantissa: int | None = None
   exponent: int | None = None
+  nan: int | None = None   # a float dtype's canonical NaN, as its bits (dtypes.yaml `nan`)
 
   @property
   def bits(self) -> int: return self.itemsize * 8
@@ -49,7 +50,8 @@ def _load(path: str):
   for name, d in raw["dtypes"].items():
     lo, hi = d.get("min"), d.get("max")
     if d["class"] == "float": lo, hi = -math.inf, math.inf
-    out[name] = DType(name, d["class"], d["itemsize"], _num(lo), _num(hi), d.get("np"), d["c"], d["cl"], d.get("mantissa"), d.get("exponent"))
+    out[name] = DType(name, d["class"], d["itemsize"], _num(lo), _num(hi), d.get("np"), d["c"], d["cl"], d.get("mantissa"), d.get("exponent"),
+                      int(d["nan"], 16) if d.get("nan") is not None else None)
   return out, raw.get("aliases", {}), raw.get("groups", {}), raw.get("classes", {})
 
 

@@ -20,6 +20,7 @@ SLOT_KINDS = ("value", "shape", "range", "void", "any", "body")
 UNCHECKED_KINDS = ("any", "body")   # slot kinds that accept any node
 FOLDS = ("value", "values", "stack")  # op `fold:` forms (see validate.fold_value)
 STORAGE = (True, "through")           # op `storage:` values
+NAN_RESULTS = ("canonical", "payload")  # op/category `nan:` values
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: the tables load 10x faster
 
 
@@ -82,6 +83,7 @@ class Op:
   family: str | None = None
   fold: str | None = None       # how an index node folds to constant dims (FOLDS), or None
   storage: object = None        # True: storage; "through": passes src[0]'s storage on; None
+  nan: str = "payload"          # "canonical": a NaN it computes is the dtype's canonical NaN (decision nan-canonical)
   derive: tuple = ()            # compiled property rules, in PROPS order
   derive_src: dict = field(default_factory=dict)   # property -> (expr, where it came from)
   derive_all: object = None     # all six rules as one function (src, arg, op, level, node) -> tuple
@@ -183,6 +185,8 @@ class Tables:
       raise ValueError(f"{name}: fold {d['fold']!r} is not one of {', '.join(FOLDS)}")
     if d.get("storage") is not None and d["storage"] not in STORAGE:
       raise ValueError(f"{name}: storage {d['storage']!r} is not true or through")
+    if d.get("nan", "payload") not in NAN_RESULTS:
+      raise ValueError(f"{name}: nan {d['nan']!r} is not one of {', '.join(NAN_RESULTS)}")
     arg_schema = d.get("arg", {"type": "null"})
     fns = self.functions
     checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]", fns)) for c in d.get("checks", [])]
@@ -194,7 +198,7 @@ class Tables:
               semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
               conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),
               family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full), checks_all=checks_all,
-              fold=d.get("fold"), storage=d.get("storage"))
+              fold=d.get("fold"), storage=d.get("storage"), nan=d.get("nan", self.categories[d["category"]].get("nan", "payload")))
 
   def _make_slot(self, op: str, s: dict) -> Slot:
     kind, level = s.get("kind", "value"), s.get("level")

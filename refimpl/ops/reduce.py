@@ -1,19 +1,21 @@
 """REDUCE: ADD, MUL or MAX over axes (tensor level) or over the iterations of RANGE
 sources (kernel level, where each RANGE is an array axis).
 
-ADD and MUL of float32/float64 run in the dtype (NumPy's pairwise sum); float16 and
-bfloat16 accumulate in float32 and round once (decision reduce-empty allows any
-association; the REDUCE tolerance is scaled by the size). Integers wrap (int-wrap).
-MAX propagates NaN and prefers +0 over -0 (max-nan). Empty: the identity.
+Float ADD and MUL fold the elements in iteration order (row-major over the reduced axes),
+starting from the identity: the loop a kernel runs (acc = 0; acc += x), as tinygrad's
+PYTHON device does, and the same bits on every host (decision reduce-empty allows other
+orders within the REDUCE tolerance; NumPy's pairwise sum and BLAS order by CPU). float32
+and float64 accumulate in the dtype; float16 and bfloat16 accumulate in float32 and round
+once. Integers wrap (int-wrap) and MAX is exact, in any order. MAX propagates NaN and
+prefers +0 over -0 (max-nan). Empty: the identity.
 
 A REDUCE(ADD) over a MUL whose product is large and broadcast (the seed's gemm
-`(A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1)`) is computed as one einsum, which never
-builds the (M,K,N) product: NumPy hands it to BLAS in the same dtype. Only the summation
-order and fused multiply-adds differ from building the product -- within the REDUCE
-tolerance. Plan.FUSE_MIN_ELEMENTS decides when (small products are built as written).
+`(A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1)`) never builds the (M,K,N) product: it
+multiplies a block of the reduced axis at a time and folds it into the running sums, in
+the same order and roundings as building the product would (Plan.FUSE_MIN_ELEMENTS
+decides when; small products are built as written).
 """
 from __future__ import annotations
-import string
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP
@@ -40,23 +42,50 @@ def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
       r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
     return down(r, name) if name == "bfloat16" else r
   fn = np.add if op == "ADD" else np.multiply
-  if name in NARROW: return down(fn.reduce(x.astype(F32), axis=dims, keepdims=True), name)
-  return fn.reduce(x, axis=dims, keepdims=True, dtype=x.dtype)
+  if cls != "float": return fn.reduce(x, axis=dims, keepdims=True, dtype=x.dtype)   # modular: any order
+  acc = identity(op, name).astype(F32 if name in NARROW else x.dtype)
+  acc = np.broadcast_to(acc, tuple(1 if d in dims else n for d, n in enumerate(x.shape)))
+  return down(fold(fn, acc, x, dims), name)
 
 
-def sum_of_product(a: np.ndarray, b: np.ndarray, dims: tuple) -> np.ndarray:
-  """sum over `dims` of a*b (a, b broadcast), without building the product."""
+FOLD_BLOCK = 1 << 22   # elements folded per ufunc.accumulate call (bounds its scratch array)
+
+
+def fold(fn, acc: np.ndarray, x: np.ndarray, dims: tuple) -> np.ndarray:
+  """acc (keepdims-shaped) folded with the elements of x along `dims`, one after another in
+  row-major order: ((acc fn x0) fn x1) ... . ufunc.accumulate is sequential by definition
+  (each partial result is stored), so this is the loop's order on every host. Computed in
+  acc's dtype; blocks of the reduced elements keep the scratch bounded."""
+  keep = [d for d in range(x.ndim) if d not in dims]
+  y = np.moveaxis(x, dims, range(len(keep), x.ndim)).astype(acc.dtype, copy=False)
+  y = y.reshape(y.shape[:len(keep)] + (int(np.prod(y.shape[len(keep):], dtype=np.int64)),))
+  out = np.moveaxis(acc, dims, range(len(keep), x.ndim)).reshape(y.shape[:-1] + (1,))
+  n = y.shape[-1]
+  step = max(1, FOLD_BLOCK // max(1, out.size))
+  for k in range(0, n, step):
+    out = fn.accumulate(np.concatenate([out, y[..., k:k + step]], axis=-1), axis=-1)[..., -1:]
+  return out.reshape(acc.shape)
+
+
+def sum_of_product(a: np.ndarray, b: np.ndarray, dims: tuple, acc_dtype) -> np.ndarray:
+  """sum over `dims` of a*b (a, b broadcast; products rounded in a's dtype, summed in
+  acc_dtype in iteration order from +0), without building the whole product: a block of
+  the reduced elements at a time."""
   nd = max(a.ndim, b.ndim)
   a = a.reshape((1,) * (nd - a.ndim) + a.shape)
   b = b.reshape((1,) * (nd - b.ndim) + b.shape)
   full = np.broadcast_shapes(a.shape, b.shape)
-  letters = string.ascii_letters
-  sa = "".join(letters[d] for d in range(nd) if a.shape[d] != 1)
-  sb = "".join(letters[d] for d in range(nd) if b.shape[d] != 1)
-  so = "".join(letters[d] for d in range(nd) if d not in dims and full[d] != 1)
-  out = np.einsum(f"{sa},{sb}->{so}", a.reshape([n for n in a.shape if n != 1]), b.reshape([n for n in b.shape if n != 1]),
-                  optimize=True)
-  return np.asarray(out, dtype=a.dtype).reshape(tuple(1 if d in dims else n for d, n in enumerate(full)))
+  acc = np.zeros(tuple(1 if d in dims else n for d, n in enumerate(full)), acc_dtype)
+  # the reduced axes flattened in row-major order, split into blocks of whole index tuples
+  red = [d for d in dims if full[d] != 1]
+  if not red: return acc + np.multiply(a, b)
+  lead, inner = red[0], int(np.prod([full[d] for d in red[1:]], dtype=np.int64))
+  per = max(1, FOLD_BLOCK // max(1, int(np.prod([n for d, n in enumerate(full) if d not in dims], dtype=np.int64)) * inner))
+  for k in range(0, full[lead], per):
+    sl = tuple(slice(k, k + per) if d == lead else slice(None) for d in range(nd))
+    pa, pb = (t[sl] if t.shape[lead] != 1 else t for t in (a, b))
+    acc = fold(np.add, acc, np.multiply(pa, pb), dims)
+  return acc
 
 
 @unit("REDUCE", raw=True, role="reduce")
@@ -70,7 +99,9 @@ def reduce_(ctx):
   if s.plan.fused.get(src) == ctx.i:
     a, b = (s.values[j] for j in s.m.nodes[src].src)
     a, b = s.align(a, len(ctx.src_shape(0))), s.align(b, len(ctx.src_shape(0)))
-    return sum_of_product(*s.full_along(ranges, a, b), dims)
+    name = ctx.dtype
+    r = sum_of_product(*s.full_along(ranges, a, b), dims, F32 if name in NARROW else NP[name])
+    return down(r, name)
   x = ctx.value(0)
   if ranges:
     (x,) = s.full_along(ranges, x)
