@@ -101,6 +101,7 @@ class Machine:
     for k, v in (inputs or {}).items():
       name = f"buf{k}" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else str(k)
       if name in out: raise EvalError(f"input {name!r} is given twice", rule="eval.input", exit_code=2)
+      if isinstance(v, np.ndarray): self.budget.external(v, f"input {name!r}")   # inputs count from the start
       out[name] = v
     return out
 
@@ -197,7 +198,11 @@ class Machine:
     self._check_ops(roots)
     if self.level == "program":
       (r,) = roots[-1:]
-      lin = r if self.nodes[r].op == "LINEAR" else self.nodes[r].src[0]
+      lin = r if self.nodes[r].op == "LINEAR" else self.nodes[r].src[0] if self.nodes[r].op == "PROGRAM" else None
+      if lin is None or self.nodes[lin].op != "LINEAR":
+        raise EvalError(f"a program-level graph is evaluated from its LINEAR (or PROGRAM) root, and this root is {self.nodes[r].op} "
+                        "(a kernel SINK is a kernel-level graph: drop `level: program` or pass --level kernel)", r, self.nodes[r].op,
+                        rule="eval.unsupported")
       order = list(self.nodes[lin].src) + [lin] + ([r] if r != lin else [])
       plan = Plan(self, order, True, roots, linear=list(self.nodes[lin].src))
       scope = Scope(self, plan, "kernel")
