@@ -28,6 +28,8 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
+from tinyspec.files import load_npy
+from tinyspec.conformance.protocol import answer_outputs as _answer_outputs
 from tinyspec.conformance.compare import describe, element_bounds
 from tinyspec.conformance.strategies import Drawn
 
@@ -303,8 +305,8 @@ class Isolated:
       raise RuntimeError(f"failed: {ans.get('error')}")
     views = _views(d.graph)
     out = {}
-    for k, p in (ans.get("outputs") or {}).items():
-      a = np.load(p, allow_pickle=False)
+    for k, p in _answer_outputs(ans, w).items():
+      a = load_npy(p)
       i = d.outputs.get(k)
       out[k] = from_disk(a, views[i].dtype) if i is not None and views[i].dtype == "bfloat16" else a
     return out
@@ -355,13 +357,23 @@ class FuzzReport:
   written: list = field(default_factory=list)     # case folders written
 
 
-def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
-  """graphs() restricted to what the backend and the reference evaluator both run."""
-  from tinyspec.conformance.strategies import graphs, drawable_ops
+class NoDrawableOps(ValueError):
+  """Nothing can be drawn for the backend at the levels asked for."""
+
+
+def backend_ops(caps, level: str, ops=None) -> list[str]:
+  """The ops drawn at `level` for a backend: drawable there, run by the backend and by
+  the reference evaluator at that level."""
+  from tinyspec.conformance.strategies import drawable_ops
   from tinyspec.refimpl import supported_ops
   ref = supported_ops()
-  names = [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
-  return graphs(level, ops=names, max_ops=max_ops, dtypes=sorted(caps.dtypes))
+  return [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
+
+
+def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
+  """graphs() restricted to what the backend and the reference evaluator both run."""
+  from tinyspec.conformance.strategies import graphs
+  return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=sorted(caps.dtypes))
 
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
@@ -380,6 +392,11 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
     except (KeyError, TypeError): stage_backend = None
   decomposed = runner.caps.decomposed
+  levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
+  if not levels and strategy is None:
+    runner.stop()
+    raise NoDrawableOps(f"backend {runner.name} runs no op the graphs can be drawn from at the level(s) asked for "
+                        "(its capabilities)")
   seen: set = set()
   budget = examples
   round_ = 0

@@ -79,6 +79,15 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   return out, m
 
 
+def _numpy_can_hold(shape) -> bool:
+  """NumPy refuses a shape whose nonzero dims multiply past intp, even with a zero dim."""
+  if type(shape) is not tuple: return True
+  n = 1
+  for d in shape:
+    if type(d) is int and d: n *= d
+  return n * 16 < 1 << 63
+
+
 class Machine:
   """One evaluation: the validated graph, the inputs, the budget, the trace."""
 
@@ -191,6 +200,9 @@ class Machine:
       dt = self.views[i].dtype
       if isinstance(dt, str) and DTYPES[dt].np and dt not in NUMPY_TYPES:
         raise EvalError(f"{dt} values need the ml_dtypes package (pip install ml_dtypes)", i, n.op, rule="eval.unsupported")
+      if isinstance(dt, str) and not _numpy_can_hold(self.views[i].shape):
+        raise EvalError(f"NumPy cannot hold an array of shape {self.views[i].shape}: its nonzero dims multiply past 2^63 (a valid "
+                        "empty shape, but no NumPy array has it)", i, n.op, rule="eval.unsupported")
       stack.extend(n.src)
 
   def run(self) -> dict:

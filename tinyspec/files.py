@@ -5,10 +5,11 @@ refused without blocking) and read up to a size limit; .npy and .npz arrays are 
 by their headers (plain numeric dtype, rank, elements, bytes against the memory budget,
 a file that holds what its header promises) before their data is read.
 
-Writing: every path is a sanitized name inside the directory the user gave. A name is an
-identifier (`[A-Za-z_][A-Za-z0-9_]*`, element suffixes `.k` allowed: `out0.1` names
-element 1 of a tuple root); anything else (`../x`, `/abs`, a newline) is refused with
-rule path.name. Files are written to a temporary name in the same directory and renamed
+Writing: every path is a sanitized name inside the directory the user gave. A name is
+made of letters, digits, `_` and `-` (not first), in dot-separated parts (`out0.1` names
+element 1 of a tuple root, `03_rangeify.k0` a stage, `numpy-example` a backend);
+anything else (`../x`, `/abs`, a newline, a leading dot) is refused with rule path.name. (BUFFER and PARAM names in a graph
+are identifiers by the arg schema, so the validator refuses them first.) Files are written to a temporary name in the same directory and renamed
 into place, so a planted symlink is replaced, never followed, and a reader never sees half
 a file.
 
@@ -26,7 +27,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[0-9]+)*\Z")
+NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")   # no "/", no leading "." or "-", no ".."
 MAX_NAME = 128
 _NPY_KINDS = "biuf"        # bool, signed, unsigned, float: what a tinyspec dtype is stored as
 _NPY_HEADER_MAX = 10000    # NumPy's own default bound on a .npy header
@@ -169,8 +170,8 @@ def check_name(name, what: str = "name") -> str:
   FileRefused (rule path.name, exit 1) otherwise."""
   if not isinstance(name, str) or len(name) > MAX_NAME or not NAME_RE.match(name):
     shown = printable(repr(name))[:80]
-    raise FileRefused(shown, "path.name", f"the {what} is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most {MAX_NAME} "
-                                          "characters): refused as a file name", exit_code=1)
+    raise FileRefused(shown, "path.name", f"the {what} is not a plain file name (letters, digits, _ and - in dot-separated "
+                                          f"parts, at most {MAX_NAME} characters): refused", exit_code=1)
   return name
 
 
