@@ -93,20 +93,28 @@ def _run_judges(a, names, show) -> int:
 def _run_execs(a, names, show) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases, CaseError
-  try: cases = runner.select(load_cases(a.cases), a.patterns)
+  broken: list = []
+  try: cases = runner.select(load_cases(a.cases, broken), a.patterns)
   except CaseError as e: return _err(str(e))
-  if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  broken = [(cid, msg) for cid, msg in broken if runner.select([_Named(cid)], a.patterns)]
+  if not cases and not broken: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
   if a.workers < 1: return _err("--workers must be at least 1")
   if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
-  results = []
+  # a malformed case folder is that case's error; the others run
+  results = [runner.Result(cid, name, "error", msg) for cid, msg in broken for name in names]
+  for r in results: show(a, r)
   with sigterm_raises():
     try:
       return _run_each(a, names, cases, show, results)
     except (KeyboardInterrupt, Terminated) as e:
       return _interrupted(a, e, results, names, cases)
+
+
+class _Named:
+  def __init__(self, cid): self.id = cid
 
 
 def _interrupted(a, e, results, names, cases) -> int:
@@ -150,7 +158,7 @@ def _run_each(a, names, cases, show, results) -> int:
     if a.coverage:
       try: merge_coverage(a.coverage, r.name, coverage(cases, res))
       except FileRefused as e: return _err(f"{e}")
-    stale = r.manifest.unused([c.id for c in load_cases(a.cases)])
+    stale = r.manifest.unused([c.id for c in load_cases(a.cases, [])])
     if stale: print(printable(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}"), file=sys.stderr)
   return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"))
 

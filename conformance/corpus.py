@@ -163,13 +163,27 @@ def _check_case(d) -> None:
   if not isinstance(d.get("expect", {}), dict): raise ValueError("expect must be an object")
 
 
-def load_cases(root: Path | str | None = None) -> list[ExecCase]:
-  """Every case under root (default conformance/cases), sorted by id."""
+def load_cases(root: Path | str | None = None, broken: list | None = None) -> list[ExecCase]:
+  """Every case under root (default conformance/cases), sorted by id. A malformed case
+  folder raises CaseError, or with `broken` (a list) is left out and appended to it as
+  (its folder relative to root, the message): the other cases still run."""
   root = Path(root) if root is not None else CASES_DIR
   if not root.is_dir(): raise CaseError(f"{root}: no such directory")
   try: paths = sorted(root.rglob(CASE_FILE))
   except OSError as e: raise CaseError(f"{root}: cannot be listed ({e.strerror or e}) [file.read]") from None
-  return sorted((_case(p, root) for p in paths), key=lambda c: c.id)
+  out = []
+  for p in paths:
+    try: out.append(_case(p, root))
+    except CaseError as e:
+      if broken is None: raise
+      broken.append((p.parent.relative_to(root).as_posix(), str(e)))
+  ids = [c.id for c in out]
+  if len(set(ids)) != len(ids):
+    dup = sorted({i for i in ids if ids.count(i) > 1})[0]
+    if broken is None: raise CaseError(f"{root}: two cases have the id {dup!r} [file.schema]")
+    broken.append((dup, f"two cases have the id {dup!r} [file.schema]"))
+    out = [c for c in out if c.id != dup]
+  return sorted(out, key=lambda c: c.id)
 
 
 def case_digest(graph_bytes: bytes, files: list[tuple[str, bytes]]) -> str:

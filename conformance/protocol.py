@@ -167,7 +167,11 @@ class BackendProcess:
         raise BackendDied("protocol", f"a line of more than {limits().max_line_bytes:,} bytes on stdout (limits.max_line_bytes) [backend.protocol]")
       try:
         ans = json.loads(line)
-        if isinstance(ans, dict): return ans
+        if isinstance(ans, dict):
+          if "id" in msg and "id" in ans and ans["id"] != msg["id"]:   # a stale line (a second answer to an earlier request)
+            self._kill(p)
+            raise BackendDied("protocol", f"an answer for {str(ans['id'])[:80]!r} to the request {str(msg['id'])[:80]!r} [backend.protocol]")
+          return ans
       except (ValueError, RecursionError):
         pass
       self._kill(p)

@@ -138,10 +138,11 @@ def version_text() -> str:
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
-def main(argv=None) -> int:
-  """Run one subcommand. Called without argv (the console script) it owns the process:
-  a command past its --timeout then ends the process even from inside native code."""
-  owns_process = argv is None
+def main(argv=None, owns_process: bool | None = None) -> int:
+  """Run one subcommand. Called without argv (the console script) it owns the process
+  (owns_process says so for a caller with argv): a command past its --timeout then ends
+  the process even from inside native code."""
+  owns_process = argv is None if owns_process is None else owns_process
   argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
   eps = _commands()
   first = next((a for a in argv if not a.startswith("-")), None)

@@ -86,10 +86,11 @@ def _npy_header(f, path):
   from numpy.lib import format as fmt
   try:
     version = fmt.read_magic(f)
+    if version not in ((1, 0), (2, 0), (3, 0)): raise ValueError(f"unknown .npy format version {version}")
     reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
     shape, fortran, dtype = reader(f, max_header_size=_NPY_HEADER_MAX)
-  except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
-    raise FileRefused(path, "file.parse", f"not a .npy array ({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})") from None
+  except Exception as e:   # NumPy's header parser raises many kinds (ValueError, SyntaxError, tokenize.TokenError ...)
+    raise FileRefused(path, "file.parse", f"not a .npy array ({printable(str(e).splitlines()[0][:200]) if str(e) else type(e).__name__})") from None
   dtype = np.dtype(dtype)
   if dtype.names is not None or dtype.subdtype is not None or dtype.hasobject or dtype.kind not in _NPY_KINDS:
     raise FileRefused(path, "file.schema", f"the array's dtype {printable(str(dtype))[:100]} is not a plain bool, integer or float dtype")
@@ -100,6 +101,8 @@ def _check_shape(path, shape, dtype, budget: int | None) -> int:
   """The array's byte count, after checking its rank and size against the limits."""
   from tinyspec.limits import limits
   L = limits()
+  if not all(type(d) is int and d >= 0 for d in shape):
+    raise FileRefused(path, "file.parse", f"not a .npy array (the shape {printable(str(tuple(shape)))[:80]} is not made of dims >= 0)")
   if len(shape) > L.max_rank:
     raise FileRefused(path, "file.limit", f"the array has {len(shape)} dims, more than limits.max_rank = {L.max_rank}")
   n = 1
@@ -107,6 +110,11 @@ def _check_shape(path, shape, dtype, budget: int | None) -> int:
     n *= d
   if n > L.max_numel:
     raise FileRefused(path, "file.limit", f"the array has {n:,} elements, more than limits.max_numel = {L.max_numel:,}")
+  nonzero = 1
+  for d in shape:
+    if d: nonzero *= d
+  if nonzero > L.max_numel:   # (0, 2^40, 2^40): no elements, but no NumPy array has that shape
+    raise FileRefused(path, "file.limit", f"the array's shape {tuple(shape)[:8]} has dims multiplying past limits.max_numel = {L.max_numel:,}")
   nbytes = n * dtype.itemsize
   if budget is not None and nbytes > budget:
     raise FileRefused(path, "eval.budget", f"the array needs {nbytes:,} bytes, over what is left of the memory budget "

@@ -1,0 +1,104 @@
+"""Nothing is written outside the place the user gave (issue 13, "files written outside
+the output directory"): names that become file names are identifiers, refused with a rule
+id otherwise; output folders that cannot be made are a clear error; files are written by
+rename, so a planted link is replaced and never followed."""
+from __future__ import annotations
+import json
+import numpy as np
+import pytest
+from hostile import cli, assert_refused, store_graph, neg_graph, write_json, files_under, FAKE, kernel_nodes
+from tinyspec.files import check_name, save_npy, output_path, FileRefused
+
+ESCAPES = ["../../escaped", "/ABS/escaped", "a/../../escaped", "..", "x\n"]
+
+
+@pytest.mark.parametrize("name", ESCAPES, ids=["dotdot", "absolute", "inner-dotdot", "parent", "newline"])
+@pytest.mark.parametrize("cmd", [["eval"], ["run", "--backend", "ref"], ["run", "--backend", "c"]], ids=["eval", "run-ref", "run-c"])
+def test_a_buffer_name_is_an_identifier_and_nothing_leaves_the_out_dir(tmp_path, name, cmd):
+  name = name.replace("/ABS", str(tmp_path))
+  out = tmp_path / "a" / "b"
+  out.mkdir(parents=True)
+  g = write_json(tmp_path / "g.json", store_graph(name))
+  before = files_under(tmp_path)
+  assert_refused([*cmd[:1], g, *cmd[1:], "--out", out], "arg.schema", 1, "node 1 (BUFFER)", "does not match")
+  assert files_under(tmp_path) == before   # nothing written anywhere
+  assert_refused(["validate", g], "arg.schema", 1)
+
+
+def test_an_identifier_name_is_the_output_file_name(tmp_path):
+  g = write_json(tmp_path / "g.json", store_graph("weights_1"))
+  rc, text = cli("eval", g, "--out", tmp_path / "o")
+  assert rc == 0 and (tmp_path / "o" / "weights_1.npy").is_file(), text
+
+
+def test_a_backend_output_name_is_sanitized_in_the_worker(tmp_path):
+  """The conformance worker writes what a backend returns: a hostile output name is refused (path.name)."""
+  from tinyspec.conformance.worker import handle_run
+  class Evil:
+    def run(self, g, inputs): return {"../../escaped": np.zeros(2, np.float32)}
+  g = write_json(tmp_path / "g.json", neg_graph())
+  out = tmp_path / "run"; out.mkdir()
+  ans = handle_run(Evil(), {"id": "x", "graph": str(g), "out_dir": str(out), "inputs": {}})
+  assert ans["ok"] is False and ans["rule"] == "path.name", ans
+  assert files_under(tmp_path) == {"g.json", "run"}
+
+
+@pytest.mark.parametrize("msg", [{"id": "x"}, {"id": "x", "graph": 5, "out_dir": "/tmp"}, {"id": "x", "graph": "g", "out_dir": "o", "inputs": ["a"]}])
+def test_a_malformed_run_request_is_an_answer_not_a_crash(msg):
+  from tinyspec.conformance.worker import handle_run
+  ans = handle_run(object(), msg)
+  assert ans["ok"] is False and "error" in ans
+
+
+@pytest.mark.parametrize("name,ok", [("out0", True), ("out0.1", True), ("03_rangeify.k0", True), ("numpy-example", True), ("buf_7", True),
+                                     ("..", False), (".", False), ("", False), (".hidden", False), ("-rf", False), ("a/b", False),
+                                     ("/abs", False), ("a\nb", False), ("x" * 129, False), ("é", False), (None, False), ("a..b", False)])
+def test_file_names(tmp_path, name, ok):
+  if ok:
+    assert output_path(tmp_path, name, ".npy").parent == tmp_path
+  else:
+    with pytest.raises(FileRefused) as e: check_name(name)
+    assert e.value.rule == "path.name" and e.value.exit_code == 1
+
+
+def test_a_planted_link_in_the_out_dir_is_replaced_not_followed(tmp_path):
+  victim = tmp_path / "victim.txt"
+  victim.write_text("keep me")
+  out = tmp_path / "out"; out.mkdir()
+  (out / "out0.npy").symlink_to(victim)
+  g = write_json(tmp_path / "g.json", neg_graph())
+  rc, text = cli("eval", g, "--out", out)
+  assert rc == 0, text
+  assert victim.read_text() == "keep me" and not (out / "out0.npy").is_symlink()
+  assert np.load(out / "out0.npy").shape == (2,)
+  save_npy(out, "out0", np.ones(3))   # the writer itself, too
+  assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("argv", [["eval", "{g}", "--out", "/proc/nope"], ["eval", "{g}", "--out", "/proc/nope/x.npz"],
+                                  ["run", "{g}", "--out", "/proc/nope"], ["run", "{g}", "--backend", "c", "--out", "/proc/nope"],
+                                  ["compile", "{g}", "--dump-stages", "/proc/nope"], ["eval", "{g}", "--out", "{file}"]],
+                         ids=["eval", "eval-npz", "run", "run-c", "dump-stages", "out-is-a-file"])
+def test_an_output_folder_that_cannot_be_made_is_a_clear_error(tmp_path, argv):
+  g = write_json(tmp_path / "g.json", neg_graph())
+  f = tmp_path / "file"; f.write_text("x")
+  assert_refused([a.format(g=g, file=f) for a in argv], "path.write", 2, "cannot")
+
+
+def test_a_cmd_backend_cannot_name_its_way_to_another_manifest(tmp_path):
+  """A cmd: backend's self-reported name picks its manifest: `../..` is refused (backend.protocol)."""
+  for name in ["../../../etc/passwd", "a/b", "..", "x\n"]:
+    assert_refused(["conformance", "--backend", f"cmd:python {FAKE} name {json.dumps(name)}", "-k", "NEG/float32"], "backend.protocol", 2,
+                   "is not a plain file name")
+
+
+def test_manifest_names_are_checked_before_any_path_is_made():
+  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  with pytest.raises(ManifestError, match="path.name"): load_manifest("../../etc/passwd")
+
+
+def test_kernel_params_named_by_slot_write_inside(tmp_path):
+  """A kernel-level graph's outputs (PARAMs stored to) are written by their input names."""
+  g = write_json(tmp_path / "k.json", kernel_nodes())
+  rc, text = cli("eval", g, "--out", tmp_path / "o")
+  assert rc == 0 and files_under(tmp_path / "o") == {"param0.npy"}, text
