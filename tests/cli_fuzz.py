@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).resolve().parent / "fake_backend.py"
-KINDS = (("graph", 60), ("npy", 16), ("case", 14), ("protocol", 10))   # kind, share in percent
+KINDS = (("graph", 62), ("npy", 16), ("case", 14), ("protocol", 8))   # kind, share in percent
 CASE_BATCH, PROTO_BATCH = 100, 50
 CMD_TIMEOUT = "10"    # --timeout of every command (seconds)
 CASE_TIMEOUT = "5"    # the runner's --timeout per case
@@ -210,6 +210,7 @@ class Fuzz:
   def __init__(self, work: Path):
     self.work = work
     for d in ("in", "out", "cwd", "cases", "proto"): (work / d).mkdir(parents=True, exist_ok=True)
+    (work / "stats.json").unlink(missing_ok=True)
     self.stats = {"inputs": 0, "by_kind": {}, "exits": {}, "max_seconds": 0.0, "failures": []}
     self.pending = {"case": [], "protocol": []}
     self.n = 0
@@ -232,7 +233,7 @@ class Fuzz:
 
   def escapes(self) -> list:
     w = self.work
-    out = [str(p) for p in w.iterdir() if p.name not in ("in", "out", "cwd", "cases", "proto", "proto-cases", "progress")]
+    out = [str(p) for p in w.iterdir() if p.name not in ("in", "out", "cwd", "cases", "proto", "proto-cases", "progress", "stats.json")]
     out += [str(p) for p in (w / "cwd").iterdir()]
     out += [str(p) for p in (w / "out").iterdir() if p.name != "e"]
     out += [str(p) for p in w.parent.glob("escape*")]
@@ -265,11 +266,21 @@ class Fuzz:
     return d
 
   # -- the kinds
-  def run(self, item) -> None:
+  def run(self, item, index: int) -> None:
+    """One input; `index` counts the examples drawn (a driver started again after this one
+    begins past it). The progress file says where it is; every 100 inputs the statistics
+    are saved (a driver ended by the watchdog keeps what it did)."""
     kind, data = item
     self.n += 1
-    (self.work / "progress").write_text(json.dumps({"n": self.n, "kind": kind}))
+    (self.work / "progress").write_text(json.dumps({"index": index, "kind": kind}))
     getattr(self, f"run_{kind}")(data)
+    if self.n % 100 == 0: self.save()
+
+  def save(self):
+    st = dict(self.stats)
+    st["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    st["children_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    (self.work / "stats.json").write_text(json.dumps(st))
 
   def run_graph(self, data):
     fmt, raw = data
@@ -338,27 +349,30 @@ class Fuzz:
     shutil.rmtree(d, ignore_errors=True); d.mkdir()
     (d / "script.json").write_text(json.dumps([[k, s] for k, s in items]))
     (d / "next").write_text("0")
-    cases = self.proto_cases()
     out = self.fresh_out()
     backend = f"cmd:{sys.executable} -S -E {FAKE} script {d} {self.work}"
-    cmd = ["conformance", "--backend", backend, "--cases", str(cases), "--timeout", "0.5", "--junit", str(out / "j.xml")]
     used = 0
     while used < len(items):   # until the backend has written every line (a refused hello ends a run early)
+      cases = self.proto_cases(len(items) - used)
+      cmd = ["conformance", "--backend", backend, "--cases", str(cases), "--timeout", "0.5", "--junit", str(out / "j.xml")]
       rc, text, secs = self.cli(cmd)
       now = min(int((d / "next").read_text() or 0), len(items))
       self.record("protocol", rc, text, secs, f"protocol lines {used}..{now}: {[k for k, _ in items][used:now]}", count=now - used)
       used = now
 
-  def proto_cases(self) -> Path:
-    """PROTO_BATCH copies of one small case (the fake backend answers each run with a line)."""
+  def proto_cases(self, n: int) -> Path:
+    """n copies of one small case, one run each (the fake backend answers each run with a
+    line): as many runs as lines are left to write."""
     d = self.work / "proto-cases"
-    if not d.exists():
-      src = ROOT / "conformance" / "cases" / "NEG" / "float32"
-      for k in range(PROTO_BATCH):
-        f = d / f"p{k:03d}"
-        shutil.copytree(src, f)
-        meta = json.loads((f / "case.json").read_text()); meta["id"] = f"proto/{k:03d}"
-        (f / "case.json").write_text(json.dumps(meta))
+    shutil.rmtree(d, ignore_errors=True)
+    src = ROOT / "conformance" / "cases" / "NEG" / "float32"
+    meta = json.loads((src / "case.json").read_text())
+    for k in range(n):
+      f = d / f"p{k:03d}"
+      f.mkdir(parents=True)
+      for p in src.iterdir():
+        if p.name != "case.json": os.link(p, f / p.name)
+      (f / "case.json").write_text(json.dumps({**meta, "id": f"proto/{k:03d}"}))
     return d
 
 
@@ -395,9 +409,9 @@ def make_case(folder: Path, src: Path, bits: int, mut: dict, work: Path):
 # the kinds of line the fake backend (tests/fake_backend.py, mode `script`) writes, by
 # weight (a hang costs the runner's --timeout and a line without end 17 MB through a
 # pipe: those are rarer)
-PROTO_KINDS = (["ok"] * 30 + ["refuse"] * 8 + ["outputs-outside"] * 8 + ["outputs-bad"] * 8 + ["garbage", "not-object", "deep",
-               "hello-bad-caps", "hello-bad-name", "hello-refuse", "crash", "stderr-escapes", "huge-error", "rule-number", "two-lines",
-               "empty-line"] * 4 + ["no-newline-long"] * 2 + ["hang"])
+PROTO_KINDS = (["ok"] * 30 + ["refuse"] * 8 + ["outputs-outside"] * 8 + ["outputs-bad"] * 8 + ["garbage", "not-object", "deep", "crash",
+               "stderr-escapes", "huge-error", "rule-number", "two-lines", "empty-line"] * 4 + ["no-newline-long"] * 2
+               + ["hang", "hello-bad-caps", "hello-bad-name", "hello-refuse"])
 
 
 # ------------------------------------------------------------------ driving
@@ -416,15 +430,13 @@ def drive(count: int, seed: int, work: Path, start: int = 0) -> dict:
     @given(strats[kind])
     def one(item):
       seen[0] += 1
-      if seen[0] > start: fz.run((kind, item))
+      if seen[0] > start: fz.run((kind, item), seen[0])
 
     if n: one()
     fz.flush()
-  st = fz.stats
-  st["examples"] = seen[0]
-  st["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-  st["children_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-  return st
+  fz.stats["examples"] = seen[0]
+  fz.save()
+  return json.loads((work / "stats.json").read_text())
 
 
 def main(argv=None) -> int:

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 from hostile import cli, assert_refused, store_graph, neg_graph, write_json, files_under, FAKE, kernel_nodes
-from tinyspec.files import check_name, save_npy, output_path, FileRefused
 
 ESCAPES = ["../../escaped", "/ABS/escaped", "a/../../escaped", "..", "x\n"]
 
@@ -43,9 +42,11 @@ def test_a_backend_output_name_is_sanitized_in_the_worker(tmp_path):
   assert files_under(tmp_path) == {"g.json", "run"}
 
 
-@pytest.mark.parametrize("msg", [{"id": "x"}, {"id": "x", "graph": 5, "out_dir": "/tmp"}, {"id": "x", "graph": "g", "out_dir": "o", "inputs": ["a"]}])
-def test_a_malformed_run_request_is_an_answer_not_a_crash(msg):
+@pytest.mark.parametrize("msg", [{"id": "x"}, {"id": "x", "graph": 5, "out_dir": "/tmp"}, {"id": "x", "graph": "G", "out_dir": "/tmp", "inputs": ["a"]},
+                                 {"id": "x", "graph": "G", "out_dir": "/tmp", "inputs": {"buf0": "/dev/zero"}}], ids=["empty", "graph-number", "inputs-list", "device"])
+def test_a_malformed_run_request_is_an_answer_not_a_crash(tmp_path, msg):
   from tinyspec.conformance.worker import handle_run
+  msg = {k: (str(write_json(tmp_path / "g.json", neg_graph())) if v == "G" else v) for k, v in msg.items()}
   ans = handle_run(object(), msg)
   assert ans["ok"] is False and "error" in ans
 
@@ -54,6 +55,7 @@ def test_a_malformed_run_request_is_an_answer_not_a_crash(msg):
                                      ("..", False), (".", False), ("", False), (".hidden", False), ("-rf", False), ("a/b", False),
                                      ("/abs", False), ("a\nb", False), ("x" * 129, False), ("é", False), (None, False), ("a..b", False)])
 def test_file_names(tmp_path, name, ok):
+  from tinyspec.files import check_name, output_path, FileRefused
   if ok:
     assert output_path(tmp_path, name, ".npy").parent == tmp_path
   else:
@@ -71,6 +73,7 @@ def test_a_planted_link_in_the_out_dir_is_replaced_not_followed(tmp_path):
   assert rc == 0, text
   assert victim.read_text() == "keep me" and not (out / "out0.npy").is_symlink()
   assert np.load(out / "out0.npy").shape == (2,)
+  from tinyspec.files import save_npy
   save_npy(out, "out0", np.ones(3))   # the writer itself, too
   assert victim.read_text() == "keep me"
 

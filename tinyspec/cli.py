@@ -178,6 +178,7 @@ def main(argv=None, owns_process: bool | None = None) -> int:
       os._exit(EXIT_INVALID)
     return EXIT_INVALID
   except KeyboardInterrupt:
+    deadline.kill_children()   # backends and compilers this command started
     return 130
   except BrokenPipeError:
     return EXIT_OK
