@@ -75,7 +75,7 @@ def eval_command(sub):
   p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
                  help="an input array (repeatable); names as in docs/architecture.md (buf0, param1, or the arg's name)")
   p.add_argument("--out", "-o", metavar="DIR|FILE.npz", help="write the outputs here (default: print a summary)")
-  p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G (default: TINYSPEC_EVAL_BUDGET or 1/4 of RAM)")
+  p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G; the inputs count against it (default: TINYSPEC_EVAL_BUDGET, or 1/4 of the smallest of RAM, RLIMIT_AS and the cgroup's limit)")
   p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
   p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
   p.add_argument("--allow-untrusted", action="store_true", help="do not refuse untrusted ops up front (they still cannot run)")
