@@ -282,3 +282,60 @@ def test_the_budget_follows_rlimit_as_and_the_cgroup(tmp_path):
   (v1 / "memory" / "g" / "memory.limit_in_bytes").write_text("536870912\n"); (v1 / "memory" / "g" / "memory.usage_in_bytes").write_text("0\n")
   (tmp_path / "cg1").write_text("4:memory:/g\n3:cpu:/x\n")
   assert cgroup_memory_left(v1, tmp_path / "cg1") == 536870912
+
+
+# ------------------------------------------------------------------ the catalogues
+LIMIT_TESTS = {   # every `limits:` entry -> the test that breaks it
+  "max_numel": "test_npy_shapes_over_the_limits", "max_rank": "test_a_rank_65_shape", "max_nodes": "test_max_nodes_is_enforced",
+  "max_file_bytes": "test_file_bytes_nesting_and_string_limits", "load_factor": "test_a_10_million_node_file_under_a_memory_cap",
+  "max_nesting": "test_file_bytes_nesting_and_string_limits", "max_string": "test_file_bytes_nesting_and_string_limits",
+  "max_int_digits": "test_a_json_integer_over_the_digit_limit", "max_diagnostics": "test_2e6_non_objects_stay_small",
+  "max_small_file": "test_small_files_have_a_limit", "max_line_bytes": "test_a_line_without_a_newline_is_not_buffered_whole",
+  "timeout": "test_validate_and_compile_have_a_time_limit",
+}
+
+
+def test_every_limit_is_enforced_and_broken_by_a_test():
+  import re
+  from pathlib import Path
+  import test_hostile_runner
+  from tinyspec.tables import tables
+  root = Path(__file__).resolve().parent.parent
+  code = "".join(p.read_text() for d in ("tinyspec", "refimpl", "compiler", "conformance") for p in (root / d).rglob("*.py")
+                 if p.name != "tables.py")
+  assert set(LIMIT_TESTS) == set(tables().limits)
+  for name, test in LIMIT_TESTS.items():
+    assert re.search(rf"\.{name}\b|MAX_{name[4:].upper()}\b", code), f"limits.{name} is read nowhere"
+    assert test in globals() or hasattr(test_hostile_runner, test), test
+
+
+def test_every_refusal_rule_id_is_catalogued():
+  """Rule ids the code refuses by (outside the validator's own, tests/test_rules_corpus.py)
+  are in a catalogue: ops.yaml `rules:` or `io_rules:`, or render.yaml `rules:`."""
+  import re
+  from pathlib import Path
+  from tinyspec.tables import tables
+  from tinyspec.compiler.tables import render_tables
+  T = tables()
+  known = T.rule_ids() | set(T.io_rules) | set(render_tables()["rules"])
+  root = Path(__file__).resolve().parent.parent
+  found = set()
+  for d in ("tinyspec", "refimpl", "compiler", "conformance"):
+    for p in (root / d).rglob("*.py"):
+      text = p.read_text()
+      found |= set(re.findall(r'rule="([a-z_]+\.[a-z_]+)"', text)) | set(re.findall(r'CompileError\("([a-z_]+\.[a-z_]+)"', text))
+      found |= set(re.findall(r'FileRefused\([^,()]*, "([a-z_]+\.[a-z_]+)"', text)) | set(re.findall(r'\[((?:[a-z]+)\.[a-z_]+)\]"', text))
+  assert "run.timeout" in found and "case.pin" in found and "path.name" in found   # the regexes see them
+  assert found - known == set(), f"rule ids used but catalogued nowhere: {sorted(found - known)}"
+
+
+def test_small_files_have_a_limit(tmp_path, monkeypatch):
+  """case.json files, manifests and the rule corpus's expectation files are read within limits.max_small_file."""
+  from tinyspec import limits
+  from tinyspec.conformance.corpus import load_cases, CaseError
+  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  monkeypatch.setattr(limits.limits(), "max_small_file", 100)
+  (tmp_path / "c").mkdir(); (tmp_path / "c" / "case.json").write_text(" " * 101 + "{}")
+  with pytest.raises(CaseError, match="file.limit"): load_cases(tmp_path)
+  (tmp_path / "m.yaml").write_text("#" * 101)
+  with pytest.raises(ManifestError, match="file.limit"): load_manifest(path=tmp_path / "m.yaml")
