@@ -1,0 +1,112 @@
+// tinyspec show: pan and zoom for every graph picture on the page (.tinyspec-view), a
+// tooltip with a box's hover text, and "find node N". No network, no libraries.
+(function () {
+  "use strict";
+  var tip = document.getElementById("tinyspec-tip");
+  if (!tip) {
+    tip = document.createElement("div");
+    tip.id = "tinyspec-tip";
+    tip.hidden = true;
+    document.body.appendChild(tip);
+  }
+
+  function moveTitlesToData(svg) {
+    // the hover text is the element's <title>; keep it as data so the browser's own slow
+    // tooltip does not show over ours
+    var titled = svg.querySelectorAll("g.node, g.edge, g.cluster");
+    for (var i = 0; i < titled.length; i++) {
+      var t = titled[i].querySelector(":scope > title");
+      if (t) { titled[i].setAttribute("data-tip", t.textContent); titled[i].removeChild(t); }
+    }
+  }
+
+  function setUp(view) {
+    var svg = view.querySelector("svg");
+    if (!svg) return;
+    moveTitlesToData(svg);
+    var base = svg.viewBox.baseVal;
+    var full = { x: base.x, y: base.y, w: base.width, h: base.height };
+    var box = { x: full.x, y: full.y, w: full.w, h: full.h };
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+
+    function apply() { svg.setAttribute("viewBox", box.x + " " + box.y + " " + box.w + " " + box.h); }
+    function fit() { box = { x: full.x, y: full.y, w: full.w, h: full.h }; apply(); }
+    function toSvg(cx, cy) {
+      var r = svg.getBoundingClientRect();
+      var s = Math.max(box.w / r.width, box.h / r.height);   // preserveAspectRatio: meet
+      var ox = (r.width * s - box.w) / 2, oy = (r.height * s - box.h) / 2;
+      return { x: box.x - ox + (cx - r.left) * s, y: box.y - oy + (cy - r.top) * s, s: s };
+    }
+    function zoom(f, cx, cy) {
+      var p = toSvg(cx, cy);
+      var w = box.w * f, h = box.h * f;
+      if (w < 20 || w > full.w * 20) return;
+      box = { x: p.x - (p.x - box.x) * f, y: p.y - (p.y - box.y) * f, w: w, h: h };
+      apply();
+    }
+    function center(x, y, w) {
+      box = { x: x - w / 2, y: y - w * (box.h / box.w) / 2, w: w, h: w * (box.h / box.w) };
+      apply();
+    }
+
+    svg.addEventListener("wheel", function (ev) {
+      ev.preventDefault();
+      zoom(ev.deltaY > 0 ? 1.2 : 1 / 1.2, ev.clientX, ev.clientY);
+    }, { passive: false });
+    var drag = null;
+    svg.addEventListener("pointerdown", function (ev) {
+      drag = { x: ev.clientX, y: ev.clientY, b: { x: box.x, y: box.y, w: box.w, h: box.h } };
+      svg.setPointerCapture(ev.pointerId);
+    });
+    svg.addEventListener("pointermove", function (ev) {
+      if (drag) {
+        var s = toSvg(0, 0).s;
+        box.x = drag.b.x - (ev.clientX - drag.x) * s;
+        box.y = drag.b.y - (ev.clientY - drag.y) * s;
+        apply();
+      }
+      var g = ev.target.closest ? ev.target.closest("[data-tip]") : null;
+      if (g && !drag) {
+        tip.textContent = g.getAttribute("data-tip");
+        tip.hidden = false;
+        tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 4) + "px";
+        tip.style.top = Math.min(ev.clientY + 14, window.innerHeight - tip.offsetHeight - 4) + "px";
+      } else tip.hidden = true;
+    });
+    svg.addEventListener("pointerup", function () { drag = null; });
+    svg.addEventListener("pointerleave", function () { tip.hidden = true; });
+
+    function mid() { var r = svg.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }
+    var bar = view.querySelector(".tinyspec-bar");
+    if (bar) {
+      var fitButton = bar.querySelector(".fit"), inButton = bar.querySelector(".zin"), outButton = bar.querySelector(".zout");
+      var find = bar.querySelector(".find"), said = bar.querySelector(".said");
+      if (fitButton) fitButton.addEventListener("click", fit);
+      if (inButton) inButton.addEventListener("click", function () { var m = mid(); zoom(1 / 1.5, m[0], m[1]); });
+      if (outButton) outButton.addEventListener("click", function () { var m = mid(); zoom(1.5, m[0], m[1]); });
+      if (find) find.addEventListener("change", function () {
+        var n = parseInt(find.value, 10), hit = null;
+        var nodes = svg.querySelectorAll("g.node");
+        for (var i = 0; i < nodes.length && !hit; i++) {
+          var one = nodes[i].getAttribute("data-node"), run = nodes[i].getAttribute("data-nodes");
+          if (one !== null && parseInt(one, 10) === n) hit = nodes[i];
+          if (run !== null) { var ab = run.split("-"); if (n >= parseInt(ab[0], 10) && n <= parseInt(ab[1], 10)) hit = nodes[i]; }
+        }
+        var old = svg.querySelectorAll(".found");
+        for (var k = 0; k < old.length; k++) old[k].classList.remove("found");
+        if (!hit) { if (said) said.textContent = "node " + find.value + " is not drawn"; return; }
+        if (said) said.textContent = "";
+        hit.classList.add("found");
+        var b = hit.getBBox(), p = svg.createSVGPoint();   // the box's centre in the svg's own units
+        p.x = b.x + b.width / 2; p.y = b.y + b.height / 2;
+        p = p.matrixTransform(svg.getScreenCTM().inverse().multiply(hit.getScreenCTM()));
+        center(p.x, p.y, 900);
+      });
+    }
+    fit();
+  }
+
+  var views = document.querySelectorAll(".tinyspec-view");
+  for (var i = 0; i < views.length; i++) setUp(views[i]);
+})();
