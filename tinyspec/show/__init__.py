@@ -52,6 +52,10 @@ def render_html(what, *, title: str | None = None, **options) -> str:
 
 
 def _summary(pics) -> str:
+  if len(pics) == 1:
+    from tinyspec.show.svg import header
+    lines = header(pics[0])
+    return "; ".join([lines[0].split(": ", 1)[-1], *lines[1:4]]) + (" …" if len(lines) > 4 else "")
   n = sum(p.nodes for p in pics)
   bad = sum(1 for p in pics if p.exit_code)
-  return f"{len(pics)} graph{'s' if len(pics) != 1 else ''}, {n:,} nodes" + (f", {bad} invalid" if bad else "")
+  return f"{len(pics)} graphs side by side, {n:,} nodes" + (f", {bad} invalid" if bad else "")

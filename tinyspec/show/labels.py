@@ -8,6 +8,7 @@ from tinyspec.tables import PROPS
 
 ARG_WIDTH = 28          # characters of the arg on a box
 TIP_ARG_WIDTH = 400     # characters of the arg in the hover text
+TIP_SOURCES = 40        # sources listed in the hover text
 # characters XML 1.0 cannot hold (and lone surrogates, which a JSON "\ud800" escape makes)
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -98,7 +99,9 @@ def node_tip(i: int, node, view, diags, slot_names, listed, note) -> str:
   why there are none), what it declares, where it is listed, and every diagnostic."""
   lines = [f"node {i}: {clean(node.op)}"]
   if node.src:
-    lines.append("src: " + ", ".join(f"{k}:{name}={j}" if name else f"{k}={j}" for k, (j, name) in enumerate(zip(node.src, slot_names))))
+    shown = [f"{k}:{name}={j}" if name else f"{k}={j}" for k, (j, name) in enumerate(zip(node.src[:TIP_SOURCES], slot_names))]
+    more = f", … {len(node.src) - TIP_SOURCES:,} more" if len(node.src) > TIP_SOURCES else ""
+    lines.append("src: " + ", ".join(shown) + more)
   if node.arg is not None: lines.append("arg: " + short(node.arg, TIP_ARG_WIDTH))
   if view is not None:
     for p in PROPS: lines.append(f"{p}: {clean(fmt(getattr(view, p)))}")
@@ -118,19 +121,20 @@ def chain_lines(run, nodes, views) -> list[str]:
   """A collapsed chain's box: its extent, its ops (a repeating pattern as (A·B) ×k), and
   the last node's dtype and shape."""
   last = run[-1]
-  ops = [nodes[j].op for j in run]
-  lines = [f"{run[0]}…{last}  {len(run)} ops", clean(op_pattern(ops, 34))]
+  ops = [clean(nodes[j].op) for j in run]
+  lines = [f"{run[0]}…{last}: {len(run):,} ops", op_pattern(ops, 40)]
   ds = dtype_shape(nodes[last], views[last] if views else None)
   if ds: lines.append(ds)
   return lines
 
 
 def op_pattern(ops: list[str], width: int) -> str:
-  """The op sequence of a chain, a repeated period written once: (ADD·MUL) ×500."""
+  """The op sequence of a chain, a repeating period written once: (ADD·MUL) ×500 (+1 when
+  the run ends inside a period)."""
   n = len(ops)
   for p in range(1, min(n // 2, 16) + 1):
-    if n % p == 0 and all(ops[k] == ops[k % p] for k in range(n)):
-      text = "(" + "·".join(ops[:p]) + f") ×{n // p}"
+    if all(ops[k] == ops[k % p] for k in range(p, n)):
+      text = "(" + "·".join(ops[:p]) + f") ×{n // p:,}" + (f" +{n % p}" if n % p else "")
       return text if len(text) <= width else text[:width - 1] + "…"
   text = "·".join(ops[:12]) + ("·…" if n > 12 else "")
   return text if len(text) <= width else text[:width - 1] + "…"

@@ -16,6 +16,7 @@ from tinyspec.show.structure import TOP
 DEFAULT_LIMIT = 1000        # boxes drawn before the rest is summed up in one '… more' box
 COLLAPSE_ABOVE = 300        # --collapse auto: collapse chains in graphs with more nodes than this
 MIN_CHAIN = 4               # a chain of fewer nodes stays expanded
+SPREAD_ABOVE = 6            # a leaf with more users is drawn beside each of them
 MAX_NOTES = 20              # graph-level lines (errors without a node ...) listed on the picture
 
 
@@ -33,6 +34,7 @@ class Item:
   highlight: bool = False
   new: bool = False            # (stages) not in the previous stage
   last: bool = False           # (listing owners) drawn below everything else of its cluster
+  root: bool = False           # a root of the graph
 
 
 @dataclass
@@ -100,20 +102,24 @@ def picture(graph, *, result=None, level: str = "auto", limit: int = DEFAULT_LIM
   keep = set(roots) | set(diags_at) | set(highlight) | ({focus} if focus is not None else set())
   do_collapse = collapse == "on" or (collapse == "auto" and n > COLLAPSE_ABOVE)
   runs = structure.chains(nodes, ops, inst, keep, MIN_CHAIN) if do_collapse else []
-  boxes_of = _Groups(nodes, inst, runs, clusters)
+  boxes_of = _Groups(nodes, inst, runs, clusters, _spread(nodes, ops, keep | set(diags_at)))
 
-  adjacency = _adjacency(nodes, ops, boxes_of)
+  up, down = _adjacency(nodes, ops, boxes_of, inst)
   first = boxes_of.first
-  if focus is not None and 0 <= focus < n: seeds = [first[focus]] + [first[j] for j in sorted(highlight)]
-  else: seeds = [first[j] for j in (*sorted(highlight), *sorted(diags_at)[:50], *reversed(roots))]
-  shown = structure.select(len(boxes_of.groups), adjacency, seeds, limit)
+  if focus is not None and 0 <= focus < n:
+    seeds, both = [first[focus]] + [first[j] for j in sorted(highlight)], True
+  else:   # what matters most first: highlighted nodes, errors, the roots (then nodes nothing uses)
+    seeds, both = [first[j] for j in (*sorted(highlight), *sorted(diags_at)[:50], *reversed(roots))], False
+  unused = [g for g in range(len(boxes_of.groups) - 1, -1, -1) if not down[g]]
+  shown = structure.select(len(boxes_of.groups), up, down, seeds, limit, both, unused)
 
   items, index_of = [], {}
-  for g, (members, sc) in enumerate(boxes_of.groups):
+  for g, (members, sc, suffix) in enumerate(boxes_of.groups):
     if not shown[g]: continue
     index_of[g] = len(items)
-    items.append(_item(members, sc, nodes, views, ops, clusters, listed, diags_at, highlight, len(inst[members[0]]) > 1))
-  hidden_groups = [m for g, (m, _) in enumerate(boxes_of.groups) if not shown[g]]
+    items.append(_item(members, sc, suffix, nodes, views, ops, clusters, listed, diags_at, highlight))
+    items[-1].root = members[-1] in roots
+  hidden_groups = [m for g, (m, _, _) in enumerate(boxes_of.groups) if not shown[g]]
   hidden = len({j for m in hidden_groups for j in m} - {j for it in items for j in it.nodes})
   edges = _edges(nodes, ops, boxes_of, index_of, items, hidden)
   boxes, remap = _boxes(clusters, items, nodes)
@@ -129,54 +135,83 @@ def picture(graph, *, result=None, level: str = "auto", limit: int = DEFAULT_LIM
 
 class _Groups:
   """The boxes before selection: a collapsed chain, or one drawing of one node in one
-  scope (a node shared between clusters is drawn in each). `of(j, s)`: the box that
-  shows node j to a consumer drawn in scope s (the copy in s or the nearest cluster
-  around s)."""
-  def __init__(self, nodes, inst, runs, clusters):
-    self.inst, self.clusters = inst, clusters
-    self.groups: list[tuple[list[int], int]] = []
+  scope (a node shared between clusters is drawn in each; a leaf with more than
+  SPREAD_ABOVE users, like a shape constant, is drawn beside each user instead of
+  sending edges across the picture). Each group is (nodes, scope, id suffix).
+  `of(j, s, g)`: the box that shows node j to box g drawn in scope s."""
+  def __init__(self, nodes, inst, runs, clusters, spread: set):
+    self.inst, self.clusters, self.spread = inst, clusters, spread
+    self.groups: list[tuple[list[int], int, str]] = []
     self.first = [-1] * len(nodes)           # a node's first box
-    self.copies: dict[tuple, int] = {}       # (node, scope) -> box, for nodes drawn more than once
+    self.copies: dict[tuple, int] = {}       # (node, scope) -> box, for nodes drawn in several scopes
+    self.beside: dict[tuple, int] = {}       # (spread node, user box) -> its copy there
     for run in runs:
       for j in run: self.first[j] = len(self.groups)
-      self.groups.append((run, inst[run[0]][0]))
+      self.groups.append((run, inst[run[0]][0], ""))
     for i in range(len(nodes)):
-      if self.first[i] >= 0: continue
+      if self.first[i] >= 0 or i in spread: continue
       self.first[i] = len(self.groups)
       if len(inst[i]) > 1:
-        for s in inst[i]: self.copies[(i, s)] = len(self.groups); self.groups.append(([i], s))
-      else: self.groups.append(([i], inst[i][0]))
+        for s in inst[i]:
+          self.copies[(i, s)] = len(self.groups)
+          self.groups.append(([i], s, f"-k{clusters[s].owner}" if s != TOP else ""))
+      else: self.groups.append(([i], inst[i][0], ""))
+    for g in range(len(self.groups)):
+      members, sc, suffix = self.groups[g]
+      for c in members:
+        for j in nodes[c].src:
+          if j in spread and (j, g) not in self.beside and 0 <= j < c:
+            self.beside[(j, g)] = len(self.groups)
+            if self.first[j] < 0: self.first[j] = len(self.groups)
+            self.groups.append(([j], sc, f"-u{members[0]}{suffix}"))
+    for j in spread:
+      if self.first[j] < 0: self.first[j] = len(self.groups); self.groups.append(([j], inst[j][0], ""))
 
-  def of(self, j: int, s: int) -> int:
+  def of(self, j: int, s: int, g: int) -> int:
+    if j in self.spread: return self.beside.get((j, g), self.first[j])
     if len(self.inst[j]) == 1: return self.first[j]
     while True:
-      g = self.copies.get((j, s))
-      if g is not None or s == TOP: return g if g is not None else self.first[j]
+      hit = self.copies.get((j, s))
+      if hit is not None or s == TOP: return hit if hit is not None else self.first[j]
       s = self.clusters[s].parent
+
+
+def _spread(nodes, ops, keep) -> set:
+  """Leaves (no sources) with more than SPREAD_ABOVE users: drawn beside each user."""
+  uses = [0] * len(nodes)
+  for c in range(len(nodes)):
+    for _, j in _source_uses(nodes, ops, c): uses[j] += 1
+  return {j for j, u in enumerate(uses) if u > SPREAD_ABOVE and not nodes[j].src and j not in keep}
 
 
 def _source_uses(nodes, ops, c):
   """(position, source) of node c's drawn sources (not a listing's: its box shows them)."""
   node = nodes[c]
-  od = ops.get(node.op)
-  kinds = structure.slot_kinds(node, od) if od is not None and od.level_slots else None
+  kinds = structure.slot_kinds(node, ops.get(node.op))
   for k, j in enumerate(node.src):
     if 0 <= j < c and (kinds is None or kinds[k] != "listing"): yield k, j
 
 
-def _adjacency(nodes, ops, groups: _Groups) -> list[list[int]]:
-  """Box -> the boxes it shares an edge with (its sources first, in source order)."""
+def _adjacency(nodes, ops, groups: _Groups, inst) -> tuple[list, list]:
+  """(box -> its source boxes in source order, a listing's instructions from the last
+  back (not drawn as edges, but near); box -> the boxes that use it)."""
   up: list[list[int]] = [[] for _ in groups.groups]
   down: list[list[int]] = [[] for _ in groups.groups]
-  for g, (members, sc) in enumerate(groups.groups):
+  for g, (members, sc, _) in enumerate(groups.groups):
     for c in members:
       for _, j in _source_uses(nodes, ops, c):
-        a = groups.of(j, sc)
+        a = groups.of(j, sc, g)
         if a != g: up[g].append(a); down[a].append(g)
-  return [u + d for u, d in zip(up, down)]
+      node = nodes[c]
+      if structure.lists(ops.get(node.op)):
+        for j in reversed(node.src):
+          if 0 <= j < c:
+            a = groups.of(j, inst[c][0], g)
+            up[g].append(a); down[a].append(g)
+  return up, down
 
 
-def _item(members, sc, nodes, views, ops, clusters, listed, diags_at, highlight, copied) -> Item:
+def _item(members, sc, suffix, nodes, views, ops, clusters, listed, diags_at, highlight) -> Item:
   first = members[0]
   if len(members) > 1:
     od = ops.get(nodes[members[-1]].op)
@@ -188,10 +223,10 @@ def _item(members, sc, nodes, views, ops, clusters, listed, diags_at, highlight,
   pos = listed[i].get(owner) if listed[i] and owner is not None else None
   slot_names = [od.slot_for(k).name for k in range(len(node.src))] if od is not None and od.slots else [""] * len(node.src)
   diags = diags_at.get(i, [])
-  it = Item(f"n{i}" + (f"-k{clusters[sc].owner}" if copied and sc != TOP else ""), [i], sc, labels.node_lines(i, node, views[i], pos),
+  it = Item(f"n{i}{suffix}", [i], sc, labels.node_lines(i, node, views[i], pos),
             labels.node_tip(i, node, views[i], diags, slot_names, listed[i], highlight.get(i)),
             category=od.category if od is not None else "unknown", invalid=bool(diags), highlight=i in highlight)
-  it.last = "listing" in structure.slot_kinds(node, od)
+  it.last = structure.lists(od)
   return it
 
 
@@ -200,10 +235,11 @@ def _edges(nodes, ops, groups: _Groups, index_of, items, hidden) -> list[Edge]:
   sources are not all drawn gets a dashed edge from the '… more' box."""
   found: dict[tuple, list] = {}
   cut: dict[int, list] = {}
+  group_of = {b: g for g, b in index_of.items()}
   for b_idx, it in enumerate(items):
     for c in it.nodes:
       for k, j in _source_uses(nodes, ops, c):
-        g = groups.of(j, it.scope)
+        g = groups.of(j, it.scope, group_of[b_idx])
         if g in index_of and index_of[g] == b_idx: continue
         if g not in index_of: cut.setdefault(b_idx, []).append((c, k, j)); continue
         found.setdefault((index_of[g], b_idx), []).append((c, k, j))

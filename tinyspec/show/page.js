@@ -77,6 +77,11 @@
     svg.addEventListener("pointerup", function () { drag = null; });
     svg.addEventListener("pointerleave", function () { tip.hidden = true; });
 
+    function centreOf(g) {   // a box's centre in the svg's own units (through the panels' transforms)
+      var b = g.getBBox(), p = svg.createSVGPoint();
+      p.x = b.x + b.width / 2; p.y = b.y + b.height / 2;
+      return p.matrixTransform(svg.getScreenCTM().inverse().multiply(g.getScreenCTM()));
+    }
     function mid() { var r = svg.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }
     var bar = view.querySelector(".tinyspec-bar");
     if (bar) {
@@ -98,13 +103,22 @@
         if (!hit) { if (said) said.textContent = "node " + find.value + " is not drawn"; return; }
         if (said) said.textContent = "";
         hit.classList.add("found");
-        var b = hit.getBBox(), p = svg.createSVGPoint();   // the box's centre in the svg's own units
-        p.x = b.x + b.width / 2; p.y = b.y + b.height / 2;
-        p = p.matrixTransform(svg.getScreenCTM().inverse().multiply(hit.getScreenCTM()));
+        var p = centreOf(hit);
         center(p.x, p.y, 900);
       });
     }
-    fit();
+    // a picture too big to read when fit to the view starts at a readable scale, at its
+    // (last) root, low in the view: what the graph computes; "fit" shows it all
+    var r0 = svg.getBoundingClientRect();
+    var fitScale = Math.min(r0.width / full.w, r0.height / full.h);
+    if (fitScale >= 0.4 || !(r0.width > 0 && r0.height > 0)) fit();
+    else {
+      var w = r0.width / 0.8, h = r0.height / 0.8;
+      var roots = svg.querySelectorAll("g.node.root");
+      var at = roots.length ? centreOf(roots[roots.length - 1]) : { x: full.x + w / 2, y: full.y + h / 2 };
+      box = { x: at.x - w / 2, y: at.y - h * 0.75, w: w, h: h };
+      apply();
+    }
   }
 
   var views = document.querySelectorAll(".tinyspec-view");

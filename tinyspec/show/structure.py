@@ -19,6 +19,7 @@ TOP = -1                  # the scope of nodes in no cluster
 _UNSET = -2
 MAX_DEPTH = 32            # clusters nested deeper are drawn flat (keeps the scope pass linear)
 COPY_BUDGET = 20_000      # extra copies of nodes shared between clusters (at least one per node allowed)
+HUB = 16                  # (focus) users of one item beyond which the selection does not walk down from it
 CHAIN_CATEGORIES = ("elementwise", "decomposed", "movement", "marker")   # op categories whose runs collapse
 
 
@@ -31,14 +32,35 @@ class Cluster:
   openers: list = None    # (body) the nodes that take it as their body, in file order
 
 
-def slot_kinds(node, od) -> list[str]:
-  """Per source position of a node: 'body', 'listing' or 'plain' (from its op's slots)."""
-  if od is None or not od.slots: return ["plain"] * len(node.src)
-  out = []
-  for k in range(len(node.src)):
-    s = od.slot_for(k)
-    out.append("body" if s.kind == "body" else "listing" if s.variadic and s.level is not None else "plain")
-  return out
+_SPECS: dict[int, tuple] = {}   # id(op) -> (op, (kinds of the fixed slots, kind of the variadic tail) or None)
+
+
+def _spec(od):
+  hit = _SPECS.get(id(od))
+  if hit is not None and hit[0] is od: return hit[1]
+  def kind(s): return "body" if s.kind == "body" else "listing" if s.variadic and s.level is not None else "plain"
+  fixed = tuple(kind(s) for s in od.slots if not s.variadic)
+  tail = kind(od.slots[-1]) if od.slots and od.slots[-1].variadic else "plain"
+  spec = None if all(k == "plain" for k in (*fixed, tail)) else (fixed, tail)
+  _SPECS[id(od)] = (od, spec)
+  return spec
+
+
+def slot_kinds(node, od) -> tuple | None:
+  """Per source position of a node: 'body', 'listing' or 'plain' (from its op's slots);
+  None when every source is plain (most ops)."""
+  if od is None or not od.slots: return None
+  spec = _spec(od)
+  if spec is None: return None
+  fixed, tail = spec
+  n = len(node.src)
+  return fixed[:n] if n <= len(fixed) else fixed + (tail,) * (n - len(fixed))
+
+
+def lists(od) -> bool:
+  """Whether the op's sources are a listing (LINEAR's instructions)."""
+  spec = _spec(od) if od is not None and od.slots else None
+  return spec is not None and spec[1] == "listing"
 
 
 def scopes(nodes, roots, ops) -> tuple[list[tuple], list[Cluster], list[dict]]:
@@ -102,19 +124,20 @@ def scopes(nodes, roots, ops) -> tuple[list[tuple], list[Cluster], list[dict]]:
         here = (a,)
     od = ops.get(node.op)
     kinds = slot_kinds(node, od)
-    if "listing" in kinds:
+    if lists(od):
       a = _UNSET
       for s in here: a = lca(a, s)
       here = (new("listing", i, a),)
     inst[i] = here
     for k, j in enumerate(node.src):
       if not 0 <= j < i: continue
-      if kinds[k] == "body":
+      kind = kinds[k] if kinds is not None else "plain"
+      if kind == "body":
         for s in here: opened[j] = lca(opened[j], s)
         openers.setdefault(j, []).append(i)
         continue
       for s in here: use(j, s)
-      if kinds[k] == "listing":
+      if kind == "listing":
         if listed[j] is None: listed[j] = {}
         listed[j].setdefault(i, k)
   return inst, clusters, listed
@@ -127,8 +150,7 @@ def chains(nodes, ops, inst, keep: set, min_len: int) -> list[list[int]]:
   n = len(nodes)
   uses, user = [0] * n, [-1] * n
   for i, node in enumerate(nodes):
-    od = ops.get(node.op)
-    kinds = slot_kinds(node, od) if od is not None and od.level_slots else None
+    kinds = slot_kinds(node, ops.get(node.op))
     for k, j in enumerate(node.src):
       if 0 <= j < i and (kinds is None or kinds[k] != "listing"):
         uses[j] += 1; user[j] = i
@@ -152,18 +174,33 @@ def chains(nodes, ops, inst, keep: set, min_len: int) -> list[list[int]]:
   return out
 
 
-def select(n_items: int, adjacency: list, seeds: list[int], limit: int) -> list[bool]:
+def select(n_items: int, up: list, down: list, seeds: list[int], limit: int, both_ways: bool = False,
+           more_seeds: list[int] = ()) -> list[bool]:
   """Which items to show: all when they fit the limit, else the `limit` items nearest the
-  seeds (breadth first over edges in both directions, seeds in the order given)."""
+  seeds, breadth first toward their sources (what the seeds are computed from); then,
+  while there is room, the same from each of `more_seeds` in turn. With both_ways (a
+  focus node) also toward users, except from an item with more than HUB users (a shared
+  constant would otherwise pull in users from all over the graph)."""
   if limit <= 0 or n_items <= limit: return [True] * n_items
   shown = [False] * n_items
-  todo, count = deque(), 0
-  for s in seeds:
-    if 0 <= s < n_items and not shown[s] and count < limit:
-      shown[s] = True; count += 1; todo.append(s)
-  while todo and count < limit:
-    for t in adjacency[todo.popleft()]:
-      if not shown[t]:
-        shown[t] = True; count += 1; todo.append(t)
-        if count >= limit: break
+  count = 0
+
+  def grow(start):
+    nonlocal count
+    todo = deque()
+    for s in start:
+      if 0 <= s < n_items and not shown[s] and count < limit:
+        shown[s] = True; count += 1; todo.append(s)
+    while todo and count < limit:
+      k = todo.popleft()
+      near = up[k] + down[k] if both_ways and len(down[k]) <= HUB else up[k]
+      for t in near:
+        if not shown[t]:
+          shown[t] = True; count += 1; todo.append(t)
+          if count >= limit: break
+
+  grow(seeds)
+  for s in more_seeds:
+    if count >= limit: break
+    grow([s])
   return shown

@@ -125,7 +125,7 @@ def _panel(pic, scene, head, ox, oy, prefix, arrow_prefix) -> list[str]:
   out.append('<g class="nodes">')
   for it, (x, y, w, h) in zip(pic.items, scene.items):
     cls = " ".join(c for c in ("node", it.kind if it.kind != "node" else "", f"cat-{it.category}", "invalid" if it.invalid else "",
-                                "highlight" if it.highlight else "", "new" if it.new else "") if c)
+                                "highlight" if it.highlight else "", "new" if it.new else "", "root" if it.root else "") if c)
     data = f' data-nodes="{it.nodes[0]}-{it.nodes[-1]}"' if len(it.nodes) > 1 else (f' data-node="{it.nodes[0]}"' if it.nodes else "")
     spans = []
     for r, line in enumerate(it.lines):
