@@ -83,14 +83,18 @@ def dtype_shape(node, view) -> str:
   return clean(" ".join(p for p in parts if p))
 
 
-def node_lines(i: int, node, view, position: int | None) -> list[str]:
-  """A node's box: 'N OP' (with '#k' for an instruction in a listing), dtype and shape, arg."""
+def node_lines(i: int, node, view, position: int | None, diags=()) -> list[str]:
+  """A node's box: 'N OP' (with '#k' for an instruction in a listing), dtype and shape, arg,
+  and the rule ids it breaks."""
   head = f"{i} {clean(node.op)}" + (f"  #{position}" if position is not None else "")
   lines = [head]
   ds = dtype_shape(node, view)
   if ds: lines.append(ds)
   a = arg_label(node.arg, view.dtype if view is not None else node.dtype)
   if a: lines.append(a)
+  if diags:
+    rules = list(dict.fromkeys(clean(d.rule) for d in diags))
+    lines.append(short("! " + " ".join(rules), ARG_WIDTH))
   return lines
 
 

@@ -23,6 +23,7 @@ PAD_X, PAD_Y = 7.0, 5.0         # inside a box
 GAP_X, GAP_Y = 18.0, 38.0       # between boxes, between layers
 CL_PAD, CL_TITLE = 10.0, 22.0   # inside a cluster: the sides, the title band
 DUMMY_W = 6.0
+BADGE_W = 12.0                  # room for the "!" of an invalid node
 SWEEPS = 6
 MAX_DUMMIES = 20_000            # per picture: beyond this long edges are drawn straight
 
@@ -38,7 +39,7 @@ class Scene:
 
 
 def item_size(it) -> tuple[float, float]:
-  w = max(len(line) for line in it.lines) * CHAR_W + 2 * PAD_X
+  w = max(len(line) for line in it.lines) * CHAR_W + 2 * PAD_X + (BADGE_W if it.invalid else 0.0)
   return max(w, 36.0), len(it.lines) * LINE_H + 2 * PAD_Y
 
 

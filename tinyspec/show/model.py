@@ -221,9 +221,10 @@ def _item(members, sc, suffix, nodes, views, ops, clusters, listed, diags_at, hi
   node, od = nodes[i], ops.get(nodes[first].op)
   owner = clusters[sc].owner if sc != TOP and clusters[sc].kind == "listing" else None
   pos = listed[i].get(owner) if listed[i] and owner is not None else None
-  slot_names = [od.slot_for(k).name for k in range(len(node.src))] if od is not None and od.slots else [""] * len(node.src)
+  shown = min(len(node.src), labels.TIP_SOURCES)
+  slot_names = [od.slot_for(k).name for k in range(shown)] if od is not None and od.slots else [""] * shown
   diags = diags_at.get(i, [])
-  it = Item(f"n{i}{suffix}", [i], sc, labels.node_lines(i, node, views[i], pos),
+  it = Item(f"n{i}{suffix}", [i], sc, labels.node_lines(i, node, views[i], pos, diags),
             labels.node_tip(i, node, views[i], diags, slot_names, listed[i], highlight.get(i)),
             category=od.category if od is not None else "unknown", invalid=bool(diags), highlight=i in highlight)
   it.last = structure.lists(od)

@@ -96,7 +96,13 @@
         for (var i = 0; i < nodes.length && !hit; i++) {
           var one = nodes[i].getAttribute("data-node"), run = nodes[i].getAttribute("data-nodes");
           if (one !== null && parseInt(one, 10) === n) hit = nodes[i];
-          if (run !== null) { var ab = run.split("-"); if (n >= parseInt(ab[0], 10) && n <= parseInt(ab[1], 10)) hit = nodes[i]; }
+          if (run !== null) {   // "2-41 2382 4763-4765"
+            var parts = run.split(" ");
+            for (var q = 0; q < parts.length && !hit; q++) {
+              var ab = parts[q].split("-"), lo = parseInt(ab[0], 10), hi = parseInt(ab[ab.length - 1], 10);
+              if (n >= lo && n <= hi) hit = nodes[i];
+            }
+          }
         }
         var old = svg.querySelectorAll(".found");
         for (var k = 0; k < old.length; k++) old[k].classList.remove("found");

@@ -49,6 +49,16 @@ def _n(v: float) -> str:
   return str(int(r)) if r == int(r) else str(r)
 
 
+def ranges(nodes) -> str:
+  """Node indices as space-separated ranges: '2-41 2382 4763-4765'."""
+  out, start = [], None
+  for k, j in enumerate(nodes):
+    if start is None: start = j
+    if k + 1 == len(nodes) or nodes[k + 1] != j + 1:
+      out.append(str(start) if start == j else f"{start}-{j}"); start = None
+  return " ".join(out)
+
+
 def _curve(pts) -> str:
   """An SVG path through the points: straight where vertical, else an S-curve leaving and
   entering vertically (edges run from a box's bottom to the next layer's top)."""
@@ -126,7 +136,7 @@ def _panel(pic, scene, head, ox, oy, prefix, arrow_prefix) -> list[str]:
   for it, (x, y, w, h) in zip(pic.items, scene.items):
     cls = " ".join(c for c in ("node", it.kind if it.kind != "node" else "", f"cat-{it.category}", "invalid" if it.invalid else "",
                                 "highlight" if it.highlight else "", "new" if it.new else "", "root" if it.root else "") if c)
-    data = f' data-nodes="{it.nodes[0]}-{it.nodes[-1]}"' if len(it.nodes) > 1 else (f' data-node="{it.nodes[0]}"' if it.nodes else "")
+    data = f' data-nodes="{ranges(it.nodes)}"' if len(it.nodes) > 1 else (f' data-node="{it.nodes[0]}"' if it.nodes else "")
     spans = []
     for r, line in enumerate(it.lines):
       head = ' class="head"' if r == 0 else ""
