@@ -338,6 +338,21 @@ def test_highlighted_nodes_are_marked_kept_and_annotated(tmp_path):
   assert 'id="case7-n10"' in svg and 'marker-end="url(#case7-arrow)"' in svg
 
 
+def test_deeply_nested_bodies_are_drawn_flat_below_a_depth():
+  """3,000 FUNCTIONs, each the body of the next: clusters stop nesting at MAX_DEPTH, and
+  the picture is made in linear time (no recursion, no quadratic walk up the nesting)."""
+  from tinyspec.graph import from_document
+  from tinyspec.show.structure import MAX_DEPTH
+  nodes = [{"op": "CONST", "arg": {"value": 1, "dtype": "int32"}}]
+  for _ in range(3000):
+    p = len(nodes) - 1
+    nodes += [{"op": "TUPLE", "src": [p]}, {"op": "FUNCTION", "src": [p + 1]}, {"op": "GETTUPLE", "src": [p + 2], "arg": 0}]
+  g, _ = from_document({"nodes": nodes})
+  pic = picture(g, limit=0)
+  assert len(pic.clusters) == MAX_DEPTH and pic.exit_code == 0 and pic.hidden == 0
+  svg_nodes(render_svg(picture(g)))
+
+
 # ------------------------------------------------------------------ determinism
 def test_the_same_graph_gives_the_same_bytes_in_every_process(tmp_path):
   graph = ROOT / "conformance/rules/ops/PROGRAM/valid-example.json"

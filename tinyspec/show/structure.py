@@ -8,8 +8,8 @@ Clusters come from the op table's slots, not from op names:
   * a variadic slot with a `level` (LINEAR's instruction list) makes its sources a
     listing: a cluster around them, numbered in list order, instead of one edge per
     instruction.
-A node used inside and outside a cluster belongs to the innermost cluster holding every
-use (a shared constant is drawn once, outside).
+A node used in several clusters is drawn in each (bodies are closed: a constant two
+kernels share is each kernel's own), within a budget of copies.
 """
 from __future__ import annotations
 from collections import deque
