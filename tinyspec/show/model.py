@@ -83,54 +83,69 @@ def picture(graph, *, result=None, level: str = "auto", limit: int = DEFAULT_LIM
   focus      a node index: show the boxes nearest it (instead of nearest the roots)
   highlight  {node index: note}: drawn marked, with the note in the hover text, never hidden
   """
+  if collapse not in ("auto", "on", "off"): raise ValueError(f"collapse must be auto, on or off, not {collapse!r}")
   if result is None:
     from tinyspec.validate import validate
     result = validate(graph, level, file=file)
-  T = tables()
-  ops, nodes = T.ops, graph.nodes
+  ops, nodes = tables().ops, graph.nodes
   n = len(nodes)
   views = result.views if result.views and len(result.views) == n else [None] * n
   highlight = {int(k): str(v) for k, v in (highlight or {}).items() if 0 <= int(k) < n}
-  diags_at: dict[int, list] = {}
-  notes = []
-  for d in result.diagnostics:
-    if d.node is not None and 0 <= d.node < n: diags_at.setdefault(d.node, []).append(d)
-    else: notes.append(f"error [{labels.clean(d.rule)}]: {labels.clean(d.message)}")
+  diags_at, notes = _diagnostics(result.diagnostics, n)
   roots = [r for r in graph.root_indices if 0 <= r < n]
+  rootset = set(roots)
   inst, clusters, listed = structure.scopes(nodes, roots, ops)
 
   keep = set(roots) | set(diags_at) | set(highlight) | ({focus} if focus is not None else set())
   do_collapse = collapse == "on" or (collapse == "auto" and n > COLLAPSE_ABOVE)
   runs = structure.chains(nodes, ops, inst, keep, MIN_CHAIN) if do_collapse else []
-  boxes_of = _Groups(nodes, inst, runs, clusters, _spread(nodes, ops, keep | set(diags_at)))
-
-  up, down = _adjacency(nodes, ops, boxes_of, inst)
-  first = boxes_of.first
-  if focus is not None and 0 <= focus < n:
-    seeds, both = [first[focus]] + [first[j] for j in sorted(highlight)], True
-  else:   # what matters most first: highlighted nodes, errors, the roots (then nodes nothing uses)
-    seeds, both = [first[j] for j in (*sorted(highlight), *sorted(diags_at)[:50], *reversed(roots))], False
-  unused = [g for g in range(len(boxes_of.groups) - 1, -1, -1) if not down[g]]
-  shown = structure.select(len(boxes_of.groups), up, down, seeds, limit, both, unused)
+  groups = _Groups(nodes, inst, runs, clusters, _spread(nodes, ops, keep))
+  shown = _select(nodes, ops, groups, inst, roots, diags_at, highlight, focus, limit)
 
   items, index_of = [], {}
-  for g, (members, sc, suffix) in enumerate(boxes_of.groups):
+  for g, (members, sc, suffix) in enumerate(groups.groups):
     if not shown[g]: continue
     index_of[g] = len(items)
     items.append(_item(members, sc, suffix, nodes, views, ops, clusters, listed, diags_at, highlight))
-    items[-1].root = members[-1] in roots
-  hidden_groups = [m for g, (m, _, _) in enumerate(boxes_of.groups) if not shown[g]]
+    items[-1].root = members[-1] in rootset
+  hidden_groups = [m for g, (m, _, _) in enumerate(groups.groups) if not shown[g]]
   hidden = len({j for m in hidden_groups for j in m} - {j for it in items for j in it.nodes})
-  edges = _edges(nodes, ops, boxes_of, index_of, items, hidden)
+  edges = _edges(nodes, ops, groups, index_of, items, hidden)
   boxes, remap = _boxes(clusters, items, nodes)
   for it in items: it.scope = remap.get(it.scope, TOP)
-  if len(notes) > MAX_NOTES: notes = notes[:MAX_NOTES] + [f"error: … and {len(notes) - MAX_NOTES} more errors without a node"]
-  if hidden:
-    counts = Counter(nodes[j].op for m in hidden_groups for j in m)
-    top = ", ".join(f"{op} {c:,}" for op, c in counts.most_common(6))
-    notes.append(f"… {hidden:,} more nodes not shown ({top}); raise --limit or pick --focus NODE")
+  if hidden: notes.append(_hidden_note(nodes, hidden_groups, hidden))
   collapsed = sum(len(it.nodes) for it in items if it.kind == "chain")
   return Picture(title or file, items, edges, boxes, notes, n, hidden, collapsed, result.exit_code, result.level)
+
+
+def _diagnostics(diagnostics, n) -> tuple[dict, list]:
+  """({node: its diagnostics}, lines for the errors that name no node)."""
+  at: dict[int, list] = {}
+  notes = []
+  for d in diagnostics:
+    if d.node is not None and 0 <= d.node < n: at.setdefault(d.node, []).append(d)
+    else: notes.append(f"error [{labels.clean(d.rule)}]: {labels.clean(d.message)}")
+  if len(notes) > MAX_NOTES: notes = notes[:MAX_NOTES] + [f"error: … and {len(notes) - MAX_NOTES} more errors without a node"]
+  return at, notes
+
+
+def _select(nodes, ops, groups, inst, roots, diags_at, highlight, focus, limit) -> list[bool]:
+  """Which boxes to draw: the `limit` nearest a focus node, or else nearest the
+  highlighted nodes, the nodes with errors and the roots (then nodes nothing uses)."""
+  up, down = _adjacency(nodes, ops, groups, inst)
+  first = groups.first
+  if focus is not None and 0 <= focus < len(nodes):
+    seeds, both = [first[focus]] + [first[j] for j in sorted(highlight)], True
+  else:
+    seeds, both = [first[j] for j in (*sorted(highlight), *sorted(diags_at)[:50], *reversed(roots))], False
+  unused = [g for g in range(len(groups.groups) - 1, -1, -1) if not down[g]]
+  return structure.select(len(groups.groups), up, down, seeds, limit, both, unused)
+
+
+def _hidden_note(nodes, hidden_groups, hidden: int) -> str:
+  counts = Counter(nodes[j].op for m in hidden_groups for j in m)
+  top = ", ".join(f"{op} {c:,}" for op, c in counts.most_common(6))
+  return f"… {hidden:,} more nodes not shown ({top}); raise --limit or pick --focus NODE"
 
 
 class _Groups:
