@@ -218,6 +218,20 @@ def test_a_file_with_schema_errors_is_drawn_around_the_broken_node(tmp_path):
   svg_nodes(render_svg(pic))
 
 
+def test_the_layout_uncrosses_and_aligns(tmp_path):
+  """Barycentric ordering undoes the crossing file order makes (Q reads x, P reads y, but
+  P comes first), and a box sits under its only source, not where packing left it."""
+  c = lambda v: {"op": "CONST", "arg": {"value": v, "dtype": "float32"}}
+  def centres(nodes):
+    pic = picture(load_file(write(tmp_path, nodes))[0])
+    scene = layout(pic)
+    return {it.id: scene.items[k][0] + scene.items[k][2] / 2 for k, it in enumerate(pic.items)}
+  at = centres([c(1.0), c(2.0), {"op": "NEG", "src": [1]}, {"op": "NEG", "src": [0]}, {"op": "ADD", "src": [3, 2]}])
+  assert at["n3"] < at["n2"]                                     # Q under x, P under y: no crossing
+  at = centres([c(1.2345678901234567), c(2.2345678901234567), {"op": "NEG", "src": [1]}])
+  assert abs(at["n2"] - at["n1"]) < 1                            # under its source, the second box of its layer
+
+
 # ------------------------------------------------------------------ compile stages
 @pytest.fixture(scope="module")
 def stages_dir(tmp_path_factory):
@@ -318,6 +332,23 @@ def test_without_limit_and_collapse_every_node_is_a_box(tmp_path):
   assert sum(1 for it in pic.items if it.nodes[0] != 0) == len(g.nodes) - 1   # (the shared constant: once per user)
   on = picture(g, limit=0, collapse="on")
   assert on.hidden == 0 and on.collapsed > 0.9 * len(g.nodes) and len(on.items) < len(pic.items) / 5
+
+
+def test_a_chain_stops_at_a_node_with_two_users(tmp_path):
+  """NEG x12 from a constant, node 6 also read by a MUL: the run splits there (every edge
+  out of a collapsed box still shows), short runs stay expanded, roots are never folded."""
+  nodes = [{"op": "CONST", "arg": {"value": 2.0, "dtype": "float32"}}]
+  for k in range(12): nodes.append({"op": "NEG", "src": [k]})
+  nodes += [{"op": "MUL", "src": [6, 6]}, {"op": "ADD", "src": [12, 13]}]
+  g = load_file(write(tmp_path, nodes))[0]
+  pic = picture(g, collapse="on")
+  runs = sorted(it.nodes for it in pic.items if it.kind == "chain")
+  assert runs == [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]
+  ids = [it.id for it in pic.items]
+  assert {(ids[e.src], ids[e.dst]) for e in pic.edges} >= {("c1", "n13"), ("c1", "c7"), ("c7", "n14"), ("n13", "n14")}
+  assert not any(it.kind == "chain" for it in picture(g).items)      # auto: a small graph stays expanded
+  marked = picture(g, collapse="on", highlight={8: "see"})               # a highlighted node is never folded
+  assert sorted(it.nodes for it in marked.items if it.kind == "chain") == [[1, 2, 3, 4, 5, 6], [9, 10, 11, 12]]
 
 
 def test_focus_draws_the_neighbourhood_of_a_node(tmp_path):
