@@ -329,7 +329,11 @@ def test_without_limit_and_collapse_every_node_is_a_box(tmp_path):
   g = load_file(p)[0]
   pic = picture(g, limit=0, collapse="off")
   assert pic.hidden == 0 and pic.collapsed == 0
-  assert sum(1 for it in pic.items if it.nodes[0] != 0) == len(g.nodes) - 1   # (the shared constant: once per user)
+  assert sum(1 for it in pic.items if it.nodes[0] != 0) == len(g.nodes) - 1
+  users = {c for c, nd in enumerate(g.nodes) if 0 in nd.src}
+  assert sum(1 for it in pic.items if it.nodes == [0]) == len(users)          # the shared constant: beside each user
+  ids = [it.id for it in pic.items]
+  assert all(ids[e.dst] == f"n{ids[e.src].split('-u')[1]}" for e in pic.edges if ids[e.src].startswith("n0-"))
   on = picture(g, limit=0, collapse="on")
   assert on.hidden == 0 and on.collapsed > 0.9 * len(g.nodes) and len(on.items) < len(pic.items) / 5
 
