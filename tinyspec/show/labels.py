@@ -55,7 +55,7 @@ def short(v, width: int) -> str:
         if k and not put(", "): return
         walk(e)
       put("]")
-    elif isinstance(x, str): put(x if top else x)
+    elif isinstance(x, str): put(x)
     elif isinstance(x, bool) or x is None: put("true" if x is True else "false" if x is False else "null")
     else: put(fmt(x))
 
