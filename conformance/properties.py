@@ -21,6 +21,7 @@ A failure names its property, the node and the op; `Failure.case` is the minimal
 from __future__ import annotations
 import tempfile
 import time
+import warnings
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,8 +239,9 @@ def check_mutant(d: Drawn, m) -> Failure | None:
                  f"mutation {m.how} should break {m.rule} at node {m.node}; the validator reports {got or 'nothing'}: {m.graph.dumps()}"[:2000], d)
 
 
-def with_mutants(base):
-  """Pairs (drawn graph, a mutant of it or None): the fuzz draws both."""
+def with_mutants(base, offset: int = 0):
+  """Pairs (drawn graph, a mutant of it or None): the fuzz draws both. offset rotates
+  the rule list (the zero choice takes its first: each round breaks another rule)."""
   from hypothesis import strategies as st
   from tinyspec.conformance.strategies import mutation_rules, _apply, _DrawAdapter, _tables
 
@@ -247,7 +249,8 @@ def with_mutants(base):
   def pairs(draw):
     d = draw(base)
     table = mutation_rules(d.tables)
-    rule = draw(st.sampled_from(sorted(table)))
+    rules = sorted(table)
+    rule = draw(st.sampled_from(rules[offset % len(rules):] + rules[:offset % len(rules)]))
     return d, _apply(_DrawAdapter(draw), d, rule, table[rule], _tables(d.tables))
   return pairs()
 
@@ -357,6 +360,10 @@ class FuzzReport:
   written: list = field(default_factory=list)     # case folders written
 
 
+EXPLORE_PER_ROUND = 4   # examples per focus after the first pass
+SHRINK_CALLS = 150      # checks spent shrinking one failure at most (each may run the backend)
+
+
 class NoDrawableOps(ValueError):
   """Nothing can be drawn for the backend at the levels asked for."""
 
@@ -370,10 +377,47 @@ def backend_ops(caps, level: str, ops=None) -> list[str]:
   return [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
 
 
-def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
-  """graphs() restricted to what the backend and the reference evaluator both run."""
-  from tinyspec.conformance.strategies import graphs
-  return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=sorted(caps.dtypes))
+def backend_strategy(caps, level: str, max_ops: int = 6, ops=None, focus=None, salt: int = 0):
+  """graphs() restricted to what the backend and the reference evaluator both run;
+  focus (a Focus): the last op drawn is its op, its first source of its dtypes."""
+  from tinyspec.conformance.strategies import graphs, value_dtypes
+  dts = [x for x in value_dtypes() if x in caps.dtypes]
+  if focus is None: return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts)
+  return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts, final_op=focus.op,
+                final_dtypes=focus.dtypes, salt=salt)
+
+
+@dataclass(frozen=True)
+class Focus:
+  """What one round of the fuzz aims at: an op at a level, its first value source of
+  one dtype class (bool, int, uint, float, index)."""
+  level: str
+  op: str
+  dtypes: tuple
+
+
+def foci(caps, levels, seed: int) -> list[Focus]:
+  """Every (level, op, dtype class) the backend runs, in an order shuffled by the seed.
+  Hypothesis draws mostly variations of what it drew before (200 examples of a graph
+  strategy hold about 50 distinct first choices), so left alone it reaches a few of
+  the ~90 ops x dtype classes; the fuzz gives each its own round instead."""
+  import random
+  from tinyspec.tables import tables
+  from tinyspec.conformance.strategies import value_dtypes
+  T = tables()
+  out = []
+  rng = random.Random(seed)
+  for level in levels:
+    for op in backend_ops(caps, level):
+      slot = next((sl for sl in T.ops[op].slots if sl.kind == "value"), None)
+      allowed = (slot.allowed() if slot is not None else None) or set(value_dtypes())
+      dts = [x for x in value_dtypes() if x in allowed and x in caps.dtypes]
+      for cls in dict.fromkeys(DTYPES[x].cls for x in dts):
+        group = [x for x in dts if DTYPES[x].cls == cls]
+        rng.shuffle(group)   # the zero choice takes the first: each dtype its turn across seeds
+        out.append(Focus(level, op, tuple(group)))
+  rng.shuffle(out)
+  return out
 
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
@@ -381,8 +425,14 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   """Run the properties on `examples` drawn graphs (split over the levels). Each failure
   is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
   written as a corpus case; the search then goes on, skipping failures of the same
-  property, op and dtype, until the examples are spent."""
+  property, op and dtype, until the examples are spent.
+
+  Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
+  and dtype class of the backend, shuffled by the seed): a first pass draws one example
+  of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
+  passes let Hypothesis explore each focus for a few examples."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase, strategies as st
+  from hypothesis.errors import Unsatisfiable
   t0 = time.monotonic()
   runner = Isolated(backend, timeout) if isolate and isinstance(backend, str) else InProcess(backend)
   rep = FuzzReport(runner.name)
@@ -400,18 +450,27 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   seen: set = set()
   budget = examples
   round_ = 0
+  plan = foci(runner.caps, levels, seed) if strategy is None else None
   try:
     while budget > 0:
-      strat = with_mutants(strategy if strategy is not None else st.one_of(*[backend_strategy(runner.caps, lv, max_ops) for lv in levels]))
-      count, last = [0], [None]
+      if plan is None: strat, n = strategy, budget
+      else:
+        focus = plan[round_ % len(plan)]
+        n = min(budget, 1 if round_ < len(plan) else EXPLORE_PER_ROUND)
+        strat = backend_strategy(runner.caps, focus.level, max_ops, focus=focus, salt=seed * 7919 + round_)
+      strat = with_mutants(strat, round_)
+      count, last, shrinks = [0], [None], [0]
 
-      @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
+      @settings(max_examples=n, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
                 suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
       @hseed(seed + round_)
       @given(strat)
       def prop(pair):
         d, mutant = pair
         count[0] += 1
+        if last[0] is not None:
+          shrinks[0] += 1
+          if shrinks[0] > SHRINK_CALLS: return   # enough: Hypothesis stops, the smallest failure so far is kept
         f = check_mutant(d, mutant)
         if f is not None and f.signature not in seen:
           last[0] = f
@@ -422,17 +481,23 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
           last[0] = f
           raise PropertyFailed(f)
       try:
-        prop()
+        with warnings.catch_warnings():   # Hypothesis's repr of a failing example (dataclasses of arrays): unused here
+          warnings.filterwarnings("ignore", message="Generating overly large repr")
+          prop()
       except PropertyFailed:
+        pass
+      except Unsatisfiable:   # the focus could not be drawn (every attempt refused): the next one
         pass
       except Exception as e:   # Hypothesis could not replay the failure (flaky): keep what it found
         if last[0] is None: raise
         if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
       rep.examples += count[0]
-      budget -= count[0]
+      budget -= max(count[0], 1)
       round_ += 1
       f = last[0]
-      if f is None: break
+      if f is None:
+        if plan is None: break
+        continue
       if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
       elif f.prop == "values": f = _one_element(f, runner, decomposed)
       seen.add(f.signature)

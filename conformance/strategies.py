@@ -43,7 +43,6 @@ from tinyspec.conformance import values as V
 
 HINTS_FILE = Path(__file__).resolve().parent / "strategies.yaml"
 PER_ELEMENT = ("elementwise", "decomposed")   # categories whose ops broadcast their value sources
-MAX_DIM = 4
 
 
 @lru_cache(maxsize=None)
@@ -62,26 +61,61 @@ def value_dtypes() -> list[str]:
 
 
 # ------------------------------------------------------------------ values
+# A bug that shows at one value pair in a hundred is found only if the inputs are big
+# enough and the special values common enough: arrays hold up to MAX_ELEMENTS elements,
+# each an edge value, a special value (NaN, infinities, signed zeros, extremes; about one
+# float element in ten is NaN), a small number or any number of the dtype.
+# Hypothesis tries the all-zero choice first and shrinks toward it, so zero choices draw
+# a useful example (dims of MAX_LEAF_DIM, an edge-dense fill seeded by the leaf) rather
+# than an empty or one-element one; every other choice shrinks toward the small.
+MAX_DIM = 4           # the dims EXPAND draws for a size-1 axis
+MAX_LEAF_DIM = 8      # the dims of a drawn input: 1 to 8 (the zero choice: 8)
+MAX_ELEMENTS = 96     # an input's elements at most (dims are halved until it fits)
+ZERO_STEPS = 3        # ops in the zero choice's graph
+KERNEL_LENGTH = 32    # a drawn kernel's loop runs 1 to 2 * KERNEL_LENGTH times (the zero choice: 32)
+
+
 def values(dt: str):
-  """Python numbers of dtype dt: edge values and random ones."""
+  """Python numbers of dtype dt: edge values, special values and random ones."""
   d = DTYPES[dt]
-  edges = st.sampled_from(V.edge_values(dt))
   if d.cls == "bool": return st.booleans()
+  edges, special = st.sampled_from(V.edge_values(dt)), st.sampled_from(V.special_values(dt))
   if d.cls == "float":
     big, _, _ = V.float_limits(dt)
     rnd = st.one_of(st.floats(-8, 8, allow_nan=False, width=64), st.floats(-big, big, allow_nan=False, allow_infinity=False))
-    return st.one_of(edges, rnd.map(lambda v: V.convert(v, dt)))
-  return st.one_of(edges, st.integers(max(int(d.min), -20), min(int(d.max), 20)), st.integers(int(d.min), int(d.max)))
+    return st.one_of(edges, special, rnd.map(lambda v: V.convert(v, dt)))
+  return st.one_of(edges, special, st.integers(max(int(d.min), -20), min(int(d.max), 20)), st.integers(int(d.min), int(d.max)))
 
 
-def arrays(dt: str, shape: tuple):
+DRAWN_ELEMENTS = 8    # arrays this small may have every element drawn (and shrunk) by Hypothesis
+
+
+def arrays(dt: str, shape: tuple, salt: int = 0):
+  """Arrays of dt: an edge-dense fill from a drawn seed (V.edge_dense; mixed with `salt`,
+  so two leaves of one graph differ at the zero choice), or, for at most DRAWN_ELEMENTS
+  elements, every element drawn. (Drawing each element of larger arrays overruns
+  Hypothesis's choice buffer: it then discards the example and draws again, slowly.)"""
   n = int(np.prod(shape)) if shape else 1
-  return st.lists(values(dt), min_size=n, max_size=n).map(lambda vs: V.as_array(vs, dt).reshape(shape))
+  fill = st.integers(0, 2**32 - 1).map(lambda k: V.edge_dense(dt, n, np.random.default_rng([k, salt])).reshape(shape))
+  if n > DRAWN_ELEMENTS: return fill
+  return st.one_of(fill, st.lists(values(dt), min_size=n, max_size=n).map(lambda vs: V.as_array(vs, dt).reshape(shape)))
+
+
+def _fit(dims: list) -> tuple:
+  """dims with the largest halved until the product is at most MAX_ELEMENTS."""
+  dims = list(dims)
+  while int(np.prod(dims)) > MAX_ELEMENTS: k = dims.index(max(dims)); dims[k] = (dims[k] + 1) // 2
+  return tuple(dims)
 
 
 def shapes(max_rank: int = 3):
-  """Small shapes: rank 0 to 3, dims 1..4 mostly, sometimes 0 (an empty axis)."""
-  return st.lists(st.one_of(st.integers(1, MAX_DIM), st.just(0)), max_size=max_rank).map(tuple)
+  """Shapes of useful size: rank 1 to 3 mostly (0 in about one draw in seven), dims 1 to
+  8 (0, an empty axis, in about one in seventeen), at most MAX_ELEMENTS elements. The
+  zero choice (Hypothesis's first example and its shrink target) is 8 x 8."""
+  ranks = [r for r in (2, 1, 3, 1, 2, 3, 0) if r <= max_rank] or [0]
+  # k = 0 is the largest dim; k = 11 (not a bound, which Hypothesis draws often) the empty axis
+  dim = st.integers(0, 2 * MAX_LEAF_DIM).map(lambda k: 0 if k == 11 else 1 + (k - 1) % MAX_LEAF_DIM)
+  return st.sampled_from(ranks).flatmap(lambda r: st.lists(dim, min_size=r, max_size=r)).map(_fit)
 
 
 # ------------------------------------------------------------------ drawn graphs
@@ -93,6 +127,10 @@ class Drawn:
   outputs: dict = field(default_factory=dict)    # output name -> the node whose value it holds
   values: dict = field(default_factory=dict)     # node -> known value (leaves: their inputs, scalars)
   tables: object = field(default=None, repr=False, compare=False)   # the Tables drawn from (None: the shipped ones)
+
+  def __repr__(self):   # what Hypothesis prints of an example: the graph, the inputs' shapes
+    ins = ", ".join(f"{k}: {v.dtype} {tuple(v.shape)}" for k, v in self.inputs.items())
+    return f"Drawn({self.level}, {len(self.graph.nodes)} nodes, inputs {{{ins}}}, outputs {self.outputs})"
 
   def nodes_of_outputs(self) -> dict[int, str]:
     return {i: k for k, i in self.outputs.items()}
@@ -136,7 +174,7 @@ def _input_name(n: Node) -> str:
 class _Builder:
   """A graph under construction: nodes, their Views, the inputs and known values."""
 
-  def __init__(self, T, level: str, dtypes=None):
+  def __init__(self, T, level: str, dtypes=None, salt: int = 0):
     self.T, self.level = T, level
     self.dtypes = set(dtypes) if dtypes is not None else set(value_dtypes())
     self.nodes: list[Node] = []
@@ -148,6 +186,7 @@ class _Builder:
     self.helpers: set = set()   # structure (shape operands, loop, loads)
     self.slots = {"buf": 0, "param": 0}
     self.n = 1                  # kernel level: the loop's length
+    self.salt = salt            # mixed into the seed of every fill (fuzz rounds differ at the zero choice)
     self.range = None
 
   def add(self, op: str, src: list, arg=None, level: str | None = None):
@@ -175,10 +214,10 @@ class _Builder:
 
   def leaf(self, data, dt: str, shape: tuple) -> int:
     """A fresh value leaf: a CONST (shape ()) or an input."""
-    if (shape == () or self.level == "kernel") and data.draw(st.integers(0, 3)) == 0:
+    if (shape == () or self.level == "kernel") and data.draw(st.integers(0, 3)) == 3:
       return self.const(data.draw(values(dt)), dt)
     if self.level == "kernel": return self._load(data, dt)
-    arr = data.draw(arrays(dt, shape))
+    arr = data.draw(arrays(dt, shape, self.salt * 1000 + len(self.nodes)))
     slot = self.slots["buf"]; self.slots["buf"] += 1
     i = self.add("BUFFER", [self.shape_node(shape)], {"slot": slot, "dtype": dt, "device": "CPU"})
     self.inputs[f"buf{slot}"] = arr
@@ -187,7 +226,7 @@ class _Builder:
     return i
 
   def _load(self, data, dt: str) -> int:
-    arr = data.draw(arrays(dt, (self.n,)))
+    arr = data.draw(arrays(dt, (self.n,), self.salt * 1000 + len(self.nodes)))
     slot = self.slots["param"]; self.slots["param"] += 1
     p = self.add("PARAM", [self.shape_node((self.n,))], {"slot": slot, "dtype": dt})
     i = self.add("INDEX", [p, self.range])
@@ -223,17 +262,19 @@ def _bcast(a: tuple, b: tuple):
   except ValueError: return None
 
 
-def _value_source(data, b: _Builder, allowed, want_shape, per_element: bool) -> int:
+def _value_source(data, b: _Builder, allowed, want_shape, per_element: bool, taken=()) -> int:
   """A node of a dtype in `allowed`: one already drawn (broadcastable with want_shape
-  when the op applies per element) or a fresh leaf."""
-  pool = [i for i in b.value_nodes() if b.views[i].dtype in allowed
+  when the op applies per element) or a fresh leaf. A node the op already reads
+  (`taken`) is drawn again only now and then: x op x hides most bugs (x // x is 1)."""
+  reuse = not taken or data.draw(st.integers(0, 7)) == 0
+  pool = [i for i in b.value_nodes() if b.views[i].dtype in allowed and (reuse or i not in taken)
           and (not per_element or want_shape is None or _bcast(want_shape, b.views[i].shape) is not None)]
   if pool and data.draw(st.integers(0, 2)) > 0:
     return data.draw(st.sampled_from(pool))
-  dt = data.draw(st.sampled_from(sorted(allowed, key=value_dtypes().index)))
+  dt = data.draw(st.sampled_from(_rotated(list(allowed), b.salt + len(b.nodes))))   # the zero choice varies with the salt
   if b.level == "kernel": shape = ()
   elif want_shape is not None and per_element:
-    shape = tuple(d if data.draw(st.integers(0, 4)) else 1 for d in want_shape)   # sometimes a size-1 axis that broadcasts
+    shape = tuple(1 if data.draw(st.integers(0, 6)) == 3 else d for d in want_shape)   # sometimes a size-1 axis that broadcasts
   else: shape = data.draw(shapes())
   return b.leaf(data, dt, shape)
 
@@ -356,7 +397,9 @@ def _in_domain(b: _Builder, op: str, srcs: list, fresh: set):
     b.inputs[name] = b.known[j] = arr
 
 
-def _draw_node(data, b: _Builder, op: str) -> int | None:
+def _draw_node(data, b: _Builder, op: str, first_dtypes=None) -> int | None:
+  """A node of op, or None where the validator refuses what was drawn. first_dtypes: the
+  dtypes (in order) its first value source may have."""
   T = b.T
   o = T.ops[op]
   per_element = o.category in PER_ELEMENT
@@ -371,9 +414,10 @@ def _draw_node(data, b: _Builder, op: str) -> int | None:
     for _ in range(count):
       if slot.kind == "value":
         allowed = _allowed(slot, chosen, b.dtypes)
+        if first_dtypes is not None and not srcs and allowed: allowed = [x for x in first_dtypes if x in allowed]
         if not allowed: return None
         before = len(b.nodes)
-        j = _value_source(data, b, allowed, want, per_element)
+        j = _value_source(data, b, allowed, want, per_element, srcs)
         if j >= before: fresh.add(j)
         chosen.setdefault(slot.name, b.views[j].dtype)
         if per_element: want = b.views[j].shape if want is None else (_bcast(want, b.views[j].shape) or want)
@@ -396,29 +440,39 @@ def _draw_node(data, b: _Builder, op: str) -> int | None:
 
 
 @st.composite
-def _graphs(draw_, level: str, T, ops, max_ops: int, final_op: str | None, dtypes):
+def _graphs(draw_, level: str, T, ops, max_ops: int, final_op: str | None, dtypes, final_dtypes=None, salt: int = 0):
   data = _DrawAdapter(draw_)
   T = _tables(T)
-  b = _Builder(T, level, dtypes)
+  b = _Builder(T, level, dtypes, salt)
   if level == "kernel":
-    b.n = data.draw(st.integers(1, 6))
+    b.n = 1 + (data.draw(st.integers(0, 2 * KERNEL_LENGTH - 1)) + KERNEL_LENGTH - 1) % (2 * KERNEL_LENGTH)
     bound = b.add("CONST", [], {"value": b.n, "dtype": "index"})
     b.range = b.add("RANGE", [bound], {"id": 0, "type": "LOOP"})
     b.helpers.update({bound, b.range})
   names = drawable_ops(level, T, ops)
-  steps = data.draw(st.integers(1, max_ops))
+  # the zero choice draws ZERO_STEPS ops, each from the op list rotated by the salt and
+  # the step: Hypothesis's first example of each fuzz round holds other ops
+  steps = 1 + (data.draw(st.integers(0, max_ops - 1)) + min(ZERO_STEPS, max_ops) - 1) % max_ops
   made = []
   for step in range(steps):
     last = final_op is not None and step == steps - 1
-    choices = [final_op] if last else names
-    for _attempt in range(4):
-      op = data.draw(st.sampled_from(choices))
-      i = _draw_node(data, b, op)
-      if i is not None: made.append(i); break
-    else:
-      if last: data.reject()
+    i = None
+    if last:   # the final op; where it cannot be drawn here (a STORE has no value), an ordinary step
+      for _attempt in range(4):
+        i = _draw_node(data, b, final_op, final_dtypes)
+        if i is not None: break
+      if i is None and not names: data.reject()
+    for attempt in range(4 if i is None else 0):
+      i = _draw_node(data, b, data.draw(st.sampled_from(_rotated(names, salt + 5 * step + attempt))))
+      if i is not None: break
+    if i is not None: made.append(i)
   if not made: data.reject()
   return _finish(b, made)
+
+
+def _rotated(xs: list, k: int) -> list:
+  k %= max(len(xs), 1)
+  return xs[k:] + xs[:k]
 
 
 class _DrawAdapter:
@@ -482,13 +536,16 @@ def _rebuild_kernel(d: Drawn, keep: set, out_nodes: list) -> Drawn:
                {new[i]: v for i, v in d.values.items() if i in new}, d.tables)
 
 
-def graphs(level: str = "tensor", *, ops=None, max_ops: int = 6, tables=None, final_op: str | None = None, dtypes=None):
+def graphs(level: str = "tensor", *, ops=None, max_ops: int = 6, tables=None, final_op: str | None = None, dtypes=None,
+           final_dtypes=None, salt: int = 0):
   """Valid graphs at `level` ("tensor" or "kernel"), as Drawn. ops: restrict the ops
   drawn; dtypes: restrict the dtypes of values; final_op: the last step draws this op (a
-  node nothing else reads)."""
+  node nothing else reads), its first value source of one of final_dtypes (in that
+  order: the first is the zero choice); salt: mixed into the seeds of the inputs' fills."""
   if level not in ("tensor", "kernel"): raise ValueError(f"level must be tensor or kernel, not {level!r}")
   if not drawable_ops(level, tables, ops) and final_op is None: raise ValueError(f"no drawable op at {level} level among {ops}")
-  return _graphs(level, tables, None if ops is None else tuple(ops), max_ops, final_op, None if dtypes is None else tuple(dtypes))
+  return _graphs(level, tables, None if ops is None else tuple(ops), max_ops, final_op, None if dtypes is None else tuple(dtypes),
+                 None if final_dtypes is None else tuple(final_dtypes), salt)
 
 
 # ------------------------------------------------------------------ mutations
@@ -499,6 +556,8 @@ class Mutant:
   node: int | None
   how: str
   source: Drawn | None = None
+
+  def __repr__(self): return f"Mutant({self.how} breaking {self.rule} at node {self.node} of {len(self.graph.nodes)})"
 
 
 def _consumers(g: Graph) -> set:
@@ -534,7 +593,8 @@ def _apply(data, d: Drawn, rule: str, m: dict, T) -> Mutant | None:
     if not n.src: n.src = (i,)
     else: n.src = (i,) + tuple(n.src[1:])
   elif how == "extra_src":
-    if T.ops[n.op].max_src == float("inf") or (not n.src and i == 0): return None
+    # one more than it has is an arity error only for a node that fills every slot (LOAD(buf) + 1 is a gate)
+    if T.ops[n.op].max_src == float("inf") or len(n.src) < T.ops[n.op].max_src or (not n.src and i == 0): return None
     n.src = tuple(n.src) + ((n.src[0],) if n.src else (i - 1,))
   elif how == "bad_arg":
     if not list(T.ops[n.op].arg_validator.iter_errors("not-an-arg")): return None

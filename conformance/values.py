@@ -43,6 +43,38 @@ def edge_values(dt: str) -> tuple:
   return tuple(out)
 
 
+@lru_cache(maxsize=None)
+def special_values(dt: str) -> tuple:
+  """The edge values most bugs show at, drawn more often than the rest: NaN, the
+  infinities and signed zeros, the largest finite values (floats); 0, -1, the minimum
+  and maximum (integers)."""
+  d = DTYPES[dt]
+  if d.cls == "bool": return (False, True)
+  if d.cls == "float":
+    big = float_limits(dt)[0]
+    return (math.nan, math.inf, -math.inf, 0.0, -0.0, big, -big, math.nan)
+  return tuple(dict.fromkeys(v for v in (0, -1, int(d.min), int(d.max), 1) if d.min <= v <= d.max))
+
+
+def edge_dense(dt: str, n: int, rng) -> np.ndarray:
+  """n values of dt from a NumPy Generator: half edge values (special ones twice as often),
+  half random ones (floats: small, then any magnitude; integers: small, then any)."""
+  d = DTYPES[dt]
+  if d.cls == "bool": return rng.integers(0, 2, n).astype(bool)
+  pool = list(edge_values(dt)) + 2 * list(special_values(dt))
+  out = as_array([pool[k] for k in rng.integers(0, len(pool), n)], dt)
+  if d.cls == "float":
+    big = float_limits(dt)[0]
+    mag = np.where(rng.random(n) < 0.5, rng.normal(0, 8, n), rng.choice([-1.0, 1.0], n) * np.exp2(rng.uniform(-20, np.log2(big), n)))
+    rnd = as_array(mag, dt)
+  else:
+    lo, hi = int(d.min), int(d.max)
+    small = rng.integers(max(lo, -20), min(hi, 20) + 1, n)
+    wide = [int(x) for x in rng.integers(0, 2**63, n, dtype=np.uint64)]
+    rnd = as_array([s if k else lo + w % (hi - lo + 1) for s, k, w in zip(small.tolist(), rng.random(n) < 0.5, wide)], dt)
+  return np.where(rng.random(n) < 0.5, out, rnd)
+
+
 def as_array(values, dt: str) -> np.ndarray:
   """Python numbers as an array of dt (floats rounded once from float64)."""
   t = np_type(dt)
