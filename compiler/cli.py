@@ -110,11 +110,19 @@ def _parse_inputs(items) -> dict:
   return out
 
 
-def run_command(sub):
-  p = sub.add_parser("run", help="run a graph on the reference evaluator or a compiled backend",
-                     description="Run a graph. Exit 0 success, 1 refused or failed, 2 unreadable input or bad usage.")
+BUILT_IN = ("ref", "c", "opencl")   # run in this process (the compiler's with --beam)
+
+
+def run_command(sub, run_other=None):
+  """`tinyspec run`. run_other(backend, file, inputs, timeout) -> outputs runs any other
+  backend (the conformance layer passes its protocol runner: tinyspec.conformance.cli)."""
+  p = sub.add_parser("run", help="run a graph on the reference evaluator, a compiled backend or any other backend",
+                     description="Run a graph. Exit 0 success, 1 refused or failed, 2 unreadable input, bad usage or an "
+                                 "unknown or unavailable backend.")
   p.add_argument("file", metavar="FILE")
-  p.add_argument("--backend", choices=["ref", "c", "opencl"], default="ref")
+  p.add_argument("--backend", default="ref", metavar="NAME",
+                 help="ref (default), c, opencl, any registered backend (entry point group tinyspec.backends), "
+                      "cmd:COMMAND or the path of an executable speaking the protocol (conformance/protocol.py)")
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
   p.add_argument("--allow-untrusted", action="store_true")
@@ -131,8 +139,14 @@ def run_command(sub):
       print(f"tinyspec run: {e}", file=sys.stderr); return EXIT_INVALID if e.rule == "eval.budget" else EXIT_UNREADABLE
     except ValueError as e:
       print(f"tinyspec run: {printable(e)}", file=sys.stderr); return EXIT_UNREADABLE
+    if a.backend not in BUILT_IN:
+      if run_other is None: print(f"tinyspec run: unknown backend {a.backend!r}", file=sys.stderr); return EXIT_UNREADABLE
+      if a.beam is not None: print("tinyspec run: --beam is for c and opencl", file=sys.stderr); return EXIT_UNREADABLE
+      out = run_other(a.backend, a.file, inputs, a.time_limit)
+      if isinstance(out, int): return out
     try:
-      if a.backend == "ref":
+      if a.backend not in BUILT_IN: pass
+      elif a.backend == "ref":
         from tinyspec.refimpl import evaluate, EvalError
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted)
         except EvalError as e:

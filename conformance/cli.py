@@ -176,6 +176,25 @@ def _finish(a, results, names, cases_dir) -> int:
   return EXIT_OK if runner.ok(c) else EXIT_INVALID
 
 
+def run_command(sub):
+  """`tinyspec run` (compiler/cli.py) with every backend: the ones it does not run itself
+  go through the protocol in their own process."""
+  from tinyspec.compiler.cli import run_command as base
+  return base(sub, run_other=_run_other)
+
+
+def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
+  """Outputs of the graph file on `backend`, or the exit code after saying why not."""
+  from tinyspec.conformance.execute import run_graph, BackendUnavailable
+  try: return run_graph(backend, file, inputs, float(timeout) if timeout else 60.0)
+  except (KeyError, BackendUnavailable) as e:
+    print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
+  except (RuntimeError, ValueError) as e:
+    rule = getattr(e, "rule", None)
+    print(printable(f"{file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    return EXIT_INVALID
+
+
 def fuzz_command(sub):
   p = sub.add_parser("fuzz", help="property-based differential testing of a backend",
                      description="Draw valid graphs from the tables (conformance/strategies.py) and check the backend's value "

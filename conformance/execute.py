@@ -87,11 +87,57 @@ def judge_negative(case, answer: dict) -> str | None:
   return None
 
 
+# ------------------------------------------------------------------ reproducing one case
+def repro_command(case, backend: str) -> str:
+  """The one-line shell command that runs `case` alone on `backend` (tinyspec run, its
+  inputs given by path), quoted for a POSIX shell."""
+  import shlex
+  args = ["tinyspec", "run", "--backend", backend, str(case.graph)]
+  for k, (path, _dt) in sorted(case.inputs.items()): args += ["--input", f"{k}={path}"]
+  return shlex.join(args)
+
+
+def where_to_repro(case, backend: str) -> str:
+  """What a failure's message ends with: the case folder and the command."""
+  return f"\n  case: {case.dir}\n  repro: {repro_command(case, backend)}"
+
+
+def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
+  """Run one graph file on any backend (registered, cmd:COMMAND or an executable) through
+  the protocol, in its own process: output name -> array. BackendUnavailable if it does
+  not start; RuntimeError (with .rule where the backend gave one) if it refuses, dies or
+  hangs."""
+  from tinyspec.conformance.corpus import save_array, dtype_of_array
+  runner = CaseRunner(spec, timeout=timeout)
+  runner.capabilities()
+  proc = runner._procs[0]
+  tmp = Path(tempfile.mkdtemp(prefix="tinyspec-run-"))
+  try:
+    ins, dts = {}, {}
+    for k, v in inputs.items():
+      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
+      save_array(tmp / f"in.{k}.npy", v, dt); ins[k] = str(tmp / f"in.{k}.npy"); dts[k] = dt
+    msg = {"cmd": "run", "id": "run", "graph": str(Path(graph_file).resolve()), "inputs": ins, "dtypes": dts, "out_dir": str(tmp)}
+    try: ans = proc.request(msg, runner.timeout)
+    except BackendDied as e: raise RuntimeError(f"backend {runner.name} {e.kind}: {e}") from None
+    if not ans.get("ok"):
+      err = RuntimeError(f"backend {runner.name} refused: {ans.get('error', 'no reason given')}")
+      err.rule = ans.get("rule") if isinstance(ans.get("rule"), str) else None
+      raise err
+    try: return _read_outputs(ans, tmp)
+    except (FileRefused, BadAnswer) as e: raise RuntimeError(f"backend {runner.name}: unreadable output: {e}") from None
+  finally:
+    proc.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
                manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True):
     self.spec = resolve_backend(backend)
+    self.backend_arg = backend    # as given: what a repro command names
+    self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
     self.stopping = False         # set when the run is interrupted: results after it are dropped
     self.results: dict = {}       # case id -> Result so far (what an interrupted run reports)
@@ -149,6 +195,7 @@ class CaseRunner:
     """One case on the first worker process (kept running between calls); no manifest,
     no batching: what the pytest plugin calls per test."""
     self.capabilities()
+    self._cases[case.id] = case
     why = self.unsupported(case)
     if why: return Result(case.id, self.name, "unsupported", why)
     bad = self._pin(case)
@@ -174,6 +221,7 @@ class CaseRunner:
     exception goes on to the caller."""
     self.capabilities()
     results = self.results = {}
+    self._cases = {c.id: c for c in cases}
     todo = []
     for c in cases:
       why = self.unsupported(c)
@@ -215,6 +263,9 @@ class CaseRunner:
     if reason is not None:
       if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
       else: r.status, r.message = "xfail", f"{r.message} (expected: {reason})"
+    case = self._cases.get(r.case)
+    if r.status in ("fail", "error", "xpass") and case is not None and case.kind == "positive":
+      r.message += where_to_repro(case, self.backend_arg)
     with self._lock:
       results[r.case] = r
       if self.on_result: self.on_result(r)
