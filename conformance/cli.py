@@ -47,6 +47,8 @@ def conformance_command(sub):
                  help=f"backend to run (repeatable; default: {', '.join(runner.DEFAULT_BACKENDS)})")
   p.add_argument("--json", metavar="FILE", help="also write every result as JSON to FILE")
   p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
+  p.add_argument("--html", metavar="DIR", help="also write a report to DIR/index.html: an op x dtype matrix by result, "
+                                               "and per failure its graph, inputs, differing elements and repro command")
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
@@ -125,7 +127,7 @@ def _interrupted(a, e, results, names, cases) -> int:
   code = getattr(e, "exit_code", 130)
   sys.stdout.flush()
   print(f"\ninterrupted by {'SIGTERM' if code == 143 else 'SIGINT'}: {len(results)} of {len(cases) * len(names)} results", file=sys.stderr)
-  _finish(a, results, names, str(a.cases or "conformance/cases"))
+  _finish(a, results, names, str(a.cases or "conformance/cases"), cases)
   return code
 
 
@@ -160,10 +162,10 @@ def _run_each(a, names, cases, show, results) -> int:
       except FileRefused as e: return _err(f"{e}")
     stale = r.manifest.unused([c.id for c in load_cases(a.cases, [])])
     if stale: print(printable(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}"), file=sys.stderr)
-  return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"))
+  return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"), cases)
 
 
-def _finish(a, results, names, cases_dir) -> int:
+def _finish(a, results, names, cases_dir, cases=()) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.report import junit_xml
   c = runner.counts(results)
@@ -171,6 +173,9 @@ def _finish(a, results, names, cases_dir) -> int:
   try:
     if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
     if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
+    if getattr(a, "html", None):
+      from tinyspec.conformance import htmlreport
+      print(f"wrote {htmlreport.write(a.html, results, {c.id: c for c in cases})}")
   except FileRefused as e:
     return _err(f"{e}")
   return EXIT_OK if runner.ok(c) else EXIT_INVALID

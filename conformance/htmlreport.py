@@ -1,0 +1,143 @@
+"""`tinyspec conformance --html DIR`: a static report (DIR/index.html, self-contained: no
+script or style from the network) of a run: per backend an op x dtype matrix coloured by
+result (the worst result of the cases covering each pair, each cell a link to its
+failure), then per failure its message (the first differing elements), the values the
+inputs hold at those elements, the inputs, the graph's picture (tinyspec.show, the
+differing outputs marked) and the one-line command that reproduces it."""
+from __future__ import annotations
+import re
+from html import escape
+from pathlib import Path
+import numpy as np
+
+# worst first: the colour a matrix cell takes when several cases cover it
+RANK = ["fail", "error", "xpass", "xfail", "unsupported", "skip", "pass"]
+COLOUR = {"pass": "#2e9d4f", "fail": "#d73a3a", "error": "#8e44ad", "xpass": "#e67e22", "xfail": "#f1c40f",
+          "unsupported": "#c8c8c8", "skip": "#e0e0e0"}
+STYLE = """
+body.report { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
+table.matrix { border-collapse: collapse; font-size: 12px; }
+table.matrix th { font-weight: 600; padding: 2px 6px; text-align: left; }
+table.matrix th.dt { writing-mode: vertical-rl; transform: rotate(180deg); height: 6em; }
+table.matrix td { width: 18px; height: 18px; border: 1px solid #fff; text-align: center; }
+table.matrix td a { display: block; width: 100%; height: 100%; }
+.legend span { display: inline-block; padding: 1px 8px; margin-right: 6px; color: #fff; border-radius: 3px; }
+.failure { border-top: 1px solid #ccc; margin-top: 1.5em; padding-top: .5em; }
+.failure pre { background: #f6f6f6; padding: .5em; overflow-x: auto; white-space: pre-wrap; }
+"""
+
+
+def first_positions(message: str, limit: int = 3) -> list[tuple]:
+  """The element positions a comparison message names (`at (24,)`, `at (0, 3)`)."""
+  out = []
+  for m in re.finditer(r"at \(([\d, ]*)\)", message):
+    out.append(tuple(int(x) for x in m.group(1).replace(" ", "").split(",") if x))
+    if len(out) == limit: break
+  return out
+
+
+def operands_at(case, pos: tuple) -> list[str]:
+  """What each input holds at an output position it reaches per element (broadcast
+  from the right); inputs of another rank or shape are left out."""
+  from tinyspec.conformance.corpus import load_array
+  lines = []
+  for name, (path, dt) in sorted(case.inputs.items()):
+    try: x = np.asarray(load_array(path, dt))
+    except Exception: continue   # an unreadable input: the message has said why the case failed
+    if x.ndim > len(pos) or any(d not in (1, 0) and p >= d for d, p in zip(x.shape, pos[len(pos) - x.ndim:])): continue
+    idx = tuple(p if d > 1 else 0 for d, p in zip(x.shape, pos[len(pos) - x.ndim:]))
+    if 0 in x.shape: continue
+    lines.append(f"{name}[{', '.join(map(str, idx))}] = {x[idx]!r}")
+  return lines
+
+
+def _inputs(case) -> str:
+  from tinyspec.conformance.corpus import load_array
+  rows = []
+  for name, (path, dt) in sorted(case.inputs.items()):
+    try:
+      x = np.asarray(load_array(path, dt))
+      head = np.array2string(x.reshape(-1)[:12], threshold=12, max_line_width=200)
+      rows.append(f"{name}: {dt} {tuple(x.shape)} {head}{' …' if x.size > 12 else ''}")
+    except Exception as e:
+      rows.append(f"{name}: unreadable ({type(e).__name__})")
+  return "\n".join(rows) or "(no inputs)"
+
+
+def _picture(case, k: int, message: str) -> str:
+  """The case's graph as an inline SVG view, the outputs the message names marked."""
+  from tinyspec.validate import validate_file
+  from tinyspec.show import picture, render_svg, html
+  try:
+    res = validate_file(case.graph)
+    if res.graph is None: return "<p>(the graph cannot be read)</p>"
+    outs = set(re.findall(r"\b(out\d+|param\d+):", message))
+    roots = list(res.graph.root_indices)
+    mark = {r: "an output that differs" for j, r in enumerate(roots) if f"out{j}" in outs} or {roots[-1]: "the output"} if roots else {}
+    return html.view(render_svg(picture(res.graph, result=res, file=str(case.graph), highlight=mark), id_prefix=f"f{k}-"))
+  except Exception as e:   # a picture that cannot be drawn does not lose the report
+    return f"<p>(no picture: {escape(type(e).__name__)}: {escape(str(e)[:200])})</p>"
+
+
+def _matrix(backend: str, results, cases: dict) -> str:
+  cell: dict = {}
+  for r in results:
+    c = cases.get(r.case)
+    for op, dt in (getattr(c, "covers", None) or []):
+      old = cell.get((op, dt))
+      if old is None or RANK.index(r.status) < RANK.index(old[0]): cell[(op, dt)] = (r.status, r.case)
+  ops = sorted({op for op, _ in cell})
+  dts = sorted({dt for _, dt in cell})
+  head = "<tr><th></th>" + "".join(f'<th class="dt">{escape(d)}</th>' for d in dts) + "</tr>"
+  rows = []
+  for op in ops:
+    tds = []
+    for dt in dts:
+      if (op, dt) not in cell: tds.append("<td></td>"); continue
+      st, cid = cell[(op, dt)]
+      link = f'<a href="#{_anchor(backend, cid)}"></a>' if st in ("fail", "error", "xpass") else ""
+      tds.append(f'<td style="background:{COLOUR[st]}" title="{escape(f"{op} {dt}: {st} ({cid})")}">{link}</td>')
+    rows.append(f"<tr><th>{escape(op)}</th>{''.join(tds)}</tr>")
+  return f'<table class="matrix" id="matrix-{escape(backend)}">{head}{"".join(rows)}</table>'
+
+
+def _anchor(backend: str, cid: str) -> str:
+  return "f-" + re.sub(r"[^A-Za-z0-9_-]", "_", f"{backend}-{cid}")
+
+
+def render(results, cases: dict, title: str = "tinyspec conformance") -> str:
+  """The report page: results (runner.Result), cases (id -> ExecCase)."""
+  from tinyspec.show import html
+  from tinyspec.conformance import runner
+  by: dict = {}
+  for r in results: by.setdefault(r.backend, []).append(r)
+  parts = [f"<h1>{escape(title)}</h1>", f"<p>{escape(runner.summary_line(runner.counts(results)))}</p>",
+           '<p class="legend">' + "".join(f'<span style="background:{c}">{s}</span>' for s, c in COLOUR.items()) + "</p>"]
+  k = 0
+  for backend, rs in by.items():
+    bad = [r for r in rs if r.status in ("fail", "error", "xpass")]
+    parts.append(f"<h2>{escape(backend)}: {escape(runner.summary_line(runner.counts(rs)))}</h2>")
+    parts.append(_matrix(backend, rs, cases))
+    for r in bad:
+      k += 1
+      c = cases.get(r.case)
+      sec = [f'<div class="failure" id="{_anchor(backend, r.case)}"><h3>{escape(r.status.upper())} {escape(r.case)}</h3>',
+             f"<pre>{escape(r.message)}</pre>"]
+      if c is not None and c.kind == "positive":
+        ops = [line for pos in first_positions(r.message) for line in [f"at {pos}:"] + ["  " + x for x in operands_at(c, pos)]]
+        if ops: sec.append("<h4>operands at the first differing elements</h4><pre>" + escape("\n".join(ops)) + "</pre>")
+        sec.append("<h4>inputs</h4><pre>" + escape(_inputs(c)) + "</pre>")
+        sec.append("<h4>graph</h4>" + _picture(c, k, r.message))
+      sec.append("</div>")
+      parts.append("".join(sec))
+  return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+                    f'<meta http-equiv="Content-Security-Policy" content="{html.CSP}">',
+                    f"<title>{escape(title)}</title>", html.assets(), f"<style>{STYLE}</style>", '</head><body class="report">',
+                    *parts, html.script(), "</body></html>", ""])
+
+
+def write(out_dir, results, cases: dict) -> Path:
+  """DIR/index.html (DIR made if missing; tinyspec.files rules for writing)."""
+  from tinyspec.files import make_dir, output_path, write_file
+  d = make_dir(out_dir)
+  return write_file(output_path(d, "index", ".html", "report"), render(results, cases))
