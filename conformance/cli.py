@@ -42,7 +42,8 @@ def conformance_command(sub):
                                  "unexpected result, 1 when there is, 2 for bad usage or an unreadable corpus.")
   p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: conformance/cases, or conformance/rules for the validator)")
   p.add_argument("-k", dest="patterns", metavar="PATTERN", action="append",
-                 help="run only cases whose id contains PATTERN (or matches it as a glob); repeat to narrow further")
+                 help="run only cases whose id contains PATTERN (or matches it as a glob); 'not PATTERN' leaves those out; "
+                      "repeat to narrow further")
   p.add_argument("--backend", dest="backends", metavar="NAME", action="append",
                  help=f"backend to run (repeatable; default: {', '.join(runner.DEFAULT_BACKENDS)})")
   p.add_argument("--json", metavar="FILE", help="also write every result as JSON to FILE")

@@ -73,11 +73,15 @@ def load_cases(path: Path | str | None = None) -> list:
 
 
 def select(cases: Iterable, patterns: list[str] | None) -> list:
-  """Cases whose id matches every pattern: a glob (`*`, `?`) or else a substring, case-insensitive."""
+  """Cases whose id matches every pattern: a glob (`*`, `?`) or else a substring,
+  case-insensitive; a pattern `not P` excludes the cases P matches (`-k 'not IDIV'`)."""
   def hit(cid: str, pat: str) -> bool:
     cid, pat = cid.lower(), pat.lower()
     return fnmatch.fnmatchcase(cid, pat) if any(ch in pat for ch in "*?[") else pat in cid
-  return [c for c in cases if all(hit(c.id, p) for p in patterns or ())]
+  def keep(cid: str, pat: str) -> bool:
+    neg = pat.strip().lower().startswith("not ")
+    return not hit(cid, pat.strip()[4:].strip()) if neg else hit(cid, pat)
+  return [c for c in cases if all(keep(c.id, p) for p in patterns or ())]
 
 
 def run_case(case, backend: Backend) -> Result:

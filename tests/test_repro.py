@@ -56,3 +56,15 @@ def test_a_failure_names_its_case_folder_and_a_command_that_reproduces_it(tmp_pa
   assert main(argv[1:] + ["--out", str(tmp_path / "got")]) == 0   # the command runs the case alone, on the same backend
   got, want = np.load(tmp_path / "got" / "out0.npy"), np.load(CASE / "out.out0.npy")
   assert not np.array_equal(got, want, equal_nan=True)    # and shows the same wrong values
+
+
+def test_k_can_exclude(capsys):
+  from tinyspec.conformance.runner import select
+  class C:
+    def __init__(self, i): self.id = i
+  ids = [c.id for c in select([C("IDIV/int32"), C("ADD/int32"), C("ADD/float32")], ["int32", "not IDIV"])]
+  assert ids == ["ADD/int32"]
+  assert main(["conformance", "--backend", "ref", "-k", "IDIV/", "-k", "not int", "--list"]) == 2   # nothing left: said so
+  assert main(["conformance", "--backend", "ref", "-k", "ADD/", "-k", "not float", "--list"]) == 0
+  listed = capsys.readouterr().out.split()
+  assert listed and all("ADD/" in x and "float" not in x for x in listed)
