@@ -237,8 +237,10 @@ def fuzz_command(sub):
       print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
       return getattr(e, "exit_code", 130)
     for w in rep.written: print(f"wrote {w}")
+    if rep.unwritten:   # the failures were found (and printed) but cannot be kept
+      print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
     print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
-    return EXIT_OK if not rep.failures else EXIT_INVALID
+    return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

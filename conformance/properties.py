@@ -358,6 +358,7 @@ class FuzzReport:
   failures: list = field(default_factory=list)    # Failure, each minimal
   refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
   written: list = field(default_factory=list)     # case folders written
+  unwritten: list = field(default_factory=list)   # FileRefused: a failure that could not be written under out
 
 
 EXPLORE_PER_ROUND = 4   # examples per focus after the first pass
@@ -503,7 +504,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       seen.add(f.signature)
       rep.failures.append(f)
       if log: log(f"FAIL {f}")
-      if out is not None and f.prop != "mutant": rep.written.append(write_failure(f, Path(out)))   # a mutant's failure is the validator's
+      if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
@@ -567,9 +568,18 @@ def _at_position(d: Drawn, views, pos: tuple) -> Drawn | None:
   return small if validate(small.graph).ok else None
 
 
+def _keep(rep: FuzzReport, f: Failure, out: Path) -> None:
+  """Write f under out; an out that cannot be written is reported, not a crash of the search."""
+  from tinyspec.files import FileRefused
+  try: rep.written.append(write_failure(f, out))
+  except FileRefused as e: rep.unwritten.append(e)
+
+
 def write_failure(f: Failure, out: Path) -> Path:
   """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
   from tinyspec.conformance.casegen import Draft, write_draft
+  from tinyspec.files import make_dir
+  make_dir(out)   # FileRefused path.write where it cannot be made
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"fuzz/{(f.op or 'graph')}-{f.dtype or 'any'}-{h}"

@@ -4,7 +4,7 @@ of tests/test_hostile_fuzz.py; also a script: `python tests/cli_fuzz.py --count 
 Each example is one mutated input, of four kinds:
   graph     a graph file (a corpus graph mutated at the JSON level -- hostile values,
             swapped ops, dropped keys -- or at the byte level, as JSON or YAML) through
-            validate, props, eval, compile or run;
+            validate, props, show, eval, compile or run;
   npy       a .npy (or .npz) input whose header or data is mutated, through eval or run;
   case      a case folder (case.json, graph, arrays mutated, FIFOs, links to devices and
             folders) run by the conformance runner, many folders per runner call;
@@ -291,7 +291,8 @@ class Fuzz:
     cmd = r.choice([["validate", str(f)], ["validate", "--json", str(f)], ["props", str(f)], ["props", "--json", str(f)],
                     ["eval", str(f), "--out", str(out)], ["eval", str(f), "--trace", "--out", str(out / "t.npz")],
                     ["eval", str(f), "--out", str(out)], ["compile", str(f), "--dump-stages", str(out)],
-                    ["run", str(f), "--backend", "ref", "--out", str(out)], ["run", str(f), "--backend", "c", "--out", str(out)]])
+                    ["run", str(f), "--backend", "ref", "--out", str(out)], ["run", str(f), "--backend", "c", "--out", str(out)],
+                    ["show", str(f), "-o", str(out / "g.svg")], ["show", str(f), "--limit", "0", "-o", str(out / "g.html")]])
     rc, text, secs = self.cli(cmd + (["--timeout", CMD_TIMEOUT] if _OWNS else []))
     self.record("graph", rc, text, secs, " ".join(cmd) + " <- " + repr(raw[:300]))
 

@@ -100,12 +100,19 @@ def files_under(d: Path) -> set:
   return {p.relative_to(d).as_posix() for p in d.rglob("*")}
 
 
+# This process's own peak (VmHWM): ru_maxrss is carried over fork and exec on Linux, so a
+# child of a big pytest worker would report the worker's peak.
+_OWN_PEAK = ("def _own_peak_kib():\n"
+             "  try: return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1])\n"
+             "  except (OSError, StopIteration, ValueError): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
+
+
 def peak_rss_mib(argv, env: dict | None = None, timeout: float = 300, limit_as: int | None = None) -> tuple[subprocess.CompletedProcess, float]:
   """Run `tinyspec ARGV` in a subprocess (optionally under RLIMIT_AS) and measure its peak RSS."""
-  code = ("import resource, sys\n"
+  code = ("import resource, sys\n" + _OWN_PEAK
           + (f"resource.setrlimit(resource.RLIMIT_AS, ({limit_as}, {limit_as}))\n" if limit_as else "")
           + "from tinyspec.cli import main\nrc = main(sys.argv[1:])\nsys.stdout.flush()\n"
-          "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)\n")
+          "print('PEAK', _own_peak_kib(), file=sys.stderr)\nsys.exit(rc)\n")
   e = dict(os.environ); e.update(env or {})
   r = subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True, timeout=timeout, env=e)
   assert "Traceback" not in r.stdout + r.stderr, r.stdout[-2000:] + r.stderr[-3000:]

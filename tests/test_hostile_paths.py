@@ -105,3 +105,45 @@ def test_kernel_params_named_by_slot_write_inside(tmp_path):
   g = write_json(tmp_path / "k.json", kernel_nodes())
   rc, text = cli("eval", g, "--out", tmp_path / "o")
   assert rc == 0 and files_under(tmp_path / "o") == {"param0.npy"}, text
+
+
+def test_docs_are_written_inside_out_by_rename(tmp_path):
+  """tinyspec docs: a planted link in --out is replaced, not followed; a FIFO there does not
+  block --check; an --out that cannot be made is path.write, exit 2."""
+  import os
+  victim = tmp_path / "victim.txt"; victim.write_text("keep me")
+  out = tmp_path / "docs"; out.mkdir()
+  (out / "spec.md").symlink_to(victim)
+  os.mkfifo(out / "status.md")
+  rc, text = cli("docs", "--out", out, "--check")
+  assert rc == 1 and "status.md" in text and "FIFO" in text, text
+  rc, text = cli("docs", "--out", out)
+  assert rc == 0 and victim.read_text() == "keep me" and not (out / "spec.md").is_symlink(), text
+  assert sorted(p.name for p in out.iterdir()) == ["spec.md", "spec.tex", "status.md"] and (out / "status.md").is_file()
+  assert cli("docs", "--out", out, "--check")[0] == 0
+  assert_refused(["docs", "--out", "/proc/nope"], "path.write", 2, "cannot create")
+
+
+def test_imported_graph_files_have_sanitized_names(tmp_path):
+  """import-tinygrad writes NAME.json, NAME.inputs.npz, NAME.OUTPUT.npy: a buffer name that
+  is not a plain file name is refused (path.name), nothing lands outside --out."""
+  from tinyspec.files import FileRefused
+  from tinyspec.graph import Graph
+  from tinyspec.interop.script import GraphResult, ScriptResult
+  from tinyspec.interop.tinygrad_import import ImportReport
+  g = Graph.loads(json.dumps(neg_graph()))
+  ok = GraphResult("r0.tensor", "tensor", g, ImportReport(), inputs={"buf0": np.ones(2, np.float32)}, expected={"out0": -np.ones(2, np.float32)})
+  ScriptResult("s.py", [ok]).write(tmp_path / "o")
+  assert files_under(tmp_path / "o") == {"r0.tensor.json", "r0.tensor.inputs.npz", "r0.tensor.out0.npy", "import-report.json"}
+  for bad in (GraphResult("r0.tensor", "tensor", g, ImportReport(), expected={"../../escaped": np.ones(2)}),
+              GraphResult("r0.tensor", "tensor", g, ImportReport(), inputs={"../escaped": np.ones(2)}),
+              GraphResult("../escaped", "tensor", g, ImportReport())):
+    with pytest.raises(FileRefused) as e: ScriptResult("s.py", [bad]).write(tmp_path / "p" / "q")
+    assert e.value.rule == "path.name"
+  assert not list(tmp_path.rglob("escaped*"))
+
+
+def test_import_to_an_unwritable_out_is_a_clear_error(tmp_path):
+  pytest.importorskip("tinygrad")
+  script = tmp_path / "s.py"; script.write_text("x = 1\n")
+  assert_refused(["import-tinygrad", script, "--out", "/proc/nope"], "path.write", 2, "cannot create")

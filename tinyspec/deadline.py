@@ -1,4 +1,4 @@
-"""Time limits: `--timeout S` of validate, props, eval, compile and run (default
+"""Time limits: `--timeout S` of validate, props, show, eval, compile and run (default
 limits.timeout; 0: none).
 
 Two layers, because Python can only stop Python:
