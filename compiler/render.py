@@ -72,6 +72,7 @@ def literal(value, dt: str, target: str) -> str:
     if value_type(dt, target) == "float": text += "f"
     return f"({text})" if text.startswith("-") else text
   v = int(value)
+  if not d.min <= v <= d.max: raise CompileError("compile.form", f"the literal {v} is not a value of {dt}")   # C would truncate it
   if -2**31 < v < 2**31: return f"({v})" if v < 0 else str(v)
   suffix = render_tables()["targets"][target]["literal_suffix"].get(dt, "LL" if target == "c" else "L")
   if v == -2**63: return f"(-9223372036854775807{suffix} - 1)"
