@@ -514,7 +514,9 @@ class Rangeify:
       elif len(cons[u]) > 1 and not self.is_storage(u): self.recomputed += 1
     for u in self.nodes:
       if u.op == "CALL" and u.src[0].op != "TUPLE":
-        for a in u.src[1:]:
+        by_value = _size_slots(u.src[0])
+        for k, a in enumerate(u.src[1:]):
+          if a.op == "CONST" and k in by_value: continue   # a constant size is passed by value
           if self._storage_of(a) is None: realize.add(a)
     for r in self.roots:
       for e in (r.src if r.op == "TUPLE" else (r,)):
@@ -642,7 +644,7 @@ class Rangeify:
     if body.op != "SINK": raise CompileError("compile.unsupported", f"CALL of a {body.op} body", c)
     args = []
     for a in c.src[1:]:
-      s = self._storage_of(a)
+      s = a if a.op == "CONST" else self._storage_of(a)
       args.append(s if s is not None else self.realized[a])
     self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), f"user_kernel{len(self.kernels)}"))
 
@@ -661,6 +663,11 @@ class Rangeify:
         s = self._storage_of(e)
         outputs.append(Output("value", s if s is not None else self.realized[e], f"out{k}.{j}" if r.op == "TUPLE" else f"out{k}"))
     return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+
+
+def _size_slots(body: UOp) -> set[int]:
+  """The slots of a kernel body's symbolic sizes (PARAMs with bounds: passed by value)."""
+  return {u.arg["slot"] for u in _walk(body) if u.op == "PARAM" and len(u.src) == 3}
 
 
 def _prune_params(sink: UOp, args: list, writes: set):

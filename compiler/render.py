@@ -164,6 +164,7 @@ class KernelSource:
   fp64: bool = False      # it uses double (OpenCL: cl_khr_fp64)
   tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
+  bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -397,7 +398,8 @@ class Renderer:
     body = "\n".join(self.lines)
     fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
     ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
-                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch)
+                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
+                      {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
     ks.source = assemble([ks], self.target)
     return ks
 
