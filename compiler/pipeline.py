@@ -23,7 +23,7 @@ from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
-from tinyspec.compiler import layout as _layout
+from tinyspec.compiler import layout as _layout, hazards as _hazards
 from tinyspec.compiler import split as _split
 from tinyspec.compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
 
@@ -120,12 +120,12 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   else:
     if level == "kernel":
       if len(roots) != 1 or roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
-      sched = _kernel_schedule(roots[0])
+      sched = _hazards.separate_reads(_kernel_schedule(roots[0]))
       keep("rangeify", lambda: sched.graph())
     else:
       roots = _callify.callify(roots)
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
-      sched = _rangeify.rangeify(roots)
+      sched = _hazards.separate_reads(_rangeify.rangeify(roots))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
     from tinyspec.compiler.device import device
     dev = device(target)
