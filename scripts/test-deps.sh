@@ -17,7 +17,7 @@ case "$mode" in
 esac
 [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip >/dev/null
-"$venv/bin/pip" install -q "${pins[@]}" -e ".[test,opencl,tinygrad]"
+PYTHONWARNINGS=ignore "$venv/bin/pip" install -q "${pins[@]}" -e ".[test,opencl,tinygrad]"
 "$venv/bin/pip" freeze --exclude-editable | grep -iE "^(numpy|ml.dtypes|pyyaml|jsonschema|mpmath|hypothesis|pytest|pyopencl|tinygrad)=" | tr '\n' ' '; echo
 export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$PWD/.cache/tinyspec-$mode}
 "$venv/bin/python" -m pytest -n 2 -p no:cacheprovider "$@"

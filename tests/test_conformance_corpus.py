@@ -5,7 +5,10 @@ case, it can be read with json, hashlib and NumPy alone, and it stays small."""
 from __future__ import annotations
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -113,3 +116,21 @@ def test_the_reference_passes_a_sample_in_process():
     from tinyspec.conformance.corpus import to_disk
     disk = {k: to_disk(v, c.outputs[k].dtype) for k, v in out.items() if k in c.outputs}
     assert judge_positive(c, disk, False) is None, c.id
+
+
+def _dispatch_targets() -> list[str]:
+  from numpy._core import _multiarray_umath as m
+  return list(getattr(m, "__cpu_dispatch__", []))
+
+
+@pytest.mark.parametrize("level", ["no-avx512", "baseline"])
+def test_the_corpus_is_the_same_on_other_simd_paths(level):
+  """NumPy picks SIMD kernels by CPU at run time (NPY_DISABLE_CPU_FEATURES turns them off):
+  with AVX-512 off (the AVX2 path), and with every dispatched target off (the baseline),
+  the reference evaluator writes the committed corpus bit for bit."""
+  targets = _dispatch_targets()
+  off = [t for t in targets if "AVX512" in t or t == "X86_V4"] if level == "no-avx512" else targets
+  if not off: pytest.skip(f"this NumPy dispatches no {level} targets ({targets})")
+  env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(off)}
+  r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_cases.py"), "--check"], env=env, capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
