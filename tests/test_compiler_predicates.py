@@ -144,3 +144,22 @@ def test_a_weakened_predicate_is_caught(pred, monkeypatch, capfd):
   monkeypatch.setitem(render.PREDICATES, pred, MUTANTS[pred][1])
   problems, _ = check("c", pred, capfd)
   assert problems, f"{pred} with {MUTANTS[pred][0]} survived"
+
+
+def test_the_corpus_holds_both_paths_of_every_predicate():
+  """conformance/cases */<dtype>-narrowed (conformance/templates.yaml): compiled for c,
+  their nodes make every predicate hold and fail in every integer dtype it applies to."""
+  from tinyspec.conformance.corpus import load_cases
+  seen: dict = {}
+  for case in load_cases():
+    if not case.id.endswith("-narrowed"): continue
+    dt = case.id.split("/")[1][: -len("-narrowed")]
+    from tinyspec.graph import load_file
+    for lin in compile_graph(load_file(case.graph)[0], "c").linear:
+      for u in lin.src:
+        for pred, ops in predicate_ops().items():
+          if u.op in [op for op, _ in ops] and props(u).dtype == dt and render.select_case(u, "c") is not None:
+            seen.setdefault((pred, dt), set()).add(render.PREDICATES[pred](u))
+  for pred, ops in predicate_ops().items():
+    for dt in INT_DTYPES:
+      if any(_classes(dt, cl) for _, cl in ops): assert seen.get((pred, dt)) == {True, False}, (pred, dt, seen.get((pred, dt)))
