@@ -7,7 +7,9 @@ interval over the narrowed x fits the dtype: only then does it not wrap, so an i
 `x + 1` under `x >= 5` is not narrowed, 127 + 1 being -128). Otherwise the missing
 `0 <= i` / `i < dim` clauses are added to its gate (decision index-oob): a read becomes
 `LOAD(INDEX, 0, gate)` (reads 0 where out of range), a store gets them in its gate (writes
-nothing there). After `gate_memory` no kernel can touch memory out of bounds by its
+nothing there); a gated read `LOAD(INDEX, alt, g)` becomes `LOAD(INDEX, WHERE(g, 0, alt),
+g AND bounds)`: its gate only says whether the access happens, and an index out of range
+where it does still reads 0. After `gate_memory` no kernel can touch memory out of bounds by its
 graph alone, which the reference evaluator checks; the renderer re-proves every access
 with the same facts and guards anything it cannot prove (defence in depth; ATOMICADD has
 no gate slot, so its guard is the renderer's alone).
@@ -112,7 +114,9 @@ def gate_memory(sink: UOp) -> UOp:
       if extra: src = [src[0], src[1], _and(gate, extra)]
     elif u.op == "LOAD" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM" and len(src) == 3:
       extra = missing(src[0], src[2])
-      if extra: src = [src[0], src[1], _and(src[2], extra)]
+      if extra:   # where the gate holds but the index is out of range the read is 0, not the alternative
+        alt = src[1] if src[1] is _zero(src[0]) else simplify(UOp("WHERE", (src[2], _zero(src[0]), src[1])))
+        src = [src[0], alt, _and(src[2], extra)]
     else:
       for k, s in enumerate(src):
         if s.op != "INDEX" or s.src[0].op != "PARAM" or _is_address(u, k): continue

@@ -348,6 +348,8 @@ class Renderer:
       if gate or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector read", u)
       return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": props(u).shape[0], "p": f"{ptr} + {off}"})
     val = self.conv(dt, "load", f"{ptr}[{off}]")
+    if gate and guard and alt is not None:   # the gate picks the alternative; an index out of range reads 0 (decision index-oob)
+      return f"({gate} ? ({guard} ? {val} : {literal(False if _dt(dt).cls == 'bool' else 0, dt, self.target)}) : {zero})"
     cond = " && ".join(x for x in (gate, guard) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
 

@@ -5,6 +5,7 @@
                        [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
                        [--coverage docs/conformance-results.json]
   tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
+  tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...]
 
 Prints the failures (every case with -v) and the line `N passed, N failed, ...`. Exit 0
 when there is no unexpected result (no failure, error or unexpected pass), 1 when there
@@ -86,6 +87,26 @@ def _run_judges(a, names, show) -> int:
   return _finish(a, results, names, str(a.cases or "conformance/rules"))
 
 
+def _run_sanitized(a) -> int:
+  from tinyspec.conformance import sanitize, hostile
+  if a.backend != "c":
+    print("tinyspec fuzz: --sanitize builds C kernels: use --backend c", file=sys.stderr); return EXIT_UNREADABLE
+  families = a.families.split(",") if a.families else list(hostile.FAMILIES)
+  bad = [f for f in families if f not in hostile.FAMILIES]
+  if bad:
+    print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
+  why = sanitize.unavailable()
+  if why:
+    print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
+  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout)
+  for w in rep.written: print(f"wrote {w}")
+  if rep.refused:
+    print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+  print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
+  print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  return EXIT_OK if not rep.failures else EXIT_INVALID
+
+
 def _run_execs(a, names, show) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases, CaseError
@@ -153,12 +174,18 @@ def fuzz_command(sub):
   p.add_argument("--max-ops", type=int, default=6, metavar="K", help="op nodes per graph at most (default 6)")
   p.add_argument("--no-stages", action="store_true", help="do not check the compiler's stage graphs")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
+  p.add_argument("--sanitize", action="store_true",
+                 help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
+                      "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
+  p.add_argument("--families", metavar="F,...", default=None,
+                 help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
 
   def run(a) -> int:
     from tinyspec.conformance.properties import fuzz
     from tinyspec.conformance.execute import BackendUnavailable
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    if a.sanitize: return _run_sanitized(a)
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     try:
       rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,

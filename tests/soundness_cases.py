@@ -43,7 +43,7 @@ def gate_wrap(form: str = "store"):
     b.SINK(b.END(b.STORE(b.INDEX(out, j), b.const(7.0, "float32"), gate), r))
   else:
     src = b.param((130,), "float32", 2)
-    v = b.LOAD(b.INDEX(src, j), b.const(0.0, "float32"), gate)
+    v = b.LOAD(b.INDEX(src, j), b.const(-1.0, "float32"), gate)   # gate true, index out of range: 0, not -1
     b.SINK(b.END(b.STORE(b.INDEX(out, r), v), r))
   inputs = {"param0": np.arange(-128, 128).astype(np.int8)}
   if form != "store": inputs["param2"] = np.arange(130, dtype=np.float32)
