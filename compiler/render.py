@@ -73,8 +73,11 @@ def literal(value, dt: str, target: str) -> str:
     return f"({text})" if text.startswith("-") else text
   v = int(value)
   if not d.min <= v <= d.max: raise CompileError("compile.form", f"the literal {v} is not a value of {dt}")   # C would truncate it
-  if -2**31 < v < 2**31: return f"({v})" if v < 0 else str(v)
-  suffix = render_tables()["targets"][target]["literal_suffix"].get(dt, "LL" if target == "c" else "L")
+  suffixes = render_tables()["targets"][target]["literal_suffix"]
+  # a literal has its dtype's C type: a bare 0 is an int, and `0 >> 32` on it is undefined
+  # even where the dtype is 64 bits wide (narrower dtypes promote to int like their values)
+  if -2**31 < v < 2**31 and dt not in suffixes: return f"({v})" if v < 0 else str(v)
+  suffix = suffixes.get(dt, "LL" if target == "c" else "L")
   if v == -2**63: return f"(-9223372036854775807{suffix} - 1)"
   if d.cls == "uint": suffix = suffix if suffix.startswith("U") else "U" + suffix
   return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"

@@ -170,6 +170,14 @@ class Child:
   def stop(self): self.proc.stop()
 
 
+def _headline(report: str) -> str:
+  """The kind of a sanitizer report without paths and addresses (what makes two reports
+  the same finding)."""
+  m = re.search(r"runtime error: (.*)|(AddressSanitizer: [\w-]+)|(ThreadSanitizer: [\w ]+)", report)
+  text = next((g for g in m.groups() if g), "") if m else report.splitlines()[0]
+  return re.sub(r"0x[0-9a-f]+|/\S+", "_", text)[:200]
+
+
 def _report(path: Path) -> str:
   try: text = path.read_text(errors="replace")
   except OSError: return ""
@@ -226,11 +234,13 @@ def check(ex, runner, refused: dict) -> "Failure | None":
   from tinyspec.conformance.properties import Failure
   from tinyspec.conformance.strategies import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
-  def fail(prop, msg): return Failure(prop, None, None, None, f"{ex.describe()}: {msg}"[:3000], d)
+  def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where
+    first, _, rest = msg.partition("\n")
+    return Failure(prop, None, None, None, f"{first}\n{ex.describe()}\n{rest}"[:3000], d)
   want = reference(ex)
   if want[0] == "error": return None               # the reference's own trouble: tests/test_refimpl_* hunt it
   got = runner.run(ex)
-  if got.report: return fail("sanitizer", got.report)
+  if got.report: return fail("sanitizer", f"{_headline(got.report)}\n{got.report}")
   if got.status in ("crash", "timeout", "error"): return fail(got.status, got.message)
   if want[0] == "refused":
     if got.status == "refused" and got.rule == want[1]: return None
