@@ -111,6 +111,23 @@ def serial_specials(sink: UOp, target: str) -> UOp:
   return UOp("SINK", (UOp("END", (inner, *loops)),), body.arg)
 
 
+def program_axes(lin: UOp) -> UOp:
+  """A LINEAR given as it is (a program-level graph): its parallel axis types are kept
+  only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
+  it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
+  from tinyspec.compiler.parallel import hazards
+  sink = UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END", "ATOMICADD")))
+  plain, ordered = hazards(sink)
+  if plain or ordered:
+    raise CompileError("compile.order", "a LINEAR reads what it writes where its loops would see a store decision kernel-loops hides from the read")
+  acc = accesses(sink)
+  if not all(conflict_free(sink, u, acc) for u in toposort(sink) if u.op == "SPECIAL"):
+    raise CompileError("opt.parallel", "a LINEAR's work items (SPECIALs) touch one element with a write")
+  demote = {r: r.replace(arg={**r.arg, "type": "LOOP"}) for r in ranges(sink)
+            if axis_type(r) not in ("LOOP", "REDUCE") and type_refusal(sink, r, axis_type(r), acc) is not None}
+  return substitute(lin, demote) if demote else lin
+
+
 def proved_parallel(sink: UOp) -> None:
   """Every parallel and reordering axis is allowed its type (module doc, step 4)."""
   acc = accesses(sink)

@@ -141,7 +141,10 @@ class Answer:
 
 
 class Child:
-  """One sanitized child process (kind asan or tsan), restarted after a crash."""
+  """One sanitized child process (kind asan or tsan), restarted after a crash and every
+  RESTART runs (each example loads a library of its own, which stays loaded)."""
+  RESTART = 200
+
   def __init__(self, kind: str, work: Path, extra_env: dict | None, timeout: float):
     from tinyspec.conformance.protocol import BackendProcess
     self.kind, self.work, self.timeout = kind, work, timeout
@@ -157,6 +160,7 @@ class Child:
     msg = {"cmd": "run", "graph": str(graph_file), "inputs": inputs, "dtypes": dtypes, "out_dir": str(out_dir), "opts": opts,
            "threads": threads, "slice_order": slice_order, "stderr": str(err)}
     try:
+      if self.n % self.RESTART == 0: self.proc.stop()
       if not self.proc.alive(): self.proc.start()
       ans = self.proc.request(msg, self.timeout)
     except BackendDied as e:

@@ -129,3 +129,43 @@ def test_no_sanitizer_report(tmp_path):
   r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
   assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
   assert r.returncode == 0 and "sanitizers-clean" in r.stdout, r.stderr[-4000:]
+
+
+def test_an_ordered_read_the_loops_cannot_reproduce_is_refused():
+  """out[r] = 1, then a read ordered after that store (AFTER) of out[r - 1], which the
+  previous iteration wrote: decision kernel-loops shows it only this iteration's store,
+  the compiled loop would see the previous one's. Refused (compile.order), not miscompiled."""
+  from tinyspec.refimpl.build import Builder
+  from tinyspec.refimpl import evaluate
+  b = Builder()
+  n = 8
+  out = b.param((n,), "int32", 0); res = b.param((n,), "int32", 1)
+  r = b.range(n, 0)
+  st = b.STORE(b.INDEX(out, r), b.const(1, "int32"))
+  prev = b.MOD(b.ADD(r, b.const(n - 1, "index")), b.const(n, "index"))
+  rd = b.INDEX(b.AFTER(out, st), prev)
+  b.SINK(b.END(b.GROUP(st, b.STORE(b.INDEX(res, r), rd)), r))
+  g = b.graph()
+  assert evaluate(g, {})["param1"].tolist() == [0] * n
+  for target in ("c", "opencl"):
+    with pytest.raises(CompileError) as e:
+      compile_graph(g, target)
+    assert e.value.rule == "compile.order"
+
+
+def test_a_linear_keeps_no_unproved_parallel_axis():
+  """A program-level LINEAR with a THREAD loop whose stores collide (out[r % 3] = r, last
+  write wins) runs the loop in order."""
+  from tinyspec.uop import UOp
+  from tinyspec.graph import Graph
+  from tinyspec.refimpl import evaluate
+  from tinyspec.compiler.props import const, shape_operand as S
+  from tinyspec.compiler.linearize import linearize
+  out = UOp("PARAM", (S((3,)),), {"slot": 0, "dtype": "int32"})
+  r = UOp("RANGE", (const(4096, "index"),), {"id": 0, "type": "THREAD"})
+  st = UOp("STORE", (UOp("INDEX", (out, UOp("MOD", (r, const(3, "index"))))), UOp("CAST", (r,), "int32")))
+  g = Graph.from_uops(linearize(UOp("SINK", (UOp("END", (st, r)),))), level="program")
+  want = evaluate(g, {})["param0"]
+  c = compile_graph(g, "c")
+  assert c.sources[0].thread is None
+  assert c.run({})["param0"].tolist() == want.tolist() == [4095, 4093, 4094]
