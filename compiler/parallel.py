@@ -188,12 +188,16 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
   runs outside of; other stores not at all (the storage as before the kernel). The
   loops read memory as it is, so a write w of the read's storage is harmless when
     * it never touches the read's element (some dimension's intervals do not meet), or
-    * the read is ordered after it and, over every loop both run in that the AFTER does
-      not list, other iterations of w never touch the read's element (separated), or
+    * the read is ordered after it and either reads the element w writes, w being
+      ungated (so this point's w overwrote whatever other iterations of w wrote), or over
+      every loop both run in that the AFTER does not list, other iterations of w never
+      touch the read's element (separated), or
     * the read is not ordered after it but feeds it (so runs first in one iteration), and
       over every loop w runs in, the read's AFTER lists the loop (it sees the earlier
-      iterations' stores: the accumulator form) or the two share their index, separated
-      over the loop (no other iteration writes the element).
+      iterations' stores: the accumulator form), or an ungated write of the read's
+      element that the read is ordered after runs in the loop (each iteration overwrites
+      what earlier ones wrote: an accumulator reset per output), or the two share their
+      index, separated over the loop (no other iteration writes the element).
   `plain` lists hazardous reads ordered after no write of their storage (a snapshot of
   the storage taken before the kernel gives their value), `ordered` the others."""
   acc = accesses(sink)
@@ -212,10 +216,13 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
     listed = {d for x in a.after for d in x.src[1:]}
     if any(b.op == "BARRIER" for x in a.after for b in below.setdefault(x, set(toposort(list(x.src[1:]))))):
       listed |= {r for r in loops if r.op == "SPECIAL" and r.arg["name"].startswith("lidx")}   # a BARRIER shows every work item's stores
+    masks = [w for w in after if w.index == a.index and len(w.node.src) == 2]   # ungated writes of the read's element it is ordered after
     def harmless(w: Access) -> bool:
       if _disjoint(a, w): return True
       w_loops = [r for r in loops if inside(w, r)]
+      if w in after and a.index == w.index and len(w.node.src) == 2: return True   # this point's w overwrote what others wrote
       if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) for r in w_loops)
-      return _feeds(a, w, below) and all(r in listed or (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
+      return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
+                                         (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
     if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)
   return plain, ordered
