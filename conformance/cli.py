@@ -100,8 +100,10 @@ def _run_sanitized(a) -> int:
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
   rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout)
   for w in rep.written: print(f"wrote {w}")
+  why = rep.refused.pop("why", {})
   if rep.refused:
     print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+    for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
   print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
   return EXIT_OK if not rep.failures else EXIT_INVALID

@@ -252,6 +252,7 @@ def check(ex, runner, refused: dict) -> "Failure | None":
   if got.status == "refused":
     if got.rule.split(".")[0] in ("compile", "opt"):
       refused[got.rule] = refused.get(got.rule, 0) + 1
+      refused.setdefault("why", {}).setdefault(got.rule, got.message.splitlines()[-1][:300] if got.message else "")
       return None
     return fail("refusal", f"refused with {got.rule} an input the reference accepts: {got.message}")
   if ex.drawn is not None:
