@@ -333,7 +333,7 @@ def run_sequential(scope, ctx):
       for d, b in varying: scope.valid_of[d] = point[dims.index(d)] < b
       starts = {}
       for a, st in carried.items():   # the carried reads see everything earlier points stored
-        keep = plan.axes[a] & ~plan.carried_bits.get(a, 0)   # one state for all points of the carried loops
+        keep = (plan.axes[a] & ~plan.carried_bits.get(a, 0)) | scope.private_bits(st)   # one state for all points of the carried loops
         arr = scope.materialize(state[a], keep, a)
         starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, pre[a])
       for i in walk: scope.step(i)

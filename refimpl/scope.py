@@ -192,8 +192,14 @@ class Scope:
     if i not in self.plan.read: return None
     return self.materialize(st.base, 0, i)
 
+  def private_bits(self, st) -> int:
+    """The loop axes along which each point has its own copy of storage st (decision
+    kernel-loops: REG per thread, LOCAL per workgroup)."""
+    return self.plan.private.get(st.addrspace, 0) if self.kernel else 0
+
   def materialize(self, ver, keep, i):
     st = ver.storage
+    keep |= self.private_bits(st)
     if ver.cached(keep) is None and ver.write is not None:
       self.m.budget.need(int(st.initial.nbytes * self.loop_numel(keep)) * 2, i, self.m.nodes[i].op, "the buffer's contents")
     out = materialize(ver, keep, tuple(self.loop_sizes), self.R)
