@@ -252,10 +252,6 @@ class Renderer:
     dd = _dt(out)
     if dd.cls in ("int", "uint", "index"):
       f["MIN"], f["MAX"] = literal(dd.min, out, self.target), literal(dd.max, out, self.target)
-      if _dt(src).cls == "float":
-        lo, hi = (-1, 2 ** dd.bits) if dd.cls == "uint" else (-(2 ** (dd.bits - 1)), 2 ** (dd.bits - 1))
-        stype = "float64" if value_type(src, self.target) == "double" else "float32"
-        f["LO"], f["HI"] = literal(float(lo), stype, self.target), literal(float(hi), stype, self.target)
     svt = value_type(src, self.target)
     f["fs"] = ("f" if svt == "float" else "") if self.target == "c" else ""
     if dd.cls == "float": f["fs"] = ("f" if value_type(out, self.target) == "float" else "") if self.target == "c" else ""

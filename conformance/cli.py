@@ -48,7 +48,9 @@ def conformance_command(sub):
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml, or <backend>-<variant>.yaml where the backend names one)")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
   p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
@@ -102,9 +104,9 @@ def _run_execs(a, names, show) -> int:
   results = []
   for name in names:
     try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch)
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, profile=a.profile)
       r.capabilities()
-      r.manifest = load_manifest(r.name, a.manifest)
+      r.manifest = load_manifest(r.manifest_name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:
       return _err(str(e).strip('"'))
     bar = Progress(len(cases), r.name, True if a.progress else None)
@@ -117,6 +119,7 @@ def _run_execs(a, names, show) -> int:
     res = r.run(cases)
     bar.close()
     results += res
+    print(f"{r.name}: {runner.profile_line(res)} (judged by {r.profile})")
     if a.coverage:
       try: merge_coverage(a.coverage, r.name, coverage(cases, res))
       except OSError as e: return _err(f"cannot write {a.coverage}: {e.strerror or e}")
@@ -131,7 +134,7 @@ def _finish(a, results, names, cases_dir) -> int:
   c = runner.counts(results)
   print(runner.summary_line(c))
   try:
-    if a.json: Path(a.json).write_text(json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
+    if a.json: Path(a.json).write_text(json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
     if a.junit: Path(a.junit).write_text(junit_xml(results, "tinyspec conformance"))
   except OSError as e:
     return _err(f"cannot write {e.filename}: {e.strerror or e}")
@@ -152,6 +155,8 @@ def fuzz_command(sub):
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
   p.add_argument("--max-ops", type=int, default=6, metavar="K", help="op nodes per graph at most (default 6)")
   p.add_argument("--no-stages", action="store_true", help="do not check the compiler's stage graphs")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge values by the canonical results (strict) or any allowed one (portable); default: the backend's")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
 
   def run(a) -> int:
@@ -162,13 +167,13 @@ def fuzz_command(sub):
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     try:
       rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
-                 log=lambda m: print(m, flush=True), timeout=a.timeout)
+                 log=lambda m: print(m, flush=True), timeout=a.timeout, profile=a.profile)
     except (KeyError, BackendUnavailable) as e:
       print(f"tinyspec fuzz: {str(e).strip(chr(34))}", file=sys.stderr)
       return EXIT_UNREADABLE
     for w in rep.written: print(f"wrote {w}")
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
-    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
+    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
     return EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

@@ -7,12 +7,14 @@ import sys
 import time
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
+from tinyspec.conformance.runner import profile_summary
 
 
 def junit_xml(results, suite: str) -> str:
   """One <testsuite> per backend, one <testcase> per result: fail and xpass are
   <failure>, error is <error>, skip and unsupported are <skipped>, xfail passes with
-  the reason in <system-out>."""
+  the reason in <system-out>. Properties: the suite's `profile.strict`/`profile.portable`
+  (met or not met), each case's verdict in both profiles."""
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
   out = ['<?xml version="1.0" encoding="UTF-8"?>', f"<testsuites name={quoteattr(suite)}>"]
@@ -22,14 +24,19 @@ def junit_xml(results, suite: str) -> str:
     skips = sum(r.status in ("skip", "unsupported") for r in rs)
     total = sum(r.seconds for r in rs)
     out.append(f"  <testsuite name={quoteattr(backend)} tests=\"{len(rs)}\" failures=\"{fails}\" errors=\"{errs}\" skipped=\"{skips}\" time=\"{total:.3f}\">")
+    ps = profile_summary(rs)   # which conformance profile the backend meets (strict, portable)
+    out.append("    <properties>" + "".join(f"<property name={quoteattr('profile.' + p)} value={quoteattr('met' if v['met'] else 'not met')}/>"
+                                            for p, v in ps.items()) + "</properties>")
     for r in rs:
       cls, _, name = r.case.rpartition("/")
       head = f"    <testcase classname={quoteattr(backend + '.' + cls.replace('/', '.') if cls else backend)} name={quoteattr(name or r.case)} time=\"{r.seconds:.3f}\""
       msg = quoteattr(r.message[:300])
-      if r.status in ("fail", "xpass"): out.append(f"{head}><failure message={msg}>{escape(r.message)}</failure></testcase>")
-      elif r.status == "error": out.append(f"{head}><error message={msg}>{escape(r.message)}</error></testcase>")
+      props = "<properties>" + "".join(f"<property name={quoteattr('profile.' + p)} value={quoteattr(v)}/>" for p, v in r.profiles.items()) + "</properties>" if r.profiles else ""
+      if r.status in ("fail", "xpass"): out.append(f"{head}>{props}<failure message={msg}>{escape(r.message)}</failure></testcase>")
+      elif r.status == "error": out.append(f"{head}>{props}<error message={msg}>{escape(r.message)}</error></testcase>")
       elif r.status in ("skip", "unsupported"): out.append(f"{head}><skipped message={msg}/></testcase>")
-      elif r.status == "xfail": out.append(f"{head}><system-out>{escape('expected failure: ' + r.message)}</system-out></testcase>")
+      elif r.status == "xfail": out.append(f"{head}>{props}<system-out>{escape('expected failure: ' + r.message)}</system-out></testcase>")
+      elif props: out.append(f"{head}>{props}</testcase>")
       else: out.append(f"{head}/>")
     out.append("  </testsuite>")
   out.append("</testsuites>")

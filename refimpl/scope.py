@@ -20,6 +20,18 @@ from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gathe
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
 from tinyspec.refimpl import loops
+from tinyspec.portable import applies, variant_scope
+from tinyspec.dtypes import DTYPES
+
+
+def flush_subnormals(x: np.ndarray, dt: str) -> np.ndarray:
+  """x with every subnormal of dtype dt replaced by a zero of its sign."""
+  tiny = DTYPES[dt].normal_range[0]
+  f = x.astype(np.float32) if dt == "bfloat16" else x
+  with np.errstate(invalid="ignore"):
+    sub = (f != 0) & (np.abs(f) < tiny)
+  if not sub.any(): return x
+  return np.where(sub, np.copysign(np.zeros((), f.dtype), f).astype(x.dtype), x)
 
 _FACTOR = {"elementwise": 2.0, "decomposed": 3.0}   # temporaries per result byte (float32/64 round trips)
 
@@ -94,14 +106,31 @@ class Scope:
     ctx = NodeCtx(self, i, eff)
     unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
     if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
+    flush = "flush" in m.variants and node.op in variant_scope("flush")
+    if flush: saved = self.flush_sources(i)
     if unread_link: val = None
     elif u.raw: val = u.fn(ctx)
     else: val = u.fn(ctx, *self.args(i))
+    if flush:
+      self.values.update(saved)
+      if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
+        val = flush_subnormals(val, ctx.dtype)
     if val is not None and not isinstance(val, tuple): val = self.finish(i, val)
     self.values[i] = val
     if ctx.eff: self.eff[i] = ctx.eff
     if m.tracing: m.record(self, i, val)
     if not self.pinned: self.consumed(i)
+
+  def flush_sources(self, i) -> dict:
+    """The `flush` variant (decision denormals): the node's float sources of the dtypes the
+    variant covers read with subnormals as zeros; returns the values to put back."""
+    saved = {}
+    for j in self.m.nodes[i].src:
+      v, dt = self.values.get(j), self.m.views[j].dtype
+      if isinstance(v, np.ndarray) and isinstance(dt, str) and CLS.get(dt) == "float" and applies("flush", self.m.nodes[i].op, dt):
+        saved[j] = v
+        self.values[j] = flush_subnormals(v, dt)
+    return saved
 
   def consumed(self, i):
     for j in self.m.nodes[i].src: self.release(j)

@@ -36,6 +36,8 @@ class Capabilities:
   devices: tuple = ("*",)
   decomposed: bool = False   # computes decomposed ops through their decompositions (ops.yaml `decomposed_ulp` applies)
   validates: bool = True     # refuses invalid graphs (the corpus's negative cases apply)
+  profile: str = "strict"    # the conformance profile it claims: strict (the canonical results) or portable (any allowed one)
+  label: str = ""            # its configuration, where results depend on it (the tinygrad backend's device): manifests/<name>-<label>.yaml
 
   def missing(self, uses: dict, dtypes, devices) -> list[str]:
     """What a graph needs that this backend lacks: `uses` maps op -> levels used."""
@@ -46,13 +48,14 @@ class Capabilities:
 
   def to_json(self) -> dict:
     return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices),
-            "decomposed": self.decomposed, "validates": self.validates}
+            "decomposed": self.decomposed, "validates": self.validates, "profile": self.profile, "label": self.label}
 
   @staticmethod
   def from_json(d: dict) -> "Capabilities":
     return Capabilities({str(k): frozenset(v) for k, v in dict(d.get("ops", {})).items()},
                         frozenset(d.get("dtypes", ())), tuple(d.get("devices", ("*",))), bool(d.get("decomposed", False)),
-                        bool(d.get("validates", True)))
+                        bool(d.get("validates", True)), str(d.get("profile", "strict")) if d.get("profile") in ("strict", "portable") else "strict",
+                        str(d.get("label") or "") if isinstance(d.get("label"), str) and d.get("label", "").replace("_", "").isalnum() else "")
 
 
 def value_dtypes() -> frozenset:
