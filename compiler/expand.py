@@ -305,4 +305,7 @@ def _accumulate(sink: UOp) -> UOp:
 
 def expand(sink: UOp) -> UOp:
   from tinyspec.compiler.linearize import split_ends
-  return split_ends(_accumulate(_max_on_integers(_unroll(_group_reduce(_unroll(_vectorize(sink), ("UPCAST",))), ("UNROLL",)))))
+  # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
+  # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
+  # the reduction's (decision reduce-max)
+  return split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))

@@ -20,7 +20,7 @@ FOLDERS = {   # installed package -> repository folder (as setup.py maps them)
 LAYERS = [   # lowest first; a module belongs to the first entry that is it or a package above it
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",
             "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.uop", "tinyspec.graph", "tinyspec.validate",
-            "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.plugins", "tinyspec.backends")),
+            "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.portable", "tinyspec.plugins", "tinyspec.backends")),
   ("evaluator and front end", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor")),
   ("compiler", ("tinyspec.compiler",)),
   ("conformance and interop", ("tinyspec.conformance", "tinyspec.interop")),

@@ -80,11 +80,19 @@ def test_accumulator_kernel_is_the_sequential_sum(dtype):
   assert got.tobytes() == acc.tobytes()   # bit for bit: the same rounding at every step
 
 
-def test_accumulator_max_with_nan_and_signed_zero():
-  g = acc_kernel(2, 3, lambda b, acc, x: b.MAX(acc, x), init=-math.inf)
-  xv = np.array([[-0.0, 0.0, -1.0], [1.0, math.nan, 2.0]], np.float32)
+@pytest.mark.parametrize("acc_first", [True, False])
+def test_accumulator_max_with_nan_and_signed_zero(acc_first):
+  # decision max-nan, folded in order: MAX(acc, x) keeps the first zero met and skips a NaN x;
+  # MAX(x, acc) takes a NaN x (its first operand) and the later of equal zeros
+  g = acc_kernel(3, 3, (lambda b, acc, x: b.MAX(acc, x)) if acc_first else (lambda b, acc, x: b.MAX(x, acc)), init=-math.inf)
+  xv = np.array([[-0.0, 0.0, -1.0], [1.0, math.nan, 2.0], [1.0, 2.0, math.nan]], np.float32)
   got = evaluate(g, {"param0": xv})["param1"]
-  assert got[0] == 0.0 and math.copysign(1, got[0]) == 1 and math.isnan(got[1])
+  want = []
+  for row in xv.tolist():   # the sequential loop, with Python's max semantics b if a < b else a
+    acc = -math.inf
+    for x in row: acc = (x if acc < x else acc) if acc_first else (acc if x < acc else x)
+    want.append(acc)
+  assert got.tobytes() == np.array(want, np.float32).tobytes()
 
 
 def test_accumulator_with_a_gated_store():

@@ -26,7 +26,7 @@ def ulp_distance(a, b) -> np.ndarray:
   0 for equal values (+0 and -0 included) and for two NaNs, inf where one is NaN."""
   a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
   if a.dtype != b.dtype: raise TypeError(f"ulp_distance of {a.dtype} and {b.dtype}")
-  oa, ob = _ordinal(np.ascontiguousarray(a)), _ordinal(np.ascontiguousarray(b))
+  oa, ob = _ordinal(np.array(a, order="C")), _ordinal(np.array(b, order="C"))   # (ascontiguousarray makes a ()-shaped array (1,))
   with np.errstate(over="ignore"):
     d = np.abs(oa.astype(np.float64) - ob.astype(np.float64))
     exact = np.abs(oa - ob).astype(np.float64)   # exact where it does not overflow
