@@ -67,7 +67,7 @@ def tinygrad_device() -> str:
     _warned.add("PYTHON")
     import sys
     print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
-          "conformance/manifests/tinygrad.yaml describes the CPU device, which needs clang)", file=sys.stderr)
+          "its expected failures are conformance/manifests/tinygrad-PYTHON.yaml; the CPU device needs clang)", file=sys.stderr)
   return "PYTHON"
 
 
@@ -181,15 +181,25 @@ def _spec_const(v, dtype: str):
 
 def _device_map(backend_device: str):
   """spec device name -> tinygrad device: CPU is the backend's device, any other name its
-  own instance of it (DEV:1, DEV:2 ... in order of appearance)."""
+  own instance of it (DEV:1, DEV:2 ... in order of appearance), or the device itself where
+  there is no other instance (an OpenCL platform with one device: a copy to itself)."""
   names: dict[str, str] = {}
   def dev(name):
     if name is None: return None
     if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
     if name not in names:
-      names[name] = backend_device if name == "CPU" else f"{backend_device}:{1 + sum(k != 'CPU' for k in names)}"
+      names[name] = backend_device if name == "CPU" else _instance(backend_device, 1 + sum(k != "CPU" for k in names))
     return names[name]
   return dev
+
+
+def _instance(device: str, k: int) -> str:
+  from tinygrad import Device
+  try:
+    Device[f"{device}:{k}"]
+    return f"{device}:{k}"
+  except Exception:   # noqa: BLE001 (no such instance: tinygrad raises what its runtime raises)
+    return device
 
 
 def _to_tensor(a: np.ndarray, dtype: str, shape, device):
