@@ -289,7 +289,8 @@ def _accumulate(sink: UOp) -> UOp:
       updates, results = [], []
       for red, val in zip(members, vals):
         dt, shape = props(red).dtype, props(red).shape
-        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": "REG", "addrspace": "REG"})
+        dev = props(red).device   # the kernel's device (PARAMs may name one), so that the accumulator's reads match it
+        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": list(dev) if isinstance(dev, tuple) else dev or "REG", "addrspace": "REG"})
         nacc += 1
         outer = sorted(_ranges_in(red, cache) - set(red.src[1:]), key=lambda r: r.arg["id"])
         ident = identity(red.arg["op"], dt)

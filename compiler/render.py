@@ -287,8 +287,8 @@ class Renderer:
         known[x] = (flo if plo is None else plo if flo is None else max(plo, flo), fhi if phi is None else phi if fhi is None else min(phi, fhi))
     p = idx.src[0]
     while p.op == "AFTER": p = p.src[0]
-    if not ((p.op == "PARAM" and p in self.params) or _is_local(p)):
-      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs and LOCAL buffers", idx)
+    if not ((p.op == "PARAM" and p in self.params) or _is_local(p) or p in self.reg_arrays):
+      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs, LOCAL and REG buffers", idx)
     shape = props(p).shape
     ii = idx.src[1:]
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
@@ -341,7 +341,7 @@ class Renderer:
     if props(u).shape:
       if gate or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector read", u)
       return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": props(u).shape[0], "p": f"{ptr} + {off}"})
-    val = self.conv(dt, "load", f"{ptr}[{off}]")
+    val = f"{ptr}[{off}]" if _base(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{off}]")
     cond = " && ".join(x for x in (gate, guard) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
 
@@ -354,6 +354,8 @@ class Renderer:
     for u in instrs:
       if u.op == "STORE" and _is_reg(u.src[0]) and u.src[1].op not in ("CONST", "VCONST"):   # updates, not initial values
         self._acc_updates.setdefault(_base(u.src[0]), []).append(u.src[1])
+    # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
+    self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -371,6 +373,9 @@ class Renderer:
       else: params.append(("buf", props(p).dtype, _numel(props(p).shape), s in writes))
     if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
     specials = [u for u in instrs if u.op == "SPECIAL"]
+    if self.target == "c" and any(u.op == "BARRIER" for u in instrs) and any(u.arg["name"][0] == "l" for u in specials):
+      # C runs the work items of a SPECIAL as a loop, one after another: the workgroup never meets at the barrier
+      raise CompileError("compile.unsupported", "a BARRIER among local work items (lidx SPECIALs): C runs them one after another; the opencl target runs workgroups")
     self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
     self.thread, self.tail = None, False
     gsize, lsize = [], None
@@ -587,20 +592,26 @@ class Renderer:
       if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
-      if self.unsigned_acc(u): self.emit(f"{_utype(max(8, _dt(props(u).dtype).bits))} {name};")
+      if u in self.reg_arrays:   # zeroed, as REG storage starts (decision store-order)
+        self.emit(f"{value_type(props(u).dtype, self.target)} {name}[{max(_numel(props(u).shape), 1)}] = {{0}};")
+      elif self.unsigned_acc(u): self.emit(f"{_utype(max(8, _dt(props(u).dtype).bits))} {name};")
       else: self.emit(f"{self.type_of(u)} {name};")
       return
     if op == "AFTER":
       base = u.src[0]
       while base.op == "AFTER": base = base.src[0]
       s = u.src[0]
-      if not self._used_as_value(u): self.names[u] = self.names.get(base, "")
+      if not self._used_as_value(u) or base in self.reg_arrays: self.names[u] = self.names.get(base, "")   # (a REG array is read through INDEX)
       elif _is_reg(base): self.declare(u, self.names[base])
       elif s.op == "INDEX": self.declare(u, self.read(s))
       else: self.names[u] = self.ref(s)
       return
     if op == "INDEX":
-      if (u.src[0].op == "PARAM" or _is_local(_base(u.src[0]))) and self._used_as_value(u): self.declare(u, self.read(u))
+      b = _base(u.src[0])
+      if (u.src[0].op == "PARAM" or _is_local(b) or b in self.reg_arrays) and self._used_as_value(u): self.declare(u, self.read(u))
+      elif not (b.op in ("PARAM", "BUFFER", "BUFFER_VIEW") or _is_local(b)):   # a lane of a computed vector (tinygrad's GEP)
+        if len(u.src) != 2 or props(u.src[1]).shape: raise CompileError("compile.form", "a computed vector indexed by more than one scalar", u)
+        self.declare(u, fill(self.T["vectors"][self.target]["lane"], {"v": self.ref(u.src[0]), "i": self.ref(u.src[1])}))
       return
     if op == "LOAD":
       src = u.src[0]
@@ -622,6 +633,10 @@ class Renderer:
       return
     if op == "CUSTOM":
       self.custom(u)
+      return
+    if op == "STACK" and len(props(u).shape) == 1 and all(not props(x).shape for x in u.src) and props(u).dtype != "index":
+      V = self.T["vectors"][self.target]   # scalars joined into a vector (tinygrad's VECTORIZE): the vector literal
+      self.declare(u, fill(V["literal"], {"V": self.type_of(u), "xs": ", ".join(self.ref(x) for x in u.src)}))
       return
     if op in self.T["ops"]:
       if props(u).shape and props(u).dtype == "index": return   # vector lanes of an address: INDEX renders them
@@ -668,7 +683,7 @@ class Renderer:
       if not props(val).shape: v = self.vliteral_of(val, k)
       self.emit(fill(self.T["vectors"][self.target]["store"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return
-    line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
+    line = f"{ptr}[{off}] = {v if _base(base.src[0]) in self.reg_arrays else self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
 
   def vliteral_of(self, val: UOp, k: int) -> str:

@@ -204,6 +204,22 @@ def iv_max(a, b, name=None):
   return (max(a[0], b[0]), max(a[1], b[1]))
 
 
+def iv_shl(a, b, name):
+  """a << b for a >= 0 and an amount inside [0, width): [a << b, A << B] when that fits
+  the dtype, else the dtype range (it can wrap; decision shift)."""
+  if a is None or b is None: return dtype_range(name)
+  w = 8 * _dt(name).itemsize
+  if a[0] < 0 or b[0] < 0 or b[1] >= w: return dtype_range(name)
+  return _int_iv(int(a[0]) << int(b[0]), int(a[1]) << int(b[1]), name)
+
+
+def iv_shr(a, b, name):
+  """a >> b for a >= 0 and an amount >= 0 (floor division by 2^b): [a >> B, A >> b]."""
+  if a is None or b is None or a[0] < 0 or b[0] < 0: return dtype_range(name)
+  w = 8 * _dt(name).itemsize
+  return (int(a[0]) >> min(int(b[1]), w), int(a[1]) >> min(int(b[0]), w))
+
+
 def iv_idiv(a, b, name):
   if a is None or b is None or b[0] < 1: return dtype_range(name)
   c = [x // y for x in a for y in b]

@@ -276,7 +276,7 @@ FUNCTIONS = {
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
   "iv_hull": iv.iv_hull, "iv_add": iv.iv_add, "iv_sub": iv.iv_sub, "iv_mul": iv.iv_mul, "iv_max": iv.iv_max,
-  "iv_idiv": iv.iv_idiv, "iv_mod": iv.iv_mod, "iv_cmplt": iv.iv_cmplt, "iv_cmpne": iv.iv_cmpne,
+  "iv_idiv": iv.iv_idiv, "iv_shl": iv.iv_shl, "iv_shr": iv.iv_shr, "iv_mod": iv.iv_mod, "iv_cmplt": iv.iv_cmplt, "iv_cmpne": iv.iv_cmpne,
   "iv_where": iv.iv_where, "iv_cast": iv.iv_cast,
   # plain builtins a rule may use
   "len": len, "tuple": tuple, "list": list, "set": set, "sorted": sorted, "range": range, "all": all, "any": any,
