@@ -293,11 +293,15 @@ class Renderer:
     ii = idx.src[1:]
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
     terms, guards, stride, lanes = [], [], 1, 0
+    self.lane_bound = None
     for i, d in reversed(list(zip(ii, shape))):
       lo, hi = interval(i, known)
       if props(i).shape:      # a vector index: lane-0 offset here, the lanes' step counted
         base, coef = self.lane_split(i)
-        if not (0 <= lo and hi < d): raise CompileError("compile.form", "a vector access that is not proved in bounds", idx)
+        if not (0 <= lo and hi < d):
+          # a 1-d buffer: each lane is checked on its own (read() and store() go lane by lane); decision index-oob
+          if len(shape) != 1: raise CompileError("compile.form", "a vector access into a multi-dimensional buffer that is not proved in bounds", idx)
+          self.lane_bound = d
         lanes += coef * stride
         if base != "0": terms.append(base if stride == 1 else f"({base}) * {literal(stride, 'index', self.target)}")
         stride *= d
@@ -330,8 +334,9 @@ class Renderer:
     if c: parts.append(literal(c, "index", self.target))
     return (" + ".join(parts) or "0"), coef
 
-  def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None) -> str:
-    """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM)."""
+  def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None, alt_vector: bool = False) -> str:
+    """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM); alt_vector:
+    the alternative value is a vector (one lane per lane read)."""
     dt = props(u).dtype
     zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
     if u.op == "PARAM":
@@ -339,8 +344,17 @@ class Renderer:
       return f"({gate} ? {val} : {zero})" if gate else val
     ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
     if props(u).shape:
-      if gate or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector read", u)
-      return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": props(u).shape[0], "p": f"{ptr} + {off}"})
+      k = props(u).shape[0]
+      if gate or guard or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+        lanes = []
+        for j in range(k):
+          o = f"({off} + {j * self.last_lanes})"
+          cond = " && ".join(x for x in (gate, guard, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
+          val = f"{ptr}[{o}]" if _base(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{o}]")
+          z = fill(self.T["vectors"][self.target]["lane"], {"v": zero, "i": str(j)}) if alt is not None and alt_vector else zero
+          lanes.append(f"({cond} ? {val} : {z})" if cond else val)
+        return fill(self.T["vectors"][self.target]["literal"], {"V": self.vtype(dt, k), "xs": ", ".join(lanes)})
+      return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}"})
     val = f"{ptr}[{off}]" if _base(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{off}]")
     cond = " && ".join(x for x in (gate, guard) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
@@ -354,6 +368,14 @@ class Renderer:
     for u in instrs:
       if u.op == "STORE" and _is_reg(u.src[0]) and u.src[1].op not in ("CONST", "VCONST"):   # updates, not initial values
         self._acc_updates.setdefault(_base(u.src[0]), []).append(u.src[1])
+    # vector integer values used only as the index of an INDEX (and to compute such): lanes of an address
+    self.lane_index = set()
+    users: dict = {}
+    for u in instrs:
+      for k, x in enumerate(u.src): users.setdefault(x, []).append((u, k))
+    for u in reversed(instrs):
+      if props(u).shape and _dt(props(u).dtype).cls in ("int", "uint", "index") and users.get(u) and \
+         all((c.op == "INDEX" and k >= 1) or c in self.lane_index for c, k in users[u]): self.lane_index.add(u)
     # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
     self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
     slots = sorted(self.params.values())
@@ -617,7 +639,7 @@ class Renderer:
       src = u.src[0]
       g = u.src[2] if len(u.src) == 3 else None
       if g is not None and g.op == "CONST" and not isinstance(g.arg["value"], str) and not g.arg["value"]: self.declare(u, self.ref(u.src[1]))   # never read
-      elif g is not None and not (g.op == "CONST" and g.arg["value"] is True): self.declare(u, self.read(src, self.ref(g), self.ref(u.src[1]), g))
+      elif g is not None and not (g.op == "CONST" and g.arg["value"] is True): self.declare(u, self.read(src, self.ref(g), self.ref(u.src[1]), g, bool(props(u.src[1]).shape)))
       else: self.declare(u, self.ref(src) if src in self.names else self.read(src))
       return
     if op == "STORE":
@@ -639,7 +661,7 @@ class Renderer:
       self.declare(u, fill(V["literal"], {"V": self.type_of(u), "xs": ", ".join(self.ref(x) for x in u.src)}))
       return
     if op in self.T["ops"]:
-      if props(u).shape and props(u).dtype == "index": return   # vector lanes of an address: INDEX renders them
+      if props(u).shape and (props(u).dtype == "index" or u in self.lane_index): return   # vector lanes of an address: INDEX renders them
       self.alu(u)
       return
     raise CompileError("compile.unsupported", f"{op} cannot be rendered for {self.target}", u)
@@ -679,7 +701,14 @@ class Renderer:
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
     if props(base).shape:
       k = props(base).shape[0]
-      if cond or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector store", u)
+      if cond or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+        for j in range(k):
+          o = f"({off} + {j * self.last_lanes})"
+          c = " && ".join(x for x in (cond, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
+          lane = fill(self.T["vectors"][self.target]["lane"], {"v": v, "i": str(j)}) if props(val).shape else v
+          line = f"{ptr}[{o}] = {self.conv(dt, 'store', lane)};"
+          self.emit(f"if ({c}) {line}" if c else line)
+        return
       if not props(val).shape: v = self.vliteral_of(val, k)
       self.emit(fill(self.T["vectors"][self.target]["store"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return

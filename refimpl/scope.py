@@ -361,7 +361,7 @@ class Scope:
 
   def after(self, ctx):
     i, node = ctx.i, ctx.node
-    if i not in self.plan.root: return ctx.value(0)   # a computed value, ordered after deps: passes through
+    if i not in self.plan.root: return self.after_view(ctx)
     st = self.storage(self.plan.root[i])
     ver = self.override.get(i)
     if ver is not None:
@@ -376,6 +376,26 @@ class Scope:
       r = role(n.op)
       if r == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[j] for j in n.src[1:]])
       elif r == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
+    return x
+
+  def after_view(self, ctx):
+    """AFTER of movement ops over storage (tinygrad's AFTER(RESHAPE(buf), STORE(buf, v))):
+    the storage as its deps leave it, seen through the same movement ops; AFTER of any
+    other value passes it through."""
+    m, nodes = self.m, self.m.nodes
+    chain, j = [], ctx.node.src[0]
+    while j not in self.plan.root and m.T.ops[nodes[j].op].category == "movement" and role(nodes[j].op) is None:
+      chain.append(j); j = nodes[j].src[0]
+    if j not in self.plan.root or not chain: return ctx.value(0)
+    st = self.storage(self.plan.root[j])
+    ver = (ctx.eff or {}).get(st.key) or st.base
+    x = self.materialize(ver, 0, ctx.i)
+    for link in self.plan.chain_links(j):
+      n = nodes[link]
+      if role(n.op) == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[k] for k in n.src[1:]])
+      elif role(n.op) == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
+    for k in reversed(chain):   # the movement ops, innermost first
+      x = UNITS[nodes[k].op].fn(NodeCtx(self, k, None), x, *[self.values.get(s) for s in nodes[k].src[1:]])
     return x
 
   def loop_axis(self, i, bound):
