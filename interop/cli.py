@@ -5,8 +5,8 @@ their inputs and tinygrad's results, and check every graph against the spec.
 Also registers the `tinygrad` conformance backend (interop/tinygrad_backend.py) for
 checkouts where the package's entry points are not installed.
 
-Exit 0 when every graph imports, validates and (tensor and kernel level) evaluates to
-tinygrad's results; 1 when one does not, or a script fails; 2 for bad usage, an
+Exit 0 when every graph imports, validates and (tensor, kernel and program level) evaluates
+to tinygrad's results within the portable profile's error bound (interop/compare.py); 1 when one does not, or a script fails; 2 for bad usage, an
 unreadable script, or tinygrad missing.
 """
 from __future__ import annotations
@@ -33,8 +33,9 @@ def import_tinygrad_command(sub):
                      description="Run each tinygrad script and write, for every realize it does, the tensor-level graph, "
                                  "each scheduled kernel and each lowered program as tinyspec graph files, with their inputs "
                                  "(NAME.inputs.npz) and tinygrad's results (NAME.OUTPUT.npy), and import-report.json. Every graph is "
-                                 "validated and (tensor and kernel level) evaluated with the reference evaluator against "
-                                 "tinygrad's results. Exit 0 when all match, 1 when one does not, 2 for bad usage.")
+                                 "validated and evaluated (every level) with the reference evaluator against tinygrad's results, "
+                                 "judged within the portable profile's error bound propagated through the graph. "
+                                 "Exit 0 when all match, 1 when one does not (any level), 2 for bad usage.")
   p.add_argument("scripts", nargs="+", metavar="SCRIPT.py")
   p.add_argument("--out", metavar="DIR", type=Path, help="where to write (several scripts: one folder per script)")
   p.add_argument("--no-check", action="store_true", help="only import and write; do not validate or evaluate")
