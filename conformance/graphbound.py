@@ -206,7 +206,7 @@ class _Shadow:
     if dom is not None:
       inside = _Domain(self, n, dt).build(dom)
       e = self.add("WHERE", (inside, e, self.const(INF)))
-    return e
+    return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
 
   # -- reductions
   def s_REDUCE(self, i, n):
@@ -390,8 +390,8 @@ class _Shadow:
       e = self.E.get(r)
       self.outputs[f"out{k}"] = f"out{len(value_roots) + k}"
       new_roots.append(e if e is not None else self.zero_like(r))
-    for root, s in self.shadow_root.items():
-      self.outputs[_input_name(g.nodes[root])] = _input_name(self.nodes[s])
+    for root, s in self.shadow_root.items():   # REG and LOCAL buffers are private: no output
+      if g.nodes[root].arg.get("addrspace") in (None, "GLOBAL"): self.outputs[_input_name(g.nodes[root])] = _input_name(self.nodes[s])
     return self.rebuild(new_roots, keep, g.level)
 
   def rebuild(self, roots: list, keep: set, level: str) -> Graph:
