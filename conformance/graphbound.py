@@ -58,6 +58,7 @@ class _Shadow:
     self.shadow_root: dict[int, int] = {}       # storage root -> shadow storage root
     self.after: dict[int, list] = {}            # original node -> shadow nodes to list after it (LINEAR)
     self.repl: dict[int, int] = {}              # a STORE -> GROUP(STORE, its shadow STORE), used in its place
+    self.shadow_effect: dict[int, int] = {}     # a STORE -> its shadow STORE
     self.wraps: set[tuple[int, int]] = set()    # (GROUP, STORE) edges that keep the original
     self.slots = [n.arg["slot"] for n in g.nodes if n.op in ("PARAM", "BUFFER") and isinstance(n.arg, dict)]
     self.next_slot = max(self.slots, default=-1) + 1
@@ -259,7 +260,7 @@ class _Shadow:
     src = list(n.src)
     s0 = self.store_of[src[0]]
     if n.op == "AFTER":
-      s = self.add("AFTER", [s0, *src[1:]])   # its effects (a STORE: with its shadow) come from the rebuild
+      s = self.add("AFTER", [s0, *[self.shadow_effect.get(d, d) for d in src[1:]]])   # after the shadow STOREs
     else:
       s = self.add(n.op, [s0, *src[1:]], n.arg)
     self.store_of[i] = s
@@ -339,7 +340,7 @@ class _Shadow:
   def wrap(self, i: int, shadow_effect: int):
     """Node i's effect and its shadow's, as one GROUP used wherever i is."""
     grp = self.add("GROUP", (i, shadow_effect))
-    self.repl[i] = grp
+    self.repl[i], self.shadow_effect[i] = grp, shadow_effect
     self.wraps.add((grp, i))
 
   def s_ATOMICADD(self, i, n):
@@ -370,7 +371,9 @@ class _Shadow:
   # -------------------------------------------------------------- the new roots
   def finish(self) -> Graph:
     g = self.g
-    new_roots, keep = [], set(self.wraps)
+    # an AFTER orders its own storage after the original STOREs (the shadow's AFTER: after the shadow ones)
+    keep = set(self.wraps) | {(i, j) for i, n in enumerate(g.nodes) if n.op == "AFTER" for j in n.src if j in self.repl}
+    new_roots = []
     for r in g.root_indices:
       n = g.nodes[r]
       if n.op == "PROGRAM":   # the LINEAR lists each shadow node after the node it shadows
