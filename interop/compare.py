@@ -27,7 +27,7 @@ class Comparison:
   def __str__(self): return self.message
 
 
-def compare(want: np.ndarray, got: np.ndarray, bound=None) -> Comparison:
+def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference") -> Comparison:
   """Does got (the reference evaluator's) match want (tinygrad's)? bound: the absolute
   error bound of each element of got (graphbound), or None to judge floats by ulps."""
   from tinyspec.tolerance import ulp_distance
@@ -40,8 +40,8 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None) -> Comparison:
     bad = np.flatnonzero(want.ravel() != got.ravel())
     if not len(bad): return Comparison(True, message="exact")
     i = bad[0]
-    return Comparison(False, message=f"{len(bad)} of {want.size} elements differ; first at {np.unravel_index(i, want.shape)}: "
-                                     f"reference {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
+    return Comparison(False, message=f"{len(bad)} of {want.size} elements differ; first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: "
+                                     f"{who} {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
   ulp = ulp_distance(got, want)
   worst = float(ulp.max()) if ulp.size else 0.0
   if not worst: return Comparison(True, message="exact")
@@ -58,5 +58,5 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None) -> Comparison:
   i = int(np.flatnonzero(~close.ravel())[0])
   extra = f" (bound {np.ravel(b)[i]:.3g})" if bound is not None else ""
   return Comparison(False, worst, f"{int((~close).sum())} of {want.size} elements outside the portable bound (max {worst:g} ulp); "
-                                  f"first at {np.unravel_index(i, want.shape)}: reference {got.ravel()[i]!r}, tinygrad "
+                                  f"first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: {who} {got.ravel()[i]!r}, tinygrad "
                                   f"{want.ravel()[i]!r}{extra}", unbounded)
