@@ -30,6 +30,13 @@ def unop(op, dt, a, arg=None):
 def bits_equal(x, y): return np.asarray(x).tobytes() == np.asarray(y).tobytes()
 
 
+def test_every_decision_says_what_tinygrad_does():
+  """Issue 14's bar: each decision has a basis and a why that says what tinygrad 0.14 does."""
+  for k, d in T.decisions.items():
+    assert d.get("basis") in ("seed001", "tinygrad", "chosen"), k
+    assert "tinygrad 0.14" in (d.get("why") or ""), f"decision {k}: its why does not say what tinygrad 0.14 does"
+
+
 def test_every_decision_has_a_test():
   names = {n for n in globals() if n.startswith("test_decision_")}
   missing = [d for d in T.decisions if "test_decision_" + d.replace("-", "_") not in names]

@@ -255,3 +255,19 @@ def test_outward_step_is_one_ulp():
   assert iv._down(0.0, "float32") < 0 and iv._down(-0.0, "float16") < 0
   assert iv._down(math.inf, "float16") == 65504.0 and iv._up(-math.inf, "float16") == -65504.0
   assert iv._down(math.nan, "float32") == -math.inf
+
+
+def test_min_max_of_storage_after_a_store_covers_what_was_stored():
+  """AFTER(PARAM bounded [0, 10], STORE(PARAM, 100)) evaluates to 100: its interval holds it."""
+  from tinyspec.refimpl.build import Builder
+  from tinyspec.validate import validate
+  from tinyspec.refimpl import evaluate
+  b = Builder()
+  p = b.param((), "int32", 0, name="p", bounds=(0, 10))
+  a = b.AFTER(p, b.STORE(p, b.const(100, "int32")))
+  g = b.graph([b.ADD(a, b.const(0, "int32"))], level="tensor")
+  res = validate(g)
+  assert res.ok
+  lo, hi = res.views[a].min_max
+  assert lo <= 100 <= hi
+  assert int(evaluate(g, {"p": np.array(5, np.int32)})["out0"]) == 100
