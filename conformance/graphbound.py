@@ -14,7 +14,7 @@ evaluator runs it. The rules come from the tables, never from op names:
   value there, plus for a float result its own error: `portable_ulp` (ops.yaml
   `tolerances`, the decomposition's bound for a `decomposed` backend) ulps of the result,
   one more where an operand is inexact (rounding), the smallest normal number where the
-  dtype may flush subnormals (decision denormals), and inf outside the op's `domain`;
+  dtype may flush a subnormal result (decision denormals), and inf outside the op's `domain`;
 * a REDUCE adds its operands' E and, for ADD, `ulp_per_element` x n ulps of sum |x| (any
   order of the sum: decision reduce-empty); MAX takes the largest E;
 * storage that is stored into gets a shadow buffer (float64) holding the E of what was
@@ -152,12 +152,12 @@ class _Shadow:
       near = self.add("CMPLT", (self.const(0.0), es[0]))   # an inexact float truncated: off by up to E + 1
       self.E[i] = self.add("WHERE", (near, self.add("ADD", (es[0], self.const(1.0))), self.const(0.0))); return
     if all(e is None for e in es):
-      self.E[i] = self.local(i, n, exact=True) if cls == "float" else None; return
-    if cls != "float" and n.op not in ("CMPLT", "CMPNE", "CMPEQ", "CMPGT", "CMPGE", "CMPLE", "WHERE", "MAX", "ADD", "SUB", "MUL", "NEG", "NOT", "CAST") \
-       and not self.T.ops[n.op].category in ("elementwise", "decomposed"):
-      self.E[i] = self.const(INF); return
-    if cls != "float" and n.op in ("IDIV", "MOD", "SHL", "SHR", "AND", "OR", "XOR") and any(self.views[j].dtype != "bool" for j in src):
-      self.E[i] = self.const(INF); return
+      self.E[i] = self.local(i, n) if cls == "float" else None; return
+    inexact_ints = [e for j, e in zip(src, es) if e is not None and self.views[j].dtype != "bool"]
+    if cls in ("int", "uint", "index") and inexact_ints:
+      # an integer from an inexact integer: wraps and bit operations are not monotone, so
+      # unbounded wherever an operand is inexact (exact where its bound is 0 at run time)
+      self.E[i] = self.add("WHERE", (self.any_positive(inexact_ints), self.const(INF), self.const(0.0))); return
     # corners: each inexact operand at v - E and v + E (a bool: both values), in float64
     opts = []
     for j, e in zip(src, es):
@@ -174,7 +174,14 @@ class _Shadow:
       c = self.add(n.op, combo, self._arg(n, dt))
       d = self.distance(as_f64(c), as_f64(nominal))
       worst = d if worst is None else self.max_(worst, d)
-    self.E[i] = self.add("ADD", (worst, self.local(i, n, exact=False))) if cls == "float" else worst
+    self.E[i] = self.add("ADD", (worst, self.local(i, n, moved=worst))) if cls == "float" else worst
+
+  def any_positive(self, es: list) -> int:
+    out = None
+    for e in es:
+      p = self.add("CMPLT", (self.const(0.0), e))
+      out = p if out is None else self.add("OR", (out, p))
+    return out
 
   def _arg(self, n, dt):
     if n.op == "CAST" and _cls(dt) in ("float", "int", "uint", "index"): return F64
@@ -186,27 +193,42 @@ class _Shadow:
     d = self.abs(self.add("SUB", (a, b)))
     an, bn = self.add("CMPNE", (a, a)), self.add("CMPNE", (b, b))
     both = self.add("AND", (an, bn))
-    return self.add("WHERE", (both, self.const(0.0), self.add("WHERE", (self.add("CMPNE", (d, d)), self.const(INF), d))))
+    same = self.add("OR", (both, self.add("CMPEQ", (a, b))))   # equal infinities too
+    return self.add("WHERE", (same, self.const(0.0), self.add("WHERE", (self.add("CMPNE", (d, d)), self.const(INF), d))))
 
-  def local(self, i, n, exact: bool) -> int | None:
-    """The op's own error on a float result: its portable ulps (one more for an inexact
-    operand), the smallest normal where the dtype may flush subnormals, inf outside its domain."""
+  def local(self, i, n, moved: int | None = None) -> int | None:
+    """The op's own error on a float result: its portable ulps, one more where its operands
+    moved (moved > 0: two roundings of nearby values), the smallest normal where a subnormal
+    result may be flushed, inf outside its domain. None: exact."""
+    exact = moved is None
     dt = self.views[i].dtype
     try: ulp, dom = tolerance(n.op, dt, self.decomposed, "portable")
     except KeyError: return self.const(INF)
     d = DTYPES[dt]
-    k = ulp + (0 if exact else 1)
+    k = ulp
     if n.op in _unrounded_steps(dt): k = max(k, 1)   # a backend may contract it into a fused op
     from tinyspec import portable as P
     flush = P.applies("flush", n.op, dt)
-    if k == 0 and not flush and dom is None: return None if exact else self.const(0.0)
+    if k == 0 and not flush and dom is None and exact: return None
     v = self.f64(i)
     tiny_sub = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)
     e = self.add("MUL", (self.abs(v), self.const(k * 2.0 ** -d.mantissa)))
-    e = self.add("ADD", (e, self.const(k * tiny_sub + (d.normal_range[0] if flush else 0.0))))
+    e = self.add("ADD", (e, self.const(k * tiny_sub)))
+    if not exact:
+      one = self.add("ADD", (self.add("MUL", (self.abs(v), self.const(2.0 ** -d.mantissa))), self.const(tiny_sub)))
+      e = self.add("ADD", (e, self.add("WHERE", (self.add("CMPLT", (self.const(0.0), moved)), one, self.const(0.0)))))
+    if flush:   # a backend may flush a subnormal result to zero
+      tiny = d.normal_range[0]
+      e = self.add("ADD", (e, self.add("WHERE", (self.add("CMPLT", (self.abs(v), self.const(tiny))), self.const(tiny), self.const(0.0)))))
     if dom is not None:
       inside = _Domain(self, n, dt).build(dom)
       e = self.add("WHERE", (inside, e, self.const(INF)))
+    # an infinite result: exact where an operand is infinite (it propagates), unbounded where it overflowed
+    finite = [self.add("CMPLT", (self.abs(self.f64(j)), self.const(INF))) for j in n.src if _cls(self.views[j].dtype) == "float"]
+    overflow = finite[0] if finite else self.const(True, "bool")
+    for f in finite[1:]: overflow = self.add("AND", (overflow, f))
+    is_inf = self.add("CMPEQ", (self.abs(v), self.const(INF)))
+    e = self.add("WHERE", (is_inf, self.add("WHERE", (overflow, self.const(INF), self.const(0.0))), e))
     return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
 
   # -- reductions

@@ -33,6 +33,15 @@ def reg_sum_kernel(M, K):
   return b.graph()
 
 
+def reduce_kernel(M, K):
+  """out[i] = REDUCE ADD over k of x[i, k]: a backend may add in any order (decision reduce-empty)."""
+  b = Builder()
+  x = b.param((M, K), F32, 0, name="x"); out = b.param((M,), F32, 1, name="out")
+  i = b.range(M, 0, "GLOBAL"); k = b.range(K, 1, "REDUCE")
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.REDUCE(b.INDEX(x, i, k), k, arg={"op": "ADD"})), i))
+  return b.graph()
+
+
 def cancelling_rows(M, K):
   """Rows whose terms are large and cancel (sums near zero), next to a row of small terms."""
   x = rng.standard_normal((M, K)).astype(np.float32) * 1e3
@@ -48,10 +57,10 @@ def other_orders(x):
   return [rev, x.sum(axis=1, dtype=np.float32), x.astype(np.float64).sum(axis=1).astype(np.float32)]
 
 
-def test_any_summation_order_is_within_the_bound_of_a_reg_accumulator():
+def test_any_summation_order_is_within_the_bound_of_a_reduce():
   M, K = 6, 64
   x = cancelling_rows(M, K)
-  got, bounds = evaluate_with_bounds(reg_sum_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
+  got, bounds = evaluate_with_bounds(reduce_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
   b = bounds["out"]
   assert np.isfinite(b).all() and (b > 0).all()
   for alt in other_orders(x): assert within(alt, got["out"], b).all()
@@ -59,10 +68,23 @@ def test_any_summation_order_is_within_the_bound_of_a_reg_accumulator():
   assert b[0] < 1e-5 * b[1:].min()
 
 
-def test_a_planted_error_the_old_tolerance_accepted_is_outside_the_bound():
+def test_an_explicit_loop_fixes_the_order():
+  """A REG accumulator's loop runs in order (decision kernel-loops): its exact ADDs leave
+  nothing to bound, and a reordered sum (tinygrad's C renderer dropping parentheses,
+  docs/tinygrad-bugs.md c-renderer-reassociates) is outside."""
   M, K = 6, 64
   x = cancelling_rows(M, K)
   got, bounds = evaluate_with_bounds(reg_sum_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
+  seq = np.zeros(M, np.float32)
+  for k in range(K): seq = (seq + x[:, k]).astype(np.float32)
+  assert np.array_equal(got["out"], seq) and (bounds["out"] == 0).all()
+  assert not within(other_orders(x)[0], got["out"], bounds["out"]).all()
+
+
+def test_a_planted_error_the_old_tolerance_accepted_is_outside_the_bound():
+  M, K = 6, 64
+  x = cancelling_rows(M, K)
+  got, bounds = evaluate_with_bounds(reduce_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
   want = got["out"].copy()
   wrong = want.copy()
   wrong[0] += np.float32(1e-3)          # row 0 sums ~1e-2: a 10% error there
