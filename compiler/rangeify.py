@@ -106,7 +106,26 @@ def _same(b, x, idx):
 
 
 def _bitcast(b, x, idx):
-  return UOp("BITCAST", ((yield x.src[0], idx),), x.arg)
+  """BITCAST; to another itemsize (decision bitcast-size) the last axis's bytes are
+  regrouped little-endian with shifts on unsigned integers, as tinygrad's expand_bitcast
+  does: k = t/s source elements joined (the first lowest), or one split into s/t."""
+  src = x.src[0]
+  s, t = _dt(props(src).dtype).itemsize, _dt(x.arg).itemsize
+  if s == t: return UOp("BITCAST", ((yield src, idx),), x.arg)
+  us, ut = f"uint{8 * s}", f"uint{8 * t}"
+  *head, last = idx
+  if t > s:
+    r, acc = t // s, None
+    for m in range(r):
+      v = yield src, (*head, sym(UOp("ADD", (UOp("MUL", (last, const(r, "index"))), const(m, "index")))))
+      part = UOp("CAST", (UOp("BITCAST", (v,), us),), ut)
+      if m: part = UOp("SHL", (part, const(8 * s * m, ut)))
+      acc = part if acc is None else UOp("OR", (acc, part))
+    return UOp("BITCAST", (acc,), x.arg)
+  r = s // t
+  v = yield src, (*head, sym(UOp("IDIV", (last, const(r, "index")))))
+  amount = UOp("CAST", (sym(UOp("MUL", (UOp("MOD", (last, const(r, "index"))), const(8 * t, "index")))),), us)
+  return UOp("BITCAST", (UOp("CAST", (UOp("SHR", (UOp("BITCAST", (v,), us), amount)),), ut),), x.arg)
 
 
 def _permute(b, x, idx):

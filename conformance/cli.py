@@ -51,7 +51,9 @@ def conformance_command(sub):
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml, or <backend>-<variant>.yaml where the backend names one)")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
   p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
@@ -153,15 +155,16 @@ def _interrupted(a, e, results, names, cases) -> int:
 
 
 def _run_each(a, names, cases, show, results) -> int:
+  from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases
   from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
   from tinyspec.conformance.manifest import load_manifest, ManifestError
   from tinyspec.conformance.report import Progress, merge_coverage
   for name in names:
     try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify)
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile)
       r.capabilities()
-      r.manifest = load_manifest(r.name, a.manifest)
+      r.manifest = load_manifest(r.manifest_name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:
       return _err(str(e).strip('"'))
     bar = Progress(len(cases), r.name, True if a.progress else None)
@@ -178,6 +181,7 @@ def _run_each(a, names, cases, show, results) -> int:
       raise
     bar.close()
     results += res
+    print(printable(f"{r.name}: {runner.profile_line(res)} (judged by {r.profile})"))
     if a.coverage:
       try: merge_coverage(a.coverage, r.name, coverage(cases, res))
       except FileRefused as e: return _err(f"{e}")
@@ -192,7 +196,7 @@ def _finish(a, results, names, cases_dir) -> int:
   c = runner.counts(results)
   print(runner.summary_line(c))
   try:
-    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
+    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
     if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
   except FileRefused as e:
     return _err(f"{e}")
@@ -213,6 +217,8 @@ def fuzz_command(sub):
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
   p.add_argument("--max-ops", type=int, default=6, metavar="K", help="op nodes per graph at most (default 6)")
   p.add_argument("--no-stages", action="store_true", help="do not check the compiler's stage graphs")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge values by the canonical results (strict) or any allowed one (portable); default: the backend's")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
   p.add_argument("--sanitize", action="store_true",
                  help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
@@ -231,7 +237,7 @@ def fuzz_command(sub):
     try:
       with sigterm_raises():
         rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
-                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout)
+                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout, profile=a.profile)
     except (KeyError, BackendUnavailable, NoDrawableOps) as e:
       print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr)
       return EXIT_UNREADABLE
@@ -245,6 +251,6 @@ def fuzz_command(sub):
       print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
-    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
+    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
     return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run
