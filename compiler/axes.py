@@ -49,8 +49,12 @@ def closers(sink: UOp, r: UOp) -> list[UOp]:
 
 
 def carried(sink: UOp, r: UOp) -> bool:
-  """Does a loop-carried read (AFTER listing r: an accumulator read inside r) depend on r?"""
-  return any(u.op == "AFTER" and r in u.src[1:] for u in toposort(sink))
+  """Does a loop-carried read (AFTER listing r, or a CAST of it: an accumulator read
+  inside r) depend on r?"""
+  def listed(d: UOp) -> bool:
+    while d.op in ("CAST", "BITCAST") and d.src: d = d.src[0]
+    return d is r
+  return any(u.op == "AFTER" and any(listed(d) for d in u.src[1:]) for u in toposort(sink))
 
 
 def open_ranges(u: UOp, memo: dict) -> frozenset:

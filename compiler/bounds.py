@@ -2,10 +2,14 @@
 
 An access `INDEX(p, i0, i1, ...)` is *proved* when each index's interval lies in
 [0, dim) -- its min_max, narrowed by the facts its gate states (a gate that is an AND of
-`x < c` and `NOT(x < c)` clauses bounds x, and so every `x + k`). Otherwise the missing
+`x < c` and `NOT(x < c)` clauses bounds x, and so every `k*x + c` whose mathematical
+interval over the narrowed x fits the dtype: only then does it not wrap, so an int8
+`x + 1` under `x >= 5` is not narrowed, 127 + 1 being -128). Otherwise the missing
 `0 <= i` / `i < dim` clauses are added to its gate (decision index-oob): a read becomes
 `LOAD(INDEX, 0, gate)` (reads 0 where out of range), a store gets them in its gate (writes
-nothing there). After `gate_memory` no kernel can touch memory out of bounds by its
+nothing there); a gated read `LOAD(INDEX, alt, g)` becomes `LOAD(INDEX, WHERE(g, 0, alt),
+g AND bounds)`: its gate only says whether the access happens, and an index out of range
+where it does still reads 0. After `gate_memory` no kernel can touch memory out of bounds by its
 graph alone, which the reference evaluator checks; the renderer re-proves every access
 with the same facts and guards anything it cannot prove (defence in depth; ATOMICADD has
 no gate slot, so its guard is the renderer's alone).
@@ -13,7 +17,7 @@ no gate slot, so its guard is the renderer's alone).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.symbolic import linear, simplify
+from tinyspec.compiler.symbolic import linear, simplify, fits
 
 TRUE = const(True, "bool")
 
@@ -51,19 +55,24 @@ def _intlike(u: UOp) -> bool:
 
 
 def interval(i: UOp, known: dict) -> tuple:
-  """i's interval given the facts: its own, or x's narrowed one shifted when i = x + k."""
+  """i's interval given the facts: its own, narrowed where a fact bounds i itself, or
+  x's narrowed interval mapped through i = k*x + c when that cannot wrap (a sum of
+  ring ops is its mathematical value modulo 2^bits, so it is that value exactly when
+  the value's interval fits the dtype)."""
   lo, hi = props(i).min_max
   f = known.get(i)
   if f is None and known:
     lf = linear(i, 4)
     if lf is not None and len(lf[0]) == 1:
       (x, k), = lf[0].items()
-      if k == 1 and x in known:
+      if x in known:
         xlo, xhi = props(x).min_max
         flo, fhi = known[x]
         if flo is not None: xlo = max(xlo, flo)
         if fhi is not None: xhi = min(xhi, fhi)
-        return (max(lo, xlo + lf[1]), min(hi, xhi + lf[1]))
+        a, b = k * xlo + lf[1], k * xhi + lf[1]
+        nlo, nhi = min(a, b), max(a, b)
+        if xlo <= xhi and fits(nlo, nhi, props(i).dtype): return (max(lo, nlo), min(hi, nhi))
   if f is not None:
     if f[0] is not None: lo = max(lo, f[0])
     if f[1] is not None: hi = min(hi, f[1])
@@ -105,7 +114,9 @@ def gate_memory(sink: UOp) -> UOp:
       if extra: src = [src[0], src[1], _and(gate, extra)]
     elif u.op == "LOAD" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM" and len(src) == 3:
       extra = missing(src[0], src[2])
-      if extra: src = [src[0], src[1], _and(src[2], extra)]
+      if extra:   # where the gate holds but the index is out of range the read is 0, not the alternative
+        alt = src[1] if src[1] is _zero(src[0]) else simplify(UOp("WHERE", (src[2], _zero(src[0]), src[1])))
+        src = [src[0], alt, _and(src[2], extra)]
     else:
       for k, s in enumerate(src):
         if s.op != "INDEX" or s.src[0].op != "PARAM" or _is_address(u, k): continue

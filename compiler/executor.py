@@ -5,6 +5,15 @@ arg `name` or `buf{slot}`, a top-level PARAM by `name` or `param{slot}`; a missi
 input starts as zeros. Outputs: `out{k}` for a value root; when a root is a side effect,
 every program buffer (or PARAM) a kernel stored to, under its input name.
 
+Run-time checks where the compiler's proofs end: every kernel was compiled assuming each
+symbolic size (a by-value PARAM with bounds) lies in its [min, max]; the caller supplies
+those values, so `bind` checks every one before anything is launched -- a top-level
+PARAM against its own bounds and against every kernel PARAM it is passed to (a CALL's
+outer PARAM may allow more than the kernel's), a CONST argument likewise -- and refuses
+with the reference evaluator's rule ids (PARAM.bounds; eval.input for a missing or
+non-integer value). A size the program computes is checked the same way when it is
+read, just before the kernel that needs it is launched.
+
 Intermediate buffers live in one arena laid out by the memory plan (compiler.memplan).
 Every device of the program is the one device the kernels run on (the host for `c`, the
 OpenCL device for `opencl`): an n-tuple device's buffer is held whole.
@@ -15,6 +24,34 @@ import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.intervals import np_dtype
 from tinyspec.compiler.props import props
+from tinyspec.dtypes import dtype as _dt
+
+
+class InputError(ValueError):
+  """Inputs the program refuses before running (rule: the reference evaluator's rule id
+  for the same input; exit code 2, as for the reference)."""
+  exit_code = 2
+
+  def __init__(self, rule: str, msg: str):
+    super().__init__(f"{msg} [{rule}]")
+    self.rule, self.msg = rule, msg
+
+
+def symbolic_value(name: str, value, dt: str) -> int:
+  """The integer a symbolic size input holds (refused unless it is one integer that
+  dtype dt holds exactly)."""
+  a = np.asarray(value)
+  if a.size != 1 or a.dtype.kind not in "iub" and not (a.dtype.kind == "f" and np.isfinite(a).all() and float(a.reshape(-1)[0]).is_integer()):
+    raise InputError("eval.input", f"the symbolic size {name!r} needs one integer, not {a.dtype}{list(a.shape)}")
+  v = int(a.reshape(-1)[0])
+  d = _dt(dt)
+  if not d.min <= v <= d.max: raise InputError("eval.input", f"the symbolic size {name!r} = {v} is not a value of {dt}")
+  return v
+
+
+def check_size(name: str, v: int, lo: int, hi: int):
+  """A symbolic size must lie in the bounds its PARAM declares (decision: the rule ref uses)."""
+  if not lo <= v <= hi: raise InputError("PARAM.bounds", f"{name} = {v} is outside its bounds [{lo}, {hi}]")
 
 
 def input_name(u: UOp) -> str:
@@ -170,15 +207,22 @@ class Executable:
       elif u.op in ("VCONST", "BINARY"):
         h = mem.alloc(nbytes); mem.upload(h, constant_data(u)); handles[u] = h
       elif u.op == "PARAM" and len(u.src) == 3:
-        vals[u] = int(np.asarray(inputs.get(input_name(u), props(u).min_max[0])).reshape(()))
+        name = input_name(u)
+        if name not in inputs: raise InputError("eval.input", f"the symbolic size {name!r} needs a value (an input)")
+        vals[u] = symbolic_value(name, inputs[name], props(u).dtype)
+        check_size(name, vals[u], *props(u).min_max)
+      elif u.op == "CONST":
+        vals[u] = int(u.arg["value"])
       else:
         handles[u] = self._input(u, inputs)
     launches = []
     for k, prog in zip(s.kernels, self.programs):
-      args = [handles.get(a) for a in k.args]
+      args = [handles.get(a) if a not in vals else None for a in k.args]
+      computed = {slot: args[slot] for slot in prog.ks.bounds if k.args[slot] not in vals}
       v = [vals.get(a, 0) for a in k.args]
-      if self.target == "c": launches.append(prog.bind([mem.pointer(h) if h is not None else 0 for h in args], v, threads))
-      else: launches.append(self._cl_launch(prog, k, args, v))
+      for slot, (lo, hi) in prog.ks.bounds.items():   # every size is known now: checked before any launch
+        if slot not in computed: check_size(_size_name(k, slot), v[slot], lo, hi)
+      launches.append(self._launch(prog, k, args, v, computed, threads))
     return Bound(self, handles, vals, launches, arena)
 
   def _check_memory(self, plan, storages) -> None:
@@ -201,11 +245,24 @@ class Executable:
     if largest is not None and max(sizes) > largest:
       raise CompileError("run.device", f"a buffer of {max(sizes):,} bytes, over the OpenCL device's largest allocation ({largest:,} bytes)")
 
-  def _cl_launch(self, prog, k, args, v):
+  def _launch(self, prog, k, args, v, computed: dict, threads):
+    """The launch of one kernel; sizes the program computes (`computed`: slot -> the
+    storage holding one) are read and checked right before it."""
     mem = self.mem
+    def fixed(vv):
+      if self.target == "c": return prog.bind([mem.pointer(h) if h is not None else 0 for h in args], vv, threads)
+      def launch():
+        prog([mem.before(h) if h is not None else None for h in args], vv)
+        for slot, h in enumerate(args): mem.after(h, slot in k.writes)
+      return launch
+    if not computed: return fixed(v)
     def launch():
-      prog([mem.before(h) if h is not None else None for h in args], v)
-      for slot, h in enumerate(args): mem.after(h, slot in k.writes)
+      vv = list(v)
+      for slot, h in computed.items():
+        mem.finish()
+        vv[slot] = int(mem.download(h, (), prog.ks.params[slot][1]).reshape(()))
+        check_size(_size_name(k, slot), vv[slot], *prog.ks.bounds[slot])
+      fixed(vv)()
     return launch
 
   def _input(self, u: UOp, inputs: dict):
@@ -224,6 +281,12 @@ class Executable:
       except (TypeError, ValueError) as e: raise ValueError(f"input {name}: dtype {arr.dtype} does not convert to {pr.dtype} ({e})") from None
       self.mem.upload(h, arr)
     return h
+
+
+def _size_name(k, slot: int) -> str:
+  """How a kernel's symbolic size is named in a refusal (as the reference names a
+  kernel PARAM: param{slot})."""
+  return f"param{slot}"
 
 
 class Bound:

@@ -18,9 +18,10 @@
   The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
   render.py); the BARRIER orders every partial before the final reduce.
 * A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
-  (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made positive so
-  that their keys top +inf's (a result above it is NaN). Exactly decision max-nan, and
-  integer MAX vectorizes where a float MAX with NaN and signed-zero rules does not.
+  (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made -inf so that
+  they never win. Exactly decision reduce-max (the largest non-NaN element, +0 above -0,
+  in any order), and integer MAX vectorizes where a float MAX with NaN and signed-zero
+  rules does not.
 * Each REDUCE(value, r...) becomes an accumulator (architecture.md "Levels"):
 
       acc  = BUFFER (), addrspace REG
@@ -243,12 +244,11 @@ def _max_on_integers(sink: UOp) -> UOp:
     it, mag, inf = _KEYED[dt]
     b = UOp("BITCAST", (u.src[0],), it)
     m = UOp("AND", (b, const(mag, it)))
-    b = UOp("WHERE", (UOp("CMPLT", (const(inf, it), m)), m, b))   # every NaN made positive: its key tops +inf's
-    k = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
     neg_inf = UOp("BITCAST", (const("-inf", dt),), it)
+    b = UOp("WHERE", (UOp("CMPLT", (const(inf, it), m)), neg_inf, b))   # every NaN made -inf: it never wins
+    k = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
     k = UOp("MAX", (k, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
-    val = UOp("BITCAST", (_order_key(k, it, mag),), dt)
-    return UOp("WHERE", (UOp("CMPLT", (const(inf, it), k)), const("nan", dt), val))
+    return UOp("BITCAST", (_order_key(k, it, mag),), dt)
   out = rebuild(sink, lower)
   return simplify(out) if out is not sink else sink
 
@@ -289,7 +289,8 @@ def _accumulate(sink: UOp) -> UOp:
       updates, results = [], []
       for red, val in zip(members, vals):
         dt, shape = props(red).dtype, props(red).shape
-        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": "REG", "addrspace": "REG"})
+        dev = props(red).device   # the kernel's device (PARAMs may name one), so that the accumulator's reads match it
+        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": list(dev) if isinstance(dev, tuple) else dev or "REG", "addrspace": "REG"})
         nacc += 1
         outer = sorted(_ranges_in(red, cache) - set(red.src[1:]), key=lambda r: r.arg["id"])
         ident = identity(red.arg["op"], dt)
@@ -305,4 +306,7 @@ def _accumulate(sink: UOp) -> UOp:
 
 def expand(sink: UOp) -> UOp:
   from tinyspec.compiler.linearize import split_ends
-  return split_ends(_accumulate(_max_on_integers(_unroll(_group_reduce(_unroll(_vectorize(sink), ("UPCAST",))), ("UNROLL",)))))
+  # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
+  # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
+  # the reduction's (decision reduce-max)
+  return split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))

@@ -1,10 +1,15 @@
 """Stage 3, optimize: AxisTypes and OptOps on a kernel's ranges.
 
 Every RANGE carries an AxisType (ops.yaml `axis_types`). rangeify makes output axes LOOP
-and reduce axes REDUCE. Here:
-  1. the output axes become GLOBAL when the kernel's iterations are independent: its
-     one loop nest writes each element from exactly one iteration (the store index is
-     the loop ranges themselves), so the axes may run in parallel;
+and reduce axes REDUCE; a kernel the user writes may type its own. Here:
+  1. parallelism is proved or not used (compiler/parallel.py): an axis keeps a parallel
+     or reordering type the graph gives it (GLOBAL, LOCAL, THREAD, UPCAST, UNROLL,
+     GROUP_REDUCE) only where a SPLIT to that type would be allowed -- its iterations
+     touch no element another one touches with a write and carry nothing from one to
+     the next; otherwise it becomes LOOP (REDUCE when REDUCEs close it), which decision
+     kernel-loops runs in order. SPECIALs that are not conflict-free become LOOP ranges
+     outermost (by name), or, across a BARRIER, are refused (opt.parallel). The output
+     axes of one loop nest then become GLOBAL where they are conflict-free;
   2. the OptOps apply left to right (ops.yaml `opt_ops`): the ones given, or by default
      the hand-coded heuristics' (compiler.heuristics) or a BEAM search's winner
      (compiler.beam). An opt is (op, axis, arg) with `axis` an index into the kernel's
@@ -15,7 +20,8 @@ and reduce axes REDUCE. Here:
               `direction` (opt.direction) and k must divide n (opt.divisible). GLOBAL,
               LOCAL and THREAD need independent iterations (opt.parallel); GROUP_REDUCE
               splits a REDUCE's own axis (opt.parallel); UPCAST, UNROLL and GROUP_REDUCE
-              copy or reorder iterations, which a loop-carried read forbids (opt.carried);
+              copy or reorder iterations, which a loop-carried read or two iterations
+              writing one element forbid (opt.carried);
               UNROLL and GROUP_REDUCE make independent partial results, which a float
               MUL reduction's fixed order forbids (opt.order);
        PADTO  arg m: the axis grows to the next multiple of m; the new iterations are
@@ -25,7 +31,9 @@ and reduce axes REDUCE. Here:
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
   3. THREAD axes move to the outside of their nest (C runs the outermost loop's slices
-     on threads); the other output axes keep their order.
+     on threads); the other output axes keep their order;
+  4. every parallel and reordering axis is proved conflict-free once more (a failure
+     there is a bug of the opts above, refused as opt.parallel rather than run).
 What each AxisType becomes: expand (UPCAST, UNROLL, GROUP_REDUCE) and render (GLOBAL,
 LOCAL, THREAD) say.
 """
@@ -37,18 +45,96 @@ from tinyspec.compiler.rewrite import toposort, substitute, rebuild
 from tinyspec.compiler.symbolic import simplify
 from tinyspec.compiler.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.rangeify import identity
+from tinyspec.compiler.parallel import accesses, conflict_free
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
   subs = {r: UOp("RANGE", r.src, {"id": r.arg["id"], "type": t}) for r, t in mapping.items() if r.arg.get("type") != t}
   return substitute(sink, subs) if subs else sink
 
 
+def type_refusal(sink: UOp, r: UOp, kind: str, acc=None):
+  """(rule, why) when axis r may not have type `kind` by what its iterations do, or None:
+  parallel types need conflict-free iterations closed by ENDs (a REDUCE's iterations feed
+  one value); GROUP_REDUCE a REDUCE's own axis; UNROLL and GROUP_REDUCE a reduction
+  that may reorder; reordering types conflict-free iterations."""
+  closing = closers(sink, r)
+  if kind in PARALLEL and (any(u.op == "REDUCE" for u in closing) or not conflict_free(sink, r, acc)):
+    return "opt.parallel", "its iterations are not independent (a reduction, a carried value, or two iterations touching one element with a write)"
+  if kind == "GROUP_REDUCE" and not (closing and all(u.op == "REDUCE" for u in closing)):
+    return "opt.parallel", "it is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions"
+  if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closing):
+    return "opt.order", "it reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty)"
+  if kind in REORDERING and (carried(sink, r) or not conflict_free(sink, r, acc)):
+    return "opt.carried", "its iterations must run in order, each once (a loop-carried read, or two iterations touching one element with a write)"
+  if kind not in PARALLEL + REORDERING + ("LOOP", "REDUCE"):
+    return "opt.unsupported", f"{kind} axes are made by OptOps this compiler does not have"
+  return None
+
+
 def initial_types(sink: UOp) -> UOp:
-  """Output axes of an independent loop nest become GLOBAL."""
+  """Axis types the kernel may keep (the graph's own where allowed, else LOOP or
+  REDUCE), then the conflict-free output axes of one loop nest become GLOBAL."""
+  acc = accesses(sink)
+  demote = {}
+  for r in ranges(sink):
+    t = axis_type(r)
+    if t not in ("LOOP", "REDUCE") and type_refusal(sink, r, t, acc) is not None:
+      closing = closers(sink, r)
+      demote[r] = "REDUCE" if closing and all(u.op == "REDUCE" for u in closing) else "LOOP"
+  sink = _retype(sink, demote)
   nest = output_nest(sink)
   if nest is None: return sink
   end, rs = nest
-  return _retype(sink, {r: "GLOBAL" for r in rs if r.arg.get("type", "LOOP") == "LOOP"})
+  acc = accesses(sink)
+  return _retype(sink, {r: "GLOBAL" for r in rs if axis_type(r) == "LOOP" and conflict_free(sink, r, acc)})
+
+
+def serial_specials(sink: UOp, target: str) -> UOp:
+  """SPECIALs (work items the graph names) run in parallel only where they are
+  conflict-free; otherwise they become LOOP ranges around the whole body, outermost and
+  ordered by name as decision kernel-loops iterates them. Across a BARRIER the work
+  items must run together, so conflicting ones are refused (opt.parallel); on OpenCL the
+  LOCAL buffers a workgroup shares are the BARRIER's business and are left out."""
+  sp = sorted({u for u in toposort(sink) if u.op == "SPECIAL"}, key=lambda u: u.arg["name"])
+  if not sp: return sink
+  acc = accesses(sink)
+  barrier = any(u.op == "BARRIER" for u in toposort(sink))
+  if barrier and target == "opencl": acc = [a for a in acc if props(a.storage).addrspace != "LOCAL"]
+  if all(conflict_free(sink, u, acc) for u in sp): return sink
+  if barrier:
+    raise CompileError("opt.parallel", "work items (SPECIALs) that touch one element with a write, across a BARRIER: they can run neither "
+                       "in parallel nor as loops" + (" (C runs work items as loops)" if target == "c" else ""))
+  renum = {r: r.replace(arg={**r.arg, "id": r.arg["id"] + len(sp)}) for r in ranges(sink)}
+  loops = [UOp("RANGE", (u.src[0],), {"id": k, "type": "LOOP"}) for k, u in enumerate(sp)]
+  body = substitute(sink, {**renum, **dict(zip(sp, loops))})
+  inner = body.src[0] if len(body.src) == 1 else UOp("GROUP", body.src)
+  return UOp("SINK", (UOp("END", (inner, *loops)),), body.arg)
+
+
+def program_axes(lin: UOp) -> UOp:
+  """A LINEAR given as it is (a program-level graph): its parallel axis types are kept
+  only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
+  it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
+  from tinyspec.compiler.parallel import hazards
+  sink = UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END", "ATOMICADD")))
+  plain, ordered = hazards(sink)
+  if plain or ordered:
+    raise CompileError("compile.order", "a LINEAR reads what it writes where its loops would see a store decision kernel-loops hides from the read")
+  acc = accesses(sink)
+  if not all(conflict_free(sink, u, acc) for u in toposort(sink) if u.op == "SPECIAL"):
+    raise CompileError("opt.parallel", "a LINEAR's work items (SPECIALs) touch one element with a write")
+  demote = {r: r.replace(arg={**r.arg, "type": "LOOP"}) for r in ranges(sink)
+            if axis_type(r) not in ("LOOP", "REDUCE") and type_refusal(sink, r, axis_type(r), acc) is not None}
+  return substitute(lin, demote) if demote else lin
+
+
+def proved_parallel(sink: UOp) -> None:
+  """Every parallel and reordering axis is allowed its type (module doc, step 4)."""
+  acc = accesses(sink)
+  for r in ranges(sink):
+    t = axis_type(r)
+    if t in PARALLEL + REORDERING and (why := type_refusal(sink, r, t, acc)) is not None:
+      raise CompileError("opt.parallel", f"axis {r.arg['id']} ({t}) may not run in parallel or reordered: {why[1]}")
 
 
 # ------------------------------------------------------------------ the OptOps
@@ -139,13 +225,8 @@ def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev
   if kind in WORKGROUP and no_locals: raise CompileError("opt.unsupported", f"{kind} after NOLOCALS")
   if kind in PARALLEL and cur not in PARALLEL:
     raise CompileError("opt.parallel", f"axis {axis} ({cur}) is not independent; it cannot get {kind}")
-  closing = closers(sink, r)
-  if kind == "GROUP_REDUCE" and not (closing and all(u.op == "REDUCE" for u in closing)):
-    raise CompileError("opt.parallel", f"axis {axis} is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions")
-  if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closing):
-    raise CompileError("opt.order", f"axis {axis} reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty); {kind} would reorder it")
-  if kind in REORDERING and carried(sink, r):
-    raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next (an AFTER lists it); {kind} would reorder them")
+  why = type_refusal(sink, r, kind)
+  if why is not None: raise CompileError(why[0], f"axis {axis} cannot get {kind}: {why[1]}")
   if kind == "GROUP_REDUCE" and dev is not None and dev.max_local and k > dev.max_local:
     raise CompileError("opt.unsupported", f"a group of {k} exceeds the {dev.max_local} work items of a workgroup on {dev.name}")
   return bool(top)
@@ -186,12 +267,14 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
     for r in ranges(sink):
       if axis_type(r) in WORKGROUP: group *= size(r) or 1
     if group > dev.max_local: raise CompileError("opt.unsupported", f"a workgroup of {group} work items (LOCAL x GROUP_REDUCE) exceeds the {dev.max_local} of {dev.name}")
-  return threads_outside(sink)
+  sink = threads_outside(sink)
+  proved_parallel(sink)
+  return sink
 
 
 def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
-  sink = initial_types(sink)
+  sink = initial_types(serial_specials(sink, target))
   if opts is None:
     from tinyspec.compiler.heuristics import default_opts
     opts = default_opts(sink, target, dev)

@@ -10,6 +10,9 @@ The optimize stage also holds the two schedule rewrites that depend on the devic
 reduce with few outputs split over OpenCL work-groups (compiler/split.py, before the
 OptOps) and inputs packed in tile order for register-tiled kernels (compiler/layout.py,
 after them); both add kernels, and the stage's graph shows them.
+Right after rangeify, compiler/hazards.py points every read of what a kernel writes that
+the graph does not order after the write at a snapshot copy kernel (user kernels: a
+kernel-level input, the body of a CALL).
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
 are the inputs) or a linearized program (LINEAR: rendered as it is).
 """
@@ -23,7 +26,7 @@ from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
-from tinyspec.compiler import layout as _layout
+from tinyspec.compiler import layout as _layout, hazards as _hazards
 from tinyspec.compiler import split as _split
 from tinyspec.compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
 
@@ -113,19 +116,19 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     root = roots[-1] if roots else None
     if root is not None and root.op == "PROGRAM": root = root.src[0]     # its SOURCE text is never used
     if root is None or root.op != "LINEAR": raise CompileError("compile.form", "a program-level graph is compiled from its LINEAR (or PROGRAM) root")
-    lin = root
+    lin = _optimize.program_axes(root)
     sched = _kernel_schedule(UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END"))))
     sched.kernels[0].sink = lin
     kernels_lin = [lin]
   else:
     if level == "kernel":
       if len(roots) != 1 or roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
-      sched = _kernel_schedule(roots[0])
+      sched = _hazards.separate_reads(_kernel_schedule(roots[0]))
       keep("rangeify", lambda: sched.graph())
     else:
       roots = _callify.callify(roots)
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
-      sched = _rangeify.rangeify(roots)
+      sched = _hazards.separate_reads(_rangeify.rangeify(roots))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
     from tinyspec.compiler.device import device
     dev = device(target)

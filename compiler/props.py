@@ -65,9 +65,16 @@ def min_max(u: UOp): return props(u).min_max
 
 
 # ------------------------------------------------------------------ small constructors
+class LiteralRange(ValueError):
+  """The compiler tried to make an integer constant its dtype cannot hold: a bug of the
+  stage that asked (a rewrite must reduce its constants into the dtype or decline)."""
+
+
 def const(value, dtype: str) -> UOp:
   """A CONST node; Python bools/ints/floats are normalised to the dtype's kind so that
-  equal constants are the same hash-consed node."""
+  equal constants are the same hash-consed node. An integer outside the dtype's range
+  raises LiteralRange: no stage may write a literal the type cannot hold (C would
+  truncate it silently)."""
   from tinyspec.dtypes import dtype as _dt
   d = _dt(dtype)
   if d.cls == "bool": value = bool(value)
@@ -77,7 +84,9 @@ def const(value, dtype: str) -> UOp:
       value = float(value)
       if value != value: value = "nan"
       elif value in (float("inf"), float("-inf")): value = "inf" if value > 0 else "-inf"
-  else: value = int(value)
+  else:
+    value = int(value)
+    if not d.min <= value <= d.max: raise LiteralRange(f"the constant {value} is not a value of {dtype} [{d.min}, {d.max}]")
   return UOp("CONST", (), {"value": value, "dtype": dtype})
 
 

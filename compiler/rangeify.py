@@ -106,7 +106,26 @@ def _same(b, x, idx):
 
 
 def _bitcast(b, x, idx):
-  return UOp("BITCAST", ((yield x.src[0], idx),), x.arg)
+  """BITCAST; to another itemsize (decision bitcast-size) the last axis's bytes are
+  regrouped little-endian with shifts on unsigned integers, as tinygrad's expand_bitcast
+  does: k = t/s source elements joined (the first lowest), or one split into s/t."""
+  src = x.src[0]
+  s, t = _dt(props(src).dtype).itemsize, _dt(x.arg).itemsize
+  if s == t: return UOp("BITCAST", ((yield src, idx),), x.arg)
+  us, ut = f"uint{8 * s}", f"uint{8 * t}"
+  *head, last = idx
+  if t > s:
+    r, acc = t // s, None
+    for m in range(r):
+      v = yield src, (*head, sym(UOp("ADD", (UOp("MUL", (last, const(r, "index"))), const(m, "index")))))
+      part = UOp("CAST", (UOp("BITCAST", (v,), us),), ut)
+      if m: part = UOp("SHL", (part, const(8 * s * m, ut)))
+      acc = part if acc is None else UOp("OR", (acc, part))
+    return UOp("BITCAST", (acc,), x.arg)
+  r = s // t
+  v = yield src, (*head, sym(UOp("IDIV", (last, const(r, "index")))))
+  amount = UOp("CAST", (sym(UOp("MUL", (UOp("MOD", (last, const(r, "index"))), const(8 * t, "index")))),), us)
+  return UOp("BITCAST", (UOp("CAST", (UOp("SHR", (UOp("BITCAST", (v,), us), amount)),), ut),), x.arg)
 
 
 def _permute(b, x, idx):
@@ -514,7 +533,9 @@ class Rangeify:
       elif len(cons[u]) > 1 and not self.is_storage(u): self.recomputed += 1
     for u in self.nodes:
       if u.op == "CALL" and u.src[0].op != "TUPLE":
-        for a in u.src[1:]:
+        by_value = _size_slots(u.src[0])
+        for k, a in enumerate(u.src[1:]):
+          if a.op == "CONST" and k in by_value: continue   # a constant size is passed by value
           if self._storage_of(a) is None: realize.add(a)
     for r in self.roots:
       for e in (r.src if r.op == "TUPLE" else (r,)):
@@ -640,9 +661,9 @@ class Rangeify:
   def call_kernel(self, c: UOp) -> None:
     body = c.src[0]
     if body.op != "SINK": raise CompileError("compile.unsupported", f"CALL of a {body.op} body", c)
-    args = []
-    for a in c.src[1:]:
-      s = self._storage_of(a)
+    args, by_value = [], _size_slots(body)
+    for k, a in enumerate(c.src[1:]):
+      s = a if a.op == "CONST" and k in by_value else self._storage_of(a)
       args.append(s if s is not None else self.realized[a])
     self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), f"user_kernel{len(self.kernels)}"))
 
@@ -661,6 +682,11 @@ class Rangeify:
         s = self._storage_of(e)
         outputs.append(Output("value", s if s is not None else self.realized[e], f"out{k}.{j}" if r.op == "TUPLE" else f"out{k}"))
     return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+
+
+def _size_slots(body: UOp) -> set[int]:
+  """The slots of a kernel body's symbolic sizes (PARAMs with bounds: passed by value)."""
+  return {u.arg["slot"] for u in _walk(body) if u.op == "PARAM" and len(u.src) == 3}
 
 
 def _prune_params(sink: UOp, args: list, writes: set):

@@ -72,8 +72,12 @@ def literal(value, dt: str, target: str) -> str:
     if value_type(dt, target) == "float": text += "f"
     return f"({text})" if text.startswith("-") else text
   v = int(value)
-  if -2**31 < v < 2**31: return f"({v})" if v < 0 else str(v)
-  suffix = render_tables()["targets"][target]["literal_suffix"].get(dt, "LL" if target == "c" else "L")
+  if not d.min <= v <= d.max: raise CompileError("compile.form", f"the literal {v} is not a value of {dt}")   # C would truncate it
+  suffixes = render_tables()["targets"][target]["literal_suffix"]
+  # a literal has its dtype's C type: a bare 0 is an int, and `0 >> 32` on it is undefined
+  # even where the dtype is 64 bits wide (narrower dtypes promote to int like their values)
+  if -2**31 < v < 2**31 and dt not in suffixes: return f"({v})" if v < 0 else str(v)
+  suffix = suffixes.get(dt, "LL" if target == "c" else "L")
   if v == -2**63: return f"(-9223372036854775807{suffix} - 1)"
   if d.cls == "uint": suffix = suffix if suffix.startswith("U") else "U" + suffix
   return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
@@ -163,6 +167,7 @@ class KernelSource:
   fp64: bool = False      # it uses double (OpenCL: cl_khr_fp64)
   tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
+  bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -252,10 +257,6 @@ class Renderer:
     dd = _dt(out)
     if dd.cls in ("int", "uint", "index"):
       f["MIN"], f["MAX"] = literal(dd.min, out, self.target), literal(dd.max, out, self.target)
-      if _dt(src).cls == "float":
-        lo, hi = (-1, 2 ** dd.bits) if dd.cls == "uint" else (-(2 ** (dd.bits - 1)), 2 ** (dd.bits - 1))
-        stype = "float64" if value_type(src, self.target) == "double" else "float32"
-        f["LO"], f["HI"] = literal(float(lo), stype, self.target), literal(float(hi), stype, self.target)
     svt = value_type(src, self.target)
     f["fs"] = ("f" if svt == "float" else "") if self.target == "c" else ""
     if dd.cls == "float": f["fs"] = ("f" if value_type(out, self.target) == "float" else "") if self.target == "c" else ""
@@ -291,17 +292,21 @@ class Renderer:
         known[x] = (flo if plo is None else plo if flo is None else max(plo, flo), fhi if phi is None else phi if fhi is None else min(phi, fhi))
     p = idx.src[0]
     while p.op == "AFTER": p = p.src[0]
-    if not ((p.op == "PARAM" and p in self.params) or _is_local(p)):
-      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs and LOCAL buffers", idx)
+    if not ((p.op == "PARAM" and p in self.params) or _is_local(p) or p in self.reg_arrays):
+      raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs, LOCAL and REG buffers", idx)
     shape = props(p).shape
     ii = idx.src[1:]
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
     terms, guards, stride, lanes = [], [], 1, 0
+    self.lane_bound = None
     for i, d in reversed(list(zip(ii, shape))):
       lo, hi = interval(i, known)
       if props(i).shape:      # a vector index: lane-0 offset here, the lanes' step counted
         base, coef = self.lane_split(i)
-        if not (0 <= lo and hi < d): raise CompileError("compile.form", "a vector access that is not proved in bounds", idx)
+        if not (0 <= lo and hi < d):
+          # a 1-d buffer: each lane is checked on its own (read() and store() go lane by lane); decision index-oob
+          if len(shape) != 1: raise CompileError("compile.form", "a vector access into a multi-dimensional buffer that is not proved in bounds", idx)
+          self.lane_bound = d
         lanes += coef * stride
         if base != "0": terms.append(base if stride == 1 else f"({base}) * {literal(stride, 'index', self.target)}")
         stride *= d
@@ -334,8 +339,9 @@ class Renderer:
     if c: parts.append(literal(c, "index", self.target))
     return (" + ".join(parts) or "0"), coef
 
-  def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None) -> str:
-    """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM)."""
+  def read(self, u: UOp, gate: str | None = None, alt: str | None = None, gate_node: UOp | None = None, alt_vector: bool = False) -> str:
+    """Expression reading storage u (INDEX of a PARAM, or a ()-shaped PARAM); alt_vector:
+    the alternative value is a vector (one lane per lane read)."""
     dt = props(u).dtype
     zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
     if u.op == "PARAM":
@@ -343,10 +349,26 @@ class Renderer:
       return f"({gate} ? {val} : {zero})" if gate else val
     ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
     if props(u).shape:
-      if gate or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector read", u)
-      return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": props(u).shape[0], "p": f"{ptr} + {off}"})
-    val = self.conv(dt, "load", f"{ptr}[{off}]")
-    cond = " && ".join(x for x in (gate, guard) if x)
+      k = props(u).shape[0]
+      if gate or guard or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+        lanes = []
+        for j in range(k):
+          o = f"({off} + {j * self.last_lanes})"
+          inside = " && ".join(x for x in (guard, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
+          val = f"{ptr}[{o}]" if _base(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{o}]")
+          z = fill(self.T["vectors"][self.target]["lane"], {"v": zero, "i": str(j)}) if alt is not None and alt_vector else zero
+          lanes.append(self._gated(val, gate, inside, z, alt, dt))
+        return fill(self.T["vectors"][self.target]["literal"], {"V": self.vtype(dt, k), "xs": ", ".join(lanes)})
+      return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}"})
+    val = f"{ptr}[{off}]" if _base(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{off}]")
+    return self._gated(val, gate, guard, zero, alt, dt)
+
+  def _gated(self, val: str, gate: str | None, inside: str | None, zero: str, alt: str | None, dt: str) -> str:
+    """A read under its gate and its in-range guard: the gate picks the alternative; an
+    index out of range where the gate holds reads 0 (decision index-oob), not the alternative."""
+    if gate and inside and alt is not None:
+      return f"({gate} ? ({inside} ? {val} : {literal(False if _dt(dt).cls == 'bool' else 0, dt, self.target)}) : {zero})"
+    cond = " && ".join(x for x in (gate, inside) if x)
     return f"({cond} ? {val} : {zero})" if cond else val
 
   # -- the walk
@@ -358,6 +380,16 @@ class Renderer:
     for u in instrs:
       if u.op == "STORE" and _is_reg(u.src[0]) and u.src[1].op not in ("CONST", "VCONST"):   # updates, not initial values
         self._acc_updates.setdefault(_base(u.src[0]), []).append(u.src[1])
+    # vector integer values used only as the index of an INDEX (and to compute such): lanes of an address
+    self.lane_index = set()
+    users: dict = {}
+    for u in instrs:
+      for k, x in enumerate(u.src): users.setdefault(x, []).append((u, k))
+    for u in reversed(instrs):
+      if props(u).shape and _dt(props(u).dtype).cls in ("int", "uint", "index") and users.get(u) and \
+         all((c.op == "INDEX" and k >= 1) or c in self.lane_index for c, k in users[u]): self.lane_index.add(u)
+    # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
+    self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -375,6 +407,9 @@ class Renderer:
       else: params.append(("buf", props(p).dtype, _numel(props(p).shape), s in writes))
     if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
     specials = [u for u in instrs if u.op == "SPECIAL"]
+    if self.target == "c" and any(u.op == "BARRIER" for u in instrs) and any(u.arg["name"][0] == "l" for u in specials):
+      # C runs the work items of a SPECIAL as a loop, one after another: the workgroup never meets at the barrier
+      raise CompileError("compile.unsupported", "a BARRIER among local work items (lidx SPECIALs): C runs them one after another; the opencl target runs workgroups")
     self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
     self.thread, self.tail = None, False
     gsize, lsize = [], None
@@ -396,7 +431,8 @@ class Renderer:
     body = "\n".join(self.lines)
     fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
     ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
-                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch)
+                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
+                      {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
     ks.source = assemble([ks], self.target)
     return ks
 
@@ -591,26 +627,32 @@ class Renderer:
       if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
       name = f"acc{u.arg['slot']}"
       self.names[u] = name
-      if self.unsigned_acc(u): self.emit(f"{_utype(max(8, _dt(props(u).dtype).bits))} {name};")
+      if u in self.reg_arrays:   # zeroed, as REG storage starts (decision store-order)
+        self.emit(f"{value_type(props(u).dtype, self.target)} {name}[{max(_numel(props(u).shape), 1)}] = {{0}};")
+      elif self.unsigned_acc(u): self.emit(f"{_utype(max(8, _dt(props(u).dtype).bits))} {name};")
       else: self.emit(f"{self.type_of(u)} {name};")
       return
     if op == "AFTER":
       base = u.src[0]
       while base.op == "AFTER": base = base.src[0]
       s = u.src[0]
-      if not self._used_as_value(u): self.names[u] = self.names.get(base, "")
+      if not self._used_as_value(u) or base in self.reg_arrays: self.names[u] = self.names.get(base, "")   # (a REG array is read through INDEX)
       elif _is_reg(base): self.declare(u, self.names[base])
       elif s.op == "INDEX": self.declare(u, self.read(s))
       else: self.names[u] = self.ref(s)
       return
     if op == "INDEX":
-      if (u.src[0].op == "PARAM" or _is_local(_base(u.src[0]))) and self._used_as_value(u): self.declare(u, self.read(u))
+      b = _base(u.src[0])
+      if (u.src[0].op == "PARAM" or _is_local(b) or b in self.reg_arrays) and self._used_as_value(u): self.declare(u, self.read(u))
+      elif not (b.op in ("PARAM", "BUFFER", "BUFFER_VIEW") or _is_local(b)):   # a lane of a computed vector (tinygrad's GEP)
+        if len(u.src) != 2 or props(u.src[1]).shape: raise CompileError("compile.form", "a computed vector indexed by more than one scalar", u)
+        self.declare(u, fill(self.T["vectors"][self.target]["lane"], {"v": self.ref(u.src[0]), "i": self.ref(u.src[1])}))
       return
     if op == "LOAD":
       src = u.src[0]
       g = u.src[2] if len(u.src) == 3 else None
       if g is not None and g.op == "CONST" and not isinstance(g.arg["value"], str) and not g.arg["value"]: self.declare(u, self.ref(u.src[1]))   # never read
-      elif g is not None and not (g.op == "CONST" and g.arg["value"] is True): self.declare(u, self.read(src, self.ref(g), self.ref(u.src[1]), g))
+      elif g is not None and not (g.op == "CONST" and g.arg["value"] is True): self.declare(u, self.read(src, self.ref(g), self.ref(u.src[1]), g, bool(props(u.src[1]).shape)))
       else: self.declare(u, self.ref(src) if src in self.names else self.read(src))
       return
     if op == "STORE":
@@ -627,8 +669,12 @@ class Renderer:
     if op == "CUSTOM":
       self.custom(u)
       return
+    if op == "STACK" and len(props(u).shape) == 1 and all(not props(x).shape for x in u.src) and props(u).dtype != "index":
+      V = self.T["vectors"][self.target]   # scalars joined into a vector (tinygrad's VECTORIZE): the vector literal
+      self.declare(u, fill(V["literal"], {"V": self.type_of(u), "xs": ", ".join(self.ref(x) for x in u.src)}))
+      return
     if op in self.T["ops"]:
-      if props(u).shape and props(u).dtype == "index": return   # vector lanes of an address: INDEX renders them
+      if props(u).shape and (props(u).dtype == "index" or u in self.lane_index): return   # vector lanes of an address: INDEX renders them
       self.alu(u)
       return
     raise CompileError("compile.unsupported", f"{op} cannot be rendered for {self.target}", u)
@@ -668,11 +714,18 @@ class Renderer:
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
     if props(base).shape:
       k = props(base).shape[0]
-      if cond or self.last_lanes != 1: raise CompileError("compile.form", "a gated or strided vector store", u)
+      if cond or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+        for j in range(k):
+          o = f"({off} + {j * self.last_lanes})"
+          c = " && ".join(x for x in (cond, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
+          lane = fill(self.T["vectors"][self.target]["lane"], {"v": v, "i": str(j)}) if props(val).shape else v
+          line = f"{ptr}[{o}] = {self.conv(dt, 'store', lane)};"
+          self.emit(f"if ({c}) {line}" if c else line)
+        return
       if not props(val).shape: v = self.vliteral_of(val, k)
       self.emit(fill(self.T["vectors"][self.target]["store"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return
-    line = f"{ptr}[{off}] = {self.conv(dt, 'store', v)};"
+    line = f"{ptr}[{off}] = {v if _base(base.src[0]) in self.reg_arrays else self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
 
   def vliteral_of(self, val: UOp, k: int) -> str:

@@ -1,14 +1,25 @@
 """Symbolic simplification of index arithmetic, driven by min_max.
 
 The rules are one table (`RULES`) of (pattern, rewrite). They only touch integer, index
-and bool values, whose arithmetic is exact modulo 2^bits (decision int-wrap), so:
-  * reassociating and distributing ADD/MUL over constants is always valid;
-  * rules that divide, compare or drop a MOD need the value not to wrap, which the
-    intervals prove (an interval that could wrap is widened to the whole dtype range);
+and bool values, whose arithmetic is exact modulo 2^bits (decision int-wrap). Every rule
+states its precondition and checks it before rewriting; a rule must hold in the dtype's
+own wrapping arithmetic, never only in mathematical integers:
+  * ADD and MUL are a ring modulo 2^bits, so reassociating and distributing them over
+    constants always holds; the constants a rule makes are reduced into the dtype
+    (`wrap`), never written out of range (`const` refuses that);
+  * a rule that divides, compares or drops a MOD reasons about the mathematical value of
+    a sum. A sum of ring ops equals its mathematical value modulo 2^bits whatever wraps
+    inside it, so it *is* that value exactly when the value's interval (from the terms'
+    sound intervals) fits the dtype (`exact_linear`, `fits`);
+  * a new constant a rule computes (a product, a bound) must be a literal of the dtype,
+    or the rule declines;
   * any integer/bool ALU node whose interval is one point is that constant (the
     intervals are sound, spec/derived.yaml `soundness`), which folds constants, proves
     comparisons and removes x//c and x%c when x is in [0, c).
 Floats are never rewritten (their rounding is the renderer's business).
+tests/test_compiler_rewrites.py checks every rule of the table on edge and random
+operands of every integer dtype, narrowed intervals included, against the reference
+evaluator.
 """
 from __future__ import annotations
 import weakref
@@ -34,18 +45,27 @@ def _cls(u: UOp) -> str:
   return _dt(d).cls if isinstance(d, str) else "tuple"
 
 
-def _exact(u: UOp) -> bool:
-  """Integer-valued (int, uint, index) and known not to have wrapped."""
-  p = props(u)
-  if not isinstance(p.dtype, str) or _dt(p.dtype).cls not in ("int", "uint", "index"): return False
-  d = _dt(p.dtype)
-  return p.min_max is not None and (p.min_max[0] > d.min or p.min_max[1] < d.max)
-
-
 def _is_intlike(u: UOp) -> bool: return _cls(u) in ("int", "uint", "index")
 
 
-def _c(v, like: UOp) -> UOp: return const(v, props(like).dtype)
+def wrap(v: int, dt: str) -> int:
+  """The mathematical integer v as a value of integer dtype dt (two's complement, modulo
+  2^bits: decision int-wrap)."""
+  d = _dt(dt)
+  mod = 1 << d.bits
+  v %= mod
+  return v - mod if d.cls != "uint" and v >= mod // 2 else v
+
+
+def fits(lo: int, hi: int, dt: str) -> bool:
+  """Does [lo, hi] lie in integer dtype dt's range (nothing computed in it wraps)?"""
+  d = _dt(dt)
+  return d.min <= lo and hi <= d.max
+
+
+def _c(v, like: UOp) -> UOp:
+  """A constant of like's dtype; v must be a literal of that dtype (const refuses others)."""
+  return const(v, props(like).dtype)
 
 
 # ------------------------------------------------------------------ linear forms
@@ -65,6 +85,28 @@ def linear(u: UOp, limit: int = 64):
   return {t: k for t, k in terms.items() if k != 0}, c
 
 
+def linear_interval(terms: dict, c: int) -> tuple | None:
+  """The mathematical interval of sum(k * t) + c from the terms' (sound) intervals."""
+  lo = hi = c
+  for t, k in terms.items():
+    mm = props(t).min_max
+    if mm is None: return None
+    a, b = k * mm[0], k * mm[1]
+    lo += min(a, b); hi += max(a, b)
+  return lo, hi
+
+
+def exact_linear(u: UOp, limit: int = 64):
+  """u's linear form ({term: k}, c) when it is u's value exactly: u is an integer sum
+  whose mathematical interval fits its dtype. A sum of ring ops equals its mathematical
+  value modulo 2^bits whatever wraps on the way, so then it equals it. Else None."""
+  if not _is_intlike(u): return None
+  lf = linear(u, limit)
+  if lf is None: return None
+  iv = linear_interval(*lf)
+  return lf if iv is not None and fits(iv[0], iv[1], props(u).dtype) else None
+
+
 _KEYS: "weakref.WeakKeyDictionary[UOp, tuple]" = weakref.WeakKeyDictionary()
 
 
@@ -79,18 +121,13 @@ def _key(t: UOp) -> tuple:
 def build_sum(terms: dict, c: int, like: UOp) -> UOp:
   """sum(k * t) + c, terms in a stable order, constant last; wrapped into the dtype."""
   d = _dt(props(like).dtype)
-  mod = 1 << d.bits
-  def wrap(v):
-    if d.cls == "uint": return v % mod
-    v %= mod
-    return v - mod if v >= mod // 2 else v
   out = None
   for t in sorted(terms, key=_key):
-    k = wrap(terms[t])
+    k = wrap(terms[t], d.name)
     if k == 0: continue
     x = t if k == 1 else UOp("MUL", (t, const(k, d.name)))
     out = x if out is None else UOp("ADD", (out, x))
-  c = wrap(c)
+  c = wrap(c, d.name)
   if out is None: return const(c, d.name)
   return out if c == 0 else UOp("ADD", (out, const(c, d.name)))
 
@@ -105,8 +142,13 @@ def _nodes_in_sum(u: UOp) -> int:
 
 
 # ------------------------------------------------------------------ rules
+# Each rule returns the replacement or None (declined). Its docstring states the identity
+# and the precondition under which it holds in the dtype's wrapping arithmetic; the code
+# checks that precondition first.
 def fold_point(x: UOp):
-  """An integer/bool ALU node whose interval is a single point is that constant."""
+  """x -> CONST(v) when x's interval is the one point v.
+  Precondition: x is an integer/bool ALU node (not float: NaN lies outside every
+  interval) with a scalar shape; the interval is sound, so x can only be v."""
   if x.op == "CONST" or x.op not in _alu_ops(): return None
   p = props(x)
   if not isinstance(p.dtype, str) or _dt(p.dtype).cls == "float" or p.min_max is None or p.shape != (): return None
@@ -116,7 +158,9 @@ def fold_point(x: UOp):
 
 
 def canon_add(x: UOp):
-  """Merge like terms and constants of a sum; rebuild it only when that makes it smaller."""
+  """sum(k_i t_i) + c with like terms merged and the constants summed (a ring modulo
+  2^bits: coefficients reduced into the dtype). Precondition: an integer sum; applied
+  only when the result is smaller."""
   if not _is_intlike(x): return None
   lf = linear(x)
   if lf is None: return None
@@ -127,20 +171,22 @@ def canon_add(x: UOp):
 
 
 def const_right(x: UOp):
-  """Constants go on the right of commutative ops."""
+  """OP(CONST, y) -> OP(y, CONST) for a commutative op. No precondition."""
   a, b = x.src
   if a.op == "CONST" and b.op != "CONST": return UOp(x.op, (b, a), x.arg)
   return None
 
 
 def mul_const(x: UOp, a: UOp, c1: UOp, c2: UOp):
-  """(a*c1)*c2 -> a*(c1*c2) (modular arithmetic associates)."""
+  """(a*c1)*c2 -> a*wrap(c1*c2): MUL associates modulo 2^bits.
+  Precondition: integer dtype; the product constant is reduced into the dtype."""
   if not _is_intlike(x): return None
-  return UOp("MUL", (a, _c(int(c1.arg["value"]) * int(c2.arg["value"]), x)))
+  return UOp("MUL", (a, _c(wrap(int(c1.arg["value"]) * int(c2.arg["value"]), props(x).dtype), x)))
 
 
 def mul_distribute(x: UOp, s: UOp, c: UOp):
-  """(t0 + t1 + k)*c -> t0*c + t1*c + k*c when the sum has a constant part."""
+  """(t0 + t1 + k)*c -> t0*c + t1*c + k*c (a ring modulo 2^bits).
+  Precondition: integer dtype and the sum has a constant part (else nothing shrinks)."""
   if not _is_intlike(x): return None
   lf = linear(s)
   if lf is None or lf[1] == 0: return None
@@ -150,11 +196,16 @@ def mul_distribute(x: UOp, s: UOp, c: UOp):
 
 
 def div_split(x: UOp, a: UOp, c: UOp):
-  """floor((sum k_i t_i + r)/c) for c > 0: terms with c | k_i come out of the division,
-  the constant's multiples of c too; what is left divides to 0 when it lies in [0, c)."""
+  """floor((sum k_i t_i + r)/c): the terms with c | k_i and the constant's multiples of c
+  come out of the division; what is left divides to 0 when it lies in [0, c), or keeps
+  a division (by c/g when g divides every remaining coefficient and c, and r < g).
+  Precondition: c >= 1 and a's linear form is exact (exact_linear: its mathematical
+  interval fits the dtype), and so is the remainder that stays divided. The quotient of
+  an in-range value by c >= 1 is in range, so the rebuilt sum (computed modulo 2^bits)
+  is that quotient."""
   cv = int(c.arg["value"])
-  if cv <= 0 or not _exact(a): return None
-  lf = linear(a)
+  if cv < 1 or not _is_intlike(x): return None
+  lf = exact_linear(a)
   if lf is None: return None
   terms, r = lf
   out_terms = {t: k // cv for t, k in terms.items() if k % cv == 0}
@@ -163,14 +214,14 @@ def div_split(x: UOp, a: UOp, c: UOp):
   if not rest:
     return build_sum(out_terms, q0, x)
   rem = build_sum(rest, r, a)
-  if not _exact(rem): return None
+  if exact_linear(rem) is None: return None
   lo, hi = props(rem).min_max
   if 0 <= lo and hi < cv:
     return build_sum(out_terms, q0, x)
   # a common factor of the remaining coefficients and c cancels (r < g keeps it exact)
   g = cv
   for k in rest.values(): g = _gcd(g, k)
-  if g > 1 and 0 <= r < g and _exact(reduced := build_sum({t: k // g for t, k in rest.items()}, 0, a)):
+  if g > 1 and 0 <= r < g and exact_linear(reduced := build_sum({t: k // g for t, k in rest.items()}, 0, a)) is not None:
     inner = UOp("IDIV", (reduced, _c(cv // g, x)))
     return build_sum({**out_terms, inner: 1}, q0, x) if (out_terms or q0) else inner
   if not out_terms and q0 == 0: return None
@@ -178,17 +229,18 @@ def div_split(x: UOp, a: UOp, c: UOp):
 
 
 def mod_split(x: UOp, a: UOp, c: UOp):
-  """(sum k_i t_i + r) mod c for c > 0: multiples of c drop out; the rest is kept when
-  it already lies in [0, c)."""
+  """(sum k_i t_i + r) mod c: multiples of c drop out; the rest is kept as it is when it
+  already lies in [0, c). Precondition: c >= 1, a's linear form and the remainder's are
+  exact (their mathematical intervals fit the dtype)."""
   cv = int(c.arg["value"])
-  if cv <= 0 or not _exact(a): return None
-  lf = linear(a)
+  if cv < 1 or not _is_intlike(x): return None
+  lf = exact_linear(a)
   if lf is None: return None
   terms, r = lf
   rest = {t: k % cv for t, k in terms.items() if k % cv != 0}
   rem = build_sum(rest, r % cv, a)
   if rem.op == "CONST": return rem
-  if not _exact(rem): return None
+  if exact_linear(rem) is None: return None
   lo, hi = props(rem).min_max
   if 0 <= lo and hi < cv: return rem
   if rem is a: return None
@@ -196,21 +248,25 @@ def mod_split(x: UOp, a: UOp, c: UOp):
 
 
 def div_div(x: UOp, a: UOp, c1: UOp, c2: UOp):
-  """floor(floor(a/c1)/c2) = floor(a/(c1*c2)) for positive c1, c2."""
+  """floor(floor(a/c1)/c2) -> floor(a/(c1*c2)).
+  Precondition: c1, c2 >= 1 and c1*c2 is a literal of the dtype (an int8
+  (a//100)//100 is not a//10000: 10000 is no int8)."""
   v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
-  if v1 <= 0 or v2 <= 0 or not _is_intlike(x): return None
+  if v1 < 1 or v2 < 1 or not _is_intlike(x) or v1 * v2 > _dt(props(x).dtype).max: return None
   return UOp("IDIV", (a, _c(v1 * v2, x)))
 
 
 def mod_mod(x: UOp, a: UOp, c1: UOp, c2: UOp):
-  """(a mod c1) mod c2 = a mod c2 when c2 divides c1 (both positive)."""
+  """(a mod c1) mod c2 -> a mod c2 (floor mod).
+  Precondition: c1, c2 >= 1 and c2 divides c1."""
   v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
-  if v1 <= 0 or v2 <= 0 or v1 % v2 != 0 or not _is_intlike(x): return None
+  if v1 < 1 or v2 < 1 or v1 % v2 != 0 or not _is_intlike(x): return None
   return UOp("MOD", (a, c2))
 
 
 def max_proven(x: UOp, a: UOp, b: UOp):
-  """MAX of integers is the larger source when the intervals order them."""
+  """MAX(a, b) -> the larger source.
+  Precondition: integers whose intervals order them (a >= b everywhere, or b >= a)."""
   if not _is_intlike(x): return None
   (alo, ahi), (blo, bhi) = props(a).min_max, props(b).min_max
   if alo >= bhi: return a
@@ -219,31 +275,42 @@ def max_proven(x: UOp, a: UOp, b: UOp):
 
 
 def lt_shift(x: UOp, a: UOp, c1: UOp, c2: UOp):
-  """a + c1 < c2  ->  a < c2 - c1, when a + c1 cannot wrap."""
-  if not _exact(x.src[0]) or not _exact(a): return None
-  v, d = int(c2.arg["value"]) - int(c1.arg["value"]), _dt(props(a).dtype)
-  if not d.min <= v <= d.max: return None
+  """a + c1 < c2 -> a < c2 - c1.
+  Precondition: integers; a + c1 does not wrap (a's interval shifted by c1 fits the
+  dtype) and c2 - c1 is a literal of the dtype."""
+  if not _is_intlike(a): return None
+  dt, (lo, hi) = props(a).dtype, props(a).min_max
+  k, v = int(c1.arg["value"]), int(c2.arg["value"]) - int(c1.arg["value"])
+  if not fits(lo + k, hi + k, dt) or not fits(v, v, dt): return None
   return UOp("CMPLT", (a, _c(v, a)))
 
 
 def lt_scale(x: UOp, a: UOp, c1: UOp, c2: UOp):
-  """a*k < c  ->  a < ceil(c/k) for k > 0, when a*k cannot wrap."""
+  """a*k < c -> a < ceil(c/k).
+  Precondition: integers, k >= 1 and a*k does not wrap (a's interval times k fits the
+  dtype); ceil(c/k) lies between c and 0, so it is a literal of the dtype."""
+  if not _is_intlike(a): return None
   k, c = int(c1.arg["value"]), int(c2.arg["value"])
-  if k <= 0 or not _exact(x.src[0]) or not _exact(a): return None
+  dt, (lo, hi) = props(a).dtype, props(a).min_max
+  if k < 1 or not fits(lo * k, hi * k, dt): return None
   return UOp("CMPLT", (a, _c(-((-c) // k), a)))
 
 
 def bool_and(x: UOp, a: UOp, c: UOp):
+  """a AND true -> a, a AND false -> false. Precondition: bool."""
   if _cls(x) != "bool": return None
   return a if c.arg["value"] else c
 
 
 def bool_or(x: UOp, a: UOp, c: UOp):
+  """a OR true -> true, a OR false -> a. Precondition: bool."""
   if _cls(x) != "bool": return None
   return c if c.arg["value"] else a
 
 
 def where_const(x: UOp, p: UOp, a: UOp, b: UOp):
+  """WHERE(CONST p, a, b) -> a when p is nonzero (NaN and +-inf are), else b
+  (decision where-cond). No precondition."""
   v = p.arg["value"]
   if isinstance(v, str): return a   # NaN and ±inf are nonzero
   return a if v else b
@@ -256,11 +323,18 @@ def not_not(x: UOp, a: UOp, t1: UOp, t2: UOp):
 
 
 def cast_same(x: UOp, a: UOp):
+  """CAST(a) to a's own dtype -> a. No precondition."""
   return a if props(a).dtype == x.arg else None
 
 
 def idem(x: UOp, a: UOp):
+  """a AND a -> a, a OR a -> a. Precondition: bool or integer (bitwise)."""
   return a if _cls(x) in ("bool", "int", "uint", "index") else None
+
+
+def where_same(x: UOp, p: UOp, a: UOp):
+  """WHERE(p, a, a) -> a. No precondition (p has no effects)."""
+  return a
 
 
 def _gcd(a: int, b: int) -> int:
@@ -287,7 +361,7 @@ RULES = Matcher([
   (Pat("OR", (Pat.var("a"), Pat.cvar("c")), name="x"), bool_or),
   (Pat(("AND", "OR"), (Pat.var("a"), Pat.var("a")), name="x"), idem),
   (Pat("WHERE", (Pat.cvar("p"), Pat.var("a"), Pat.var("b")), name="x"), where_const),
-  (Pat("WHERE", (Pat.var("p"), Pat.var("a"), Pat.var("a")), name="x"), lambda x, p, a: a),
+  (Pat("WHERE", (Pat.var("p"), Pat.var("a"), Pat.var("a")), name="x"), where_same),
   (Pat("CMPNE", (Pat("CMPNE", (Pat.var("a"), Pat.cvar("t1"))), Pat.cvar("t2")), name="x"), not_not),
   (Pat("CAST", (Pat.var("a"),), name="x"), cast_same),
 ])

@@ -8,7 +8,11 @@ from tinyspec.tables import tables
 
 @lru_cache(maxsize=None)
 def render_tables() -> dict:
-  with open(spec.path("render.yaml")) as f: return yaml.safe_load(f)
+  with open(spec.path("render.yaml")) as f: t = yaml.safe_load(f)
+  for cases in t.get("ops", {}).values():   # YAML 1.1 reads the key `on` as true: give the rule's key back
+    for c in cases:
+      if True in c: c["on"] = c.pop(True)
+  return t
 
 
 def policy(key: str) -> frozenset[str]:

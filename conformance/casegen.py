@@ -383,15 +383,24 @@ def _value_srcs(g: Graph, i: int) -> list[int]:
 
 def expected(d: Draft) -> tuple[dict, dict]:
   """(outputs, bounds): the reference evaluator's outputs and for each its (ulp,
-  ulp_decomposed) bounds."""
+  ulp_decomposed, portable) bounds: the strict profile's, and the portable profile's
+  {ulp, ulp_decomposed, alternatives} (tinyspec.portable)."""
   from tinyspec.refimpl import evaluate
   from tinyspec.conformance.compare import element_bounds
   from tinyspec.tolerance import tolerance
+  from tinyspec import portable as P
   res = validate(d.graph)
   r = evaluate(d.graph, d.inputs, trace=True)
   dts = output_dtypes(d.graph, res.views)
   roots = d.graph.root_indices
   inexact = {n.op for n, v in zip(d.graph.nodes, res.views) if isinstance(v.dtype, str) and DTYPES[v.dtype].cls == "float"}
+  present = {n.op for n in d.graph.nodes}
+  variant_outs: dict = {}
+  def variant(name):   # the whole graph evaluated with one alternative semantics
+    if name not in variant_outs:
+      try: variant_outs[name] = evaluate(d.graph, d.inputs, variants=[name])
+      except Exception: variant_outs[name] = {}
+    return variant_outs[name]
   bounds = {}
   for name, val in r.outputs.items():
     dt = dts[name]
@@ -400,10 +409,24 @@ def expected(d: Draft) -> tuple[dict, dict]:
       n = d.graph.nodes[i]
       ops = [r.values.get(j) for j in _value_srcs(d.graph, i)]
       ops = ops if all(isinstance(x, np.ndarray) for x in ops) else []
-      bounds[name] = tuple(element_bounds(n.op, n.arg, dt, ops, val, dec) for dec in (False, True))
+      strict = tuple(element_bounds(n.op, n.arg, dt, ops, val, dec) for dec in (False, True))
+      port = [element_bounds(n.op, n.arg, dt, ops, val, dec, "portable") for dec in (False, True)]
+      axes = tuple((n.arg or {}).get("axes") or ()) if isinstance(n.arg, dict) else ()
+      alts, names = [], []
+      for k in (0, 1):
+        port[k], a, nm = P.alternatives(n.op, n.arg, dt, ops, val, port[k], axes)
+        if k == 0: alts, names = a, nm
+      names += [v for v in sorted(P.variants()) if v not in names and any(op in P.variant_scope(v) for op in present)]
     else:   # a stored buffer: the loosest bound of the float ops that may have computed it
-      b = [max([tolerance(op, dt, dec)[0] for op in inexact] + [0.0]) if DTYPES[dt].cls == "float" else 0.0 for dec in (False, True)]
-      bounds[name] = tuple(b)
+      strict = tuple(max([tolerance(op, dt, dec)[0] for op in inexact] + [0.0]) if DTYPES[dt].cls == "float" else 0.0 for dec in (False, True))
+      port = [max([tolerance(op, dt, dec, "portable")[0] for op in inexact] + [0.0]) if DTYPES[dt].cls == "float" else 0.0 for dec in (False, True)]
+      if DTYPES[dt].cls == "float" and any(r == "zero" for op in present for _, e in P.entries(op) for r in e.get("results", ())):
+        port = [max(b, P.ZERO_SIGN) for b in port]
+      alts, names = [], [v for v in sorted(P.variants()) if any(op in P.variant_scope(v) for op in present)]
+    for v in names:
+      got = variant(v).get(name)
+      if got is not None and np.asarray(got).shape == np.shape(val) and np.asarray(got).tobytes() != np.asarray(val).tobytes(): alts.append(np.asarray(got))
+    bounds[name] = (*strict, {"ulp": port[0], "ulp_decomposed": port[1], "alternatives": alts})
   return dict(r.outputs), bounds
 
 

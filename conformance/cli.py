@@ -5,6 +5,7 @@
                        [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
                        [--coverage docs/conformance-results.json]
   tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
+  tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...]
 
 Prints the failures (every case with -v) and the line `N passed, N failed, ...`. Exit 0
 when there is no unexpected result (no failure, error or unexpected pass), 1 when there
@@ -53,7 +54,9 @@ def conformance_command(sub):
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml, or <backend>-<variant>.yaml where the backend names one)")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
   p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
@@ -91,6 +94,28 @@ def _run_judges(a, names, show) -> int:
   backends = [runner.BACKENDS[n]() for n in names]
   results = runner.run(cases, backends, lambda r: show(a, r))
   return _finish(a, results, names, str(a.cases or "conformance/rules"))
+
+
+def _run_sanitized(a) -> int:
+  from tinyspec.conformance import sanitize, hostile
+  if a.backend != "c":
+    print("tinyspec fuzz: --sanitize builds C kernels: use --backend c", file=sys.stderr); return EXIT_UNREADABLE
+  families = a.families.split(",") if a.families else list(hostile.FAMILIES)
+  bad = [f for f in families if f not in hostile.FAMILIES]
+  if bad:
+    print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
+  why = sanitize.unavailable()
+  if why:
+    print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
+  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout)
+  for w in rep.written: print(f"wrote {w}")
+  why = rep.refused.pop("why", {})
+  if rep.refused:
+    print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+    for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
+  print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
+  print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  return EXIT_OK if not rep.failures else EXIT_INVALID
 
 
 def _run_execs(a, names, show) -> int:
@@ -133,15 +158,16 @@ def _interrupted(a, e, results, names, cases) -> int:
 
 
 def _run_each(a, names, cases, show, results) -> int:
+  from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases
   from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
   from tinyspec.conformance.manifest import load_manifest, ManifestError
   from tinyspec.conformance.report import Progress, merge_coverage
   for name in names:
     try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify)
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile)
       r.capabilities()
-      r.manifest = load_manifest(r.name, a.manifest)
+      r.manifest = load_manifest(r.manifest_name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:
       return _err(str(e).strip('"'))
     bar = Progress(len(cases), r.name, True if a.progress else None)
@@ -158,6 +184,7 @@ def _run_each(a, names, cases, show, results) -> int:
       raise
     bar.close()
     results += res
+    print(printable(f"{r.name}: {runner.profile_line(res)} (judged by {r.profile})"))
     if a.coverage:
       try: merge_coverage(a.coverage, r.name, coverage(cases, res))
       except FileRefused as e: return _err(f"{e}")
@@ -172,7 +199,7 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
   c = runner.counts(results)
   print(runner.summary_line(c))
   try:
-    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
+    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
     if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
     if getattr(a, "html", None):
       from tinyspec.conformance import htmlreport
@@ -215,19 +242,27 @@ def fuzz_command(sub):
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
   p.add_argument("--max-ops", type=int, default=6, metavar="K", help="op nodes per graph at most (default 6)")
   p.add_argument("--no-stages", action="store_true", help="do not check the compiler's stage graphs")
+  p.add_argument("--profile", choices=["strict", "portable"], default=None,
+                 help="judge values by the canonical results (strict) or any allowed one (portable); default: the backend's")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
+  p.add_argument("--sanitize", action="store_true",
+                 help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
+                      "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
+  p.add_argument("--families", metavar="F,...", default=None,
+                 help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
 
   def run(a) -> int:
     from tinyspec.conformance.properties import fuzz, NoDrawableOps
     from tinyspec.conformance.execute import BackendUnavailable
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    if a.sanitize: return _run_sanitized(a)
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:
       with sigterm_raises():
         rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
-                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout)
+                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout, profile=a.profile)
     except (KeyError, BackendUnavailable, NoDrawableOps) as e:
       print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr)
       return EXIT_UNREADABLE
@@ -241,6 +276,6 @@ def fuzz_command(sub):
       print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
-    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
+    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
     return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

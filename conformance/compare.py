@@ -5,8 +5,13 @@ A tolerance is an array of per-element bounds in units in the last place of the 
 dtype (tinyspec.tolerance.ulp_distance: neighbours are 1 apart, +0 and -0 one point):
 
   0     the bits must be equal (the sign of zero counts), any NaN matches any NaN
-  k > 0 ulp_distance(got, want) <= k (NaN matches only NaN)
-  inf   anything (outside the op's domain, where the table specifies nothing)
+  k > 0 ulp_distance(got, want) <= k (NaN matches only NaN); k in (0, 1): equal values,
+        either sign of zero
+  inf   anything (outside the op's domain, where the table specifies nothing, or a value
+        the portable profile leaves free); integers and bools: exact unless inf
+
+An element also passes when it matches one of the *alternatives* (other results the
+portable profile allows, tinyspec.portable) within the same bound.
 
 `element_bounds()` computes them from the table: the op's `ulp` (or `decomposed_ulp`
 for backends that compute it through its decomposition) inside its `domain`, 0 wherever
@@ -33,32 +38,45 @@ def _bits(x: np.ndarray) -> np.ndarray:
   return np.array(x, order="C").view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
 
 
-def mismatches(got, want, dt: str, bounds=0.0) -> np.ndarray:
-  """Boolean mask of the elements where got is not acceptable against want."""
+def mismatches(got, want, dt: str, bounds=0.0, alternatives=()) -> np.ndarray:
+  """Boolean mask of the elements where got is acceptable against neither want nor any of
+  the alternatives (arrays of want's shape: other allowed results, tinyspec.portable),
+  each within the element's bound."""
   got, want = np.asarray(got), np.asarray(want)
-  if not _is_float(dt):
-    if got.dtype == np.bool_ or want.dtype == np.bool_: return got.astype(bool) != want.astype(bool)
-    return got.astype(want.dtype) != want
-  got = got.astype(want.dtype, copy=False)
   b = np.broadcast_to(np.asarray(bounds, dtype=np.float64), want.shape)
+  bad = _bad(got, want, dt, b)
+  for alt in alternatives:
+    if not bad.any(): break
+    bad = bad & _bad(got, np.asarray(alt).astype(want.dtype, copy=False), dt, b)
+  return bad
+
+
+def _bad(got, want, dt: str, b) -> np.ndarray:
+  free = np.isinf(b)
+  if not _is_float(dt):
+    if got.dtype == np.bool_ or want.dtype == np.bool_: return (got.astype(bool) != want.astype(bool)) & ~free
+    return (got.astype(want.dtype) != want) & ~free
+  got = got.astype(want.dtype, copy=False)
   gn, wn = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
   exact_bad = (_bits(got) != _bits(want)) & ~(gn & wn)
   dist = ulp_distance(got, want)
-  return np.where(b == 0, exact_bad, ~np.isinf(b) & (dist > b))
+  return np.where(b == 0, exact_bad, ~free & (dist > b))
 
 
-def describe(got, want, dt: str, bounds=0.0, limit: int = 3) -> str | None:
+def describe(got, want, dt: str, bounds=0.0, limit: int = 3, alternatives=()) -> str | None:
   """None when got is acceptable, else a message naming the first elements that differ."""
   got, want = np.asarray(got), np.asarray(want)
   if got.shape != want.shape: return f"shape {got.shape}, expected {want.shape}"
-  bad = mismatches(got, want, dt, bounds)
+  bad = mismatches(got, want, dt, bounds, alternatives)
   if not bad.any(): return None
   b = np.broadcast_to(np.asarray(bounds, dtype=np.float64), want.shape)
   bad = np.asarray(bad).reshape(want.shape)   # (some helpers give a 0-d result shape (1,))
   idx = [tuple(int(v) for v in i) for i in np.argwhere(bad)[:limit]] if bad.ndim else [()]
   def fmt(i):
-    tol = "" if not _is_float(dt) else (" (bit-exact)" if b[i] == 0 else f" (within {b[i]:g} ulp)")
-    return f"at {i}: got {_show(got[i])}, expected {_show(want[i])}{tol}"
+    tol = "" if not _is_float(dt) else (" (bit-exact)" if b[i] == 0 else " (equal, either zero)" if b[i] < 1 else f" (within {b[i]:g} ulp)")
+    also = [_show(np.asarray(a)[i]) for a in alternatives if _show(np.asarray(a)[i]) != _show(want[i])]
+    alt = f" or {' or '.join(dict.fromkeys(also))}" if also else ""
+    return f"at {i}: got {_show(got[i])}, expected {_show(want[i])}{alt}{tol}"
   return f"{int(bad.sum())} of {bad.size} elements differ; " + "; ".join(fmt(i) for i in idx)
 
 
@@ -76,15 +94,16 @@ def _elementwise(op: str) -> bool:
   return tables().ops[op].category in ("elementwise", "decomposed")
 
 
-def element_bounds(op: str, arg, dt: str, operands: list, want, decomposed: bool = False) -> np.ndarray | float:
+def element_bounds(op: str, arg, dt: str, operands: list, want, decomposed: bool = False, profile: str = "strict") -> np.ndarray | float:
   """Per-element ulp bounds for a result of `op` (dtype dt) computed from `operands` (the
-  values of its value sources) whose reference value is `want`. A scalar 0.0 when the
+  values of its value sources) whose reference value is `want`, in a conformance profile
+  (its accuracy half: tinyspec.portable adds the allowed results). A scalar 0.0 when the
   result must be exact everywhere."""
   want = np.asarray(want)
   if not _is_float(dt): return 0.0
   t = tables().tolerances.get(op, {})
   if "ulp_per_element" in t: return _reduce_bounds(t["ulp_per_element"], arg, operands, want, dt)
-  ulp, dom = tolerance(op, dt, decomposed)
+  ulp, dom = tolerance(op, dt, decomposed, profile)
   if ulp == 0 and dom is None: return 0.0
   if not _elementwise(op) or not operands: return float(ulp)
   xs = [np.asarray(x) for x in operands]

@@ -70,11 +70,19 @@ class Output:
   dtype: str
   ulp: object = 0              # a number or a Path to a float64 .npy of per-element bounds
   ulp_decomposed: object = 0
+  portable: dict = field(default_factory=dict)   # the portable profile: ulp, ulp_decomposed (as above), alternatives [Paths]
 
-  def bounds(self, decomposed: bool = False):
+  def bounds(self, decomposed: bool = False, profile: str = "strict"):
     from tinyspec.files import load_npy
-    b = self.ulp_decomposed if decomposed else self.ulp
+    if profile == "portable" and self.portable:
+      b = self.portable.get("ulp_decomposed" if decomposed else "ulp", 0)
+    else: b = self.ulp_decomposed if decomposed else self.ulp
     return load_npy(b) if isinstance(b, Path) else float(b)
+
+  def alternatives(self, profile: str = "strict") -> list:
+    """Other allowed results (arrays in the output's dtype), portable profile only."""
+    if profile != "portable": return []
+    return [load_array(p, self.dtype) for p in self.portable.get("alternatives", ())]
 
 
 @dataclass
@@ -121,7 +129,12 @@ def _case(path: Path, root: Path) -> ExecCase:
     _check_case(d)
     base = path.parent
     def ulp(v): return base / v if isinstance(v, str) and v != "inf" else float(v)
-    outs = {k: Output(k, base / o["file"], o["dtype"], ulp(o.get("ulp", 0)), ulp(o.get("ulp_decomposed", o.get("ulp", 0))))
+    def portable(o):
+      p = o.get("portable")
+      if not p: return {}
+      return {"ulp": ulp(p.get("ulp", 0)), "ulp_decomposed": ulp(p.get("ulp_decomposed", p.get("ulp", 0))),
+              "alternatives": [base / a for a in p.get("alternatives", ())]}
+    outs = {k: Output(k, base / o["file"], o["dtype"], ulp(o.get("ulp", 0)), ulp(o.get("ulp_decomposed", o.get("ulp", 0))), portable(o))
             for k, o in d.get("outputs", {}).items()}
     return ExecCase(
       id=d.get("id") or base.relative_to(root).as_posix(), dir=base, kind=d["kind"], graph=(base / d["graph"]).resolve(),
@@ -201,7 +214,8 @@ def digest_of(case: ExecCase) -> str:
   files = [(p.name, _read(p)) for p, _ in case.inputs.values()]
   for o in case.outputs.values():
     files.append((o.file.name, _read(o.file)))
-    for b in (o.ulp, o.ulp_decomposed):
+    extra = [o.ulp, o.ulp_decomposed, o.portable.get("ulp"), o.portable.get("ulp_decomposed"), *o.portable.get("alternatives", ())]
+    for b in extra:
       if isinstance(b, Path) and b.name not in {n for n, _ in files}: files.append((b.name, _read(b)))
   return case_digest(_bytes_or_empty(case.graph), files)
 
@@ -231,7 +245,8 @@ def _bytes_or_empty(p: Path) -> bytes:
 
 def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, outputs: dict, graph_file: Path | None = None) -> dict:
   """Write one case. `inputs`: name -> (array, dtype); `outputs`: name -> (array, dtype,
-  ulp, ulp_decomposed) where the bounds are numbers or per-element arrays. Returns the
+  ulp, ulp_decomposed[, portable]) where the bounds are numbers or per-element arrays and
+  portable is {ulp, ulp_decomposed, alternatives: [arrays]} (the portable profile). Returns the
   metadata written (with file names and the sha256). Without graph_text, meta["graph"]
   names a graph elsewhere, found at graph_file (the folder may be written elsewhere
   first and moved)."""
@@ -249,12 +264,22 @@ def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, o
     m["graph"] = "graph.json"
   m["inputs"] = {k: {"file": put(f"in.{k}.npy", a, dt), "dtype": dt} for k, (a, dt) in sorted(inputs.items())}
   outs = {}
-  for k, (a, dt, ulp, ulpd) in sorted(outputs.items()):
+  def bound(b, name, squeeze=False):
+    if np.ndim(b) == 0: return float(b) if not float(b).is_integer() else int(b) if np.isfinite(b) else "inf"
+    b = np.asarray(b, np.float64)
+    if squeeze and not b.size: return 0
+    if squeeze and (b == b.reshape(-1)[0]).all() and np.isfinite(b.reshape(-1)[0]): return bound(b.reshape(-1)[0], name)
+    return put(name, b, None)
+  for k, (a, dt, ulp, ulpd, *rest) in sorted(outputs.items()):
     o = {"file": put(f"out.{k}.npy", a, dt), "dtype": dt}
-    for key, b, tag in (("ulp", ulp, "ulp"), ("ulp_decomposed", ulpd, "ulpd")):
-      if np.ndim(b) == 0: o[key] = float(b) if not float(b).is_integer() else int(b) if np.isfinite(b) else "inf"
-      else: o[key] = put(f"{tag}.{k}.npy", np.asarray(b, np.float64), None)
+    o["ulp"], o["ulp_decomposed"] = bound(ulp, f"ulp.{k}.npy"), bound(ulpd, f"ulpd.{k}.npy")
     if o["ulp"] == "inf" or o["ulp_decomposed"] == "inf": raise ValueError(f"{k}: an unbounded output needs a bounds array")
+    if rest and rest[0]:
+      p = rest[0]
+      po = {"ulp": bound(p["ulp"], f"pulp.{k}.npy", True), "ulp_decomposed": bound(p["ulp_decomposed"], f"pulpd.{k}.npy", True),
+            "alternatives": [put(f"alt{j}.{k}.npy", x, dt) for j, x in enumerate(p.get("alternatives", ()))]}
+      if po["ulp"] == "inf" or po["ulp_decomposed"] == "inf": raise ValueError(f"{k}: an unbounded output needs a bounds array")
+      if po != {"ulp": o["ulp"], "ulp_decomposed": o["ulp_decomposed"], "alternatives": []}: o["portable"] = po
     outs[k] = o
   m["outputs"] = outs
   gpath = graph_file if graph_file is not None and graph_text is None else (folder / m["graph"]).resolve()

@@ -29,6 +29,7 @@ from tinyspec.files import FileRefused
 from tinyspec.conformance.corpus import from_disk, load_array, storage_dtype
 from tinyspec.conformance.compare import describe
 from tinyspec.conformance.manifest import Manifest
+from tinyspec.tolerance import PROFILES
 
 
 class BackendUnavailable(Exception):
@@ -66,16 +67,24 @@ def _label(stem: str) -> str:
 
 
 # ------------------------------------------------------------------ judging one answer
-def judge_positive(case, outputs: dict, decomposed: bool) -> str | None:
+def judge_positive(case, outputs: dict, decomposed: bool, profile: str = "strict") -> str | None:
   """None when the backend's outputs (arrays as read from the protocol's .npy files)
-  match the case's expected outputs, else what is wrong."""
+  match the case's expected outputs in the profile (strict: the canonical results;
+  portable: any allowed one, tinyspec.portable), else what is wrong."""
   for name, o in case.outputs.items():
     if name not in outputs: return f"{name}: missing (got {', '.join(sorted(outputs)) or 'no outputs'})"
     got = np.asarray(outputs[name])
     if got.dtype != storage_dtype(o.dtype): return f"{name}: dtype {got.dtype}, expected {o.dtype}"
-    msg = describe(from_disk(got, o.dtype), load_array(o.file, o.dtype), o.dtype, o.bounds(decomposed))
+    msg = describe(from_disk(got, o.dtype), load_array(o.file, o.dtype), o.dtype, o.bounds(decomposed, profile),
+                   alternatives=o.alternatives(profile))
     if msg: return f"{name}: {msg}"
   return None
+
+
+def judge_profiles(case, outputs: dict, decomposed: bool) -> dict:
+  """profile -> None (met) or what is wrong, for both profiles (portable only where strict fails)."""
+  strict = judge_positive(case, outputs, decomposed, "strict")
+  return {"strict": strict, "portable": None if strict is None else judge_positive(case, outputs, decomposed, "portable")}
 
 
 def judge_negative(case, answer: dict) -> str | None:
@@ -134,13 +143,15 @@ def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dic
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
-               manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True):
+               manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
+               profile: str | None = None):
     self.spec = resolve_backend(backend)
     self.backend_arg = backend    # as given: what a repro command names
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
     self.stopping = False         # set when the run is interrupted: results after it are dropped
     self.results: dict = {}       # case id -> Result so far (what an interrupted run reports)
+    self.profile = profile        # None: the one the backend claims (capabilities)
     self.workers = max(1, int(workers))
     self.timeout = float(timeout)
     self.batch = batch
@@ -177,6 +188,8 @@ class CaseRunner:
       p.stop()
       raise BackendUnavailable(f"backend {self.name} broke the protocol in its hello: {e} [backend.protocol]") from None
     self.decomposed = self.caps.decomposed
+    self.profile = self.profile or self.caps.profile
+    self.manifest_name = f"{self.name}-{self.caps.label}" if self.caps.label else self.name
     if self.spec.python:
       from tinyspec.backends import get_backend
       b = get_backend(self.spec.label)
@@ -305,18 +318,27 @@ class CaseRunner:
       ans = self._request(proc, msg, self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
-    return Result(case.id, self.name, *self._judge(case, ans, d), time.perf_counter() - t0)
+    st, msg, prof = self._judge(case, ans, d)
+    return Result(case.id, self.name, st, msg, time.perf_counter() - t0, prof)
 
-  def _judge(self, case, ans: dict, d: Path) -> tuple[str, str]:
+  def _judge(self, case, ans: dict, d: Path) -> tuple[str, str, dict]:
+    """(status in the run's profile, message, {profile: pass/fail})."""
     if case.kind == "negative":
       why = judge_negative(case, ans)
-      return ("fail", why) if why else ("pass", "")
+      st = "fail" if why else "pass"
+      return st, why or "", {p: st for p in PROFILES}
     if not ans.get("ok"):
-      return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000]
+      return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000], {p: "fail" for p in PROFILES}
     try: outs = _read_outputs(ans, d)
-    except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}"
-    why = judge_positive(case, outs, self.decomposed)
-    return ("fail", why) if why else ("pass", "")
+    except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}", {p: "fail" for p in PROFILES}
+    return self._verdict(judge_profiles(case, outs, self.decomposed))
+
+  def _verdict(self, whys: dict) -> tuple[str, str, dict]:
+    why = whys[self.profile]
+    other = whys["portable"] if self.profile == "strict" else whys["strict"]
+    msg = why or ""
+    if why is None and other is not None and self.profile == "portable": msg = "portable (not strict: " + other[:300] + ")"
+    return ("fail" if why else "pass"), msg, {p: "fail" if w else "pass" for p, w in whys.items()}
 
   def _run_batch(self, proc, unit, d: Path) -> list[Result]:
     from tinyspec.conformance.batch import merge, write
@@ -336,8 +358,8 @@ class CaseRunner:
     dt = (time.perf_counter() - t0) / len(unit)
     out = []
     for c in unit:
-      why = judge_positive(c, outs.get(c.id, {}), self.decomposed)
-      out.append(Result(c.id, self.name, "fail" if why else "pass", why or "", dt))
+      st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
+      out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
 
 
@@ -348,13 +370,14 @@ def _read_outputs(ans: dict, d: Path) -> dict:
 
 
 # ------------------------------------------------------------------ coverage
-_RANK = {"failed": 3, "xfail": 2, "passed": 1, "unsupported": 0}
+_RANK = {"failed": 3, "xfail": 2, "portable": 1.5, "passed": 1, "unsupported": 0}
 _COVER = {"pass": "passed", "fail": "failed", "error": "failed", "xpass": "failed", "xfail": "xfail", "unsupported": "unsupported"}
 
 
 def coverage(cases, results) -> dict:
   """{op: {dtype: status}} over the positive cases' `covers`: failed if one failed (or
-  passed unexpectedly), else xfail, else passed, else unsupported."""
+  passed unexpectedly), else xfail, else portable (passed, but only in the portable
+  profile), else passed (strict), else unsupported."""
   by_id = {r.case: r for r in results}
   out: dict = {}
   for c in cases:
@@ -362,6 +385,7 @@ def coverage(cases, results) -> dict:
     if r is None or c.kind != "positive": continue
     st = _COVER.get(r.status)
     if st is None: continue
+    if st == "passed" and r.profiles.get("strict") == "fail": st = "portable"   # met the portable profile only
     for op, dt in c.covers:
       cur = out.setdefault(op, {}).get(dt)
       if cur is None or _RANK[st] > _RANK[cur]: out[op][dt] = st

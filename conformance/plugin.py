@@ -64,12 +64,11 @@ def pytest_generate_tests(metafunc):
 
 
 def _backend_name(spec: str) -> str:
-  """The name the manifest goes by: a registered name as is; an external backend's own
-  name from its hello (asked once)."""
+  """The name the manifest goes by: a registered name, or an external backend's own name
+  from its hello, with the configuration label its capabilities give (asked once)."""
   from tinyspec.conformance.execute import resolve_backend, CaseRunner
   s = resolve_backend(spec)
-  if s.python: return s.label
   r = CaseRunner(spec)
-  try: r.capabilities(); return r.name
+  try: r.capabilities(); return r.manifest_name
   except Exception: return s.label
   finally: r.close()

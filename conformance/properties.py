@@ -89,7 +89,7 @@ def known_values(d: Drawn, outputs: dict) -> dict:
   return known
 
 
-def local_reference(d: Drawn, views, i: int, known: dict):
+def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
   """The reference evaluator's value of node i's op on the given values of its sources,
   and those source values (for the tolerance). The node is evaluated alone, at its own
   level: every value source with a known value becomes an input holding it (a BUFFER; in
@@ -122,10 +122,10 @@ def local_reference(d: Drawn, views, i: int, known: dict):
       src.append(add(g.nodes[j].op, [], thaw(g.nodes[j].arg)))
     if slot.kind == "value" and j in known: operands.append(np.asarray(known[j]))
   node = add(n.op, src, thaw(n.arg))
-  if not kernel: return evaluate(Graph(nodes), inputs)["out0"], operands
+  if not kernel: return evaluate(Graph(nodes), inputs, variants=variants)["out0"], operands
   out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
   add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
-  return evaluate(Graph(nodes, level="kernel"), inputs)[f"param{len(inputs)}"], operands
+  return evaluate(Graph(nodes, level="kernel"), inputs, variants=variants)[f"param{len(inputs)}"], operands
 
 
 def _same_as_trace(got, ref) -> bool:
@@ -143,9 +143,10 @@ def _same_as_trace(got, ref) -> bool:
   return bool(np.array_equal(got, ref))
 
 
-def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: dict | None = None) -> Failure | None:
+def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: dict | None = None, profile: str = "strict") -> Failure | None:
   """The first output node (in graph order) whose value is not the reference's value of
-  its op on the values of its sources. `trace`: the reference's own values of the nodes
+  its op on the values of its sources (in the portable profile: nor any result the
+  decisions allow, tinyspec.portable). `trace`: the reference's own values of the nodes
   (refimpl trace=True); a value equal to it passes at once."""
   views = views or _views(d.graph)
   known = known_values(d, outputs)
@@ -162,7 +163,16 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
     if got.dtype != NP[dt]: return Failure("values", i, n.op, dt, f"dtype {got.dtype}, expected {dt}", d)
     if d.level == "kernel" and np.shape(want) == () and got.ndim == 1:
       want = np.broadcast_to(want, got.shape)   # a value the loop does not change, stored at every element
-    msg = describe(got, want, dt, element_bounds(n.op, n.arg, dt, operands, want, decomposed))
+    bounds, alts = element_bounds(n.op, n.arg, dt, operands, want, decomposed, profile), []
+    if profile == "portable":
+      from tinyspec import portable as P
+      try: xs = list(np.broadcast_arrays(*operands, np.asarray(want)))[:-1] if operands else []
+      except ValueError: xs = operands
+      bounds, alts, names = P.alternatives(n.op, n.arg, dt, xs, want, bounds, tuple((n.arg or {}).get("axes") or ()) if isinstance(n.arg, dict) else ())
+      for v in names:
+        try: alts.append(np.broadcast_to(local_reference(d, views, i, known, (v,))[0], np.shape(want)))
+        except Exception: pass
+    msg = describe(got, want, dt, bounds, alternatives=alts)
     if msg: return Failure("values", i, n.op, dt, msg, d)
   return None
 
@@ -346,13 +356,14 @@ def _run_and_check(d, runner, decomposed, refused, views, trace) -> Failure | No
     return None
   except Exception as e:
     return Failure("run", None, None, None, f"{type(e).__name__}: {e}"[:800], d)
-  return check_values(d, outs, decomposed, views, trace)
+  return check_values(d, outs, decomposed, views, trace, getattr(runner, "profile", "strict"))
 
 
 # ------------------------------------------------------------------ fuzzing
 @dataclass
 class FuzzReport:
   backend: str
+  profile: str = "strict"                         # the conformance profile the values were judged by
   examples: int = 0
   seconds: float = 0.0
   failures: list = field(default_factory=list)    # Failure, each minimal
@@ -422,7 +433,8 @@ def foci(caps, levels, seed: int) -> list[Focus]:
 
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
-         stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0) -> FuzzReport:
+         stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0,
+         profile: str | None = None) -> FuzzReport:
   """Run the properties on `examples` drawn graphs (split over the levels). Each failure
   is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
   written as a corpus case; the search then goes on, skipping failures of the same
@@ -436,7 +448,8 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   from hypothesis.errors import Unsatisfiable
   t0 = time.monotonic()
   runner = Isolated(backend, timeout) if isolate and isinstance(backend, str) else InProcess(backend)
-  rep = FuzzReport(runner.name)
+  runner.profile = profile or getattr(runner.caps, "profile", "strict")
+  rep = FuzzReport(runner.name, runner.profile)
   stage_backend = None
   if stages:   # the stage graphs are built in this process (a Python backend's stages())
     from tinyspec.backends import get_backend

@@ -7,13 +7,16 @@ import sys
 import time
 from pathlib import Path
 from tinyspec.files import printable
+from tinyspec.conformance.runner import profile_summary
 
 
 def junit_xml(results, suite: str) -> str:
   """One <testsuite> per backend, one <testcase> per result: fail and xpass are
   <failure>, error is <error>, skip and unsupported are <skipped>, xfail passes with
-  the reason in <system-out>. Written by xml.etree.ElementTree (escaping), every text
-  through printable() first (control characters, which XML 1.0 cannot hold, escaped)."""
+  the reason in <system-out>. Properties: the suite's `profile.strict`/`profile.portable`
+  (met or not met), each case's verdict in both profiles. Written by xml.etree.ElementTree
+  (escaping), every text through printable() first (control characters, which XML 1.0
+  cannot hold, escaped)."""
   import xml.etree.ElementTree as ET
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
@@ -22,10 +25,16 @@ def junit_xml(results, suite: str) -> str:
     el = ET.SubElement(root, "testsuite", name=printable(backend), tests=str(len(rs)),
                        failures=str(sum(r.status in ("fail", "xpass") for r in rs)), errors=str(sum(r.status == "error" for r in rs)),
                        skipped=str(sum(r.status in ("skip", "unsupported") for r in rs)), time=f"{sum(r.seconds for r in rs):.3f}")
+    props = ET.SubElement(el, "properties")   # which conformance profile the backend meets (strict, portable)
+    for p, v in profile_summary(rs).items():
+      ET.SubElement(props, "property", name="profile." + p, value="met" if v["met"] else "not met")
     for r in rs:
       cls, _, name = r.case.rpartition("/")
       tc = ET.SubElement(el, "testcase", classname=printable(backend + "." + cls.replace("/", ".") if cls else backend),
                          name=printable(name or r.case), time=f"{r.seconds:.3f}")
+      if r.profiles and r.status not in ("skip", "unsupported"):
+        cp = ET.SubElement(tc, "properties")
+        for p, v in r.profiles.items(): ET.SubElement(cp, "property", name="profile." + p, value=v)
       text = printable(r.message, newline="\n")
       if r.status in ("fail", "xpass"): ET.SubElement(tc, "failure", message=text[:300]).text = text
       elif r.status == "error": ET.SubElement(tc, "error", message=text[:300]).text = text

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import time
 import traceback
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -27,9 +27,10 @@ UNEXPECTED = ("fail", "error", "xpass")   # a run with any of these exits 1
 class Result:
   case: str           # case id
   backend: str
-  status: str         # one of STATUSES
+  status: str         # one of STATUSES (judged in the run's profile)
   message: str = ""   # why it failed / errored / was skipped
   seconds: float = 0.0
+  profiles: dict = field(default_factory=dict)   # profile -> "pass" / "fail" for a case the backend ran (conformance/execute.py)
 
   def to_json(self) -> dict: return asdict(self)
 
@@ -130,6 +131,37 @@ def summary_line(c: dict[str, int]) -> str:
   return s
 
 
-def report_json(results: list[Result], backends: list[str], cases_dir: str) -> dict:
+PROFILES = ("strict", "portable")
+
+
+def profile_summary(results: Iterable[Result]) -> dict:
+  """profile -> {met, passed, failed, expected}: over the cases a backend ran (pass, fail,
+  error, xfail, xpass). A profile is met when every case passes in it except those the
+  manifest expects to fail (its documented bugs); errors fail every profile."""
+  out = {p: {"passed": 0, "failed": 0, "expected": 0} for p in PROFILES}
+  for r in results:
+    if r.status in ("skip", "unsupported"): continue
+    for p in PROFILES:
+      if r.status in ("xfail", "xpass"): out[p]["expected"] += 1
+      elif r.profiles.get(p) == "pass": out[p]["passed"] += 1
+      else: out[p]["failed"] += 1
+  for p in PROFILES: out[p]["met"] = out[p]["failed"] == 0 and (out[p]["passed"] + out[p]["expected"]) > 0
+  return out
+
+
+def profile_line(results: list[Result]) -> str:
+  """`meets strict` / `meets portable (not strict: N cases)` / `meets neither`."""
+  ps = profile_summary(results)
+  xf = ps["strict"]["expected"]
+  also = f", {xf} expected failures of the manifest" if xf else ""
+  if ps["strict"]["met"]: return f"profile: meets strict (and portable){also}"
+  if ps["portable"]["met"]: return f"profile: meets portable{also}; not strict ({ps['strict']['failed']} cases give an allowed result other than the canonical one)"
+  return f"profile: meets neither ({ps['portable']['failed']} cases outside the portable results{also})"
+
+
+def report_json(results: list[Result], backends: list[str], cases_dir: str, profile: str | None = None) -> dict:
+  by: dict = {}
+  for r in results: by.setdefault(r.backend, []).append(r)
   return {"format": "tinyspec-conformance-results", "version": 1, "cases": cases_dir, "backends": backends,
-          "summary": counts(results), "results": [r.to_json() for r in results]}
+          "profile": profile, "summary": counts(results), "profiles": {b: profile_summary(rs) for b, rs in by.items()},
+          "results": [r.to_json() for r in results]}

@@ -1,19 +1,20 @@
 """Comparing tinygrad's results with the reference evaluator's.
 
-Integers and bools must be equal. Floats are compared in units in the last place
-(tinyspec.tolerance.ulp_distance: NaN matches NaN, +0 matches -0) and pass within
-FLOAT_ULP ulps, or within FLOAT_ABS times the largest magnitude of the expected array: a
-sum whose terms cancel (a mean near zero) is accurate to its terms' scale, not its own,
-and tinygrad and the reference add in different orders (decision reduce-empty lets any
-order stand). tinygrad computes EXP2/LOG2/SIN/SQRT through its own polynomial
-decompositions on CPU, a few ulps from the correctly rounded results the reference gives.
+Integers and bools must be equal. Floats are judged under the portable profile: each
+element must lie within the forward error bound that conformance/graphbound.py propagates
+through the graph from the tables (every op's `portable_ulp`, contraction into MULACC,
+flushed subnormals, a reduction's `ulp_per_element` in any order over the magnitude of its
+terms, so a sum whose terms cancel is judged at its terms' scale). NaN matches NaN and +0
+matches -0; where the bound is inf (an op outside its domain, an integer or an index taken
+from an inexact float) the element is counted as unbounded, not judged.
+
+A graph the bound cannot be built for is judged by ulps alone (FLOAT_ULP), and says so.
 """
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 
 FLOAT_ULP = 64
-FLOAT_ABS = 1e-5
 
 
 @dataclass
@@ -21,12 +22,14 @@ class Comparison:
   ok: bool
   max_ulp: float = 0.0
   message: str = ""
+  unbounded: int = 0   # float elements the bound leaves unchecked
 
   def __str__(self): return self.message
 
 
-def compare(want: np.ndarray, got: np.ndarray) -> Comparison:
-  """Does got (the reference evaluator's) match want (tinygrad's)?"""
+def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference") -> Comparison:
+  """Does got (the reference evaluator's) match want (tinygrad's)? bound: the absolute
+  error bound of each element of got (graphbound), or None to judge floats by ulps."""
   from tinyspec.tolerance import ulp_distance
   want, got = np.asarray(want), np.asarray(got)
   if want.shape != got.shape:
@@ -37,17 +40,23 @@ def compare(want: np.ndarray, got: np.ndarray) -> Comparison:
     bad = np.flatnonzero(want.ravel() != got.ravel())
     if not len(bad): return Comparison(True, message="exact")
     i = bad[0]
-    return Comparison(False, message=f"{len(bad)} of {want.size} elements differ; first at {np.unravel_index(i, want.shape)}: "
-                                     f"reference {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
+    return Comparison(False, message=f"{len(bad)} of {want.size} elements differ; first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: "
+                                     f"{who} {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
   ulp = ulp_distance(got, want)
-  if not ulp.size or not ulp.max(): return Comparison(True, message="exact")
-  w64, g64 = want.astype(np.float64), got.astype(np.float64)
-  finite = np.isfinite(w64)
-  scale = float(np.abs(w64[finite]).max()) if finite.any() else 0.0
-  with np.errstate(invalid="ignore"):
-    close = (ulp <= FLOAT_ULP) | (np.abs(w64 - g64) <= FLOAT_ABS * scale)
-  worst = float(ulp.max())
-  if close.all(): return Comparison(True, worst, f"max {worst:g} ulp")
+  worst = float(ulp.max()) if ulp.size else 0.0
+  if not worst: return Comparison(True, message="exact")
+  if bound is None:
+    close, unbounded, how = ulp <= FLOAT_ULP, 0, f"within {FLOAT_ULP} ulp (no error bound)"
+  else:
+    from tinyspec.conformance.graphbound import within
+    b = np.asarray(bound, np.float64)
+    b = b.reshape(want.shape) if b.size == want.size else np.broadcast_to(b, want.shape)
+    close, unbounded, how = within(got, want, b), int(np.isinf(b).sum()), "within the portable bound"
+  if close.all():
+    note = f"; {unbounded} of {want.size} unbounded" if unbounded else ""
+    return Comparison(True, worst, f"max {worst:g} ulp, {how}{note}", unbounded)
   i = int(np.flatnonzero(~close.ravel())[0])
-  return Comparison(False, worst, f"{int((~close).sum())} of {want.size} elements differ (max {worst:g} ulp); first at "
-                                  f"{np.unravel_index(i, want.shape)}: reference {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
+  extra = f" (bound {np.ravel(b)[i]:.3g})" if bound is not None else ""
+  return Comparison(False, worst, f"{int((~close).sum())} of {want.size} elements outside the portable bound (max {worst:g} ulp); "
+                                  f"first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: {who} {got.ravel()[i]!r}, tinygrad "
+                                  f"{want.ravel()[i]!r}{extra}", unbounded)

@@ -36,17 +36,19 @@ class GraphResult:
   expected: dict = field(default_factory=dict)
   diagnostics: list = field(default_factory=list)
   evaluation: str = "not run"   # "ok: ...", "mismatch: ...", "error: ...", "not run"
+  runs: dict = field(default_factory=dict)   # backend -> "ok: ...", "mismatch: ...", "refused: ..." (--backend)
   checked: bool = False
 
   @property
   def valid(self) -> bool: return self.checked and not self.diagnostics
 
   @property
-  def eval_ok(self) -> bool: return self.evaluation.startswith("ok")
+  def eval_ok(self) -> bool: return self.evaluation.startswith("ok") and all(r.startswith("ok") for r in self.runs.values())
 
-  def check(self, evaluate: bool = True) -> "GraphResult":
+  def check(self, evaluate: bool = True, backends=()) -> "GraphResult":
     """Validate, then (evaluate=True, and for a graph with expected values) evaluate with the
-    reference evaluator and compare."""
+    reference evaluator and compare; run it on each of backends too (compiled: c, opencl),
+    judged within the same error bound."""
     from tinyspec.validate import validate
     res = validate(self.graph)
     self.diagnostics, self.checked = list(res.diagnostics), True
@@ -54,32 +56,62 @@ class GraphResult:
     if not res.ok:
       self.evaluation = "not run: invalid graph"
       return self
-    self.evaluation = evaluate_and_compare(self.graph, self.inputs, self.expected)
+    self.evaluation, bounds = _evaluate_and_compare(self.graph, self.inputs, self.expected)
+    for b in backends: self.runs[b] = run_and_compare(b, self.graph, self.inputs, self.expected, bounds)
     return self
 
   def summary(self) -> dict:
     return {"name": self.name, "level": self.level, "nodes": len(self.graph.nodes), "valid": self.valid,
-            "errors": [d.format() for d in self.diagnostics], "evaluation": self.evaluation, **self.report.to_json()}
+            "errors": [d.format() for d in self.diagnostics], "evaluation": self.evaluation,
+            **({"runs": dict(self.runs)} if self.runs else {}), **self.report.to_json()}
 
 
 def evaluate_and_compare(graph, inputs: dict, expected: dict) -> str:
-  """'ok: ...' when the reference evaluator's outputs match tinygrad's, else why not."""
+  """'ok: ...' when the reference evaluator's outputs match tinygrad's within the portable
+  profile's error bound (interop.compare), else why not."""
+  return _evaluate_and_compare(graph, inputs, expected)[0]
+
+
+def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None]:
+  """(the verdict, the error bounds of the outputs, or None where none could be built)."""
   from tinyspec.refimpl import evaluate, EvalError
-  from tinyspec.interop.compare import compare
+  from tinyspec.conformance.graphbound import evaluate_with_bounds
+  bounds, no_bound = {}, ""
   try:
-    got = evaluate(graph, inputs)
-  except EvalError as e:
-    return f"error: {str(e).splitlines()[0]}"
-  except Exception as e:   # noqa: BLE001 (a crash in the evaluator is a finding, reported)
-    return f"error: {type(e).__name__}: {e}"[:300]
+    got, bounds = evaluate_with_bounds(graph, dict(inputs))
+  except Exception as e:   # noqa: BLE001 (no bound for this graph: evaluated alone, judged by ulps, said)
+    no_bound = f" (no error bound: {str(e).splitlines()[0][:120]})"
+    try:
+      got = evaluate(graph, inputs)
+    except EvalError as e:
+      return f"error: {str(e).splitlines()[0]}", None
+    except Exception as e:   # noqa: BLE001 (a crash in the evaluator is a finding, reported)
+      return f"error: {type(e).__name__}: {e}"[:300], None
+  return _judge(got, expected, None if no_bound else bounds, "reference", no_bound), (None if no_bound else bounds)
+
+
+def run_and_compare(backend: str, graph, inputs: dict, expected: dict, bounds: dict | None) -> str:
+  """Run the graph on a backend (c, opencl ...) and judge its outputs against tinygrad's
+  within the reference's error bounds: 'ok: ...', 'mismatch: ...' or 'refused: ...'."""
+  from tinyspec.backends import get_backend
+  try:
+    got = get_backend(backend).run(graph, {k: np.array(v, copy=True) for k, v in inputs.items()})
+  except Exception as e:   # noqa: BLE001 (a refusal, with its rule id where it has one, is the finding)
+    rule = f" [{e.rule}]" if getattr(e, "rule", None) else ""
+    return f"refused: {type(e).__name__}: {str(e).splitlines()[0][:200]}{rule}"
+  return _judge(got, expected, bounds, backend, "" if bounds is not None else " (no error bound)")
+
+
+def _judge(got: dict, expected: dict, bounds: dict | None, who: str, note: str) -> str:
+  from tinyspec.interop.compare import compare
   names = [k for k in got if k in expected]
-  if not names: return f"mismatch: no common outputs (reference {sorted(got)}, tinygrad {sorted(expected)})"
+  if not names: return f"mismatch: no common outputs ({who} {sorted(got)}, tinygrad {sorted(expected)})"
   notes = []
   for k in names:
-    c = compare(expected[k], got[k])
-    if not c.ok: return f"mismatch: {k}: {c.message}"
+    c = compare(expected[k], got[k], bounds.get(k) if bounds is not None else None, who)
+    if not c.ok: return f"mismatch: {k}: {c.message}{note}"
     notes.append(f"{k} {c.message}")
-  return "ok: " + ", ".join(notes)
+  return "ok: " + ", ".join(notes) + note
 
 
 @dataclass
@@ -98,7 +130,7 @@ class ScriptResult:
 
   @property
   def ok(self) -> bool:
-    return self.error is None and all(g.valid and (g.eval_ok or not g.expected or g.level == "program") for g in self.graphs)
+    return self.error is None and all(g.valid and (g.eval_ok or not g.expected) for g in self.graphs)
 
   def counts(self) -> dict:
     c = Counter()
@@ -106,7 +138,8 @@ class ScriptResult:
       c[f"{g.level}"] += 1
       c[f"{g.level} valid"] += g.valid
       if g.evaluation != "not run": c[f"{g.level} evaluated"] += 1
-      c[f"{g.level} eval ok"] += g.eval_ok
+      c[f"{g.level} eval ok"] += g.evaluation.startswith("ok")
+      for b, r in g.runs.items(): c[f"{g.level} {b} ok"] += r.startswith("ok")
     return dict(c)
 
   def summary(self) -> dict:
@@ -126,10 +159,10 @@ class ScriptResult:
     write_file(out / "import-report.json", json.dumps(self.summary(), indent=1) + "\n")
 
 
-def import_script(path, check: bool = True, evaluate: bool = True, programs: bool = True) -> ScriptResult:
+def import_script(path, check: bool = True, evaluate: bool = True, programs: bool = True, backends=()) -> ScriptResult:
   """Run the tinygrad script at path (as `python path` would: its folder first on sys.path,
   run as __main__) and import what it realizes; check=True validates (and evaluate=True
-  evaluates) every graph."""
+  evaluates, and runs on each of backends) every graph."""
   from tinyspec.interop.capture import capture
   path = Path(path)
   res = ScriptResult(str(path))
@@ -159,7 +192,7 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
         g, rep = import_program(p, device=c.device, meta={"realize": r.index, "call": c.index})
         res.graphs.append(GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, k.inputs, k.expected))
   if check:
-    for g in res.graphs: g.check(evaluate)
+    for g in res.graphs: g.check(evaluate, backends)
   res.seconds = time.perf_counter() - t0
   return res
 

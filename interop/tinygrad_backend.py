@@ -11,13 +11,16 @@ STORE see it, decision store-order). A kernel-level graph (a SINK over PARAMs) b
 tinygrad kernel of UOps (RANGE, INDEX, STORE, END, REDUCE ...) run with
 `Tensor.custom_kernel`. Graphs the validator rejects are refused with its rule id.
 
-The device: TINYSPEC_TINYGRAD_DEVICE (e.g. CPU, or PYTHON for tinygrad's emulator); unset,
-CPU when `clang` is on PATH (tinygrad's CPU device compiles with it, even to open), else
-PYTHON (a warning says so once; conformance/manifests/tinygrad.yaml describes CPU). Every
-tensor the backend makes names its device, and a value of constants only (which tinygrad
-keeps deviceless and would realize on a hard-coded "CPU") is realized on the backend's
-device, so a PYTHON run never opens tinygrad's CPU device or runs clang. Results come back
-in the spec's dtypes.
+The device: TINYSPEC_TINYGRAD_DEVICE (CPU, PYTHON for tinygrad's emulator, CL for OpenCL:
+PoCL here, through pyopencl's own libOpenCL); unset, CPU when `clang` is on PATH
+(tinygrad's CPU device compiles with it, even to open), else PYTHON (a warning says so
+once). The device is the backend's label: its expected failures are
+conformance/manifests/tinygrad-<DEVICE>.yaml, each a tinygrad bug of docs/tinygrad-bugs.md.
+The backend claims the portable profile (tinygrad's results are judged against the
+results the decisions allow). Every tensor the backend makes names its device, and a
+value of constants only (which tinygrad keeps deviceless and would realize on a
+hard-coded "CPU") is realized on the backend's device, so a PYTHON run never opens
+tinygrad's CPU device or runs clang. Results come back in the spec's dtypes.
 """
 from __future__ import annotations
 import os
@@ -39,6 +42,13 @@ def _backend_table() -> dict:
   return mapping()["backend"]
 
 
+def unsupported(device: str) -> dict:
+  """op -> why, for the ops tinygrad's `device` cannot run from a graph (the map table's
+  backend.unsupported: `all` and the device's own)."""
+  u = _backend_table()["unsupported"]
+  return {**u.get("all", {}), **u.get(_base(device), {})}
+
+
 def have_clang() -> bool:
   """Whether tinygrad's CPU device can open: CPUDevice.__init__ compiles its runtime helpers
   with ClangCompiler, which runs `clang` (tinygrad/runtime/ops_cpu.py, compiler_cpu.py)."""
@@ -57,12 +67,24 @@ def tinygrad_device() -> str:
     _warned.add("PYTHON")
     import sys
     print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
-          "conformance/manifests/tinygrad.yaml describes the CPU device, which needs clang)", file=sys.stderr)
+          "its expected failures are conformance/manifests/tinygrad-PYTHON.yaml; the CPU device needs clang)", file=sys.stderr)
   return "PYTHON"
 
 
 def _base(device: str) -> str:
   return device.split(":")[0].upper()
+
+
+def open_cl() -> None:
+  """tinygrad's CL device on PoCL: its ctypes loader needs OPENCL_PATH (pyopencl's wheel
+  ships libOpenCL in pyopencl/.libs), and the ICD only initializes once pyopencl has
+  loaded it (opening CL first segfaults in clGetPlatformIDs)."""
+  import glob
+  try: import pyopencl
+  except ImportError as e: raise Refused(f"tinygrad's CL device here needs pyopencl with PoCL ({e})") from None
+  if not os.environ.get("OPENCL_PATH"):
+    libs = sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "libOpenCL*")))
+    if libs: os.environ["OPENCL_PATH"] = libs[0]
 
 
 class TinygradBackend(Backend):
@@ -84,11 +106,13 @@ class TinygradBackend(Backend):
     for lv, spec in B["levels"].items():
       names = {n for n, o in T.ops.items() if o.category in spec.get("categories", ()) and lv in o.levels}
       names |= set(spec.get("ops", ()))
-      names -= set(B["unsupported"])
+      names -= set(unsupported(self.device))
       for n in names: ops.setdefault(n, set()).add(lv)
     self.setup()
     dts = frozenset(n for n, d in DTYPES.items() if d.cls != "void")
-    return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]))
+    # tinygrad divides as seed 001's MUL(A, RECIP(B)) (mixin/elementwise.py div): its decompositions' bounds apply
+    return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]), decomposed=True,
+                        profile="portable", label=_base(self.device))
 
   def setup(self) -> None:
     """Once: the device must work (CPU needs clang), and the dtypes of the table's
@@ -96,6 +120,7 @@ class TinygradBackend(Backend):
     if getattr(self, "_ready", False): return
     if _base(self.device) == "CPU" and not have_clang():
       raise Refused("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON")
+    if _base(self.device) == "CL": open_cl()
     from tinygrad.helpers import EMULATED_DTYPES
     want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])
     EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
@@ -156,15 +181,25 @@ def _spec_const(v, dtype: str):
 
 def _device_map(backend_device: str):
   """spec device name -> tinygrad device: CPU is the backend's device, any other name its
-  own instance of it (DEV:1, DEV:2 ... in order of appearance)."""
+  own instance of it (DEV:1, DEV:2 ... in order of appearance), or the device itself where
+  there is no other instance (an OpenCL platform with one device: a copy to itself)."""
   names: dict[str, str] = {}
   def dev(name):
     if name is None: return None
     if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
     if name not in names:
-      names[name] = backend_device if name == "CPU" else f"{backend_device}:{1 + sum(k != 'CPU' for k in names)}"
+      names[name] = backend_device if name == "CPU" else _instance(backend_device, 1 + sum(k != "CPU" for k in names))
     return names[name]
   return dev
+
+
+def _instance(device: str, k: int) -> str:
+  from tinygrad import Device
+  try:
+    Device[f"{device}:{k}"]
+    return f"{device}:{k}"
+  except Exception:   # noqa: BLE001 (no such instance: tinygrad raises what its runtime raises)
+    return device
 
 
 def _to_tensor(a: np.ndarray, dtype: str, shape, device):
@@ -354,8 +389,6 @@ class _TensorBuilder:
   def elementwise(self, n, srcs):
     B = _backend_table()
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg))
-    if n.op == "WHERE" and srcs[0].dtype.name != "bool":
-      srcs = [srcs[0] != 0, *srcs[1:]]            # decision where-cond: nonzero (NaN too) selects A
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
     if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
@@ -537,18 +570,32 @@ class _KernelBuilder:
     return UOp.special(bound, n.arg["name"])
 
   def _flat_index(self, n):
-    """INDEX(p, i, j, ...) on a PARAM: the row-major flat index."""
+    """INDEX(p, i, j, ...) on a PARAM: (the row-major flat index, the condition that every
+    index is in range or None where tinygrad's own vmin/vmax prove it). Decision index-oob:
+    an access out of range reads zero and writes nothing, which is tinygrad's masked
+    access `INDEX(p, i.valid(ok))`; tinygrad leaves an ungated one undefined (its PYTHON
+    device raises IndexError)."""
     idx = []
     for s in n.src[1:]: idx.append((yield s))
     shape = self.views[n.src[0]].shape
+    ok = None
+    for x, d in zip(idx, shape):
+      if isinstance(x.vmin, int) and isinstance(x.vmax, int) and 0 <= x.vmin and x.vmax < int(d): continue
+      c = (x < int(d)) & (x > -1)
+      ok = c if ok is None else ok & c
     flat = idx[0]
     for k, x in enumerate(idx[1:], 1): flat = flat * int(shape[k]) + x
-    return flat
+    return flat, ok
+
+  def _access(self, idx_node, gate=None):
+    """The masked INDEX of an access through idx_node, gated by `gate` too."""
+    buf = yield idx_node.src[0]
+    flat, ok = yield from self._flat_index(idx_node)
+    cond = gate if ok is None else ok if gate is None else gate & ok
+    return buf.index(flat if cond is None else flat.valid(cond))
 
   def k_INDEX(self, i, n):
-    buf = yield n.src[0]
-    flat = yield from self._flat_index(n)
-    return buf.index(flat)
+    return (yield from self._access(n))
 
   def k_LOAD(self, i, n):
     """LOAD(INDEX(p, i), alt, gate): tinygrad's masked read INDEX(p, i.valid(gate)), which
@@ -556,11 +603,9 @@ class _KernelBuilder:
     if len(n.src) == 1: return (yield n.src[0])
     idx_node = self.g.nodes[n.src[0]]
     if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (LOAD): a gated load of {idx_node.op}")
-    buf = yield idx_node.src[0]
-    flat = yield from self._flat_index(idx_node)
     alt = yield n.src[1]
     gate = yield n.src[2]
-    x = buf.index(flat.valid(gate))
+    x = yield from self._access(idx_node, gate)
     return gate.where(x, alt)
 
   def k_STORE(self, i, n):
@@ -569,9 +614,7 @@ class _KernelBuilder:
     if len(n.src) == 3:
       if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (STORE): a gated store to {idx_node.op}")
       gate = yield n.src[2]
-      buf = yield idx_node.src[0]
-      flat = yield from self._flat_index(idx_node)
-      return buf.index(flat.valid(gate)).store(val)
+      return (yield from self._access(idx_node, gate)).store(val)
     target = yield n.src[0]
     return target.store(val)
 
@@ -599,7 +642,6 @@ class _KernelBuilder:
     for s in n.src: srcs.append((yield s))
     B = _backend_table()
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg, kernel=True))
-    if n.op == "WHERE" and srcs[0].dtype.name != "bool": srcs = [srcs[0].ne(0), *srcs[1:]]
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
     if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")

@@ -204,6 +204,9 @@ class _Converter:
   # ---- forms (generators: yield (source, context), get the node index back)
   def f_plain(self, u, ctx):
     op, dtype = self.op_name(u), self.dtype_of(u, ctx)
+    if dtype == "bool" and op in self.m.get("bool_ops", {}):   # tinygrad's ADD/MUL of bools are OR/AND (decision bool-arith)
+      self.report.forms[f"bool {op} as {self.m['bool_ops'][op]}"] += 1
+      op = self.m["bool_ops"][op]
     srcs = []
     for k, s in enumerate(u.src): srcs.append((yield s, self.src_ctx(u, k, op, dtype)))
     return self.add(op, srcs, self.arg_of(u, dtype), *self.declared(u, dtype))
@@ -358,9 +361,14 @@ class _Converter:
     return self.add("LOAD", (node, self.const(0, dtype), mask), None, dtype)
 
   def f_store(self, u, ctx):
-    target = yield u.src[0], TARGET
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
+    dst = u.src[0]
+    while dst.op.name == "RESHAPE" and self.level == "tensor":   # assign into a reshaped buffer: the value reshaped to the buffer
+      self.report.forms["store into a RESHAPE"] += 1
+      dst = dst.src[0]
+      val = self.add("RESHAPE", (val, self.add("VCONST", (), {"values": [int(d) for d in dst.shape], "dtype": "index"})))
+    target = yield dst, TARGET
     gates = [self.masks[target]] if target in self.masks else []
     for s in u.src[2:]: gates.append((yield s, V()))
     if len(gates) > 1: gates = [self.add("AND", tuple(gates))]

@@ -48,7 +48,7 @@ def as_graph(graph) -> Graph:
   raise TypeError(f"evaluate() takes a tinyspec Graph, a UOp or a list of root UOps, not {type(graph).__name__}")
 
 
-def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False):
+def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=()):
   """Evaluate a graph with NumPy, exactly as the tables say. Returns {name: array}, or with
   trace=True an EvalResult. Raises EvalError for invalid graphs (carrying the
   validator's diagnostics), untrusted ops, inputs that do not fit, and values over the
@@ -57,13 +57,17 @@ def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allo
   strict_bounds=True is a debugging aid for compilers: an out-of-range kernel access that
   no gate covers (a LOAD's gate, an IF, a STORE's gate) raises EvalError (rule eval.oob)
   instead of getting decision index-oob's answer (reads zero, writes nothing), since a
-  compiled kernel must realize that decision with a gate of its own."""
-  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted, strict_bounds=strict_bounds)
+  compiled kernel must realize that decision with a gate of its own.
+
+  variants names alternative semantics of the decisions (the `variant:` results of their
+  `allowed:` entries: `flush` subnormals, `fused` and `wide` MULACC): the value a backend
+  that chose them computes, one of the results the portable profile accepts."""
+  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted, strict_bounds=strict_bounds, variants=variants)
   if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
   return out
 
 
-def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False):
+def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=()):
   """evaluate() that also returns the Machine (its .budget.peak says how many bytes the
   evaluation held at most)."""
   g = as_graph(graph)
@@ -73,7 +77,11 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
     lines = "\n".join(x.format() for x in d[:10]) + (f"\n... and {len(d) - 10} more" if len(d) > 10 else "")
     raise EvalError(f"the graph is invalid, nothing was evaluated:\n{lines}", d[0].node, d[0].op, d[0].rule, diagnostics=d,
                     exit_code=max(x.exit_code for x in d))
+  from tinyspec.portable import variants as known
+  bad = sorted(set(variants) - known())
+  if bad: raise EvalError(f"unknown variant {', '.join(bad)} (the tables' variants: {', '.join(sorted(known()))})", rule="eval.input", exit_code=2)
   m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
+  m.variants = frozenset(variants)
   with np.errstate(all="ignore"):
     out = m.run()
   return out, m
@@ -100,6 +108,7 @@ class Machine:
     self.budget = budget
     self.allow_untrusted = allow_untrusted
     self.strict_bounds = bool(strict_bounds)
+    self.variants: frozenset = frozenset()
     self.inputs = self._inputs(inputs)
     self.used_inputs: set[str] = set()
     self.storages: dict = {}

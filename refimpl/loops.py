@@ -247,7 +247,7 @@ def reduction_write(scope, s, path, gate) -> Write:
   if g is not None:
     g = np.broadcast_to(g.reshape(g.shape + (1,) * (x.ndim - g.ndim)), np.broadcast_shapes(g.shape + (1,) * (x.ndim - g.ndim), x.shape))
     x = np.where(g, x, _masked(spec.op, dt))
-  seq = canonical_nan(accumulate(spec.op, dt, start, x, dims), dt)   # (N + 1, rest...): N points of the loops, in iteration order
+  seq = canonical_nan(accumulate(spec.op, dt, start, x, dims, acc_first=k_read == 0), dt)   # (N + 1, rest...): N points of the loops, in iteration order
   if m.tracing:
     m.record(scope, spec.read, _unflatten(seq[:-1], dims, sizes))
     m.record(scope, spec.update, _unflatten(seq[1:], dims, sizes))
@@ -262,10 +262,11 @@ def _masked(op, dt):
   return identity(op, dt)
 
 
-def accumulate(op, dt, start, x, dims):
+def accumulate(op, dt, start, x, dims, acc_first=True):
   """[start, OP(start, x0), OP(OP(start, x0), x1), ...] over the points of the loop axes
   `dims` (ascending) in iteration order (lexicographic), in the dtype: an array of shape
-  (N + 1, rest...) where rest is x's shape without `dims`."""
+  (N + 1, rest...) where rest is x's shape without `dims`. acc_first: the accumulator is
+  OP's first operand (MAX is not symmetric: decision max-nan)."""
   k = len(dims)
   front = tuple(range(k))
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]   # the value before the loops
@@ -278,14 +279,29 @@ def accumulate(op, dt, start, x, dims):
   seq = np.concatenate([start, x], axis=0)
   if op == "ADD": return np.add.accumulate(seq, axis=0, dtype=seq.dtype)
   if op == "MUL": return np.multiply.accumulate(seq, axis=0, dtype=seq.dtype)
-  if seq.dtype.kind == "f" or dt == "bfloat16":
-    f = seq.astype(np.float32) if dt == "bfloat16" else seq
-    r = np.maximum.accumulate(f, axis=0)
-    if np.any(r == 0):   # np.maximum keeps -0 over +0: make any +0 so far win
-      pos0 = np.logical_or.accumulate((f == 0) & ~np.signbit(f), axis=0)
-      r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
-    return r.astype(seq.dtype) if dt == "bfloat16" else r
-  return np.maximum.accumulate(seq, axis=0)
+  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.maximum.accumulate(seq, axis=0)
+  return _max_fold(seq, dt, acc_first)
+
+
+def _max_fold(seq, dt, acc_first):
+  """The running MAX of decision max-nan (b if a < b else a) from seq[0]. With the
+  accumulator first it is the first element reaching the running maximum of the non-NaN
+  ones (a NaN start stays); otherwise it is folded one step at a time."""
+  f = seq.astype(np.float32) if dt == "bfloat16" else seq
+  out = np.empty_like(f)
+  if not acc_first:
+    out[0] = f[0]
+    for t in range(1, len(f)): out[t] = np.where(f[t] < out[t - 1], out[t - 1], f[t])
+    return out.astype(seq.dtype) if dt == "bfloat16" else out
+  r = np.fmax.accumulate(f, axis=0)                         # NaN skipped (a NaN start: fmax keeps the rest...)
+  r = np.where(np.isnan(f[0]), f[0], r)                     # ... but MAX(NaN, x) is NaN: it stays
+  zero = f == 0
+  if zero.any():   # equal zeros keep the first one met
+    pos = np.where(zero, np.arange(len(f)).reshape((-1,) + (1,) * (f.ndim - 1)), len(f))
+    first = np.minimum.accumulate(pos, axis=0)
+    sign = np.take_along_axis(np.signbit(f), np.minimum(first, len(f) - 1), axis=0)
+    r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
+  return r.astype(seq.dtype) if dt == "bfloat16" else r
 
 
 def _unflatten(seq, dims, sizes):
@@ -333,7 +349,7 @@ def run_sequential(scope, ctx):
       for d, b in varying: scope.valid_of[d] = point[dims.index(d)] < b
       starts = {}
       for a, st in carried.items():   # the carried reads see everything earlier points stored
-        keep = plan.axes[a] & ~plan.carried_bits.get(a, 0)   # one state for all points of the carried loops
+        keep = (plan.axes[a] & ~plan.carried_bits.get(a, 0)) | scope.private_bits(st)   # one state for all points of the carried loops
         arr = scope.materialize(state[a], keep, a)
         starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, pre[a])
       for i in walk: scope.step(i)

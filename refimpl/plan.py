@@ -48,6 +48,7 @@ class Plan:
     self.reductions: dict = {}
     self.sequential: dict = {}
     self.in_loop: set[int] = set()
+    self.private: dict[str, int] = {}
     if kernel: self._kernel(nodes, linear)
 
   # ---------------------------------------------------------------- storage chains
@@ -131,9 +132,14 @@ class Plan:
     depth = max((len(views[i].shape) for i in self.order if isinstance(views[i].shape, tuple) and all(isinstance(d, int) for d in views[i].shape)), default=0)
     if self.naxes + depth > 60:
       raise EvalError(f"the kernel has {self.naxes} loop axes; with values of rank {depth} that is more array axes than NumPy allows", rule="eval.unsupported")
-    local_bits = 0
+    local_bits = thread_bits = 0
     for r in loops:
-      if nodes[r].op == "SPECIAL" and str(nodes[r].arg.get("name", "")).startswith("l"): local_bits |= 1 << self.axis_of[r]
+      if nodes[r].op != "SPECIAL": continue
+      thread_bits |= 1 << self.axis_of[r]
+      if str(nodes[r].arg.get("name", "")).startswith("l"): local_bits |= 1 << self.axis_of[r]
+    # decision kernel-loops: a REG buffer is private to a thread (every point of the SPECIAL
+    # axes has its own), a LOCAL buffer to a workgroup (every point of the other SPECIALs)
+    self.private = {"REG": thread_bits, "LOCAL": thread_bits & ~local_bits}
     axes = self.axes
     for i in self.order:
       n = nodes[i]

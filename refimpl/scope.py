@@ -20,6 +20,18 @@ from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gathe
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
 from tinyspec.refimpl import loops
+from tinyspec.portable import applies, variant_scope
+from tinyspec.dtypes import DTYPES
+
+
+def flush_subnormals(x: np.ndarray, dt: str) -> np.ndarray:
+  """x with every subnormal of dtype dt replaced by a zero of its sign."""
+  tiny = DTYPES[dt].normal_range[0]
+  f = x.astype(np.float32) if dt == "bfloat16" else x
+  with np.errstate(invalid="ignore"):
+    sub = (f != 0) & (np.abs(f) < tiny)
+  if not sub.any(): return x
+  return np.where(sub, np.copysign(np.zeros((), f.dtype), f).astype(x.dtype), x)
 
 _FACTOR = {"elementwise": 2.0, "decomposed": 3.0}   # temporaries per result byte (float32/64 round trips)
 
@@ -94,14 +106,31 @@ class Scope:
     ctx = NodeCtx(self, i, eff)
     unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
     if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
+    flush = "flush" in m.variants and node.op in variant_scope("flush")
+    if flush: saved = self.flush_sources(i)
     if unread_link: val = None
     elif u.raw: val = u.fn(ctx)
     else: val = u.fn(ctx, *self.args(i))
+    if flush:
+      self.values.update(saved)
+      if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
+        val = flush_subnormals(val, ctx.dtype)
     if val is not None and not isinstance(val, tuple): val = self.finish(i, val)
     self.values[i] = val
     if ctx.eff: self.eff[i] = ctx.eff
     if m.tracing: m.record(self, i, val)
     if not self.pinned: self.consumed(i)
+
+  def flush_sources(self, i) -> dict:
+    """The `flush` variant (decision denormals): the node's float sources of the dtypes the
+    variant covers read with subnormals as zeros; returns the values to put back."""
+    saved = {}
+    for j in self.m.nodes[i].src:
+      v, dt = self.values.get(j), self.m.views[j].dtype
+      if isinstance(v, np.ndarray) and isinstance(dt, str) and CLS.get(dt) == "float" and applies("flush", self.m.nodes[i].op, dt):
+        saved[j] = v
+        self.values[j] = flush_subnormals(v, dt)
+    return saved
 
   def consumed(self, i):
     for j in self.m.nodes[i].src: self.release(j)
@@ -192,8 +221,14 @@ class Scope:
     if i not in self.plan.read: return None
     return self.materialize(st.base, 0, i)
 
+  def private_bits(self, st) -> int:
+    """The loop axes along which each point has its own copy of storage st (decision
+    kernel-loops: REG per thread, LOCAL per workgroup)."""
+    return self.plan.private.get(st.addrspace, 0) if self.kernel else 0
+
   def materialize(self, ver, keep, i):
     st = ver.storage
+    keep |= self.private_bits(st)
     if ver.cached(keep) is None and ver.write is not None:
       self.m.budget.need(int(st.initial.nbytes * self.loop_numel(keep)) * 2, i, self.m.nodes[i].op, "the buffer's contents")
     out = materialize(ver, keep, tuple(self.loop_sizes), self.R)
@@ -326,7 +361,7 @@ class Scope:
 
   def after(self, ctx):
     i, node = ctx.i, ctx.node
-    if i not in self.plan.root: return ctx.value(0)   # a computed value, ordered after deps: passes through
+    if i not in self.plan.root: return self.after_view(ctx)
     st = self.storage(self.plan.root[i])
     ver = self.override.get(i)
     if ver is not None:
@@ -341,6 +376,26 @@ class Scope:
       r = role(n.op)
       if r == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[j] for j in n.src[1:]])
       elif r == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
+    return x
+
+  def after_view(self, ctx):
+    """AFTER of movement ops over storage (tinygrad's AFTER(RESHAPE(buf), STORE(buf, v))):
+    the storage as its deps leave it, seen through the same movement ops; AFTER of any
+    other value passes it through."""
+    m, nodes = self.m, self.m.nodes
+    chain, j = [], ctx.node.src[0]
+    while j not in self.plan.root and m.T.ops[nodes[j].op].category == "movement" and role(nodes[j].op) is None:
+      chain.append(j); j = nodes[j].src[0]
+    if j not in self.plan.root or not chain: return ctx.value(0)
+    st = self.storage(self.plan.root[j])
+    ver = (ctx.eff or {}).get(st.key) or st.base
+    x = self.materialize(ver, 0, ctx.i)
+    for link in self.plan.chain_links(j):
+      n = nodes[link]
+      if role(n.op) == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[k] for k in n.src[1:]])
+      elif role(n.op) == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
+    for k in reversed(chain):   # the movement ops, innermost first
+      x = UNITS[nodes[k].op].fn(NodeCtx(self, k, None), x, *[self.values.get(s) for s in nodes[k].src[1:]])
     return x
 
   def loop_axis(self, i, bound):

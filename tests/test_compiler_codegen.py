@@ -37,11 +37,13 @@ def histogram(dt: str, n: int = 1000, bins: int = 8):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dt", ["int32", "int64", "float32"])
 def test_atomic_histogram(dt, target):
+  """Integer atomic adds commute exactly, so the THREAD axis runs on threads; float ones
+  round differently in another order, so that axis runs in order (compiler/parallel.py)."""
   k = histogram(dt)
   x = {"param1": np.random.default_rng(0).integers(0, 8, 1000).astype(np.int32), "param0": np.zeros(8, dt)}
   want = evaluate(k, x)
   c = compile_graph(k, target)
-  if target == "c": assert c.sources[0].thread == 1000 and "__atomic" in c.source()
+  if target == "c": assert c.sources[0].thread == (1000 if dt != "float32" else None) and "__atomic" in c.source()
   got = c.executable().run(x, threads=4) if target == "c" else c.run(x)
   assert not compare_outputs(got, want)
   assert got["param0"].sum() == (1000 if dt != "float32" else 500)

@@ -48,7 +48,7 @@ def test_upcast_and_unroll_are_expanded():
   unrolled = compile_graph([SUMSQ], "c", [["SPLIT", 1, [4, "UNROLL"]]]).sources[0].source
   assert unrolled.count("for (") == plain.count("for (")
   assert unrolled.count("p1[") == 4 * plain.count("p1[")
-  assert "< 12;" in unrolled                                   # 48 / 4 iterations left
+  assert "< 12LL;" in unrolled                                   # 48 / 4 iterations left
 
 
 @pytest.mark.parametrize("opts, rule", [
@@ -187,7 +187,7 @@ def test_swap_exchanges_the_loop_order():
   g = [UOp("ADD", (A, A))]
   plain = compile_graph(g, "c", []).sources[0].source
   swapped = compile_graph(g, "c", [["SWAP", 0, 1]]).sources[0].source
-  assert plain.index("< 64;") < plain.index("< 48;") and swapped.index("< 48;") < swapped.index("< 64;")
+  assert plain.index("< 64LL;") < plain.index("< 48LL;") and swapped.index("< 48LL;") < swapped.index("< 64LL;")
   assert not compare_outputs(compile_graph(g, "c", [["SWAP", 0, 1]]).run(X), evaluate(g, X))
 
 

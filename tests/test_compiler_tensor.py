@@ -167,6 +167,22 @@ def test_reduce_over_view(target):
   assert compile_graph([r], target).run(x)["out0"].tolist() == evaluate([r], x)["out0"].tolist() == [(3 << 32 | 2) + (5 << 32 | 4)]
 
 
+def case_bfloat16_bitcast_keeps_nan_payloads():
+  """decision bitcast-nan: every bit passes, also through a bfloat16 view that is moved
+  (c and opencl used to convert through float32 and change the payloads)."""
+  a = buf(0, (6,), "uint16")
+  bf = UOp("BITCAST", (a,), "bfloat16")
+  back = UOp("BITCAST", (UOp("FLIP", (bf,), [True]),), "uint16")
+  return [back, UOp("BITCAST", (bf,), "int16")], {"buf0": np.array([0x7F81, 0xFFC1, 0x7FC0, 0xFF80, 0x0001, 0x8001], np.uint16)}
+
+
+def case_bool_view_of_bytes_reads_nonzero_as_true():
+  """A BUFFER_VIEW as bool of bytes 2 and 0x80 is true: BITCAST back to uint8 gives 1 on
+  every backend (decision bitcast-nan), where raw bytes used to leak through on c/opencl."""
+  v = UOp("BUFFER_VIEW", (buf(0, (4,), "uint8"),), {"offset": 0, "size": 4, "dtype": "bool"})
+  return [UOp("BITCAST", (v,), "uint8"), UOp("CAST", (v,), "int32")], {"buf0": np.array([2, 0x80, 0, 1], np.uint8)}
+
+
 CASES = {k[5:]: v for k, v in dict(globals()).items() if k.startswith("case_")}
 
 

@@ -187,9 +187,15 @@ def test_status_renders_conformance_results(tmp_path):
   (tmp_path / "docs" / "conformance-results.json").write_text(json.dumps(res))
   st = docgen.render_status_md(T, tmp_path)
   sec = st.split("## Conformance coverage per backend")[1]
-  assert "### reference" in sec and "1 passed, 1 failed, 1 xfail, 1 unsupported." in sec
+  assert "### reference" in sec and "1 passed, 0 portable, 1 failed, 1 xfail, 1 unsupported. Profile: meets **neither** profile." in sec
   assert "| op | int8 | int32 | float16 | float32 |" in sec          # dtypes in dtypes.yaml order
   assert "| ADD | FAIL |  |  | pass |" in sec and "| SIN |  | — | xfail |  |" in sec
+  res = {"tinygrad-CPU": {"ADD": {"float32": "passed", "int8": "portable"}, "SIN": {"float16": "xfail"}}, "c": {"ADD": {"float32": "passed"}}}
+  (tmp_path / "docs" / "conformance-results.json").write_text(json.dumps(res))
+  sec = docgen.render_status_md(T, tmp_path).split("## Conformance coverage per backend")[1]
+  c, tg = sec.split("### tinygrad-CPU")
+  assert "Profile: meets **portable** except the expected failures of its manifest." in tg and "Profile: meets **strict**" in c
+  assert "| ADD | port |  | pass |" in tg
   (tmp_path / "docs" / "conformance-results.json").write_text(json.dumps({"reference": {"ADD": {"float32": "great"}}}))
   assert "does not have the form" in docgen.render_status_md(T, tmp_path)
 

@@ -1,4 +1,4 @@
-"""The `tinygrad` conformance backend (interop/tinygrad_backend.py) and its manifest.
+"""The `tinygrad` conformance backend (interop/tinygrad_backend.py) and its manifests.
 
 Skipped without tinygrad. Runs tinygrad's CPU device when clang is installed, else its
 PYTHON emulator (TINYSPEC_TINYGRAD_DEVICE). The whole corpus is `tinyspec conformance
@@ -47,11 +47,14 @@ def test_registered_through_the_entry_point():
 
 
 def test_capabilities(backend):
+  from tinyspec.interop.tinygrad_backend import unsupported
   caps = backend.capabilities()
   assert {"tensor", "kernel"} <= set(caps.ops["ADD"])
   assert "RANGE" in caps.ops and caps.ops["RANGE"] == {"kernel"}
-  for op in ("MULACC", "SPECIAL", "BUFFER_VIEW"):   # tinygrad's CPU device cannot run them (interop/tinygrad_map.yaml)
-    assert op not in caps.ops
+  assert caps.profile == "portable" and caps.label == backend.device and caps.decomposed   # manifests/tinygrad-<DEVICE>.yaml
+  assert "BUFFER_VIEW" not in caps.ops                  # no device of tinygrad has it (interop/tinygrad_map.yaml)
+  assert ("SPECIAL" in caps.ops) == (backend.device != "CPU")   # tinygrad's CPU renderer has no work-item index
+  assert set(unsupported("CPU")) == {"BUFFER_VIEW", "MULACC", "SPECIAL"} and "SPECIAL" not in unsupported("PYTHON")
   assert "float32" in caps.dtypes and "index" in caps.dtypes and "void" not in caps.dtypes
 
 
@@ -67,7 +70,7 @@ def test_corpus_cases_pass(backend, cid):
   case, = _cases([cid])
   outs = backend.run(Graph.load(case.graph), case.load_inputs())
   outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
-  assert judge_positive(case, outs, False) is None
+  assert judge_positive(case, outs, True, "portable") is None
 
 
 def test_invalid_graph_is_refused_with_the_rule():
@@ -203,17 +206,14 @@ def test_cpu_device_runs_constant_graphs(cid):
   assert "CPU" in Device._opened_devices
 
 
-# ------------------------------------------------------------------ the manifest
-def test_every_manifest_entry_is_explained_and_matches_a_case():
-  """Every expected failure names a [section] of docs/tinygrad-divergences.md, and matches
-  some case of the corpus (no stale entries)."""
+# ------------------------------------------------------------------ the manifests
+def test_every_manifest_entry_matches_a_case():
+  """No stale entries in the per-device manifests (that each names a documented tinygrad
+  bug with a repro is tests/test_interop_bugs.py's)."""
   from tinyspec.conformance.manifest import load_manifest
   from tinyspec.conformance.corpus import load_cases
-  m = load_manifest("tinygrad")
-  assert m.expected_failures, "conformance/manifests/tinygrad.yaml is empty or missing"
-  doc = (ROOT / "docs" / "tinygrad-divergences.md").read_text()
-  sections = set(re.findall(r"^### (\S+)$", doc, re.M))
-  for pat, why in m.expected_failures.items():
-    named = re.findall(r"\[([a-z0-9-]+)\]", why)
-    assert named and set(named) <= sections, f"{pat}: reason names {named}, not sections of the divergences doc"
-  assert not m.unused([c.id for c in load_cases()]), f"stale manifest entries: {m.unused([c.id for c in load_cases()])}"
+  ids = [c.id for c in load_cases()]
+  for dev in ("CPU", "PYTHON", "CL"):
+    m = load_manifest(f"tinygrad-{dev}")
+    assert m.expected_failures, f"conformance/manifests/tinygrad-{dev}.yaml is empty or missing"
+    assert not m.unused(ids), f"stale entries of tinygrad-{dev}.yaml: {m.unused(ids)}"

@@ -80,11 +80,19 @@ def test_accumulator_kernel_is_the_sequential_sum(dtype):
   assert got.tobytes() == acc.tobytes()   # bit for bit: the same rounding at every step
 
 
-def test_accumulator_max_with_nan_and_signed_zero():
-  g = acc_kernel(2, 3, lambda b, acc, x: b.MAX(acc, x), init=-math.inf)
-  xv = np.array([[-0.0, 0.0, -1.0], [1.0, math.nan, 2.0]], np.float32)
+@pytest.mark.parametrize("acc_first", [True, False])
+def test_accumulator_max_with_nan_and_signed_zero(acc_first):
+  # decision max-nan, folded in order: MAX(acc, x) keeps the first zero met and skips a NaN x;
+  # MAX(x, acc) takes a NaN x (its first operand) and the later of equal zeros
+  g = acc_kernel(3, 3, (lambda b, acc, x: b.MAX(acc, x)) if acc_first else (lambda b, acc, x: b.MAX(x, acc)), init=-math.inf)
+  xv = np.array([[-0.0, 0.0, -1.0], [1.0, math.nan, 2.0], [1.0, 2.0, math.nan]], np.float32)
   got = evaluate(g, {"param0": xv})["param1"]
-  assert got[0] == 0.0 and math.copysign(1, got[0]) == 1 and math.isnan(got[1])
+  want = []
+  for row in xv.tolist():   # the sequential loop, with Python's max semantics b if a < b else a
+    acc = -math.inf
+    for x in row: acc = (x if acc < x else acc) if acc_first else (acc if x < acc else x)
+    want.append(acc)
+  assert got.tobytes() == np.array(want, np.float32).tobytes()
 
 
 def test_accumulator_with_a_gated_store():
@@ -419,3 +427,56 @@ def test_accumulator_reset_in_an_outer_loop_in_a_linear_and_its_kernel_twin(thro
   got_program = evaluate(program, {"param1": xv}, level="program")["param0"]
   assert got_kernel.tobytes() == want.tobytes()
   assert got_program.tobytes() == want.tobytes()
+
+
+def special_accumulator(G, K, read, after_special: bool, linear: bool):
+  """tinygrad's REG accumulator inside SPECIAL threads (its PYTHON and GPU devices): the
+  REG buffer is stored 0 by a STORE that does not depend on the thread (or through
+  AFTER(reg, gidx0), our compiler's form), summed over RANGE k from in[g*K + k] through
+  `read` (an INDEX value, or a LOAD, which makes the loop sequential), then out[g] = acc."""
+  b = Builder()
+  inp = b.param((G * K,), F32, 0); out = b.param((G,), F32, 1)
+  g = b.SPECIAL(idx(b, G), arg={"name": "gidx0"})
+  reg = b.buffer((1,), F32, 0, addrspace="REG")
+  z = idx(b, 0)
+  init = b.STORE(b.INDEX(b.AFTER(reg, g) if after_special else reg, z), b.const(0.0, F32))
+  k = b.range(K, 0, "REDUCE")
+  acc = b.INDEX(b.AFTER(reg, init, k), z)
+  cur = b.LOAD(acc) if read == "load" else acc
+  x = b.INDEX(inp, b.ADD(b.MUL(g, idx(b, K)), k))
+  end = b.END(b.STORE(acc, b.ADD(cur, x)), k)
+  b.SINK(b.STORE(b.INDEX(out, g), b.INDEX(b.AFTER(reg, end), z)))
+  return linearized(b) if linear else b.graph()
+
+
+@pytest.mark.parametrize("read", ["index", "load"])
+@pytest.mark.parametrize("after_special", [False, True])
+@pytest.mark.parametrize("linear", [False, True])
+def test_reg_accumulator_is_private_to_each_thread(read, after_special, linear):
+  # regression (issue 14): without AFTER(reg, gidx0) the sequential evaluation shared one
+  # REG among the threads and gave [12, 15] for in = 1..6 (decision kernel-loops: REG per thread)
+  g = special_accumulator(2, 3, read, after_special, linear)
+  got = evaluate(g, {"param0": np.arange(1, 7, dtype=np.float32)}, level="program" if linear else "auto")["param1"]
+  assert got.tolist() == [6.0, 15.0]
+
+
+def test_local_buffer_is_private_to_each_workgroup():
+  # a LOCAL buffer written by every lidx of a group, read after the BARRIER, summed in a REG
+  # accumulator: each workgroup (gidx) sees its own LOCAL contents
+  G, L = 3, 4
+  b = Builder()
+  out = b.param((G,), F32, 0); inp = b.param((G * L,), F32, 1)
+  reg = b.buffer((1,), F32, 0, addrspace="REG"); lb = b.buffer((L,), F32, 1, addrspace="LOCAL")
+  g = b.SPECIAL(idx(b, G), arg={"name": "gidx0"}); l = b.SPECIAL(idx(b, L), arg={"name": "lidx0"})
+  bar = b.BARRIER(b.STORE(b.INDEX(lb, l), b.LOAD(b.INDEX(inp, b.ADD(b.MUL(g, idx(b, L)), l)))))
+  z = idx(b, 0)
+  init = b.STORE(b.INDEX(reg, z), b.const(0.0, F32))
+  k = b.range(L, 0, "REDUCE")
+  acc = b.INDEX(b.AFTER(reg, init, k), z)
+  end = b.END(b.STORE(acc, b.ADD(b.LOAD(acc), b.LOAD(b.INDEX(b.AFTER(lb, bar), k)))), k)
+  b.SINK(b.STORE(b.INDEX(out, g), b.INDEX(b.AFTER(reg, end), z), b.CMPEQ(l, z)))
+  x = rng.standard_normal(G * L).astype(np.float32)
+  want = np.zeros(G, np.float32)
+  for kk in range(L): want = want + x.reshape(G, L)[:, kk]
+  got = evaluate(b.graph(), {"param1": x})["param0"]
+  assert got.tobytes() == want.tobytes()

@@ -171,7 +171,8 @@ def test_movement_errors_name_the_rule():
   with pytest.raises(GraphError, match=r"EXPAND\.dims"): t.expand(2, 3, 5)
   with pytest.raises(GraphError, match=r"PERMUTE\.perm"): t.permute(0, 0, 1)
   with pytest.raises(GraphError, match=r"SHRINK\.bounds"): t.shrink_to(3, 3, 4)
-  with pytest.raises(GraphError, match=r"BITCAST\.size"): t.bitcast("int8")
+  with pytest.raises(GraphError, match=r"BITCAST\.size"): Tensor(np.zeros(3, np.uint8)).bitcast("int16")   # 3 bytes: no whole int16s
+  assert t.bitcast("int8").shape == (2, 3, 16)   # decision bitcast-size: the last axis rescales
   with pytest.raises(GraphError, match=r"STACK\.shapes"): t.stack(t.reshape(24))
 
 

@@ -47,13 +47,26 @@ def mod(x, y, name):
   return wrap(np.where(y == 0, x, np.mod(x, np.where(y == 0, 1, y))), name)   # sign of the divisor; a mod 0 = a
 
 
+def shift(x, y, name, left):
+  """decision shift on Python integers: amounts outside [0, width) give 0 (SHR of a negative: -1)."""
+  w = 8 * np.dtype(INT_DTYPES[name]).itemsize
+  out = np.empty(np.broadcast(x, y).shape, dtype=np.int64)
+  for k, (a, b) in enumerate(zip(np.broadcast_to(x, out.shape).ravel(), np.broadcast_to(y, out.shape).ravel())):
+    a, b = int(a), int(b)
+    r = (a << b if 0 <= b < w else 0) if left else (a >> b if 0 <= b < w else (-1 if a < 0 else 0))
+    out.flat[k] = np.array(r % (1 << w)).astype(np.uint64).astype(INT_DTYPES[name]) if w < 64 else np.array(r % (1 << 64), dtype=np.uint64).view(np.int64) if name != "uint64" else r % (1 << 64)
+  return out
+
+
 INT_BINARY = {
   "ADD": (lambda x, y, n: wrap(x + y, n), lambda a, b, n: iv.iv_add(a, b, n)),
   "SUB": (lambda x, y, n: wrap(x - y, n), lambda a, b, n: iv.iv_sub(a, b, n)),
   "MUL": (lambda x, y, n: wrap(x * y, n), lambda a, b, n: iv.iv_mul(a, b, n)),
-  "MAX": (lambda x, y, n: np.maximum(x, y), lambda a, b, n: iv.iv_max(a, b)),
+  "MAX": (lambda x, y, n: np.maximum(x, y), lambda a, b, n: iv.iv_max(a, b, n)),
   "IDIV": (idiv, lambda a, b, n: iv.iv_idiv(a, b, n)),
   "MOD": (mod, lambda a, b, n: iv.iv_mod(a, b, n)),
+  "SHL": (lambda x, y, n: shift(x, y, n, left=True), lambda a, b, n: iv.iv_shl(a, b, n)),
+  "SHR": (lambda x, y, n: shift(x, y, n, left=False), lambda a, b, n: iv.iv_shr(a, b, n)),
   "CMPLT": (lambda x, y, n: (x < y).astype(np.int64), lambda a, b, n: iv.iv_cmplt(a, b, n)),
   "CMPNE": (lambda x, y, n: (x != y).astype(np.int64), lambda a, b, n: iv.iv_cmpne(a, b, n)),
 }
@@ -227,8 +240,8 @@ def test_float_compare_and_max_are_sound(name):
     x, y = np.meshgrid(np.concatenate([samples(a, vals), [np.nan]]).astype(t), np.concatenate([samples(b, vals), [np.nan]]).astype(t))
     assert inside((x < y).astype(np.int64), iv.iv_cmplt(a, b, name))
     assert inside((x != y).astype(np.int64), iv.iv_cmpne(a, b, name))
-    m = np.maximum(x, y).astype(np.float64)
-    assert inside(m[~np.isnan(m)], iv.iv_max(a, b))
+    m = np.where(x < y, y, x).astype(np.float64)   # decision max-nan: a NaN operand selects the other one
+    assert inside(m[~np.isnan(m)], iv.iv_max(a, b, name))
 
 
 def test_outward_step_is_one_ulp():
@@ -242,3 +255,19 @@ def test_outward_step_is_one_ulp():
   assert iv._down(0.0, "float32") < 0 and iv._down(-0.0, "float16") < 0
   assert iv._down(math.inf, "float16") == 65504.0 and iv._up(-math.inf, "float16") == -65504.0
   assert iv._down(math.nan, "float32") == -math.inf
+
+
+def test_min_max_of_storage_after_a_store_covers_what_was_stored():
+  """AFTER(PARAM bounded [0, 10], STORE(PARAM, 100)) evaluates to 100: its interval holds it."""
+  from tinyspec.refimpl.build import Builder
+  from tinyspec.validate import validate
+  from tinyspec.refimpl import evaluate
+  b = Builder()
+  p = b.param((), "int32", 0, name="p", bounds=(0, 10))
+  a = b.AFTER(p, b.STORE(p, b.const(100, "int32")))
+  g = b.graph([b.ADD(a, b.const(0, "int32"))], level="tensor")
+  res = validate(g)
+  assert res.ok
+  lo, hi = res.views[a].min_max
+  assert lo <= 100 <= hi
+  assert int(evaluate(g, {"p": np.array(5, np.int32)})["out0"]) == 100

@@ -36,6 +36,8 @@ class Capabilities:
   devices: tuple = ("*",)
   decomposed: bool = False   # computes decomposed ops through their decompositions (ops.yaml `decomposed_ulp` applies)
   validates: bool = True     # refuses invalid graphs (the corpus's negative cases apply)
+  profile: str = "strict"    # the conformance profile it claims: strict (the canonical results) or portable (any allowed one)
+  label: str = ""            # its configuration, where results depend on it (the tinygrad backend's device): manifests/<name>-<label>.yaml
 
   def missing(self, uses: dict, dtypes, devices) -> list[str]:
     """What a graph needs that this backend lacks: `uses` maps op -> levels used."""
@@ -46,7 +48,7 @@ class Capabilities:
 
   def to_json(self) -> dict:
     return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices),
-            "decomposed": self.decomposed, "validates": self.validates}
+            "decomposed": self.decomposed, "validates": self.validates, "profile": self.profile, "label": self.label}
 
   @staticmethod
   def from_json(d: dict) -> "Capabilities":
@@ -61,8 +63,14 @@ class Capabilities:
     for k, v in ops.items(): strings(v, f"ops.{k}"[:80])
     for key in ("decomposed", "validates"):
       if key in d and not isinstance(d[key], bool): raise ValueError(f"capabilities: '{key}' must be true or false")
+    profile = d.get("profile", "strict")
+    if profile not in ("strict", "portable"): raise ValueError("capabilities: 'profile' must be 'strict' or 'portable'")
+    label = d.get("label") or ""
+    if not isinstance(label, str) or (label and not label.replace("_", "").isalnum()):
+      raise ValueError("capabilities: 'label' must be a name (letters, digits, _)")
     return Capabilities({str(k): frozenset(v) for k, v in ops.items()}, frozenset(strings(d.get("dtypes", []), "dtypes")),
-                        tuple(strings(d.get("devices", ["*"]), "devices")), d.get("decomposed", False), d.get("validates", True))
+                        tuple(strings(d.get("devices", ["*"]), "devices")), d.get("decomposed", False), d.get("validates", True),
+                        profile, label)
 
 
 def value_dtypes() -> frozenset:

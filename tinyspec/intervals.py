@@ -196,9 +196,28 @@ def iv_mul(a, b, name):
   return _int_iv(min(c), max(c), name)
 
 
-def iv_max(a, b):
+def iv_max(a, b, name=None):
+  """MAX is b if a < b else a (decision max-nan): for integers [max(a, b), max(A, B)]; a
+  float MAX with a NaN operand gives the other one, so only the hull of both is sound."""
   if a is None or b is None: return None
+  if _is_float(name): return iv_hull(a, b)
   return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def iv_shl(a, b, name):
+  """a << b for a >= 0 and an amount inside [0, width): [a << b, A << B] when that fits
+  the dtype, else the dtype range (it can wrap; decision shift)."""
+  if a is None or b is None: return dtype_range(name)
+  w = 8 * _dt(name).itemsize
+  if a[0] < 0 or b[0] < 0 or b[1] >= w: return dtype_range(name)
+  return _int_iv(int(a[0]) << int(b[0]), int(a[1]) << int(b[1]), name)
+
+
+def iv_shr(a, b, name):
+  """a >> b for a >= 0 and an amount >= 0 (floor division by 2^b): [a >> B, A >> b]."""
+  if a is None or b is None or a[0] < 0 or b[0] < 0: return dtype_range(name)
+  w = 8 * _dt(name).itemsize
+  return (int(a[0]) >> min(int(b[1]), w), int(a[1]) >> min(int(b[0]), w))
 
 
 def iv_idiv(a, b, name):
@@ -242,10 +261,9 @@ def iv_cast(a, src, dst):
     return (0, 1)
   if d.cls == "float":
     return _float_iv(float(a[0]), float(a[1]), dst)
-  if s.cls == "float":   # saturating, truncating; NaN becomes 0
-    def sat(x):
-      if x == math.inf: return d.max
-      if x == -math.inf: return d.min
-      return min(max(math.trunc(x), d.min), d.max)
-    return iv_hull((sat(a[0]), sat(a[1])), (0, 0))
+  if s.cls == "float":   # truncating, wrapping (decision cast-float-int); NaN and ±inf become 0
+    if not (math.isfinite(a[0]) and math.isfinite(a[1])): return dtype_range(dst)
+    lo, hi = math.trunc(a[0]), math.trunc(a[1])
+    if lo < d.min or hi > d.max: return dtype_range(dst)   # it can wrap
+    return iv_hull((lo, hi), (0, 0))
   return _int_iv(int(a[0]), int(a[1]), dst)

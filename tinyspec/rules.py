@@ -163,6 +163,30 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
     while v.op in through and v.src: v = v.src[0]
     return v.op in roots
 
+  def storage_root(v):
+    while v.op in through and v.src: v = v.src[0]
+    return v if v.op in roots else None
+
+  def after_min_max(src):
+    """AFTER(buf, deps...): buf's interval joined with every value its deps store into
+    the same storage (through STOREs, and the END/GROUP/BARRIER/IF chains around them);
+    the dtype range where a dep may write it otherwise (ATOMICADD, a CALL, a view)."""
+    root = storage_root(src[0])
+    mm = src[0].min_max
+    if root is None or mm is None: return mm
+    seen, stack = set(), list(src[1:])
+    while stack:
+      v = stack.pop()
+      if id(v) in seen: continue
+      seen.add(id(v))
+      if v.op == "STORE":
+        if storage_root(v.src[0]) is root:
+          if v.src[1].dtype != src[0].dtype or v.src[1].min_max is None: return iv.dtype_range(src[0].dtype)
+          mm = iv.iv_hull(mm, v.src[1].min_max)
+      elif v.op in ("ATOMICADD", "CALL"): return iv.dtype_range(src[0].dtype)
+      elif v.dtype == "void": stack.extend(v.src)
+    return mm
+
   def params_of(body):
     """PARAM views used by a function body, not entering nested bodies (they bind their own)."""
     seen, out, stack = set(), [], [body]
@@ -209,7 +233,7 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
       stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
     return order
 
-  return {"is_storage": is_storage, "params_of": params_of, "call_axis": call_axis}
+  return {"is_storage": is_storage, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
 
 
 def _needs_tables(*_):
@@ -240,6 +264,14 @@ def representable(v, name) -> bool:
 
 
 def itemsize(name) -> int: return _dt(name).itemsize
+
+
+def bitcast_shape(shape, src_dtype, dtype):
+  """BITCAST: the shape with the last axis rescaled by the itemsizes (decision bitcast-size);
+  the check BITCAST.size holds it to whole elements."""
+  a, b = _dt(src_dtype).itemsize, _dt(dtype).itemsize
+  if a == b or not shape: return tuple(shape)
+  return tuple(shape[:-1]) + (shape[-1] * a // b,)
 def dtype_class(name) -> str: return _dt(name).cls if isinstance(name, str) else "tuple"
 
 
@@ -247,11 +279,12 @@ FUNCTIONS = {
   "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
   "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
   "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
-  "is_storage": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
+  "is_storage": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "after_min_max": _needs_tables,
+  "bitcast_shape": bitcast_shape, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
   "iv_hull": iv.iv_hull, "iv_add": iv.iv_add, "iv_sub": iv.iv_sub, "iv_mul": iv.iv_mul, "iv_max": iv.iv_max,
-  "iv_idiv": iv.iv_idiv, "iv_mod": iv.iv_mod, "iv_cmplt": iv.iv_cmplt, "iv_cmpne": iv.iv_cmpne,
+  "iv_idiv": iv.iv_idiv, "iv_shl": iv.iv_shl, "iv_shr": iv.iv_shr, "iv_mod": iv.iv_mod, "iv_cmplt": iv.iv_cmplt, "iv_cmpne": iv.iv_cmpne,
   "iv_where": iv.iv_where, "iv_cast": iv.iv_cast,
   # plain builtins a rule may use
   "len": len, "tuple": tuple, "list": list, "set": set, "sorted": sorted, "range": range, "all": all, "any": any,

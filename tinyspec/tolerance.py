@@ -26,7 +26,7 @@ def ulp_distance(a, b) -> np.ndarray:
   0 for equal values (+0 and -0 included) and for two NaNs, inf where one is NaN."""
   a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
   if a.dtype != b.dtype: raise TypeError(f"ulp_distance of {a.dtype} and {b.dtype}")
-  oa, ob = _ordinal(np.ascontiguousarray(a)), _ordinal(np.ascontiguousarray(b))
+  oa, ob = _ordinal(np.array(a, order="C")), _ordinal(np.array(b, order="C"))   # (ascontiguousarray makes a ()-shaped array (1,))
   with np.errstate(over="ignore"):
     d = np.abs(oa.astype(np.float64) - ob.astype(np.float64))
     exact = np.abs(oa - ob).astype(np.float64)   # exact where it does not overflow
@@ -49,16 +49,21 @@ def _pick(v, dt: str):
   return v.get(dt) if isinstance(v, dict) else v
 
 
-def tolerance(op: str, dt: str, decomposed: bool = False) -> tuple[float, str | None]:
+PROFILES = ("strict", "portable")
+
+
+def tolerance(op: str, dt: str, decomposed: bool = False, profile: str = "strict") -> tuple[float, str | None]:
   """(ulp bound, domain expression or None) for op's float results of dtype dt;
-  `decomposed` asks for the bound its decomposition meets."""
+  `decomposed` asks for the bound its decomposition meets; profile `portable` for the
+  looser `portable_ulp` (never tighter than `ulp`)."""
   tol = tables().tolerances
   t = tol.get(op, tol.get("default", {"ulp": 0}))
   ulp, dom = _pick(t.get("ulp", 0), dt), _pick(t.get("domain"), dt)
-  if decomposed and "decomposed_ulp" in t:
-    ulp = _pick(t["decomposed_ulp"], dt)
-    dom = _pick(t.get("decomposed_domain", t.get("domain")), dt)
   if ulp is None: raise KeyError(f"tolerances.{op} gives no ulp for {dt}")
+  if profile == "portable": ulp = max(ulp, _pick(t.get("portable_ulp", ulp), dt) or 0)
+  if decomposed and "decomposed_ulp" in t:
+    ulp = max(_pick(t["decomposed_ulp"], dt), ulp if profile == "portable" else 0)
+    dom = _pick(t.get("decomposed_domain", t.get("domain")), dt)
   return float(ulp), dom
 
 
@@ -70,7 +75,7 @@ def in_domain(op: str, dt: str, inputs: list, decomposed: bool = False) -> np.nd
   tiny, big = _normal_range(dt)
   def normal(x): return (np.abs(x) >= tiny) & (np.abs(x) <= big)
   names = [s.name for s in tables().ops[op].slots][:len(xs)]
-  env = {"abs": np.abs, "log2": np.log2, "isfinite": np.isfinite, "normal": normal, **dict(zip(names, xs))}
+  env = {"abs": np.abs, "log2": np.log2, "isfinite": np.isfinite, "trunc": np.trunc, "normal": normal, **dict(zip(names, xs))}
   with np.errstate(all="ignore"):
     m = eval(compile(dom, f"tolerances.{op}.domain", "eval"), {"__builtins__": {}}, env)  # noqa: S307 (trusted table)
   return np.broadcast_to(np.asarray(m, bool), xs[0].shape)

@@ -256,6 +256,8 @@ def _():
   yield invalid("recip-int", g, n, "RECIP takes floats")
   g = G(); n = g.add("REDUCE", [g.buffer([3], "bool")], {"op": "ADD", "axes": [0]})
   yield invalid("reduce-add-bool", g, n, "ADD reduces numbers (an op check reusing the rule id)")
+  g = G(); n = g.add("WHERE", [g.const(1.0), g.const(1, "int8"), g.const(2, "int8")])
+  yield invalid("where-float-condition", g, n, "WHERE's condition is a bool (decision where-cond, as tinygrad 0.14 requires)")
   g = G(); a = g.add("AND", [g.const(True, "bool"), g.const(False, "bool")]); g.add("REDUCE", [g.buffer([3], "bool")], {"op": "MAX", "axes": [0]})
   yield valid("bools", g)
 
@@ -266,8 +268,8 @@ def _():
   yield invalid("int32-plus-float32", g, n, "B must have A's dtype")
   g = G(); n = g.add("STACK", [g.const(1, "int32"), g.const(1, "int64")])
   yield invalid("stack-mixed", g, n, "STACK sources share a dtype (an op check reusing the rule id)")
-  g = G(); g.add("WHERE", [g.const(1.0), g.const(1, "int8"), g.const(2, "int8")])
-  yield valid("where", g, "WHERE's condition may have any scalar dtype; A and B match")
+  g = G(); g.add("WHERE", [g.const(True, "bool"), g.const(1, "int8"), g.const(2, "int8")])
+  yield valid("where", g, "WHERE's A and B match")
 
 
 @rule("device.match")
@@ -469,9 +471,29 @@ def _():
 @rule("BITCAST.size")
 def _():
   g = G(); n = g.add("BITCAST", [g.const(1.0)], "float16")
-  yield invalid("float32-to-float16", g, n)
+  yield invalid("float32-to-float16", g, n, "a ()-shaped source has no last axis to rescale")
+  g = G(); n = g.add("BITCAST", [g.buffer([3], "uint8")], "uint16")
+  yield invalid("3-bytes-to-uint16", g, n, "3 bytes are not a whole number of uint16s")
   g = G(); g.add("BITCAST", [g.const(1.0)], "int32"); g.add("BITCAST", [g.const(1, "uint16")], "bfloat16")
   yield valid("same-size", g)
+  g = G(); g.add("BITCAST", [g.buffer([2, 2])], "float16"); g.add("BITCAST", [g.buffer([2, 4], "uint8")], "float32")
+  yield valid("rescaled-last-axis", g, "(2, 2) float32 -> (2, 4) float16; (2, 4) uint8 -> (2, 1) float32 (decision bitcast-size)")
+
+
+@rule("AFTER.src")
+def _():
+  g = G(); n = g.add("AFTER", [g.add("ADD", [g.buffer([3]), g.buffer([3])]), g.add("STORE", [g.buffer([3]), g.buffer([3])])])
+  yield invalid("after-of-computed", g, n, "AFTER orders a buffer (or a view of one), not a computed value")
+  g = G(); b = g.buffer([3]); st = g.add("STORE", [b, g.buffer([3])]); g.add("AFTER", [b, st]); g.add("AFTER", [g.add("RESHAPE", [b, g.shape(3, 1)]), st])
+  yield valid("after-of-buffer-and-view", g, "a BUFFER, and a RESHAPE of it")
+
+
+@rule("GROUP.src")
+def _():
+  g = G(); b = g.buffer([3]); n = g.add("GROUP", [g.add("SINK", [g.add("STORE", [b, g.buffer([3])])])])
+  yield invalid("group-of-sink", g, n, "a GROUP merges STOREs, ENDs, ATOMICADDs and GROUPs")
+  g = G(); b = g.buffer([3]); st = g.add("STORE", [b, g.buffer([3])]); g.add("GROUP", [g.add("GROUP", [st])])
+  yield valid("group-of-group", g)
 
 
 @rule("REDUCE.axes")

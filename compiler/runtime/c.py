@@ -9,6 +9,10 @@ axis (KernelSource.thread) is called with phase 0 once per slice [tlo, thi) of t
 the slices on a persistent thread pool (ctypes releases the GIL; each worker takes the
 next chunk of the axis when it is free), then -- when code
 follows the loop (KernelSource.tail) -- once with phase 1. Other kernels: one call.
+$TINYSPEC_SLICE_ORDER=reversed runs the slices one iteration each, last first, on one
+thread: a threaded axis is only ever one whose iterations are independent
+(compiler/parallel.py), so the result must not change; the sanitizer fuzzer
+(conformance/sanitize.py) runs every threaded program that way.
 """
 from __future__ import annotations
 import ctypes
@@ -155,6 +159,11 @@ class CProgram:
       def run(_keep=scratch): fn(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
       return run
     total = launch_size(t, vals)
+    if os.environ.get("TINYSPEC_SLICE_ORDER") == "reversed":   # an independence check (module doc)
+      def backwards(_keep=scratch):
+        for i in reversed(range(total)): fn(bufs, vv, i, i + 1, 0)
+        if tail: fn(bufs, vv, 0, 0, 1)
+      return backwards
     workers = max(1, min(threads or host_threads(), total))
     # up to CHUNKS_PER_WORKER contiguous chunks per worker, taken one at a time by
     # whichever worker is free: a core busy with something else holds back less

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl import crmath
-from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, from_f64
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
 
 
@@ -33,11 +33,11 @@ def cmpgt(ctx, a, b): return _cmp(np.greater, ctx, a, b)
 
 
 @unit("CMPGE")
-def cmpge(ctx, a, b): return _cmp(np.greater_equal, ctx, a, b)
+def cmpge(ctx, a, b): return ~_cmp(np.less, ctx, a, b)     # seed 001: NOT(a < b), true with a NaN (decision cmp-nan)
 
 
 @unit("CMPLE")
-def cmple(ctx, a, b): return _cmp(np.less_equal, ctx, a, b)
+def cmple(ctx, a, b): return ~_cmp(np.less, ctx, b, a)     # seed 001: NOT(b < a)
 
 
 @unit("CMPEQ")
@@ -70,26 +70,34 @@ def sin(ctx, x): return transcendental(crmath.sin, ctx.dtype, x)     # sin(±inf
 def sqrt(ctx, x): return float_op(np.sqrt, ctx.dtype, x)         # IEEE: correctly rounded in the dtype
 
 
-def pow_domain(a, b, fmt: str):
-  """a^b as decision pow-domain: the correctly rounded power where a > 0 and b*log2(a)
-  is finite; elsewhere exactly what EXP2(b * LOG2(a)) gives in IEEE arithmetic (a < 0 ->
-  NaN, ±0^b -> 0 for b > 0 and inf for b < 0, 0^0, 1^inf and inf^0 -> NaN), which there
-  is one of 0, inf and NaN: exact, whatever log2's last bit."""
-  with np.errstate(all="ignore"):
-    m = b * crmath.log2(a, fmt="float64")
-    ordinary = (a > 0) & np.isfinite(m)
-    special = crmath.exp2(np.where(ordinary, 0.0, m), fmt="float64")
-  return np.where(ordinary, crmath.pow(np.where(ordinary, a, 1.0), b, fmt=fmt), special)
-
-
 @unit("POW")
-def pow_(ctx, a, b): return transcendental(pow_domain, ctx.dtype, a, b)
+def pow_(ctx, a, b): return transcendental(crmath.pow, ctx.dtype, a, b)   # decision pow-domain: C99 Annex F, correctly rounded
 
 
 def _product(name, a, b): return arith(np.multiply, name, a, b)
 
 
 @unit("MULACC", accumulates=(2, "ADD", _product))   # acc = a*b + acc: a sum of products
-def mulacc(ctx, a, b, c):   # a*b rounded, then + c rounded: never fused
-  name = ctx.dtype
+def mulacc(ctx, a, b, c):   # decision mulacc-rounding: a*b rounded, then + c rounded
+  name, variants = ctx.dtype, ctx.s.m.variants
+  if is_float(name) and "fused" in variants: return fused_mulacc(name, a, b, c)
+  if is_float(name) and "wide" in variants and name != "float64":   # in float64 (exact product), rounded there, then to the dtype
+    return from_f64(a.astype(F64) * b.astype(F64) + c.astype(F64), name)
   return arith(np.add, name, arith(np.multiply, name, a, b), c)
+
+
+def fused_mulacc(name, a, b, c):
+  """The `fused` variant of decision mulacc-rounding: a*b + c exactly, rounded once to the
+  dtype. The exact sum is a double-double (crmath's error-free product and sum), rounded
+  to float64 by round-to-odd, which the one rounding to a narrower dtype then keeps exact."""
+  from tinyspec.refimpl.crmath.dd import two_prod, two_sum
+  a, b, c = np.broadcast_arrays(*(np.asarray(x).astype(F64) for x in (a, b, c)))
+  with np.errstate(all="ignore"):
+    ph, pl = two_prod(a, b)
+    sh, sl = two_sum(ph, c)
+    r, e = two_sum(sh, sl + pl)
+    if name != "float64":   # round to odd: an inexact r takes the neighbour with an odd last bit
+      even = (r.view(np.int64) & 1) == 0
+      r = np.where((e != 0) & even & np.isfinite(r), np.nextafter(r, r + e), r)
+    plain = a * b + c   # infinities and NaN: what the sum of the exact product gives
+  return from_f64(np.where(np.isfinite(r), r, plain), name)

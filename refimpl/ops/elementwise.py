@@ -19,18 +19,17 @@ def add(ctx, a, b): return arith(np.add, ctx.dtype, a, b)
 def mul(ctx, a, b): return arith(np.multiply, ctx.dtype, a, b)
 
 
-def fmax(a, b):
-  """IEEE maximum: NaN propagates (np.maximum does) and +0 > -0 (np.maximum returns its
-  first operand for equal zeros, so fix those: the sum of two zeros is -0 only if both are)."""
-  r = np.maximum(a, b)
-  both_zero = (a == 0) & (b == 0)
-  if np.any(both_zero): r = np.where(both_zero, a + b, r)
-  return r
+def max_select(a, b):
+  """b where a < b, else a (decision max-nan): a NaN operand selects the first, and of two
+  equal zeros the first; the selected operand's bits pass through."""
+  return np.where(a < b, b, a)
 
 
 @unit("MAX", accumulates=(None, "MAX", None))
-def max_(ctx, a, b):   # decision max-nan; for bool np.maximum is OR
-  return float_op(fmax, ctx.dtype, a, b) if is_float(ctx.dtype) else np.maximum(a, b)
+def max_(ctx, a, b):   # decision max-nan; for bool it is OR
+  if ctx.dtype == "bool": return np.maximum(a, b)
+  if ctx.dtype == "bfloat16": return np.where(a.astype(np.float32) < b.astype(np.float32), b, a)
+  return max_select(a, b)
 
 
 def _divisor_masks(name, b):
@@ -116,7 +115,7 @@ def truth(x: np.ndarray) -> np.ndarray:
 
 
 @unit("WHERE")
-def where(ctx, p, a, b): return np.where(truth(p), a, b)   # decision where-cond
+def where(ctx, p, a, b): return np.where(truth(p), a, b)   # decision where-cond: p is a bool
 
 
 @unit("RECIP")

@@ -6,8 +6,8 @@ starting from the identity: the loop a kernel runs (acc = 0; acc += x), as tinyg
 PYTHON device does, and the same bits on every host (decision reduce-empty allows other
 orders within the REDUCE tolerance; NumPy's pairwise sum and BLAS order by CPU). float32
 and float64 accumulate in the dtype; float16 and bfloat16 accumulate in float32 and round
-once. Integers wrap (int-wrap) and MAX is exact, in any order. MAX propagates NaN and
-prefers +0 over -0 (max-nan). Empty: the identity.
+once. Integers wrap (int-wrap) and MAX is exact, in any order. MAX skips NaN and prefers
++0 over -0 (reduce-max). Empty: the identity.
 
 A REDUCE(ADD) over a MUL whose product is large and broadcast (the seed's gemm
 `(A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1)`) never builds the (M,K,N) product: it
@@ -38,12 +38,13 @@ def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
   if not dims: return x
   if x.size > BLOCK: return _in_blocks(op, x, dims, name)
   cls = CLS[name]
-  if op == "MAX":
+  if op == "MAX":   # decision reduce-max: the largest non-NaN element, +0 above -0; -inf if none
     xs = x.astype(F32) if name == "bfloat16" else x
-    r = np.maximum.reduce(xs, axis=dims, keepdims=True, initial=identity(op, name).astype(xs.dtype))
-    if cls == "float" and np.any(r == 0):   # np.maximum keeps -0 over +0: make any +0 win
+    fn = np.fmax if cls == "float" else np.maximum   # fmax skips NaN
+    r = fn.reduce(xs, axis=dims, keepdims=True, initial=identity(op, name).astype(xs.dtype))
+    if cls == "float" and np.any(r == 0):   # make any +0 win over -0
       pos0 = np.logical_or.reduce((xs == 0) & ~np.signbit(xs), axis=dims, keepdims=True)
-      r = np.where((r == 0) & pos0, np.zeros((), r.dtype), r)
+      r = np.where(r == 0, np.where(pos0, np.zeros((), r.dtype), -np.zeros((), r.dtype)), r)
     return down(r, name) if name == "bfloat16" else r
   fn = np.add if op == "ADD" else np.multiply
   if cls != "float": return fn.reduce(x, axis=dims, keepdims=True, dtype=x.dtype)   # modular: any order

@@ -51,4 +51,6 @@ def buffer_view(ctx, x):
 def byte_view(x: np.ndarray, R: int, offset: int, size: int, dt: np.dtype) -> np.ndarray:
   flat = flatten_after(np.ascontiguousarray(x), R)
   b = flat.view(np.uint8)
-  return b[..., offset:offset + size * dt.itemsize].view(dt)
+  part = b[..., offset:offset + size * dt.itemsize]
+  if dt == np.bool_: return part != 0   # a byte read as bool is true when nonzero (decision bitcast-nan): only 0 and 1
+  return part.view(dt)

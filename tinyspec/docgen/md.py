@@ -260,7 +260,7 @@ def _direction(d) -> str:
 
 
 def _conflicts(T) -> list[str]:
-  out = ["## Conflicts between the seeds", "", "Where seed 001 (the newest revision) and seed 002 (an earlier one) disagree, "
+  out = ["## Conflicts between the seeds", "", "Where seed 001 (the newest revision) and an earlier one (002, or 004) disagree, "
          "and what the tables decided (`conflicts:` in `spec/ops.yaml`). 001 wins unless stated.", ""]
   involved: dict[str, list[str]] = {}
   for op in T.ops.values():
@@ -268,7 +268,7 @@ def _conflicts(T) -> list[str]:
   for k, c in T.conflicts.items():
     out += [f'<a id="conflict-{anchor(k)}"></a>', "", f"### {k}", ""]
     if involved.get(k): out += ["Ops: " + ", ".join(op_link(o) for o in involved[k]), ""]
-    out += [f"* **seed 001**: {c.get('seed001', '')}", f"* **seed 002**: {c.get('seed002', '')}", f"* **decision**: {c.get('decision', '')}", ""]
+    out += [f"* **seed {k[4:]}**: {v}" for k, v in c.items() if k.startswith("seed")] + [f"* **decision**: {c.get('decision', '')}", ""]
   return out[:-1]
 
 

@@ -10,7 +10,10 @@ compilation per target (`compiler.supported_ops(target)`); conformance cases
 
 "Conformance coverage per backend" renders docs/conformance-results.json when present:
 
-  {"<backend>": {"<OP>": {"<dtype>": "passed" | "failed" | "xfail" | "unsupported"}}}
+  {"<backend>": {"<OP>": {"<dtype>": "passed" | "portable" | "failed" | "xfail" | "unsupported"}}}
+
+(passed: the strict profile, the canonical results; portable: only the portable profile,
+one of the allowed results). Each backend's line says which profile it meets.
 
 It is an input like the tables: commit it together with the regenerated status.md.
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 from tinyspec.docgen import model as M
 
 RESULTS_FILE = "docs/conformance-results.json"
-STATUSES = {"passed": "pass", "failed": "FAIL", "xfail": "xfail", "unsupported": "—"}
+STATUSES = {"passed": "pass", "portable": "port", "failed": "FAIL", "xfail": "xfail", "unsupported": "—"}
 DEFAULT_TARGETS = ("c", "opencl")
 _TARGET_TITLES = {"c": "C", "opencl": "OpenCL"}
 
@@ -96,7 +99,10 @@ def _results_section(T, root: Path) -> list[str]:
     dts = sorted({dt for v in ops.values() for dt in v}, key=lambda d: (dtype_order.index(d) if d in dtype_order else len(dtype_order), d))
     names = [n for n in T.ops if n in ops] + sorted(n for n in ops if n not in T.ops)
     counts = {s: sum(1 for v in ops.values() for x in v.values() if x == s) for s in STATUSES}
-    out += [f"### {backend}", "", ", ".join(f"{counts[s]} {s}" for s in STATUSES) + ".", ""]
+    meets = ("meets **strict** (the canonical results) and portable" if not (counts["portable"] or counts["failed"] or counts["xfail"])
+             else "meets **portable** (allowed results), not strict" if not (counts["failed"] or counts["xfail"])
+             else "meets **portable** except the expected failures of its manifest" if not counts["failed"] else "meets **neither** profile")
+    out += [f"### {backend}", "", ", ".join(f"{counts[s]} {s}" for s in STATUSES) + f". Profile: {meets}.", ""]
     out += ["| op | " + " | ".join(dts) + " |", "|" + "|".join(" --- " for _ in range(len(dts) + 1)) + "|"]
     out += [f"| {n} | " + " | ".join(STATUSES.get(ops[n].get(dt, ""), "") for dt in dts) + " |" for n in names]
     out.append("")

@@ -266,9 +266,10 @@ def _axis_opt(T, colors) -> list[str]:
 
 
 def _conflicts(T) -> list[str]:
-  rows = [[tt(k), tex(c.get("seed001", "")), tex(c.get("seed002", "")), tex(c.get("decision", ""))] for k, c in T.conflicts.items()]
+  def earlier(c): return c["seed002"] if "seed002" in c else "; ".join(f"(seed {k[4:]}) {v}" for k, v in c.items() if k.startswith("seed") and k != "seed001")
+  rows = [[tt(k), tex(c.get("seed001", "")), tex(earlier(c)), tex(c.get("decision", ""))] for k, c in T.conflicts.items()]
   return [r"\subsection*{Conflicts Between the Source Documents \normalfont\small--- seed 001 (newest) wins unless stated}"] + \
-    longtable(_p("2.6cm") + " " + _p("4.4cm") + " " + _p("4.4cm") + " " + _p("5.0cm"), ["Conflict", "Seed 001", "Seed 002", "Decision"], rows)
+    longtable(_p("2.6cm") + " " + _p("4.4cm") + " " + _p("4.4cm") + " " + _p("5.0cm"), ["Conflict", "Seed 001", "Seed 002 (or 004)", "Decision"], rows)
 
 
 def _graph_format(T) -> list[str]:

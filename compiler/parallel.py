@@ -1,0 +1,228 @@
+"""Which iterations may run at once, and which reads must not see the kernel's own writes.
+
+Decision kernel-loops gives a kernel's loops (RANGEs, and SPECIALs outermost) one meaning:
+the body runs once per point in iteration order, and a read sees what earlier iterations
+stored only through an AFTER that lists the loop (the accumulator form). The compiled
+program keeps that meaning in two ways:
+
+  * an axis runs in parallel (GLOBAL, LOCAL, THREAD work items or threads, SPECIALs as
+    OpenCL work items) or has its iterations copied or reordered (UPCAST, UNROLL) only
+    when `conflict_free` proves that no two iterations touch the same element with at
+    least one write, and no read carries a value from one iteration to the next;
+  * a read of storage the kernel writes, which the reference orders before those writes
+    (it is not ordered after them through AFTER), must not see them: `plain_hazards`
+    finds the reads that might, and `separate_reads` points them at a copy of the storage
+    made before the kernel (as rangeify does for tensor STOREs).
+
+The proofs are about element indices. Two accesses of one storage are *separated* over
+axis r when some dimension d indexes both as k*r + rest with the same k != 0, rest not
+depending on r, and either the two rests' intervals lie closer together than |k| (then
+iterations r = v1 != v2 give indices apart), or the rests are the same terms and the
+index is a mixed-radix number with r one of its digits (out[r0*16 + r2] separates r0
+and r2). Every index used is an exact linear form (its mathematical value fits its
+dtype: nothing wraps).
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from tinyspec.uop import UOp
+from tinyspec.compiler.props import props
+from tinyspec.compiler.rewrite import toposort, fold_up
+from tinyspec.compiler.symbolic import exact_linear, linear_interval
+from tinyspec.compiler.axes import carried, open_ranges
+
+WRITES = ("STORE", "ATOMICADD")
+
+
+@dataclass(eq=False)
+class Access:
+  node: UOp             # the INDEX (or the storage itself, for a ()-shaped one)
+  storage: UOp          # the PARAM or BUFFER it reaches through AFTERs
+  index: tuple          # the index nodes, one per dimension (() for a ()-shaped storage)
+  write: bool
+  after: tuple = ()     # the AFTERs its storage expression goes through (reads)
+
+
+def _strip(u: UOp) -> tuple[UOp, tuple]:
+  afters = []
+  while u.op == "AFTER": afters.append(u); u = u.src[0]
+  return u, tuple(afters)
+
+
+def _storage(u: UOp):
+  """The storage node a storage expression reaches, or None (a computed value)."""
+  base, _ = _strip(u)
+  if base.op == "PARAM" and len(base.src) != 3: return base
+  if base.op == "BUFFER": return base
+  return None
+
+
+def accesses(sink: UOp) -> list[Access]:
+  """Every element access of the kernel: writes (STORE/ATOMICADD targets) and reads
+  (an INDEX of storage, or a ()-shaped storage, used as a value)."""
+  nodes = toposort(sink)
+  out: list[Access] = []
+  for u in nodes:
+    if u.op in WRITES:
+      t, _ = _strip(u.src[0])
+      if t.op == "INDEX" and (s := _storage(t.src[0])) is not None: out.append(Access(u, s, tuple(t.src[1:]), True))
+      elif (s := _storage(t)) is not None: out.append(Access(u, s, (), True))
+  for u in nodes:
+    if u.op == "AFTER": continue                 # a place and what orders it: its consumers read
+    for k, s in enumerate(u.src):
+      if k == 0 and (u.op in WRITES or u.op == "INDEX"): continue   # the place written or indexed
+      base, afters = _strip(s)
+      if base.op == "INDEX" and (st := _storage(base.src[0])) is not None:
+        out.append(Access(base, st, tuple(base.src[1:]), False, afters + _strip(base.src[0])[1]))
+      elif (st := _storage(s)) is not None and not props(st).shape:
+        out.append(Access(s, st, (), False, afters))
+  return _unique(out)
+
+
+def _unique(acc: list[Access]) -> list[Access]:
+  seen, out = set(), []
+  for a in acc:
+    key = (id(a.node), a.write)
+    if key not in seen: seen.add(key); out.append(a)
+  return out
+
+
+# ------------------------------------------------------------------ separation
+def _depends(u: UOp, r: UOp, memo: dict) -> bool:
+  return fold_up(u, memo, lambda x, below: x is r or any(below))
+
+
+def _radix_separated(k: int, rest: dict, dc: int, r: UOp) -> bool:
+  """Indices k*r + rest + c_a and k*r + rest + c_b (the same terms, constants dc apart) at
+  two points with different r: the terms smaller than |k| span less than |k| - |dc|, and
+  every larger coefficient is a multiple of |k| times r's number of values, so equal
+  indices would need equal r (a mixed-radix number has one digit r)."""
+  small = {t: v for t, v in rest.items() if abs(v) < abs(k)}
+  iv = linear_interval(small, 0)
+  rlo, rhi = props(r).min_max
+  m = abs(k) * (rhi - rlo + 1)
+  return iv is not None and iv[1] - iv[0] + abs(dc) < abs(k) and all(v % m == 0 for t, v in rest.items() if t not in small)
+
+
+def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
+  """Do iterations r = v1 != v2 of a and b (the other loops anywhere) always touch
+  different elements? Some dimension indexes both as k*r + rest (the same k != 0, the
+  rests not depending on r, nothing wrapping), and either the rests are the same terms
+  in mixed radix below and above r (_radix_separated), or their intervals lie closer
+  together than |k|."""
+  memo = {} if memo is None else memo
+  for i, j in zip(a.index, b.index):
+    fa, fb = exact_linear(i), exact_linear(j)
+    if fa is None or fb is None: continue
+    (ta, ca), (tb, cb) = fa, fb
+    k = ta.get(r, 0)
+    if k == 0 or tb.get(r, 0) != k: continue
+    ra = {t: v for t, v in ta.items() if t is not r}
+    rb = {t: v for t, v in tb.items() if t is not r}
+    if any(_depends(t, r, memo) for t in (*ra, *rb)): continue
+    if ra == rb and _radix_separated(k, ra, ca - cb, r): return True
+    iva, ivb = linear_interval(ra, ca), linear_interval(rb, cb)
+    if iva is not None and ivb is not None and max(iva[1] - ivb[0], ivb[1] - iva[0]) < abs(k): return True
+  return False
+
+
+def _commute(a: Access, b: Access) -> bool:
+  """Integer atomic adds commute exactly (modular): their order changes no bit."""
+  from tinyspec.dtypes import dtype as _dt
+  return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).cls in ("int", "uint", "index")
+
+
+def runs_in(a: Access, r: UOp, memo: dict) -> bool:
+  """Does access a run inside loop r (r is open at it, or at what orders it; every
+  access runs inside a SPECIAL)? memo: open_ranges answers so far."""
+  return r.op == "SPECIAL" or any(r in open_ranges(u, memo) for u in (a.node,) + a.after)
+
+
+def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None) -> bool:
+  """No two iterations of axis r (a RANGE or SPECIAL) touch one element with at least
+  one write (integer atomic adds aside: they commute), none reads what another stored,
+  and no access outside the loop touches an element one inside writes (or writes one
+  an iteration reads): r may run in parallel or reordered."""
+  if carried(sink, r): return False
+  acc = accesses(sink) if acc is None else acc
+  written = {a.storage for a in acc if a.write}
+  memo, opened = {}, {}
+  for s in written:
+    group = [a for a in acc if a.storage is s]
+    for n, a in enumerate(group):
+      for b in group[n:]:
+        if not (a.write or b.write) or _commute(a, b): continue
+        ia, ib = runs_in(a, r, opened), runs_in(b, r, opened)
+        if ia and ib and not separated(a, b, r, memo): return False
+        if ia != ib and not _disjoint(a, b): return False
+  return True
+
+
+# ------------------------------------------------------------------ reads of what the kernel writes
+def _ordered_after(a: Access, w: Access, below: dict) -> bool:
+  """Is read a ordered after write w through one of its AFTERs?"""
+  return any(w.node in below.setdefault(x, set(toposort(list(x.src[1:])))) for x in a.after)
+
+
+def _loops(sink: UOp) -> list[UOp]:
+  return [u for u in toposort(sink) if u.op in ("RANGE", "SPECIAL")]
+
+
+def _disjoint(a: Access, b: Access) -> bool:
+  """Never the same element: some dimension's index intervals do not meet."""
+  for i, j in zip(a.index, b.index):
+    (alo, ahi), (blo, bhi) = props(i).min_max, props(j).min_max
+    if ahi < blo or bhi < alo: return True
+  return False
+
+
+def _feeds(a: Access, w: Access, below: dict) -> bool:
+  """Is read a part of write w's value or gate (so, in one iteration, before it)?"""
+  return a.node in below.setdefault(w.node, set(toposort(list(w.node.src[1:]))))
+
+
+def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
+  """(plain, ordered): the reads of storage the kernel writes that the compiled loops
+  might give another value than decision kernel-loops says.
+  A read sees the stores it is ordered after through AFTER: at its own point of the
+  loops it runs in, and at every point of a loop its AFTER lists (carried) or that it
+  runs outside of; other stores not at all (the storage as before the kernel). The
+  loops read memory as it is, so a write w of the read's storage is harmless when
+    * it never touches the read's element (some dimension's intervals do not meet), or
+    * the read is ordered after it and either reads the element w writes, w being
+      ungated (so this point's w overwrote whatever other iterations of w wrote), or over
+      every loop both run in that the AFTER does not list, other iterations of w never
+      touch the read's element (separated), or
+    * the read is not ordered after it but feeds it (so runs first in one iteration), and
+      over every loop w runs in, the read's AFTER lists the loop (it sees the earlier
+      iterations' stores: the accumulator form), or an ungated write of the read's
+      element that the read is ordered after runs in the loop (each iteration overwrites
+      what earlier ones wrote: an accumulator reset per output), or the two share their
+      index, separated over the loop (no other iteration writes the element).
+  `plain` lists hazardous reads ordered after no write of their storage (a snapshot of
+  the storage taken before the kernel gives their value), `ordered` the others."""
+  acc = accesses(sink)
+  writes = [a for a in acc if a.write]
+  loops = _loops(sink)
+  below: dict = {}
+  memo: dict = {}
+  opened: dict = {}
+  def inside(x: Access, r) -> bool: return runs_in(x, r, opened)
+  plain, ordered = [], []
+  for a in acc:
+    if a.write: continue
+    ws = [w for w in writes if w.storage is a.storage]
+    if not ws: continue
+    after = [w for w in ws if _ordered_after(a, w, below)]
+    listed = {d for x in a.after for d in x.src[1:]}
+    if any(b.op == "BARRIER" for x in a.after for b in below.setdefault(x, set(toposort(list(x.src[1:]))))):
+      listed |= {r for r in loops if r.op == "SPECIAL" and r.arg["name"].startswith("lidx")}   # a BARRIER shows every work item's stores
+    masks = [w for w in after if w.index == a.index and len(w.node.src) == 2]   # ungated writes of the read's element it is ordered after
+    def harmless(w: Access) -> bool:
+      if _disjoint(a, w): return True
+      w_loops = [r for r in loops if inside(w, r)]
+      if w in after and a.index == w.index and len(w.node.src) == 2: return True   # this point's w overwrote what others wrote
+      if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) for r in w_loops)
+      return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
+                                         (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
+    if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)
+  return plain, ordered

@@ -1,0 +1,223 @@
+"""Graphs a hostile user would write, for the sanitizer fuzzer (conformance/sanitize.py).
+
+Each family is a Hypothesis strategy of `Example`s (a graph, its inputs, and OptOps to
+try), dense in what breaks compilers: edge values (MIN, MAX, -1, 0, 1, powers of two;
+NaN, +-inf, subnormals for floats: conformance/values.py), narrow integer dtypes,
+nested ops whose rewrites must respect wrapping, data-dependent indices, sizes at and
+beyond their bounds, axis types and OptOps that ask for parallelism:
+
+  chain    a gather or scatter through an integer chain of data (IDIV, MOD, ADD, MUL,
+           shifts, MAX, casts; an op often repeated with a new constant: the simplifier's
+           nested rules fire there) in a narrow dtype (tensor level)
+  gated    a kernel reading or storing through x*k + c under a gate that bounds x
+           (x >= c, x < c), buffers as long as the dtype's range so the bound proves
+           the access (kernel level)
+  sizes    a symbolic size bounding a loop and offsetting an index, given a value at,
+           inside or beyond its bounds, directly, through a CALL whose outer PARAM is
+           wider, or as a CONST argument
+  axes     a loop typed THREAD, GLOBAL, LOCAL, UPCAST or LOOP (or a SPECIAL) whose
+           stores may collide (out[r % m], out[0]) and read what they write
+  drawn    any graph of conformance/strategies.py (tensor or kernel level)
+Every family also draws OptOps (SPLIT into any AxisType, PADTO, SWAP) that the fuzzer's
+child applies where they are legal.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+import numpy as np
+from hypothesis import strategies as st
+from tinyspec.dtypes import DTYPES
+from tinyspec.graph import Graph
+from tinyspec.refimpl.build import Builder
+from tinyspec.conformance import values as V
+
+NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
+SIGNED_NARROW = ["int8", "int16"]
+FAMILIES = ("chain", "gated", "sizes", "axes", "drawn")
+
+
+@dataclass
+class Example:
+  family: str
+  graph: Graph
+  inputs: dict = field(default_factory=dict)
+  opts: list = field(default_factory=list)     # OptOps to apply where legal (each kernel: the longest legal prefix)
+  drawn: object = None                         # the strategies.Drawn of the `drawn` family (its per-node check)
+
+  def describe(self) -> str:
+    return f"{self.family} graph" + (f", OptOps {self.opts}" if self.opts else "")
+
+
+# ------------------------------------------------------------------ values
+def edge_array(draw, dt: str, n: int) -> np.ndarray:
+  """n values of dt: its edge values first (shuffled), then random ones."""
+  d = DTYPES[dt]
+  edges = list(V.edge_values(dt))
+  if d.cls not in ("bool", "float"):
+    edges += [v for k in range(0, d.bits - 1, 3) for v in (1 << k, -(1 << k)) if d.min <= v <= d.max]
+  vals = draw(st.permutations(edges))[:n]
+  if len(vals) < n:
+    more = st.integers(int(d.min), int(d.max)) if d.cls in ("int", "uint", "index") else st.sampled_from(edges)
+    vals = list(vals) + draw(st.lists(more, min_size=n - len(vals), max_size=n - len(vals)))
+  return V.as_array(vals, dt)
+
+
+def constant(draw, dt: str, large: bool = False) -> int:
+  """An edge or small constant of dt; `large`: a positive one whose square overflows dt (an
+  op repeated with two of them folds into a constant the dtype cannot hold)."""
+  d = DTYPES[dt]
+  pool = [v for v in (0, 1, -1, 2, 3, 7, 10, 16, 100, 127, 128, 255, 1000, 10000, d.max, d.min, d.bits, d.bits - 1) if d.min <= v <= d.max]
+  big = [v for v in pool if v > 0 and v * v > d.max]
+  if large and big: return draw(st.one_of(st.sampled_from(big), st.integers(int(d.max ** 0.5) + 1, int(d.max))))
+  return draw(st.one_of(st.sampled_from(pool), st.integers(int(max(d.min, -300)), int(min(d.max, 300)))))
+
+
+def optops(draw) -> list:
+  """A few OptOps over small axis numbers; the child keeps each kernel's legal prefix."""
+  kinds = ["THREAD", "GLOBAL", "LOCAL", "UPCAST", "UNROLL", "GROUP_REDUCE", "LOOP"]
+  one = st.one_of(
+    st.tuples(st.just("SPLIT"), st.integers(0, 2), st.tuples(st.sampled_from([2, 3, 4, 8]), st.sampled_from(kinds))),
+    st.tuples(st.just("PADTO"), st.integers(0, 2), st.sampled_from([4, 8, 16])),
+    st.tuples(st.just("SWAP"), st.integers(0, 2), st.integers(0, 2)))
+  return [list(o) for o in draw(st.lists(one, max_size=3))]
+
+
+# ------------------------------------------------------------------ families
+CHAIN_OPS = ["IDIV", "IDIV", "MOD", "ADD", "MUL", "SUB", "SHL", "SHR", "MAX", "NEG", "AND", "CAST"]
+NESTED = ["IDIV", "IDIV", "MUL", "ADD", "SHL", "SHR", "MOD"]     # ops whose pairs the simplifier folds
+
+
+@st.composite
+def chain(draw) -> Example:
+  dt = draw(st.sampled_from(NARROW[:6] + ["int8", "int8", "int16"]))
+  n = draw(st.integers(8, 48))
+  b = Builder()
+  x = b.buffer((n,), dt, 0)
+  inputs = {"buf0": edge_array(draw, dt, n)}
+  v, cur = x, dt
+  # half the chains open with an op applied twice (the simplifier's nested rules fold the pair)
+  last = draw(st.sampled_from(NESTED)) if draw(st.booleans()) else None
+  if last is not None: v = b.add(last, v, b.const(constant(draw, cur, large=True), cur))
+  for step in range(draw(st.integers(1, 4))):
+    repeated = last is not None and (step == 0 or draw(st.booleans()))
+    op = last if repeated else draw(st.sampled_from(CHAIN_OPS))
+    last = op
+    if op == "NEG": v = b.NEG(v); continue
+    if op == "CAST":
+      cur = draw(st.sampled_from(NARROW)); v = b.CAST(v, arg=cur); continue
+    c = constant(draw, cur, large=repeated)
+    v = b.add(op, v, b.const(c, cur))
+  m = draw(st.integers(1, 12))
+  i = b.ADD(v, b.const(draw(st.sampled_from([0, 1, 2, -1])) if DTYPES[cur].cls != "uint" else 1, cur))
+  if draw(st.booleans()):
+    src = b.buffer((m,), "float32", 1)
+    inputs["buf1"] = np.arange(1, m + 1, dtype=np.float32)
+    g = b.graph([b.INDEX(src, i)])
+  else:
+    dst = b.buffer((m,), "int32", 1)
+    inputs["buf1"] = np.full(m, -7, np.int32)
+    g = b.graph([b.SINK(b.STORE(b.INDEX(dst, i), b.CAST(x, arg="int32")))])
+  return Example("chain", g, inputs, optops(draw))
+
+
+@st.composite
+def gated(draw) -> Example:
+  dt = draw(st.sampled_from(SIGNED_NARROW * 3 + ["uint8", "int32"]))
+  d = DTYPES[dt]
+  n = draw(st.integers(16, 64))
+  size = int(min(d.max, 40000)) + 1 + draw(st.integers(0, 8))
+  b = Builder()
+  x = b.param((n,), dt, 0)
+  r = b.range(n, 0)
+  xv = b.INDEX(x, r)
+  clauses = []
+  for _ in range(draw(st.integers(1, 2))):
+    lt = b.CMPLT(xv, b.const(constant(draw, dt), dt))
+    clauses.append(b.CMPNE(lt, b.const(True, "bool")) if draw(st.integers(0, 9)) < 7 else lt)   # mostly x >= c
+  gate = clauses[0] if len(clauses) == 1 else b.AND(clauses[0], clauses[1])
+  k = draw(st.sampled_from([1, 1, 1, 2, -1]))
+  j = xv if k == 1 else b.MUL(xv, b.const(k if d.min <= k else 1, dt))
+  j = b.ADD(j, b.const(draw(st.sampled_from([1, 2, 3, 0, -1])) if d.cls != "uint" else 1, dt))
+  inputs = {"param0": edge_array(draw, dt, n)}
+  if draw(st.booleans()):
+    src = b.param((size,), "float32", 1); out = b.param((n,), "float32", 2)
+    v = b.LOAD(b.INDEX(src, j), b.const(-1.0, "float32"), gate)
+    b.SINK(b.END(b.STORE(b.INDEX(out, r), v), r))
+    inputs["param1"] = np.arange(size, dtype=np.float32) + 0.5
+  else:
+    dst = b.param((size,), "float32", 1)
+    b.SINK(b.END(b.STORE(b.INDEX(dst, j), b.const(7.0, "float32"), gate), r))
+    inputs["param1"] = np.zeros(size, np.float32)
+  return Example("gated", b.graph(), inputs, optops(draw))
+
+
+@st.composite
+def sizes(draw) -> Example:
+  """out[i] = x[i + off] * 2 for i < n; n a symbolic size in [lo, hi]."""
+  lo = draw(st.sampled_from([0, 1, 1, 2]))
+  hi = lo + draw(st.integers(0, 6))
+  n_buf = hi + draw(st.integers(0, 3))
+  if n_buf == 0: n_buf = 1
+  value = draw(st.one_of(st.sampled_from([lo, hi, (lo + hi) // 2]), st.sampled_from([lo - 1, hi + 1, 10 ** 8, -1, 2 ** 31, hi * 1000 + 7])))
+  how = draw(st.sampled_from(["kernel", "call", "const"]))
+  # through a CALL the factor may be a ()-shaped buffer PARAM given a CONST: read through memory, not by value
+  by_buffer = how != "kernel" and draw(st.booleans())
+  b = Builder()
+  kx = b.param((n_buf,), "int32", 0); ko = b.param((n_buf,), "int32", 1)
+  kn = b.param((), "index", 2, bounds=(lo, hi))
+  factor = b.param((), "int32", 3) if by_buffer else b.const(2, "int32")
+  i = b.range(bound=kn, id=0)
+  idx = i if draw(st.booleans()) else b.ADD(i, b.SUB(b.const(n_buf, "index"), kn))   # reads the tail: x[i + (N - n)]
+  k = b.SINK(b.END(b.STORE(b.INDEX(ko, i), b.MUL(b.INDEX(kx, idx), factor)), i))
+  xs = np.arange(1, n_buf + 1, dtype=np.int32)
+  if how == "kernel": return Example("sizes", b.graph(), {"param0": xs, "param2": value}, optops(draw))
+  X = b.buffer((n_buf,), "int32", 0); O = b.buffer((n_buf,), "int32", 1)
+  extra = (b.const(2, "int32"),) if by_buffer else ()
+  if how == "const":
+    arg = b.const(value, "index")
+    return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, arg, *extra))]), {"buf0": xs}, optops(draw))
+  n = b.param((), "index", 0, name="n", bounds=(min(lo, 0), 10 ** 9))
+  return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, n, *extra))]), {"buf0": xs, "n": value}, optops(draw))
+
+
+@st.composite
+def axes(draw) -> Example:
+  """Stores whose iterations may collide, under a parallel axis type (or work items)."""
+  n = draw(st.sampled_from([4, 8, 16, 64, 256]))
+  m = draw(st.sampled_from([1, 2, 3, n]))
+  b = Builder()
+  x = b.param((n,), "int32", 0); out = b.param((n,), "int32", 1)
+  special = draw(st.integers(0, 5)) == 0
+  r = b.add("SPECIAL", b.const(n, "index"), arg={"name": "gidx0"}) if special else \
+      b.range(n, 0, type=draw(st.sampled_from(["THREAD", "THREAD", "THREAD", "GLOBAL", "LOCAL", "UPCAST", "LOOP"])))
+  def place(kind):
+    if kind == "r": return r
+    if kind == "mod": return b.MOD(r, b.const(m, "index"))
+    if kind == "rev": return b.SUB(b.const(n - 1, "index"), r)
+    return b.AND(r, b.const(0, "index"))   # element 0, not folded
+  dst = place(draw(st.sampled_from(["r", "mod", "zero", "rev"])))
+  val = b.INDEX(x, r)
+  if draw(st.booleans()): val = b.ADD(val, b.INDEX(out, place(draw(st.sampled_from(["r", "mod", "zero", "rev"])))))
+  st1 = b.STORE(b.INDEX(out, dst), val)
+  body = st1 if special else b.END(st1, r)
+  inputs = {"param0": np.arange(n, dtype=np.int32) * 3 + 1, "param1": np.arange(n, dtype=np.int32) * -5}
+  return Example("axes", b.graph([b.SINK(body)]), inputs, optops(draw))
+
+
+def drawn(max_ops: int = 5):
+  from tinyspec.conformance.strategies import graphs
+  from tinyspec.backends import get_backend, capabilities_of
+  from tinyspec.conformance.properties import backend_strategy
+  caps = capabilities_of(get_backend("c"))
+  levels = st.sampled_from(["tensor", "kernel"])
+  @st.composite
+  def one(draw) -> Example:
+    lv = draw(levels)
+    d = draw(backend_strategy(caps, lv, max_ops))
+    return Example("drawn", d.graph, dict(d.inputs), optops(draw), d)
+  return one()
+
+
+def examples(families=FAMILIES):
+  """Examples of the given families, each family equally likely."""
+  table = {"chain": chain(), "gated": gated(), "sizes": sizes(), "axes": axes()}
+  return st.one_of(*[table[f] if f != "drawn" else drawn() for f in families])
