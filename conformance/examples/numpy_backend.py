@@ -26,7 +26,7 @@ def binary(f): return lambda a, b: f(a, b)
 OPS = {
   "ADD": lambda s, arg: s[0] + s[1],
   "MUL": lambda s, arg: s[0] * s[1],
-  "MAX": lambda s, arg: np.maximum(s[0], s[1]),
+  "MAX": lambda s, arg: np.where(s[0] < s[1], s[1], s[0]),   # b if a < b else a: a NaN or equal zeros give the first
   "NEG": lambda s, arg: -s[0] if s[0].dtype != np.bool_ else s[0],
   "SUB": lambda s, arg: s[0] - s[1],
   "CMPLT": lambda s, arg: s[0] < s[1],
