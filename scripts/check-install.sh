@@ -53,4 +53,7 @@ tinyspec conformance --backend c -k "ADD/*"
 python -m pytest -q -p no:cacheprovider --pyargs tinyspec.conformance --backend=c -k "MUL or negative" 2>&1 | tail -2
 python -c "import spec, compiler; assert spec.MINE and compiler.MINE; from tinyspec.refimpl import evaluate; from tinyspec.compiler import compile_graph; print('the user packages stay theirs')"
 tinyspec docs --out "$work/docs" >/dev/null && ls "$work/docs" | tr '\n' ' ' && echo
+tinyspec show "$graph" -o "$work/show.html" && grep -q "tinyspec-view" "$work/show.html" && grep -q "function setUp" "$work/show.html" \
+  || { say "tinyspec show does not write its page (page.js/page.css missing from the wheel?)"; exit 1; }
+echo "tinyspec show wrote a page with its script"
 say "ok"

@@ -3,7 +3,9 @@ importlib.import_module of a literal name) points down or sideways, never up, an
 modules import each other in a circle.
 
   core (tables, IR, backend interface and lookup)
-  < evaluator and front end < compiler < conformance and interop < CLI and docs
+  < evaluator, front end and pictures (tinyspec.show: it reads graphs and the validator's
+    properties only, so the conformance report can draw with it) < compiler
+  < conformance and interop < CLI and docs
 
 The core finds what the layers above provide (backends, subcommands) through entry points
 (tinyspec/plugins.py), never by importing them. There are no exceptions to list."""
@@ -21,7 +23,7 @@ LAYERS = [   # lowest first; a module belongs to the first entry that is it or a
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",
             "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.uop", "tinyspec.graph", "tinyspec.validate",
             "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.plugins", "tinyspec.backends")),
-  ("evaluator and front end", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor")),
+  ("evaluator, front end and pictures", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor", "tinyspec.show")),
   ("compiler", ("tinyspec.compiler",)),
   ("conformance and interop", ("tinyspec.conformance", "tinyspec.interop")),
   ("CLI and docs", ("tinyspec.cli", "tinyspec.__main__", "tinyspec.docgen")),
