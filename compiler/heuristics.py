@@ -13,11 +13,14 @@ stride) they choose, in this order:
   2. a long reduce with few outputs is split across the cores (C: GROUP_REDUCE on
      threads, top: each reads one contiguous block) or a workgroup's work items
      (OpenCL: `group_size` of them, `group_top` as the table says) and combined
-     afterwards; on OpenCL compiler/split.py has already spread it over work-groups;
+     afterwards; on OpenCL compiler/split.py has already spread it over work-groups.
+     GPUs: any reduce whose outputs cannot fill the device gets a work-group per output,
+     its work items reading consecutive elements (_gpu_group);
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
      (UNROLL), which the C compiler vectorizes;
   4. elementwise kernels: the output axis contiguous in memory gets vector lanes
-     (UPCAST: C by a vector register's elements, GPUs by 4: float4 loads and stores);
+     (UPCAST: C by a vector register's elements, GPUs by 4: float4 loads and stores,
+     only where the kernel's ops vectorize: scalar copies would read 4 elements apart);
   5. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
      innermost output axis into workgroups of `local_size`.
 Kernels under `min_work` iterations, and kernels whose loops are not one independent
@@ -31,6 +34,7 @@ from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.expand import _vectorizable
 
 
 def _prod(xs) -> int:
@@ -108,6 +112,21 @@ class Axes:
     return p
 
 
+def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load) -> bool:
+  """GPU: a reduce whose outputs are too few to fill the device (fewer than compute units x
+  `fill_items`) gets a work-group per output: its axis contiguous in memory split into
+  `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
+  elements), combined through local memory. A row reduction (softmax, layer norm) is one
+  work-group per row; a split reduce's partials (compiler/split.py) one per partial."""
+  p = next((p for p in reversed(reds) if contiguous_in_load(p)), None)
+  width = min(int(H["group_size"]), dev.max_local or int(H["group_size"]))
+  if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
+  g = _divisor(A.size[p], width, max(2, dev.warp))
+  if not g: return False
+  reds[reds.index(p)] = A.split(p, g, "GROUP_REDUCE", False)
+  return True
+
+
 def default_opts(sink: UOp, target: str, dev=None) -> list:
   from tinyspec.compiler.device import device
   dev = dev or device(target)
@@ -159,7 +178,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
   grouped = False
-  if reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
+  if reds and not tiled and dev.kind == "gpu" and dev.target == "opencl":
+    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load)
+  elif reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
     p = reds[0]
     if dev.target == "c" and H.get("threads"):
       g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
@@ -185,7 +206,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   if outs and not reds and want:
     inner = [p for p in outs if contiguous_in_store(p)]
     lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink))) if want == "register" else int(want)
-    if inner and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
+    # a GPU reads a scalar copy of each lane `lanes` elements apart (uncoalesced): lanes only where they become vectors
+    whole = dev.kind != "gpu" or _vectorizable(sink, axes[inner[-1]]) if inner else False
+    if inner and whole and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
       A.split(inner[-1], lanes, "UPCAST")
   # 5. parallel output axes
   if outs:

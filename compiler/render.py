@@ -168,6 +168,7 @@ class KernelSource:
   tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
+  work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/gpucheck.py)
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -405,6 +406,9 @@ class Renderer:
     ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
                       fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
                       {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
+    ks.work_ids = {v: k for k, v in self.ids.items()}
+    if self.target == "opencl":
+      for u in specials: ks.work_ids[{"g": "get_group_id", "l": "get_local_id", "t": "get_global_id"}[u.arg["name"][0]] + f"({u.arg['name'][-1]})"] = u
     ks.source = assemble([ks], self.target)
     return ks
 

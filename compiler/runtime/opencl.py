@@ -4,7 +4,8 @@ POCL_CACHE_DIR is pointed into the tinyspec cache before pyopencl is imported, s
 keeps its compiled kernels there too; pyopencl's own binary cache (keyed by source and
 options) lives in the same directory. The device: TINYSPEC_OPENCL_DEVICE is
 "P:D" (platform and device indices) or a substring of the device name; default the first
-device of the first platform.
+device of the first platform. "table:NAME" names a device described by a table
+(compiler/device.py table_device): programs compile for it, nothing runs.
 """
 from __future__ import annotations
 import os
