@@ -113,6 +113,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   def keep(name, make):   # make() builds the stage's graph(s), only when they are kept
     if keep_stages: stages[name] = make()
 
+  contract: set = set()    # kernels whose REG accumulators are all REDUCEs' (render.yaml `contract`)
   if level == "program":
     root = roots[-1] if roots else None
     if root is not None and root.op == "PROGRAM": root = root.src[0]     # its SOURCE text is never used
@@ -140,6 +141,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
     sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())
+    contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
     keep("expand", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target, dev.kind))
@@ -152,7 +154,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   sources = []
   kind = _target_device(target, device).kind
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind)
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind, contract=k.name in contract)
     k.program = ks
     sources.append(ks)
   lang = "C" if target == "c" else "OpenCL C"
@@ -161,6 +163,11 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
   # INDEX that is always out of range folds to zero): refimpl accepts them too
   return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched) | _graph_input_names(g))
+
+
+def _has_reg(sink: UOp) -> bool:
+  """Does the kernel hold REG buffers of its own (a user kernel's accumulators)?"""
+  return any(u.op == "BUFFER" and u.arg.get("addrspace") == "REG" for u in toposort(sink))
 
 
 def _target_device(target: str, dev):
