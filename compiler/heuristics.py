@@ -112,6 +112,14 @@ class Axes:
     return p
 
 
+def _tile_rows(H: dict, dev, vectors_per_row: int) -> int:
+  """The register tile's rows: the table's, cut so that rows x vectors per row accumulators
+  fit the table's budget for the device's vector width (`tile_accumulators`)."""
+  budget = (H.get("tile_accumulators") or {}).get(dev.vector_bytes)
+  rows = int(H["tile"][0])
+  return max(2, min(rows, int(budget) // max(1, vectors_per_row))) if budget else rows
+
+
 def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load) -> bool:
   """GPU: a reduce whose outputs are too few to fill the device (fewer than compute units x
   `fill_items`) gets a work-group per output: its axis contiguous in memory split into
@@ -163,8 +171,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         A.split(n_ax, lanes, "UPCAST")
         if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
         tiled = True
-        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] % H["tile"][0] == 0 and A.size[p] >= 2 * H["tile"][0]), None)
-        if m_ax is not None: A.split(m_ax, H["tile"][0], "UPCAST")
+        rows = _tile_rows(H, dev, k // lanes)
+        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and _divisor(A.size[p], rows, 2) and A.size[p] >= 2 * rows), None)
+        if m_ax is not None: A.split(m_ax, _divisor(A.size[m_ax], rows, 2), "UPCAST")
         # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
