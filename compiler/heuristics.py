@@ -7,6 +7,8 @@ stride) they choose, in this order:
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
      output axis that is contiguous in the store by tile[1] and another such output
      axis by tile[0]; every load in the tile is then read once and used tile-many times.
+     A size the tile does not divide is padded to the next multiple (PADTO: the missing
+     rows and columns masked) where the table says `pad_tiles`.
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
      input read across the reduce loop is packed in tile order (compiler/layout.py);
@@ -90,6 +92,12 @@ class Axes:
     self.strides = [[a[2].get(r, 0) for r in axes] for a in acc]   # per access, per position (0: independent)
     self.opts: list = []
 
+  def padto(self, p: int, m: int) -> int:
+    """PADTO axis p to a multiple of m (the added iterations masked); returns m."""
+    self.opts.append(["PADTO", p, m])
+    self.size[p] = -(-self.size[p] // m) * m
+    return m
+
   def split(self, p: int, k: int, kind: str, top: bool | None = None) -> int:
     """SPLIT axis p by k into kind; returns the position of the part that keeps p's type."""
     self.opts.append(["SPLIT", p, [k, kind] + ([top] if top is not None else [])])
@@ -164,6 +172,10 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
     if inner:
       n_ax = inner[-1]
       k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
+      padded = False
+      if k is None and H.get("pad_tiles") and A.size[n_ax] >= 2 * H["tile"][1]:
+        padded = True
+        k = A.padto(n_ax, int(H["tile"][1]))     # the last tile's missing columns are masked
       if k:
         # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
         item = max(1, _itemsize(sink))
@@ -172,17 +184,22 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
         tiled = True
         rows = _tile_rows(H, dev, k // lanes)
-        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and _divisor(A.size[p], rows, 2) and A.size[p] >= 2 * rows), None)
-        if m_ax is not None: A.split(m_ax, _divisor(A.size[m_ax], rows, 2), "UPCAST")
+        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] >= 2 * rows), None)
+        if m_ax is not None:
+          r = _divisor(A.size[m_ax], rows, 2)
+          if H.get("pad_tiles") and (r is None or 2 * r <= rows): r, padded = A.padto(m_ax, rows), True   # no near divisor: masked rows
+          if r: A.split(m_ax, r, "UPCAST")
         # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
-        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None else None
+        # (a padded tile's masked accesses do not vectorize: the panel and the unrolled
+        #  reduce measured 4-6x slower on them, gemm 1000, so they keep the plain loop)
+        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not padded else None
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
         u = H.get("unroll_tile", 1)
-        if u > 1 and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
