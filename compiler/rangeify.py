@@ -642,9 +642,9 @@ class Rangeify:
   def call_kernel(self, c: UOp) -> None:
     body = c.src[0]
     if body.op != "SINK": raise CompileError("compile.unsupported", f"CALL of a {body.op} body", c)
-    args = []
-    for a in c.src[1:]:
-      s = a if a.op == "CONST" else self._storage_of(a)
+    args, by_value = [], _size_slots(body)
+    for k, a in enumerate(c.src[1:]):
+      s = a if a.op == "CONST" and k in by_value else self._storage_of(a)
       args.append(s if s is not None else self.realized[a])
     self.kernels.append(Kernel(body, args, _kernel_sink_slots(body), f"user_kernel{len(self.kernels)}"))
 

@@ -61,9 +61,13 @@ def edge_array(draw, dt: str, n: int) -> np.ndarray:
   return V.as_array(vals, dt)
 
 
-def constant(draw, dt: str) -> int:
+def constant(draw, dt: str, large: bool = False) -> int:
+  """An edge or small constant of dt; `large`: a positive one whose square overflows dt (an
+  op repeated with two of them folds into a constant the dtype cannot hold)."""
   d = DTYPES[dt]
   pool = [v for v in (0, 1, -1, 2, 3, 7, 10, 16, 100, 127, 128, 255, 1000, 10000, d.max, d.min, d.bits, d.bits - 1) if d.min <= v <= d.max]
+  big = [v for v in pool if v > 0 and v * v > d.max]
+  if large and big: return draw(st.one_of(st.sampled_from(big), st.integers(int(d.max ** 0.5) + 1, int(d.max))))
   return draw(st.one_of(st.sampled_from(pool), st.integers(int(max(d.min, -300)), int(min(d.max, 300)))))
 
 
@@ -79,6 +83,7 @@ def optops(draw) -> list:
 
 # ------------------------------------------------------------------ families
 CHAIN_OPS = ["IDIV", "IDIV", "MOD", "ADD", "MUL", "SUB", "SHL", "SHR", "MAX", "NEG", "AND", "CAST"]
+NESTED = ["IDIV", "IDIV", "MUL", "ADD", "SHL", "SHR", "MOD"]     # ops whose pairs the simplifier folds
 
 
 @st.composite
@@ -89,14 +94,17 @@ def chain(draw) -> Example:
   x = b.buffer((n,), dt, 0)
   inputs = {"buf0": edge_array(draw, dt, n)}
   v, cur = x, dt
-  last = None
-  for _ in range(draw(st.integers(1, 4))):
-    op = last if last is not None and draw(st.booleans()) else draw(st.sampled_from(CHAIN_OPS))
+  # half the chains open with an op applied twice (the simplifier's nested rules fold the pair)
+  last = draw(st.sampled_from(NESTED)) if draw(st.booleans()) else None
+  if last is not None: v = b.add(last, v, b.const(constant(draw, cur, large=True), cur))
+  for step in range(draw(st.integers(1, 4))):
+    repeated = last is not None and (step == 0 or draw(st.booleans()))
+    op = last if repeated else draw(st.sampled_from(CHAIN_OPS))
     last = op
     if op == "NEG": v = b.NEG(v); continue
     if op == "CAST":
       cur = draw(st.sampled_from(NARROW)); v = b.CAST(v, arg=cur); continue
-    c = constant(draw, cur)
+    c = constant(draw, cur, large=repeated)
     v = b.add(op, v, b.const(c, cur))
   m = draw(st.integers(1, 12))
   i = b.ADD(v, b.const(draw(st.sampled_from([0, 1, 2, -1])) if DTYPES[cur].cls != "uint" else 1, cur))
@@ -150,21 +158,25 @@ def sizes(draw) -> Example:
   n_buf = hi + draw(st.integers(0, 3))
   if n_buf == 0: n_buf = 1
   value = draw(st.one_of(st.sampled_from([lo, hi, (lo + hi) // 2]), st.sampled_from([lo - 1, hi + 1, 10 ** 8, -1, 2 ** 31, hi * 1000 + 7])))
+  how = draw(st.sampled_from(["kernel", "call", "const"]))
+  # through a CALL the factor may be a ()-shaped buffer PARAM given a CONST: read through memory, not by value
+  by_buffer = how != "kernel" and draw(st.booleans())
   b = Builder()
   kx = b.param((n_buf,), "int32", 0); ko = b.param((n_buf,), "int32", 1)
   kn = b.param((), "index", 2, bounds=(lo, hi))
+  factor = b.param((), "int32", 3) if by_buffer else b.const(2, "int32")
   i = b.range(bound=kn, id=0)
   idx = i if draw(st.booleans()) else b.ADD(i, b.SUB(b.const(n_buf, "index"), kn))   # reads the tail: x[i + (N - n)]
-  k = b.SINK(b.END(b.STORE(b.INDEX(ko, i), b.MUL(b.INDEX(kx, idx), b.const(2, "int32"))), i))
+  k = b.SINK(b.END(b.STORE(b.INDEX(ko, i), b.MUL(b.INDEX(kx, idx), factor)), i))
   xs = np.arange(1, n_buf + 1, dtype=np.int32)
-  how = draw(st.sampled_from(["kernel", "call", "const"]))
   if how == "kernel": return Example("sizes", b.graph(), {"param0": xs, "param2": value}, optops(draw))
   X = b.buffer((n_buf,), "int32", 0); O = b.buffer((n_buf,), "int32", 1)
+  extra = (b.const(2, "int32"),) if by_buffer else ()
   if how == "const":
     arg = b.const(value, "index")
-    return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, arg))]), {"buf0": xs}, optops(draw))
+    return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, arg, *extra))]), {"buf0": xs}, optops(draw))
   n = b.param((), "index", 0, name="n", bounds=(min(lo, 0), 10 ** 9))
-  return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, n))]), {"buf0": xs, "n": value}, optops(draw))
+  return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, n, *extra))]), {"buf0": xs, "n": value}, optops(draw))
 
 
 @st.composite

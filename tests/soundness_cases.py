@@ -10,7 +10,8 @@ not own. Shared by tests/test_compiler_soundness.py and its AddressSanitizer chi
                whose outer PARAM allows [1, 1e9]
   4. parallel  a loop-carried store under THREAD, GLOBAL, LOCAL and LOOP axes, and work
                items (SPECIAL) that all write one element
-  5. call_const a CALL passing a CONST as the kernel's symbolic size
+  5. call_const a CALL passing a CONST as the kernel's symbolic size (by value) and as a
+               ()-shaped buffer PARAM (through memory)
 """
 from __future__ import annotations
 import numpy as np
@@ -74,6 +75,16 @@ def call_const(value: int):
   return b.graph([b.SINK(b.CALL(k, X, O, b.const(value, "index")))]), {"buf0": np.arange(1, 5, dtype=np.int32)}
 
 
+def call_const_buffer():
+  """A CONST bound to a kernel's ()-shaped buffer PARAM (read through memory, not by value)."""
+  b = Builder()
+  kv = b.param((), "int32", 0); ko = b.param((4,), "int32", 1)
+  i = b.range(4, 0)
+  k = b.SINK(b.END(b.STORE(b.INDEX(ko, i), b.ADD(kv, b.CAST(i, arg="int32"))), i))
+  O = b.buffer((4,), "int32", 1)
+  return b.graph([b.SINK(b.CALL(k, b.const(5, "int32"), O))]), {}
+
+
 def parallel(axis: str, n: int = 4096):
   """out[0] = out[0] + 1 + (r & 0) over a loop of n iterations typed `axis`: every
   iteration reads the contents before the kernel (decision kernel-loops), so out[0] is 1;
@@ -103,6 +114,7 @@ CASES = {
   "sizes-in-bounds": lambda: sizes(3), "sizes-huge": lambda: sizes(10 ** 8), "sizes-negative": lambda: sizes(-1),
   "sizes-call-huge": lambda: sizes(10 ** 8, True), "sizes-call-in-bounds": lambda: sizes(4, True),
   "call-const": lambda: call_const(3), "call-const-out-of-bounds": lambda: call_const(7),
+  "call-const-buffer": call_const_buffer,
   "parallel-thread": lambda: parallel("THREAD"), "parallel-global": lambda: parallel("GLOBAL"),
   "parallel-local": lambda: parallel("LOCAL"), "parallel-loop": lambda: parallel("LOOP"),
   "parallel-upcast": lambda: parallel("UPCAST", 16), "specials": specials,

@@ -17,7 +17,7 @@ needs_sanitizers = pytest.mark.skipif(sanitize.unavailable() is not None, reason
 
 
 @needs_sanitizers
-@pytest.mark.parametrize("plant", ["literal", "gate-wrap", "sizes", "parallel", "call-const"])
+@pytest.mark.parametrize("plant", ["literal", "gate-wrap", "sizes", "parallel", "call-const", "call-const-buffer"])
 def test_a_planted_bug_is_found_within_the_ci_slice(plant, tmp_path):
   rep = sanitize.fuzz_sanitized(sanitize.CI_EXAMPLES, sanitize.CI_SEED, tmp_path, stop_at_first=True, shrink=False,
                                 extra_env={"PYTHONPATH": str(PLANTS), "TINYSPEC_PLANT": plant})

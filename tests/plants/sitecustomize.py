@@ -8,6 +8,7 @@ bug to plant in the fuzzer's sanitized child (the compiler as it was before the 
   sizes      symbolic sizes are not checked before launching
   parallel   every axis counts as conflict-free (a THREAD axis the graph names is kept)
   call-const a CONST size argument is realized into a buffer the launch reads as 0
+  call-const-buffer  every CONST argument is passed by value, also to a buffer PARAM
 """
 import os
 
@@ -71,5 +72,11 @@ def _call_const():
   E.Executable._launch = lambda self, prog, k, args, v, computed, threads: launch(self, prog, k, args, v, {}, threads)
 
 
+def _call_const_buffer():
+  from tinyspec.compiler import rangeify as R
+  R._size_slots = lambda body: {u.arg["slot"] for u in R._walk(body) if u.op == "PARAM"}
+
+
 if PLANT:
-  {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const}[PLANT]()
+  {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
+   "call-const-buffer": _call_const_buffer}[PLANT]()
