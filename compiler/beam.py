@@ -237,13 +237,15 @@ def best_opts(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   from tinyspec.compiler.device import device
   dev = dev or device(target)
   key = kernel_key(sink, target, width, dev)
+  from tinyspec.compiler.runtime.cache import fetch, store
   path = _cache_path(key)
-  try:
-    return json.loads(path.read_text())["opts"]
-  except (OSError, ValueError, KeyError):
-    pass
+  data = fetch(path)   # a signed entry of this cache, or None (garbage or a planted file: searched again)
+  if data is not None:
+    try:
+      opts = json.loads(data)["opts"]
+      if isinstance(opts, list): return opts
+    except (ValueError, KeyError, TypeError, RecursionError):
+      pass
   opts = search(sink, target, width, dev, log)
-  tmp = path.with_suffix(f".{os.getpid()}.tmp")
-  tmp.write_text(json.dumps({"opts": opts, "target": target, "device": dev.key(), "width": width}))
-  os.replace(tmp, path)
+  store(path, json.dumps({"opts": opts, "target": target, "device": dev.key(), "width": width}).encode())
   return opts

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.deadline import add_option
+from tinyspec.files import FileRefused, make_dir, output_path, printable, save_npy, write_file
 
 
 def _load(path: str):
@@ -29,14 +31,14 @@ def _load(path: str):
 
 
 def _refusal(path: str, e) -> int:
-  print(f"{path}: {e.msg if hasattr(e, 'msg') else e} [{e.rule}]", file=sys.stderr)
+  print(printable(f"{path}: {e.msg if hasattr(e, 'msg') else e} [{e.rule}]"), file=sys.stderr)
   return EXIT_INVALID
 
 
 def _failure(path: str, e) -> int:
   """A build or device failure (a missing C compiler, no OpenCL platform, a build error:
   the last is a compiler bug, and the message says where) -- exit 1, no traceback."""
-  print(f"{path}: {type(e).__name__}: {str(e)[:4000]}", file=sys.stderr)
+  print(printable(f"{path}: {type(e).__name__}: {str(e)[:4000]}"), file=sys.stderr)
   return EXIT_INVALID
 
 
@@ -58,6 +60,7 @@ def compile_command(sub):
   p.add_argument("--beam", metavar="N", type=int, default=None, help="BEAM search of width N for the kernels --opt does not set (cached on disk)")
   p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
+  add_option(p)
 
   def run(a) -> int:
     from tinyspec.compiler import compile_graph, CompileError
@@ -74,32 +77,36 @@ def compile_command(sub):
       return _refusal(a.file, e)
     except _runtime_errors() as e:
       return _failure(a.file, e)
-    if a.dump_stages: dump_stages(c, a.dump_stages)
+    if a.dump_stages:
+      try: dump_stages(c, a.dump_stages)
+      except FileRefused as e: print(f"tinyspec compile: {e}", file=sys.stderr); return e.exit_code
     print(c.source(), end="")
     return EXIT_OK
   return p, run
 
 
 def dump_stages(c, where) -> list[Path]:
-  d = Path(where)
-  d.mkdir(parents=True, exist_ok=True)
+  """One graph file per stage in DIR (file names from the fixed stage names)."""
+  d = make_dir(where)
   written = []
   for n, (name, g) in enumerate(c.stages.items()):
-    if isinstance(g, list):
-      for k, gg in enumerate(g):
-        f = d / f"{n:02d}_{name}.k{k}.json"; gg.save(f); written.append(f)
-    else:
-      f = d / f"{n:02d}_{name}.json"; g.save(f); written.append(f)
+    for k, gg in (enumerate(g) if isinstance(g, list) else [(None, g)]):
+      f = output_path(d, f"{n:02d}_{name}" + ("" if k is None else f".k{k}"), ".json", "stage name")
+      written.append(write_file(f, gg.dumps()))
   return written
 
 
 def _parse_inputs(items) -> dict:
-  import numpy as np
+  """--input NAME=X.npy arguments, each read as a checked .npy (tinyspec.files) within the memory budget."""
+  from tinyspec.files import load_npy
+  from tinyspec.limits import default_budget
   out = {}
+  left = default_budget()
   for it in items or ():
     if "=" not in it: raise ValueError(f"--input {it!r}: expected NAME=FILE.npy")
     name, path = it.split("=", 1)
-    out[name] = np.load(path, allow_pickle=False)
+    out[name] = load_npy(path, left)
+    left -= out[name].nbytes
   return out
 
 
@@ -112,6 +119,7 @@ def run_command(sub):
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
   p.add_argument("--allow-untrusted", action="store_true")
   p.add_argument("--beam", metavar="N", type=int, default=None, help="c/opencl: BEAM search of width N for every kernel (cached on disk)")
+  add_option(p)
 
   def run(a) -> int:
     import numpy as np
@@ -119,24 +127,29 @@ def run_command(sub):
     g, code = _load(a.file)
     if g is None: return code
     try: inputs = _parse_inputs(a.input)
-    except (ValueError, OSError) as e:
-      print(f"{e}", file=sys.stderr); return EXIT_UNREADABLE
+    except FileRefused as e:
+      print(f"tinyspec run: {e}", file=sys.stderr); return EXIT_INVALID if e.rule == "eval.budget" else EXIT_UNREADABLE
+    except ValueError as e:
+      print(f"tinyspec run: {printable(e)}", file=sys.stderr); return EXIT_UNREADABLE
     try:
       if a.backend == "ref":
         from tinyspec.refimpl import evaluate, EvalError
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted)
         except EvalError as e:
-          print(f"{a.file}: {e}", file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
+          print(printable(f"{a.file}: {e}"), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
         from tinyspec.compiler import compile_graph, CompileError
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)
     except ValueError as e:
-      print(f"{a.file}: {e}", file=sys.stderr); return EXIT_UNREADABLE
+      print(printable(f"{a.file}: {e}"), file=sys.stderr); return EXIT_UNREADABLE
     if a.out:
-      d = Path(a.out); d.mkdir(parents=True, exist_ok=True)
-      for k, v in out.items(): np.save(d / f"{k}.npy", np.asarray(v), allow_pickle=False)
+      try:
+        d = make_dir(a.out)
+        for k, v in out.items(): save_npy(d, k, v)
+      except FileRefused as e:
+        print(f"tinyspec run: {e}", file=sys.stderr); return e.exit_code
     for k, v in out.items():
       v = np.asarray(v)
       print(f"{k}: {v.dtype} {tuple(v.shape)}" + (f" {np.array2string(v.reshape(-1)[:8], threshold=8)}" if v.size else ""))

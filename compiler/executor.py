@@ -76,6 +76,15 @@ def constant_data(u: UOp) -> np.ndarray:
       if vals else np.zeros(0, np_dtype(dt))
 
 
+def _view_base(u: UOp) -> tuple[UOp, int]:
+  """(the storage under a chain of BUFFER_VIEWs, the byte offset of u into it)."""
+  offset = 0
+  while u.op == "BUFFER_VIEW":
+    offset += u.arg["offset"]
+    u = u.src[0]
+  return u, offset
+
+
 class HostMemory:
   """Storage for the C target: NumPy arrays."""
   def alloc(self, nbytes: int): return np.zeros(max(nbytes, 1), dtype=np.uint8)
@@ -96,6 +105,7 @@ class CLMemory:
     self.cl = cl
     self.ctx, self.queue, self.dev = device()
     self.align = max(self.dev.mem_base_addr_align // 8, 1)
+    self.max_alloc = int(self.dev.max_mem_alloc_size)
 
   def alloc(self, nbytes: int):
     buf = self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, max(nbytes, 1))
@@ -179,10 +189,11 @@ class Executable:
     s = self.c.schedule
     mem = self.mem
     plan = s.meta.get("memory", {"buffers": {}, "arena": 0})
+    storages = self.storages()
+    self._check_memory(plan, storages)
     arena = mem.alloc(plan["arena"]) if plan["arena"] else None
     handles: dict[UOp, object] = {}
     vals: dict[UOp, int] = {}
-    storages = self.storages()
     for u in storages:
       pr = props(u)
       nbytes = _numel(pr.shape) * np_dtype(pr.dtype).itemsize
@@ -190,9 +201,9 @@ class Executable:
         off, size = plan["buffers"][u.arg["slot"]]
         handles[u] = mem.view(arena, off, size)
       elif u.op == "BUFFER_VIEW":
-        base = u.src[0]
+        base, offset = _view_base(u)   # a view of a view is a view of the storage below both
         if base not in handles: handles[base] = self._input(base, inputs)
-        handles[u] = mem.view(handles[base], u.arg["offset"], nbytes)
+        handles[u] = mem.view(handles[base], offset, nbytes)
       elif u.op in ("VCONST", "BINARY"):
         h = mem.alloc(nbytes); mem.upload(h, constant_data(u)); handles[u] = h
       elif u.op == "PARAM" and len(u.src) == 3:
@@ -213,6 +224,26 @@ class Executable:
         if slot not in computed: check_size(_size_name(k, slot), v[slot], lo, hi)
       launches.append(self._launch(prog, k, args, v, computed, threads))
     return Bound(self, handles, vals, launches, arena)
+
+  def _check_memory(self, plan, storages) -> None:
+    """Refuse (rule run.budget, or run.device past the OpenCL device's largest buffer) a
+    program whose buffers would not fit, before allocating any of them."""
+    from tinyspec.limits import default_budget
+    from tinyspec.compiler.props import CompileError
+    sizes = [plan["arena"]]
+    for u in storages:
+      if u in self.c.schedule.intermediates or u.op == "BUFFER_VIEW" or (u.op == "PARAM" and len(u.src) == 3): continue
+      pr = props(u)
+      sizes.append(_numel(pr.shape) * np_dtype(pr.dtype).itemsize)
+    total = sum(sizes)
+    try: budget = default_budget()
+    except ValueError as e: raise CompileError("run.budget", f"TINYSPEC_EVAL_BUDGET: {e}") from None
+    if total > budget:
+      raise CompileError("run.budget", f"the program's buffers need {total:,} bytes, over the memory budget of {budget:,} bytes "
+                                       "(TINYSPEC_EVAL_BUDGET)")
+    largest = getattr(self.mem, "max_alloc", None)
+    if largest is not None and max(sizes) > largest:
+      raise CompileError("run.device", f"a buffer of {max(sizes):,} bytes, over the OpenCL device's largest allocation ({largest:,} bytes)")
 
   def _launch(self, prog, k, args, v, computed: dict, threads):
     """The launch of one kernel; sizes the program computes (`computed`: slot -> the
@@ -241,10 +272,14 @@ class Executable:
     name = input_name(u)
     if name in inputs:
       arr = np.asarray(inputs[name])
+      if arr.dtype.names is not None or arr.dtype.hasobject or arr.dtype.kind not in "biuf" + ("V" if pr.dtype == "bfloat16" else ""):
+        raise ValueError(f"input {name}: dtype {arr.dtype} is not a plain bool, integer or float dtype")
       if arr.shape != tuple(pr.shape):
         if arr.size != _numel(pr.shape): raise ValueError(f"input {name}: shape {arr.shape}, the graph's {u.op} has shape {tuple(pr.shape)}")
         arr = arr.reshape(pr.shape)
-      self.mem.upload(h, arr.astype(np_dtype(pr.dtype), copy=False))
+      try: arr = arr.astype(np_dtype(pr.dtype), copy=False)
+      except (TypeError, ValueError) as e: raise ValueError(f"input {name}: dtype {arr.dtype} does not convert to {pr.dtype} ({e})") from None
+      self.mem.upload(h, arr)
     return h
 
 

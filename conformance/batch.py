@@ -9,6 +9,7 @@ that run decides.
 """
 from __future__ import annotations
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from tinyspec.graph import Graph, Node, load_file
@@ -55,11 +56,15 @@ def batchable(case) -> bool:
 
 
 def _nodes_json(case) -> list:
+  from tinyspec.files import read_text, FileRefused
+  from tinyspec.limits import limits
   try:
-    d = json.loads(case.graph.read_text())
-    return d["nodes"] if isinstance(d, dict) else d
-  except (OSError, ValueError, KeyError):
-    return [{"arg": {"name": "?"}}]   # unreadable: not batchable
+    d = json.loads(read_text(case.graph, limits().max_file_bytes, "the graph file"))
+    nodes = d["nodes"] if isinstance(d, dict) else d
+    if isinstance(nodes, list): return nodes
+  except (FileRefused, ValueError, KeyError, TypeError, RecursionError):
+    pass
+  return [{"arg": {"name": "?"}}]   # unreadable: not batchable (its own run says why)
 
 
 def merge(cases) -> Merged | None:
@@ -83,6 +88,7 @@ def merge(cases) -> Merged | None:
         arg = a
       nodes.append(Node(n.op, [j + base for j in n.src], thaw(arg), n.dtype, n.shape, n.tag, n.name))
     for name, (p, dt) in c.inputs.items():
+      if not re.fullmatch(r"(buf|param)[0-9]+", name): return None
       kind, slot = ("buf", int(name[3:])) if name.startswith("buf") else ("param", int(name[5:]))
       m.inputs[f"{kind}{slot + (buf_off if kind == 'buf' else param_off)}"] = (p, dt)
     for k, r in enumerate(g.root_indices):

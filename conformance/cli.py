@@ -16,10 +16,12 @@ import json
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.deadline import sigterm_raises, Terminated
+from tinyspec.files import FileRefused, printable, write_file
 
 
 def _err(msg: str) -> int:
-  print(f"tinyspec conformance: {msg}", file=sys.stderr)
+  print(printable(f"tinyspec conformance: {msg}"), file=sys.stderr)
   return EXIT_UNREADABLE
 
 
@@ -54,11 +56,13 @@ def conformance_command(sub):
   p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
   p.add_argument("--list", action="store_true", help="list the selected cases and exit")
+  p.add_argument("--no-verify", dest="verify", action="store_false",
+                 help="run cases whose files do not match their sha256 pin (default: such a case is an error, rule case.pin)")
 
   def show(a, r):
     if r.status in ("pass", "skip", "unsupported", "xfail") and not a.verbose: return
     line = f"{r.status.upper():5s} {r.backend} {r.case}"
-    print(line + (f": {r.message}" if r.message else ""), flush=True)
+    print(printable(line + (f": {r.message}" if r.message else "")), flush=True)   # ids and messages come from files and backends
 
   def run(a) -> int:
     names = a.backends or list(runner.DEFAULT_BACKENDS)
@@ -80,7 +84,7 @@ def _run_judges(a, names, show) -> int:
     return _err(str(e))
   if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
   if a.list:
-    for c in cases: print(c.id)
+    for c in cases: print(printable(c.id))
     return EXIT_OK
   backends = [runner.BACKENDS[n]() for n in names]
   results = runner.run(cases, backends, lambda r: show(a, r))
@@ -112,20 +116,50 @@ def _run_sanitized(a) -> int:
 def _run_execs(a, names, show) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases, CaseError
+  broken: list = []
+  try: cases = runner.select(load_cases(a.cases, broken), a.patterns)
+  except CaseError as e: return _err(str(e))
+  broken = [(cid, msg) for cid, msg in broken if runner.select([_Named(cid)], a.patterns)]
+  if not cases and not broken: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  if a.list:
+    for c in cases: print(printable(c.id))
+    return EXIT_OK
+  if a.workers < 1: return _err("--workers must be at least 1")
+  if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
+  # a malformed case folder is that case's error; the others run
+  results = [runner.Result(cid, name, "error", msg) for cid, msg in broken for name in names]
+  for r in results: show(a, r)
+  with sigterm_raises():
+    try:
+      return _run_each(a, names, cases, show, results)
+    except (KeyboardInterrupt, Terminated) as e:
+      return _interrupted(a, e, results, names, cases)
+
+
+class _Named:
+  def __init__(self, cid): self.id = cid
+
+
+def _interrupted(a, e, results, names, cases) -> int:
+  """After SIGINT or SIGTERM: the backends are dead (their process groups killed); say what
+  ran, write the reports of it, exit 130 or 143."""
+  from tinyspec.deadline import kill_children
+  kill_children()
+  code = getattr(e, "exit_code", 130)
+  sys.stdout.flush()
+  print(f"\ninterrupted by {'SIGTERM' if code == 143 else 'SIGINT'}: {len(results)} of {len(cases) * len(names)} results", file=sys.stderr)
+  _finish(a, results, names, str(a.cases or "conformance/cases"))
+  return code
+
+
+def _run_each(a, names, cases, show, results) -> int:
+  from tinyspec.conformance.corpus import load_cases
   from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
   from tinyspec.conformance.manifest import load_manifest, ManifestError
   from tinyspec.conformance.report import Progress, merge_coverage
-  try: cases = runner.select(load_cases(a.cases), a.patterns)
-  except CaseError as e: return _err(str(e))
-  if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
-  if a.list:
-    for c in cases: print(c.id)
-    return EXIT_OK
-  if a.workers < 1: return _err("--workers must be at least 1")
-  results = []
   for name in names:
     try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch)
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify)
       r.capabilities()
       r.manifest = load_manifest(r.name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:
@@ -137,14 +171,18 @@ def _run_execs(a, names, show) -> int:
         if bar.on and bar.tty: sys.stderr.write("\r\033[K"); sys.stderr.flush()
         show(a, res)
     r.on_result = on
-    res = r.run(cases)
+    try: res = r.run(cases)
+    except BaseException:
+      bar.close()
+      results += r.results.values()   # what finished before the interruption
+      raise
     bar.close()
     results += res
     if a.coverage:
       try: merge_coverage(a.coverage, r.name, coverage(cases, res))
-      except OSError as e: return _err(f"cannot write {a.coverage}: {e.strerror or e}")
-    stale = r.manifest.unused([c.id for c in load_cases(a.cases)])
-    if stale: print(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}", file=sys.stderr)
+      except FileRefused as e: return _err(f"{e}")
+    stale = r.manifest.unused([c.id for c in load_cases(a.cases, [])])
+    if stale: print(printable(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}"), file=sys.stderr)
   return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"))
 
 
@@ -154,10 +192,10 @@ def _finish(a, results, names, cases_dir) -> int:
   c = runner.counts(results)
   print(runner.summary_line(c))
   try:
-    if a.json: Path(a.json).write_text(json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
-    if a.junit: Path(a.junit).write_text(junit_xml(results, "tinyspec conformance"))
-  except OSError as e:
-    return _err(f"cannot write {e.filename}: {e.strerror or e}")
+    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir), indent=1) + "\n")
+    if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
+  except FileRefused as e:
+    return _err(f"{e}")
   return EXIT_OK if runner.ok(c) else EXIT_INVALID
 
 
@@ -183,21 +221,30 @@ def fuzz_command(sub):
                  help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
 
   def run(a) -> int:
-    from tinyspec.conformance.properties import fuzz
+    from tinyspec.conformance.properties import fuzz, NoDrawableOps
     from tinyspec.conformance.execute import BackendUnavailable
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
     if a.sanitize: return _run_sanitized(a)
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
+    if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:
-      rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
-                 log=lambda m: print(m, flush=True), timeout=a.timeout)
-    except (KeyError, BackendUnavailable) as e:
-      print(f"tinyspec fuzz: {str(e).strip(chr(34))}", file=sys.stderr)
+      with sigterm_raises():
+        rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
+                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout)
+    except (KeyError, BackendUnavailable, NoDrawableOps) as e:
+      print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr)
       return EXIT_UNREADABLE
+    except (KeyboardInterrupt, Terminated) as e:
+      from tinyspec.deadline import kill_children
+      kill_children()
+      print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
+      return getattr(e, "exit_code", 130)
     for w in rep.written: print(f"wrote {w}")
+    if rep.unwritten:   # the failures were found (and printed) but cannot be kept
+      print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
     print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed})")
-    return EXIT_OK if not rep.failures else EXIT_INVALID
+    return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

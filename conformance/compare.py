@@ -54,7 +54,8 @@ def describe(got, want, dt: str, bounds=0.0, limit: int = 3) -> str | None:
   bad = mismatches(got, want, dt, bounds)
   if not bad.any(): return None
   b = np.broadcast_to(np.asarray(bounds, dtype=np.float64), want.shape)
-  idx = [tuple(int(v) for v in i) for i in np.argwhere(bad)[:limit]]
+  bad = np.asarray(bad).reshape(want.shape)   # (some helpers give a 0-d result shape (1,))
+  idx = [tuple(int(v) for v in i) for i in np.argwhere(bad)[:limit]] if bad.ndim else [()]
   def fmt(i):
     tol = "" if not _is_float(dt) else (" (bit-exact)" if b[i] == 0 else f" (within {b[i]:g} ulp)")
     return f"at {i}: got {_show(got[i])}, expected {_show(want[i])}{tol}"

@@ -49,7 +49,9 @@ def save_array(path: Path, x: np.ndarray, dt: str) -> None:
 
 
 def load_array(path: Path, dt: str) -> np.ndarray:
-  return from_disk(np.load(path, allow_pickle=False), dt)
+  """A corpus array (a checked .npy: tinyspec.files.load_npy)."""
+  from tinyspec.files import load_npy
+  return from_disk(load_npy(path), dt)
 
 
 def dtype_of_array(x: np.ndarray) -> str:
@@ -70,8 +72,9 @@ class Output:
   ulp_decomposed: object = 0
 
   def bounds(self, decomposed: bool = False):
+    from tinyspec.files import load_npy
     b = self.ulp_decomposed if decomposed else self.ulp
-    return np.load(b, allow_pickle=False) if isinstance(b, Path) else float(b)
+    return load_npy(b) if isinstance(b, Path) else float(b)
 
 
 @dataclass
@@ -104,11 +107,20 @@ class ExecCase:
 
 
 def _case(path: Path, root: Path) -> ExecCase:
+  """One case.json, read as a regular file of at most limits.max_small_file bytes and
+  checked field by field (CaseError naming the field otherwise)."""
+  from tinyspec.files import read_text, FileRefused
+  from tinyspec.limits import limits
   try:
-    d = json.loads(path.read_text())
-    if d.get("format") != FORMAT: raise ValueError(f"format is {d.get('format')!r}, not {FORMAT!r}")
+    d = json.loads(read_text(path, limits().max_small_file, "case.json"))
+  except FileRefused as e:
+    raise CaseError(f"{e}") from None
+  except (ValueError, RecursionError) as e:
+    raise CaseError(f"{path}: not JSON ({str(e)[:200]}) [file.parse]") from None
+  try:
+    _check_case(d)
     base = path.parent
-    def ulp(v): return base / v if isinstance(v, str) else float(v)
+    def ulp(v): return base / v if isinstance(v, str) and v != "inf" else float(v)
     outs = {k: Output(k, base / o["file"], o["dtype"], ulp(o.get("ulp", 0)), ulp(o.get("ulp_decomposed", o.get("ulp", 0))))
             for k, o in d.get("outputs", {}).items()}
     return ExecCase(
@@ -118,14 +130,60 @@ def _case(path: Path, root: Path) -> ExecCase:
       inputs={k: (base / v["file"], v["dtype"]) for k, v in d.get("inputs", {}).items()}, outputs=outs,
       expect=dict(d.get("expect", {})), description=d.get("description", ""), sha256=d.get("sha256", ""), meta=d)
   except (OSError, ValueError, KeyError, TypeError) as e:
-    raise CaseError(f"{path}: not a valid case ({type(e).__name__}: {e})") from None
+    from tinyspec.files import printable
+    raise CaseError(printable(f"{path}: not a valid case ({type(e).__name__}: {e})"[:500]) + " [file.schema]") from None
 
 
-def load_cases(root: Path | str | None = None) -> list[ExecCase]:
-  """Every case under root (default conformance/cases), sorted by id."""
+def _check_case(d) -> None:
+  """The fields of a case.json have the form conformance/cases/README.md gives (ValueError)."""
+  from tinyspec.dtypes import DTYPES
+  if not isinstance(d, dict): raise ValueError("a case is a JSON object")
+  if d.get("format") != FORMAT: raise ValueError(f"format is {str(d.get('format'))[:40]!r}, not {FORMAT!r}")
+  if d.get("kind") not in ("positive", "negative"): raise ValueError("kind must be positive or negative")
+  if not isinstance(d.get("graph"), str): raise ValueError("graph must be a file name")
+  for key in ("id", "description", "sha256", "level"):
+    if key in d and not isinstance(d[key], str): raise ValueError(f"{key} must be a string")
+  for key in ("ops", "dtypes", "devices"):
+    if not isinstance(d.get(key, []), list) or not all(isinstance(x, str) for x in d.get(key, [])): raise ValueError(f"{key} must be a list of strings")
+  if not isinstance(d.get("covers", []), list) or not all(isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in d.get("covers", [])):
+    raise ValueError("covers must be a list of [op, dtype] pairs")
+  uses = d.get("uses", {})
+  if not isinstance(uses, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in uses.values()):
+    raise ValueError("uses must map ops to lists of levels")
+  for key in ("inputs", "outputs"):
+    files = d.get(key, {})
+    if not isinstance(files, dict): raise ValueError(f"{key} must be an object")
+    for name, f in files.items():
+      if not isinstance(f, dict) or not isinstance(f.get("file"), str) or f.get("dtype") not in DTYPES:
+        raise ValueError(f"{key}.{name[:40]} needs a file name and a dtype")
+      for b in ("ulp", "ulp_decomposed"):
+        v = f.get(b, 0)
+        if not (isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0)):
+          raise ValueError(f"{key}.{name[:40]}.{b} must be a number >= 0 or a file name")
+  if not isinstance(d.get("expect", {}), dict): raise ValueError("expect must be an object")
+
+
+def load_cases(root: Path | str | None = None, broken: list | None = None) -> list[ExecCase]:
+  """Every case under root (default conformance/cases), sorted by id. A malformed case
+  folder raises CaseError, or with `broken` (a list) is left out and appended to it as
+  (its folder relative to root, the message): the other cases still run."""
   root = Path(root) if root is not None else CASES_DIR
   if not root.is_dir(): raise CaseError(f"{root}: no such directory")
-  return sorted((_case(p, root) for p in root.rglob(CASE_FILE)), key=lambda c: c.id)
+  try: paths = sorted(root.rglob(CASE_FILE))
+  except OSError as e: raise CaseError(f"{root}: cannot be listed ({e.strerror or e}) [file.read]") from None
+  out = []
+  for p in paths:
+    try: out.append(_case(p, root))
+    except CaseError as e:
+      if broken is None: raise
+      broken.append((p.parent.relative_to(root).as_posix(), str(e)))
+  ids = [c.id for c in out]
+  if len(set(ids)) != len(ids):
+    dup = sorted({i for i in ids if ids.count(i) > 1})[0]
+    if broken is None: raise CaseError(f"{root}: two cases have the id {dup!r} [file.schema]")
+    broken.append((dup, f"two cases have the id {dup!r} [file.schema]"))
+    out = [c for c in out if c.id != dup]
+  return sorted(out, key=lambda c: c.id)
 
 
 def case_digest(graph_bytes: bytes, files: list[tuple[str, bytes]]) -> str:
@@ -138,18 +196,37 @@ def case_digest(graph_bytes: bytes, files: list[tuple[str, bytes]]) -> str:
 
 
 def digest_of(case: ExecCase) -> str:
-  files = [(p.name, p.read_bytes()) for p, _ in case.inputs.values()]
+  """sha256 over the case's files as case_digest() pins it (each read as a regular file
+  within limits: a FIFO or a device in a case folder raises FileRefused, never blocks)."""
+  files = [(p.name, _read(p)) for p, _ in case.inputs.values()]
   for o in case.outputs.values():
-    files.append((o.file.name, o.file.read_bytes()))
+    files.append((o.file.name, _read(o.file)))
     for b in (o.ulp, o.ulp_decomposed):
-      if isinstance(b, Path) and b.name not in {n for n, _ in files}: files.append((b.name, b.read_bytes()))
+      if isinstance(b, Path) and b.name not in {n for n, _ in files}: files.append((b.name, _read(b)))
   return case_digest(_bytes_or_empty(case.graph), files)
 
 
+def verify(case: ExecCase) -> str | None:
+  """None when the case's files match its sha256 pin, else why not (rule case.pin)."""
+  from tinyspec.files import FileRefused
+  if not case.sha256: return "the case has no sha256 pin [case.pin]"
+  try: got = digest_of(case)
+  except FileRefused as e: return f"{e}"
+  if got != case.sha256: return f"its files do not match its sha256 pin (tampered or stale; --no-verify runs it anyway) [case.pin]"
+  return None
+
+
+def _read(p: Path) -> bytes:
+  from tinyspec.files import read_regular
+  from tinyspec.limits import limits
+  return read_regular(p, limits().max_file_bytes, "a case file")
+
+
 def _bytes_or_empty(p: Path) -> bytes:
-  """A graph file's bytes; b"" for the negative cases whose point is a missing file."""
-  try: return p.read_bytes()
-  except OSError: return b""
+  """A graph file's bytes; b"" for the negative cases whose point is a missing or unreadable file."""
+  from tinyspec.files import FileRefused
+  try: return _read(p)
+  except FileRefused: return b""
 
 
 def write_case(folder: Path, meta: dict, graph_text: str | None, inputs: dict, outputs: dict, graph_file: Path | None = None) -> dict:

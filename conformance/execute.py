@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from tinyspec.conformance.runner import Result
-from tinyspec.conformance.protocol import BackendProcess, BackendDied, worker_command, split_command
+from tinyspec.conformance.protocol import BackendProcess, BackendDied, BadAnswer, answer_outputs, worker_command, split_command
+from tinyspec.files import FileRefused
 from tinyspec.conformance.corpus import from_disk, load_array, storage_dtype
 from tinyspec.conformance.compare import describe
 from tinyspec.conformance.manifest import Manifest
@@ -44,16 +45,24 @@ class BackendSpec:
 def resolve_backend(spec: str) -> BackendSpec:
   """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable."""
   if spec.startswith("cmd:"):
-    cmd = split_command(spec[4:])
+    try: cmd = split_command(spec[4:])
+    except ValueError as e: raise KeyError(f"cmd: cannot split the command line ({e})") from None
     if not cmd: raise KeyError("cmd: needs a command line")
-    return BackendSpec(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem, cmd, False)
+    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False)
   p = Path(spec)
   if p.is_file() and os.access(p, os.X_OK) and ("/" in spec or os.sep in spec):
-    return BackendSpec(p.stem, [str(p.resolve())], False)
+    return BackendSpec(_label(p.stem), [str(p.resolve())], False)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
     raise KeyError(f"unknown backend {spec!r} (registered: {', '.join(backend_names())}; or cmd:COMMAND, or the path of an executable)")
   return BackendSpec(spec, worker_command(spec), True)
+
+
+def _label(stem: str) -> str:
+  """An external backend's provisional name (until its hello names it): its program's
+  file name when that is a plain name, else `external`."""
+  from tinyspec.files import NAME_RE
+  return stem if NAME_RE.match(stem) else "external"
 
 
 # ------------------------------------------------------------------ judging one answer
@@ -81,8 +90,11 @@ def judge_negative(case, answer: dict) -> str | None:
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
-               manifest: Manifest | None = None, on_result=None, env: dict | None = None):
+               manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True):
     self.spec = resolve_backend(backend)
+    self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
+    self.stopping = False         # set when the run is interrupted: results after it are dropped
+    self.results: dict = {}       # case id -> Result so far (what an interrupted run reports)
     self.workers = max(1, int(workers))
     self.timeout = float(timeout)
     self.batch = batch
@@ -108,9 +120,16 @@ class CaseRunner:
     except BackendDied as e:
       p.stop()
       raise BackendUnavailable(f"backend {self.name} is not available: {e}") from None
-    self.caps = Capabilities.from_json(hello.get("capabilities") or {})
-    if not self.spec.python and isinstance(hello.get("name"), str) and hello["name"]:
-      self.name = hello["name"]   # an external backend names itself (its results and manifest go by it)
+    try:
+      self.caps = Capabilities.from_json(hello.get("capabilities") or {})
+      if not self.spec.python and hello.get("name"):
+        # an external backend names itself (its results and manifest go by it): a name, not a path
+        from tinyspec.files import check_name, FileRefused
+        try: self.name = check_name(hello["name"], "backend's name")
+        except FileRefused as e: raise ValueError(e.message) from None
+    except ValueError as e:
+      p.stop()
+      raise BackendUnavailable(f"backend {self.name} broke the protocol in its hello: {e} [backend.protocol]") from None
     self.decomposed = self.caps.decomposed
     if self.spec.python:
       from tinyspec.backends import get_backend
@@ -132,6 +151,8 @@ class CaseRunner:
     self.capabilities()
     why = self.unsupported(case)
     if why: return Result(case.id, self.name, "unsupported", why)
+    bad = self._pin(case)
+    if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
     d = Path(tempfile.mkdtemp(dir=self._tmp))
     try: return self._run_one(self._procs[0], case, d)
@@ -141,13 +162,24 @@ class CaseRunner:
     for p in self._procs: p.stop()
     if hasattr(self, "_tmp"): shutil.rmtree(self._tmp, ignore_errors=True)
 
+  def _pin(self, case) -> str | None:
+    """Why the case is not trusted (its files do not match its sha256 pin), or None."""
+    if not self.verify: return None
+    from tinyspec.conformance.corpus import verify
+    return verify(case)
+
   def run(self, cases) -> list[Result]:
+    """Every case (pins verified first). Interrupted (KeyboardInterrupt, Terminated): the
+    backends' process groups are killed, self.results keeps what finished, and the
+    exception goes on to the caller."""
     self.capabilities()
-    results: dict[str, Result] = {}
+    results = self.results = {}
     todo = []
     for c in cases:
       why = self.unsupported(c)
+      bad = None if why else self._pin(c)
       if why: self._record(results, Result(c.id, self.name, "unsupported", why))
+      elif bad: self._record(results, Result(c.id, self.name, "error", bad))
       else: todo.append(c)
     units = self._units(todo)
     q: queue.Queue = queue.Queue()
@@ -158,7 +190,12 @@ class CaseRunner:
       while len(self._procs) < n: self._procs.append(self._new_process())   # started when first used
       threads = [threading.Thread(target=self._work, args=(self._procs[k], k, q, results, tmp), daemon=True) for k in range(n)]
       for t in threads: t.start()
-      for t in threads: t.join()
+      for t in threads:
+        while t.is_alive(): t.join(0.2)   # wakes for signals (KeyboardInterrupt, Terminated)
+    except BaseException:
+      self.stopping = True
+      for p in self._procs: p.kill()
+      raise
     finally:
       for p in self._procs: p.stop()
       shutil.rmtree(tmp, ignore_errors=True)
@@ -173,6 +210,7 @@ class CaseRunner:
     return [group[k:k + size] for k in range(0, len(group), size)] + singles
 
   def _record(self, results, r: Result):
+    if self.stopping: return   # an interrupted run: what its killed backends answer is no result
     reason = self.manifest.reason(r.case) if r.status in ("pass", "fail", "error") else None
     if reason is not None:
       if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
@@ -183,7 +221,7 @@ class CaseRunner:
 
   def _work(self, proc: BackendProcess, k: int, q: queue.Queue, results, tmp: Path):
     n = 0
-    while True:
+    while not self.stopping:
       try: unit = q.get_nowait()
       except queue.Empty: return
       n += 1
@@ -196,6 +234,7 @@ class CaseRunner:
             if r.status == "pass": self._record(results, r)
             else: q.put([next(c for c in unit if c.id == r.case)])   # decided by a run on its own
       except Exception as e:   # a broken case folder (or a bug here): that case's error, and the run goes on
+        if self.stopping: return
         for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
       finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -215,16 +254,16 @@ class CaseRunner:
       ans = self._request(proc, msg, self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
-    return Result(case.id, self.name, *self._judge(case, ans), time.perf_counter() - t0)
+    return Result(case.id, self.name, *self._judge(case, ans, d), time.perf_counter() - t0)
 
-  def _judge(self, case, ans: dict) -> tuple[str, str]:
+  def _judge(self, case, ans: dict, d: Path) -> tuple[str, str]:
     if case.kind == "negative":
       why = judge_negative(case, ans)
       return ("fail", why) if why else ("pass", "")
     if not ans.get("ok"):
       return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000]
-    try: outs = {k: np.load(p, allow_pickle=False) for k, p in (ans.get("outputs") or {}).items()}
-    except (OSError, ValueError) as e: return "fail", f"unreadable output: {e}"
+    try: outs = _read_outputs(ans, d)
+    except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}"
     why = judge_positive(case, outs, self.decomposed)
     return ("fail", why) if why else ("pass", "")
 
@@ -241,14 +280,20 @@ class CaseRunner:
     except BackendDied as e:
       return [Result(c.id, self.name, "error", str(e)) for c in unit]
     if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
-    try: outs = m.split({k: np.load(p, allow_pickle=False) for k, p in (ans.get("outputs") or {}).items()})
-    except (OSError, ValueError) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
+    try: outs = m.split(_read_outputs(ans, d))
+    except (FileRefused, BadAnswer) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
     dt = (time.perf_counter() - t0) / len(unit)
     out = []
     for c in unit:
       why = judge_positive(c, outs.get(c.id, {}), self.decomposed)
       out.append(Result(c.id, self.name, "fail" if why else "pass", why or "", dt))
     return out
+
+
+def _read_outputs(ans: dict, d: Path) -> dict:
+  """The arrays a run answer names: files in the run's folder, read as checked .npy files."""
+  from tinyspec.files import load_npy
+  return {k: load_npy(p) for k, p in answer_outputs(ans, d).items()}
 
 
 # ------------------------------------------------------------------ coverage

@@ -40,13 +40,20 @@ class Manifest:
 
 def load_manifest(backend: str | None = None, path: Path | str | None = None) -> Manifest:
   """The manifest at path, else conformance/manifests/<backend>.yaml, else an empty one."""
+  from tinyspec.files import read_text, check_name, FileRefused
+  from tinyspec.limits import limits
+  if path is None and backend:
+    try: check_name(backend, "backend name")
+    except FileRefused as e: raise ManifestError(str(e)) from None
   p = Path(path) if path is not None else (MANIFEST_DIR / f"{backend}.yaml" if backend else None)
-  if p is None or not p.is_file():
+  if p is None or not p.exists():
     if path is not None: raise ManifestError(f"{path}: no such manifest")
     return Manifest(p)
-  try: d = yaml.safe_load(p.read_text()) or {}
-  except (OSError, yaml.YAMLError) as e: raise ManifestError(f"{p}: cannot be read: {e}") from None
-  xf = d.get("expected_failures") or {}
-  if not isinstance(d, dict) or not isinstance(xf, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in xf.items()):
-    raise ManifestError(f"{p}: expected `expected_failures: {{case pattern: reason}}` with a reason for every entry")
+  try: d = yaml.safe_load(read_text(p, limits().max_small_file, "the manifest"))
+  except FileRefused as e: raise ManifestError(str(e)) from None
+  except (yaml.YAMLError, RecursionError, ValueError) as e: raise ManifestError(f"{p}: cannot be read: {str(e)[:300]} [file.parse]") from None
+  d = {} if d is None else d
+  xf = d.get("expected_failures") or {} if isinstance(d, dict) else None
+  if not isinstance(xf, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in xf.items()):
+    raise ManifestError(f"{p}: expected `expected_failures: {{case pattern: reason}}` with a reason for every entry [file.schema]")
   return Manifest(p, dict(xf))

@@ -28,6 +28,8 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
+from tinyspec.files import load_npy
+from tinyspec.conformance.protocol import answer_outputs as _answer_outputs
 from tinyspec.conformance.compare import describe, element_bounds
 from tinyspec.conformance.strategies import Drawn
 
@@ -303,8 +305,8 @@ class Isolated:
       raise RuntimeError(f"failed: {ans.get('error')}")
     views = _views(d.graph)
     out = {}
-    for k, p in (ans.get("outputs") or {}).items():
-      a = np.load(p, allow_pickle=False)
+    for k, p in _answer_outputs(ans, w).items():
+      a = load_npy(p)
       i = d.outputs.get(k)
       out[k] = from_disk(a, views[i].dtype) if i is not None and views[i].dtype == "bfloat16" else a
     return out
@@ -353,15 +355,26 @@ class FuzzReport:
   failures: list = field(default_factory=list)    # Failure, each minimal
   refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
   written: list = field(default_factory=list)     # case folders written
+  unwritten: list = field(default_factory=list)   # FileRefused: a failure that could not be written under out
+
+
+class NoDrawableOps(ValueError):
+  """Nothing can be drawn for the backend at the levels asked for."""
+
+
+def backend_ops(caps, level: str, ops=None) -> list[str]:
+  """The ops drawn at `level` for a backend: drawable there, run by the backend and by
+  the reference evaluator at that level."""
+  from tinyspec.conformance.strategies import drawable_ops
+  from tinyspec.refimpl import supported_ops
+  ref = supported_ops()
+  return [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
 
 
 def backend_strategy(caps, level: str, max_ops: int = 6, ops=None):
   """graphs() restricted to what the backend and the reference evaluator both run."""
-  from tinyspec.conformance.strategies import graphs, drawable_ops
-  from tinyspec.refimpl import supported_ops
-  ref = supported_ops()
-  names = [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
-  return graphs(level, ops=names, max_ops=max_ops, dtypes=sorted(caps.dtypes))
+  from tinyspec.conformance.strategies import graphs
+  return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=sorted(caps.dtypes))
 
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
@@ -380,6 +393,11 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
     except (KeyError, TypeError): stage_backend = None
   decomposed = runner.caps.decomposed
+  levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
+  if not levels and strategy is None:
+    runner.stop()
+    raise NoDrawableOps(f"backend {runner.name} runs no op the graphs can be drawn from at the level(s) asked for "
+                        "(its capabilities)")
   seen: set = set()
   budget = examples
   round_ = 0
@@ -421,7 +439,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       seen.add(f.signature)
       rep.failures.append(f)
       if log: log(f"FAIL {f}")
-      if out is not None and f.prop != "mutant": rep.written.append(write_failure(f, Path(out)))   # a mutant's failure is the validator's
+      if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
@@ -485,9 +503,18 @@ def _at_position(d: Drawn, views, pos: tuple) -> Drawn | None:
   return small if validate(small.graph).ok else None
 
 
+def _keep(rep: FuzzReport, f: Failure, out: Path) -> None:
+  """Write f under out; an out that cannot be written is reported, not a crash of the search."""
+  from tinyspec.files import FileRefused
+  try: rep.written.append(write_failure(f, out))
+  except FileRefused as e: rep.unwritten.append(e)
+
+
 def write_failure(f: Failure, out: Path) -> Path:
   """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
   from tinyspec.conformance.casegen import Draft, write_draft
+  from tinyspec.files import make_dir
+  make_dir(out)   # FileRefused path.write where it cannot be made
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"fuzz/{(f.op or 'graph')}-{f.dtype or 'any'}-{h}"

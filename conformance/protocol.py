@@ -29,12 +29,12 @@ import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 PROTOCOL = 1
+TOO_LONG = object()   # what the reader queues for a line over limits.max_line_bytes
 
 
 class BackendDied(Exception):
@@ -58,33 +58,57 @@ class BackendProcess:
   (at most `timeout` seconds); a crash or a hang raises BackendDied and leaves the
   process stopped (start() makes a new one)."""
 
+  STDERR_KEPT = 64 * 1024    # bytes of the backend's stderr kept (its tail; the rest is read and dropped)
+
   def __init__(self, command: list[str], env: dict | None = None, cwd: str | None = None):
     self.command, self.env, self.cwd = list(command), env, cwd
     self.proc: subprocess.Popen | None = None
     self.lines: queue.Queue = queue.Queue()
     self.hello: dict | None = None
-    self._err = None
+    self._err: bytearray = bytearray()
 
   # -- lifecycle
   def start(self, timeout: float = 120.0) -> dict:
     self.stop()
-    self._err = tempfile.TemporaryFile(mode="w+b")
+    self._err = bytearray()
     try:
-      self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+      self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env=self.env, cwd=self.cwd, start_new_session=True)
     except OSError as e:
       raise BackendDied("crash", f"cannot start {' '.join(self.command)}: {e.strerror or e}") from None
+    from tinyspec.deadline import track_child
+    track_child(self.proc.pid)   # its process group, killed if this process is ended
     self.lines = queue.Queue()
-    threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+    from tinyspec.limits import limits
+    threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, limits().max_line_bytes), daemon=True).start()
+    threading.Thread(target=self._drain, args=(self.proc.stderr, self._err), daemon=True).start()
     self.hello = self.request({"cmd": "hello", "protocol": PROTOCOL}, timeout)
     if not self.hello.get("ok"):
-      raise BackendDied("protocol", f"the backend refused hello: {self.hello.get('error', self.hello)}")
+      raise BackendDied("protocol", f"the backend refused hello: {str(self.hello.get('error', self.hello))[:500]}")
     return self.hello
 
   @staticmethod
-  def _read(stream, q):
-    for line in iter(stream.readline, b""): q.put(line)
+  def _read(stream, q, limit: int):
+    """Lines of stdout onto q (None at the end); a line over `limit` bytes ends the
+    reading with TOO_LONG (it is never buffered whole)."""
+    try:
+      while True:
+        line = stream.readline(limit + 1)
+        if not line: break
+        if len(line) > limit and not line.endswith(b"\n"):
+          q.put(TOO_LONG); return
+        q.put(line)
+    except (OSError, ValueError): pass
     q.put(None)
+
+  @classmethod
+  def _drain(cls, stream, keep: bytearray):
+    """Read stderr to its end, keeping the last STDERR_KEPT bytes."""
+    try:
+      for chunk in iter(lambda: stream.read1(65536), b""):
+        keep += chunk
+        if len(keep) > 2 * cls.STDERR_KEPT: del keep[:len(keep) - cls.STDERR_KEPT]
+    except (OSError, ValueError): pass
 
   def alive(self) -> bool: return self.proc is not None and self.proc.poll() is None
 
@@ -97,24 +121,28 @@ class BackendProcess:
         p.stdin.write(b'{"cmd": "quit"}\n'); p.stdin.flush()
         p.wait(timeout=2)
       except (OSError, subprocess.TimeoutExpired, ValueError):
-        self._kill(p)
-    for s in (p.stdin, p.stdout):
+        pass
+    self._kill(p)   # whatever is left of its process group (what it started goes too)
+    for s in (p.stdin, p.stdout, p.stderr):
       try: s.close()
-      except OSError: pass
+      except (OSError, AttributeError): pass
 
   @staticmethod
   def _kill(p):
+    from tinyspec.deadline import untrack_child
     try: os.killpg(p.pid, signal.SIGKILL)   # the backend and anything it started
-    except (ProcessLookupError, PermissionError): pass
+    except (ProcessLookupError, PermissionError, OSError): pass
     try: p.wait(timeout=5)
     except subprocess.TimeoutExpired: pass
+    untrack_child(p.pid)
+
+  def kill(self):
+    """End the backend's process group now (an interrupted run)."""
+    p = self.proc
+    if p is not None: self._kill(p)
 
   def stderr_tail(self, n: int = 600) -> str:
-    if self._err is None: return ""
-    try:
-      self._err.seek(0, os.SEEK_END); size = self._err.tell()
-      self._err.seek(max(0, size - n)); return self._err.read().decode(errors="replace").strip()
-    except (OSError, ValueError): return ""
+    return bytes(self._err[-n:]).decode(errors="replace").strip()
 
   # -- one exchange
   def request(self, msg: dict, timeout: float) -> dict:
@@ -133,13 +161,21 @@ class BackendProcess:
       try: line = self.lines.get(timeout=min(left, 1.0))
       except queue.Empty: continue
       if line is None: return self._died("crash")
+      if line is TOO_LONG:
+        from tinyspec.limits import limits
+        self._kill(p)
+        raise BackendDied("protocol", f"a line of more than {limits().max_line_bytes:,} bytes on stdout (limits.max_line_bytes) [backend.protocol]")
       try:
         ans = json.loads(line)
-        if isinstance(ans, dict): return ans
-      except ValueError:
+        if isinstance(ans, dict):
+          if "id" in msg and "id" in ans and ans["id"] != msg["id"]:   # a stale line (a second answer to an earlier request)
+            self._kill(p)
+            raise BackendDied("protocol", f"an answer for {str(ans['id'])[:80]!r} to the request {str(msg['id'])[:80]!r} [backend.protocol]")
+          return ans
+      except (ValueError, RecursionError):
         pass
       self._kill(p)
-      raise BackendDied("protocol", f"not a protocol line on stdout: {line[:200]!r}")
+      raise BackendDied("protocol", f"not a protocol line on stdout: {line[:200]!r} [backend.protocol]")
 
   def _died(self, kind):
     p = self.proc
@@ -160,14 +196,32 @@ def split_command(spec: str) -> list[str]:
   return shlex.split(spec)
 
 
+class BadAnswer(ValueError):
+  """A run answer whose outputs are not files in the run's out_dir (rule backend.protocol)."""
+
+
+def answer_outputs(ans: dict, out_dir) -> dict:
+  """The `outputs` of a run answer as name -> path, each a file directly in out_dir (an
+  answer naming any other file is refused: the runner reads only what the backend wrote
+  where it was told to)."""
+  outs = ans.get("outputs") or {}
+  if not isinstance(outs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in outs.items()):
+    raise BadAnswer("'outputs' must map output names to file paths [backend.protocol]")
+  d = Path(out_dir).resolve()
+  for k, v in outs.items():
+    if Path(v).resolve().parent != d:
+      raise BadAnswer(f"output {k[:40]!r} is not a file in the run's out_dir: {v[:200]!r} [backend.protocol]")
+  return outs
+
+
 def write_outputs(outputs: dict, out_dir: Path) -> dict:
-  """Save a backend's outputs as protocol .npy files: name -> path."""
+  """Save a backend's outputs as protocol .npy files in out_dir: name -> path. Names are
+  sanitized (tinyspec.files: an output named `../../x` is refused, rule path.name)."""
   import numpy as np
+  from tinyspec.files import save_npy
   out = {}
   for k, v in outputs.items():
     v = np.asarray(v)
     if v.dtype.name == "bfloat16": v = np.array(v, order="C").view(np.uint16)
-    p = Path(out_dir) / f"{k}.npy"
-    np.save(p, v, allow_pickle=False)
-    out[k] = str(p)
+    out[k] = str(save_npy(out_dir, k, v))
   return out

@@ -6,46 +6,46 @@ import json
 import sys
 import time
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+from tinyspec.files import printable
 
 
 def junit_xml(results, suite: str) -> str:
   """One <testsuite> per backend, one <testcase> per result: fail and xpass are
   <failure>, error is <error>, skip and unsupported are <skipped>, xfail passes with
-  the reason in <system-out>."""
+  the reason in <system-out>. Written by xml.etree.ElementTree (escaping), every text
+  through printable() first (control characters, which XML 1.0 cannot hold, escaped)."""
+  import xml.etree.ElementTree as ET
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
-  out = ['<?xml version="1.0" encoding="UTF-8"?>', f"<testsuites name={quoteattr(suite)}>"]
+  root = ET.Element("testsuites", name=printable(suite))
   for backend, rs in by.items():
-    fails = sum(r.status in ("fail", "xpass") for r in rs)
-    errs = sum(r.status == "error" for r in rs)
-    skips = sum(r.status in ("skip", "unsupported") for r in rs)
-    total = sum(r.seconds for r in rs)
-    out.append(f"  <testsuite name={quoteattr(backend)} tests=\"{len(rs)}\" failures=\"{fails}\" errors=\"{errs}\" skipped=\"{skips}\" time=\"{total:.3f}\">")
+    el = ET.SubElement(root, "testsuite", name=printable(backend), tests=str(len(rs)),
+                       failures=str(sum(r.status in ("fail", "xpass") for r in rs)), errors=str(sum(r.status == "error" for r in rs)),
+                       skipped=str(sum(r.status in ("skip", "unsupported") for r in rs)), time=f"{sum(r.seconds for r in rs):.3f}")
     for r in rs:
       cls, _, name = r.case.rpartition("/")
-      head = f"    <testcase classname={quoteattr(backend + '.' + cls.replace('/', '.') if cls else backend)} name={quoteattr(name or r.case)} time=\"{r.seconds:.3f}\""
-      msg = quoteattr(r.message[:300])
-      if r.status in ("fail", "xpass"): out.append(f"{head}><failure message={msg}>{escape(r.message)}</failure></testcase>")
-      elif r.status == "error": out.append(f"{head}><error message={msg}>{escape(r.message)}</error></testcase>")
-      elif r.status in ("skip", "unsupported"): out.append(f"{head}><skipped message={msg}/></testcase>")
-      elif r.status == "xfail": out.append(f"{head}><system-out>{escape('expected failure: ' + r.message)}</system-out></testcase>")
-      else: out.append(f"{head}/>")
-    out.append("  </testsuite>")
-  out.append("</testsuites>")
-  return "\n".join(out) + "\n"
+      tc = ET.SubElement(el, "testcase", classname=printable(backend + "." + cls.replace("/", ".") if cls else backend),
+                         name=printable(name or r.case), time=f"{r.seconds:.3f}")
+      text = printable(r.message, newline="\n")
+      if r.status in ("fail", "xpass"): ET.SubElement(tc, "failure", message=text[:300]).text = text
+      elif r.status == "error": ET.SubElement(tc, "error", message=text[:300]).text = text
+      elif r.status in ("skip", "unsupported"): ET.SubElement(tc, "skipped", message=text[:300])
+      elif r.status == "xfail": ET.SubElement(tc, "system-out").text = "expected failure: " + text
+  ET.indent(root, "  ")
+  return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def merge_coverage(path: Path, backend: str, cov: dict) -> dict:
   """Put one backend's coverage into the results file (other backends' entries stay)."""
+  from tinyspec.files import read_text, write_file, FileRefused
   path = Path(path)
   data = {}
-  if path.is_file():
-    try: data = json.loads(path.read_text())
-    except ValueError: data = {}
+  if path.exists():
+    try: data = json.loads(read_text(path, 64 << 20, "the coverage file"))
+    except (FileRefused, ValueError, RecursionError): data = {}
     if not isinstance(data, dict): data = {}
   data[backend] = cov
-  path.write_text(json.dumps(dict(sorted(data.items())), indent=1, sort_keys=True) + "\n")
+  write_file(path, json.dumps(dict(sorted(data.items())), indent=1, sort_keys=True) + "\n")
   return data
 
 
@@ -57,7 +57,7 @@ class Progress:
     self.stream = stream or sys.stderr
     self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
     self.on = self.tty if enabled is None else enabled
-    self.total, self.label, self.n = total, label, 0
+    self.total, self.label, self.n = total, printable(label), 0
     self.bad = 0
     self.t0 = time.monotonic()
     self.next_line = 0

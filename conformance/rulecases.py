@@ -45,8 +45,10 @@ class RuleCase:
 
 
 def _case(expect_path: Path, root: Path) -> RuleCase:
+  from tinyspec.files import read_text, FileRefused
+  from tinyspec.limits import limits
   try:
-    d = json.loads(expect_path.read_text())
+    d = json.loads(read_text(expect_path, limits().max_small_file, "the expectation file"))
     e = d["expect"]
     return RuleCase(
       id=expect_path.relative_to(root).as_posix()[:-len(EXPECT_SUFFIX)],
@@ -54,8 +56,10 @@ def _case(expect_path: Path, root: Path) -> RuleCase:
       valid=bool(e["valid"]), exit=int(e.get("exit", 0 if e["valid"] else 1)),
       expect_rule=e.get("rule"), node=e.get("node"), only=bool(e.get("only", True)),
       level=d.get("level", "auto"), description=d.get("description", ""), expect_file=expect_path)
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise CorpusError(f"{expect_path}: not a valid case description ({type(e).__name__}: {e})") from None
+  except FileRefused as e:
+    raise CorpusError(str(e)) from None
+  except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+    raise CorpusError(f"{expect_path}: not a valid case description ({type(e).__name__}: {str(e)[:200]}) [file.schema]") from None
 
 
 def load_rule_cases(root: Path | str | None = None) -> list[RuleCase]:

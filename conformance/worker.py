@@ -19,27 +19,44 @@ def _rule_of(e: BaseException) -> str | None:
   return r if isinstance(r, str) else None
 
 
+def _request_error(msg: dict) -> str | None:
+  """What is wrong with a run request's fields, or None."""
+  if not isinstance(msg.get("graph"), str) or not isinstance(msg.get("out_dir"), str): return "a run needs 'graph' and 'out_dir' paths"
+  for key in ("inputs", "dtypes"):
+    v = msg.get(key) or {}
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+      return f"'{key}' must map names to strings"
+  return None
+
+
 def handle_run(backend, msg: dict) -> dict:
+  """One run request: the graph and the .npy inputs read as checked files (tinyspec.files),
+  the outputs written under out_dir by sanitized names."""
   from tinyspec.graph import load_file
+  from tinyspec.files import load_npy, FileRefused
   from tinyspec.conformance.corpus import from_disk
   from tinyspec.conformance.protocol import write_outputs
-  import numpy as np
   cid = msg.get("id")
+  why = _request_error(msg)
+  if why: return {"id": cid, "ok": False, "error": why}
   g, diags = load_file(msg["graph"])
   fatal = [d for d in diags if d.fatal]
   if g is None or fatal:
     d = (fatal or diags)[0]
     return {"id": cid, "ok": False, "error": d.format(), "rule": d.rule}
-  dts = msg.get("dtypes", {})
+  dts = msg.get("dtypes") or {}
   inputs = {}
-  for k, p in (msg.get("inputs") or {}).items():
-    a = np.load(p, allow_pickle=False)
-    inputs[k] = from_disk(a, dts[k]) if k in dts else a
+  try:
+    for k, p in (msg.get("inputs") or {}).items():
+      a = load_npy(p)
+      inputs[k] = from_disk(a, dts[k]) if k in dts else a
+  except (FileRefused, KeyError, TypeError, ValueError) as e:
+    return {"id": cid, "ok": False, "error": f"input: {e}"[:2000], "rule": getattr(e, "rule", None)}
   try:
     outs = backend.run(g, inputs)
+    return {"id": cid, "ok": True, "outputs": write_outputs(outs, Path(msg["out_dir"]))}
   except Exception as e:   # a refusal (or a crash in Python): the runner judges it
     return {"id": cid, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "rule": _rule_of(e)}
-  return {"id": cid, "ok": True, "outputs": write_outputs(outs, Path(msg["out_dir"]))}
 
 
 def serve(backend, stdin=None, stdout=None) -> int:
@@ -50,8 +67,10 @@ def serve(backend, stdin=None, stdout=None) -> int:
     line = line.strip()
     if not line: continue
     try: msg = json.loads(line)
-    except ValueError:
-      ans = {"ok": False, "error": "not JSON"}
+    except (ValueError, RecursionError):
+      msg = None
+    if not isinstance(msg, dict):
+      ans = {"ok": False, "error": "not a JSON object"}
     else:
       cmd = msg.get("cmd")
       if cmd == "quit": break

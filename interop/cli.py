@@ -54,6 +54,7 @@ def import_tinygrad_command(sub):
       print("tinyspec import-tinygrad: tinygrad is not installed (pip install 'tinyspec[tinygrad]')", file=sys.stderr)
       return EXIT_UNREADABLE
     from tinyspec.interop.script import import_script
+    from tinyspec.files import FileRefused
     missing = [s for s in a.scripts if not Path(s).is_file()]
     if missing:
       print(f"tinyspec import-tinygrad: no such script: {', '.join(missing)}", file=sys.stderr)
@@ -64,9 +65,9 @@ def import_tinygrad_command(sub):
       if a.out is not None:
         try:
           res.write(a.out if len(a.scripts) == 1 else a.out / Path(s).stem)
-        except OSError as e:
-          print(f"tinyspec import-tinygrad: cannot write {a.out}: {e.strerror or e}", file=sys.stderr)
-          return EXIT_UNREADABLE
+        except FileRefused as e:
+          print(f"tinyspec import-tinygrad: {e}", file=sys.stderr)
+          return e.exit_code
       if not res.ok and not a.no_check: worst = EXIT_INVALID
       if res.error: worst = EXIT_INVALID
       if a.json: reports.append(res.summary()); continue

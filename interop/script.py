@@ -117,13 +117,13 @@ class ScriptResult:
   def write(self, out: Path | str) -> None:
     """Graph files (NAME.json), their inputs (NAME.inputs.npz, keyed as the reference
     evaluator takes them) and tinygrad's results (NAME.OUTPUT.npy), and import-report.json."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    from tinyspec.files import make_dir, output_path, save_npy, save_npz, write_file
+    out = make_dir(out)   # names are sanitized (tinygrad's buffer names among them): nothing lands outside out
     for g in self.graphs:
-      (out / f"{g.name}.json").write_text(g.graph.dumps())
-      if g.inputs: np.savez(out / f"{g.name}.inputs.npz", **g.inputs)
-      for k, v in g.expected.items(): np.save(out / f"{g.name}.{k}.npy", v)
-    (out / "import-report.json").write_text(json.dumps(self.summary(), indent=1) + "\n")
+      write_file(output_path(out, g.name, ".json", "graph name"), g.graph.dumps())
+      if g.inputs: save_npz(output_path(out, g.name, ".inputs.npz", "graph name"), g.inputs)
+      for k, v in g.expected.items(): save_npy(out, f"{g.name}.{k}", v, "output name")
+    write_file(out / "import-report.json", json.dumps(self.summary(), indent=1) + "\n")
 
 
 def import_script(path, check: bool = True, evaluate: bool = True, programs: bool = True) -> ScriptResult:

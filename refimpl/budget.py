@@ -1,50 +1,34 @@
 """The memory budget: evaluation refuses, with an EvalError naming the node, a value that
 would not fit, instead of being killed by the operating system.
 
-Default: a quarter of physical memory; TINYSPEC_EVAL_BUDGET (bytes, or with a K/M/G/T
-suffix) or evaluate(budget=...) override it. What is counted is the memory the evaluator
-itself holds alive: every array it allocated (by the array that owns the memory, so a
-view -- a broadcast EXPAND, a PERMUTE -- costs nothing beyond its base) from allocation
-until it is garbage (a finalizer subtracts it), plus, before each node runs, an estimate
-of what that node will allocate. The caller's input arrays are not counted. Arrays under
-4 KiB are not tracked (their bookkeeping would cost more than they do).
+Default: a quarter of the memory this process may use (tinyspec.limits.default_budget: the
+smallest of physical RAM, what RLIMIT_AS leaves and what the cgroup's limit leaves);
+TINYSPEC_EVAL_BUDGET (bytes, or with a K/M/G/T suffix) or evaluate(budget=...) override
+it. What is counted: the input arrays (their owners' bytes, once each, from the start),
+every array the evaluator allocated (by the array that owns the memory, so a view -- a
+broadcast EXPAND, a PERMUTE -- costs nothing beyond its base) from allocation until it
+is garbage (a finalizer subtracts it), plus, before each node runs, an estimate of what
+that node will allocate. Arrays under 4 KiB are not tracked (their bookkeeping would
+cost more than they do).
 """
 from __future__ import annotations
-import os
 import weakref
 import numpy as np
+from tinyspec import limits as _limits
 from tinyspec.refimpl.errors import EvalError
 
 SMALL = 4096
-_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def physical_memory() -> int:
-  try:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  except (ValueError, OSError, AttributeError):
-    try:
-      with open("/proc/meminfo") as f:
-        for line in f:
-          if line.startswith("MemTotal:"): return int(line.split()[1]) * 1024
-    except OSError: pass
-  return 8 << 30
+physical_memory = _limits.physical_memory
 
 
 def parse_bytes(text) -> int:
-  s = str(text).strip().upper().removesuffix("B").removesuffix("I")
-  unit = s[-1] if s and s[-1] in _SUFFIX else ""
-  num = s[:-1] if unit else s
-  try: n = float(num)
-  except ValueError: raise EvalError(f"cannot read {text!r} as a number of bytes (e.g. 2G, 512M, 1000000)", rule="eval.budget", exit_code=2) from None
-  if n <= 0: raise EvalError(f"the memory budget must be positive, not {text!r}", rule="eval.budget", exit_code=2)
-  return int(n * _SUFFIX[unit])
+  try: return _limits.parse_bytes(text)
+  except ValueError as e: raise EvalError(str(e), rule="eval.budget", exit_code=2) from None
 
 
 def default_budget() -> int:
-  env = os.environ.get("TINYSPEC_EVAL_BUDGET")
-  if env: return parse_bytes(env)
-  return physical_memory() // 4
+  try: return _limits.default_budget()
+  except ValueError as e: raise EvalError(f"TINYSPEC_EVAL_BUDGET: {e}", rule="eval.budget", exit_code=2) from None
 
 
 def owner(a):
@@ -62,9 +46,17 @@ class Budget:
     self._tracked: set[int] = set()
     self._external: set[int] = set()
 
-  def external(self, a) -> None:
-    """Mark a caller-owned array: never counted."""
-    self._external.add(id(owner(a)))
+  def external(self, a, what: str = "the inputs") -> None:
+    """Count a caller-owned array (an input) once, for the whole evaluation: it is alive
+    as long as the caller holds it."""
+    b = owner(a)
+    k = id(b)
+    if k in self._external or k in self._tracked: return
+    self._external.add(k)
+    n = b.nbytes if isinstance(b, np.ndarray) else getattr(a, "nbytes", 0)
+    self.need(n, what=what)
+    self.live += n
+    if self.live > self.peak: self.peak = self.live
 
   def need(self, nbytes: int, node=None, op=None, what="its value") -> None:
     if self.live + nbytes > self.limit:

@@ -9,37 +9,41 @@ evaluation, 2 unreadable graph or input file, or bad usage.
 """
 from __future__ import annotations
 import sys
-import zipfile
 from pathlib import Path
 import numpy as np
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 
 class InputError(Exception):
-  pass
+  def __init__(self, message: str, exit_code: int = EXIT_UNREADABLE):
+    super().__init__(message)
+    self.exit_code = exit_code
 
 
-def read_inputs(specs: list[str]) -> dict:
+def read_inputs(specs: list[str], budget: int | None = None) -> dict:
+  """NAME=FILE.npy and FILE.npz arguments -> {name: array}. Each file is read as a
+  regular file, its headers checked (tinyspec.files) and its arrays counted against the
+  memory budget before their data is read."""
+  from tinyspec.files import load_npy, load_npz, FileRefused
   inputs: dict = {}
+  left = budget
   for spec in specs:
     name, path = spec.split("=", 1) if "=" in spec and not Path(spec).exists() else (None, spec)
-    p = Path(path)
     try:
-      if p.suffix == ".npz":
-        with np.load(p, allow_pickle=False) as z:
-          arrays = {k: z[k] for k in z.files}
+      if path.endswith(".npz"):
+        arrays = load_npz(path, left)
         if name is not None:
           if len(arrays) != 1: raise InputError(f"{path}: NAME=FILE.npz needs an archive with one array, this one has {len(arrays)}")
           arrays = {name: next(iter(arrays.values()))}
       else:
         if name is None: raise InputError(f"{spec}: give a .npy input as NAME=FILE.npy (or use a .npz archive)")
-        arrays = {name: np.load(p, allow_pickle=False)}
-    except InputError: raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-      raise InputError(f"{path}: cannot read the input: {e}") from None
+        arrays = {name: load_npy(path, left)}
+    except FileRefused as e:
+      raise InputError(str(e), EXIT_INVALID if e.rule == "eval.budget" else EXIT_UNREADABLE) from None
     for k, v in arrays.items():
       if k in inputs: raise InputError(f"input {k!r} is given twice")
       inputs[k] = v
+      if left is not None: left -= v.nbytes
   return inputs
 
 
@@ -50,16 +54,17 @@ def _summary(name, a) -> str:
 
 
 def write_outputs(out: str, outputs: dict, trace: dict | None) -> None:
+  """Outputs into DIR (DIR/NAME.npy, names sanitized: tinyspec.files) or one FILE.npz."""
+  from tinyspec.files import make_dir, save_npy, save_npz
   p = Path(out)
+  traced = {f"node{i}": v for i, v in (trace or {}).items()}
   if p.suffix == ".npz":
-    arrays = dict(outputs)
-    if trace: arrays.update({f"node{i}": v for i, v in trace.items()})
-    p.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(p, **arrays)
+    make_dir(p.parent)
+    save_npz(p, {**outputs, **traced})
     return
-  p.mkdir(parents=True, exist_ok=True)
-  for k, v in outputs.items(): np.save(p / f"{k}.npy", v)
-  if trace: np.savez(p / "trace.npz", **{f"node{i}": v for i, v in trace.items()})
+  make_dir(p)
+  for k, v in outputs.items(): save_npy(p, k, v)
+  if traced: save_npz(p / "trace.npz", traced)
 
 
 def eval_command(sub):
@@ -70,12 +75,14 @@ def eval_command(sub):
   p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
                  help="an input array (repeatable); names as in docs/architecture.md (buf0, param1, or the arg's name)")
   p.add_argument("--out", "-o", metavar="DIR|FILE.npz", help="write the outputs here (default: print a summary)")
-  p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G (default: TINYSPEC_EVAL_BUDGET or 1/4 of RAM)")
+  p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G; the inputs count against it (default: TINYSPEC_EVAL_BUDGET, or 1/4 of the smallest of RAM, RLIMIT_AS and the cgroup's limit)")
   p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
   p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
   p.add_argument("--allow-untrusted", action="store_true", help="do not refuse untrusted ops up front (they still cannot run)")
   p.add_argument("--strict-bounds", action="store_true",
                  help="refuse an out-of-range kernel access no gate covers (exit 1) instead of reading zero / writing nothing")
+  from tinyspec.deadline import add_option
+  add_option(p)
 
   def run(a) -> int:
     from tinyspec.graph import load_file
@@ -84,13 +91,18 @@ def eval_command(sub):
     if g is None or diags:
       for d in diags: print(d.format(), file=sys.stderr)
       return max((d.exit_code for d in diags), default=EXIT_UNREADABLE)
+    from tinyspec.refimpl.budget import Budget
     try:
-      inputs = read_inputs(a.input)
+      budget = Budget(a.budget)
+      inputs = read_inputs(a.input, budget.limit)
     except InputError as e:
       print(f"tinyspec eval: {e}", file=sys.stderr)
-      return EXIT_UNREADABLE
+      return e.exit_code
+    except EvalError as e:
+      print(f"tinyspec eval: --budget: {e}", file=sys.stderr)
+      return e.exit_code
     try:
-      res = evaluate(g, inputs, trace=a.trace, budget=a.budget, level=a.level, allow_untrusted=a.allow_untrusted,
+      res = evaluate(g, inputs, trace=a.trace, budget=budget.limit, level=a.level, allow_untrusted=a.allow_untrusted,
                      strict_bounds=a.strict_bounds)
     except EvalError as e:
       if e.diagnostics:
@@ -101,10 +113,11 @@ def eval_command(sub):
     outputs = res.outputs if a.trace else res
     trace = res.values if a.trace else None
     if a.out:
+      from tinyspec.files import FileRefused
       try: write_outputs(a.out, outputs, trace)
-      except OSError as e:
-        print(f"tinyspec eval: cannot write {a.out}: {e}", file=sys.stderr)
-        return EXIT_UNREADABLE
+      except FileRefused as e:
+        print(f"tinyspec eval: {e}", file=sys.stderr)
+        return e.exit_code
       print(f"{a.file}: {len(outputs)} output(s) written to {a.out}")
     else:
       for k, v in outputs.items(): print(_summary(k, v))

@@ -79,6 +79,15 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   return out, m
 
 
+def _numpy_can_hold(shape) -> bool:
+  """NumPy refuses a shape whose nonzero dims multiply past intp, even with a zero dim."""
+  if type(shape) is not tuple: return True
+  n = 1
+  for d in shape:
+    if type(d) is int and d: n *= d
+  return n * 16 < 1 << 63
+
+
 class Machine:
   """One evaluation: the validated graph, the inputs, the budget, the trace."""
 
@@ -101,6 +110,7 @@ class Machine:
     for k, v in (inputs or {}).items():
       name = f"buf{k}" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else str(k)
       if name in out: raise EvalError(f"input {name!r} is given twice", rule="eval.input", exit_code=2)
+      if isinstance(v, np.ndarray): self.budget.external(v, f"input {name!r}")   # inputs count from the start
       out[name] = v
     return out
 
@@ -190,6 +200,9 @@ class Machine:
       dt = self.views[i].dtype
       if isinstance(dt, str) and DTYPES[dt].np and dt not in NUMPY_TYPES:
         raise EvalError(f"{dt} values need the ml_dtypes package (pip install ml_dtypes)", i, n.op, rule="eval.unsupported")
+      if isinstance(dt, str) and not _numpy_can_hold(self.views[i].shape):
+        raise EvalError(f"NumPy cannot hold an array of shape {self.views[i].shape}: its nonzero dims multiply past 2^63 (a valid "
+                        "empty shape, but no NumPy array has it)", i, n.op, rule="eval.unsupported")
       stack.extend(n.src)
 
   def run(self) -> dict:
@@ -197,7 +210,11 @@ class Machine:
     self._check_ops(roots)
     if self.level == "program":
       (r,) = roots[-1:]
-      lin = r if self.nodes[r].op == "LINEAR" else self.nodes[r].src[0]
+      lin = r if self.nodes[r].op == "LINEAR" else self.nodes[r].src[0] if self.nodes[r].op == "PROGRAM" else None
+      if lin is None or self.nodes[lin].op != "LINEAR":
+        raise EvalError(f"a program-level graph is evaluated from its LINEAR (or PROGRAM) root, and this root is {self.nodes[r].op} "
+                        "(a kernel SINK is a kernel-level graph: drop `level: program` or pass --level kernel)", r, self.nodes[r].op,
+                        rule="eval.unsupported")
       order = list(self.nodes[lin].src) + [lin] + ([r] if r != lin else [])
       plan = Plan(self, order, True, roots, linear=list(self.nodes[lin].src))
       scope = Scope(self, plan, "kernel")

@@ -127,3 +127,23 @@ def test_fuzz_command(capsys, tmp_path):
   assert out.strip().splitlines()[-1].startswith("15 examples, 0 failures")
   assert not (tmp_path / "f").exists()
   assert main(["fuzz", "--backend", "no-such-backend", "--examples", "1"]) == 2
+
+
+def test_failures_that_cannot_be_written_are_reported(tmp_path):
+  """An --out that cannot be made: the failures are still found and reported, each unwritten
+  one a FileRefused (path.write) the command prints (exit 2), not an OSError out of fuzz."""
+  rep = fuzz(_WrongMul(), examples=40, seed=3, isolate=False, stages=False, out="/proc/nope",
+             strategy=graphs("tensor", ops=["MUL"], dtypes=["int16"], max_ops=2))
+  assert rep.failures and not rep.written and rep.unwritten
+  assert all(e.rule == "path.write" for e in rep.unwritten)
+
+
+def test_the_fuzz_command_exits_2_when_a_failure_cannot_be_written(monkeypatch, capsys):
+  from tinyspec.cli import main
+  from tinyspec.conformance import properties
+  from tinyspec.files import FileRefused
+  def found_but_unwritten(*a, **kw):
+    return properties.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
+  monkeypatch.setattr(properties, "fuzz", found_but_unwritten)
+  assert main(["fuzz", "--backend", "ref", "--examples", "3", "--out", "/proc/nope"]) == 2
+  assert "/proc/nope: cannot create the directory [path.write]" in capsys.readouterr().err

@@ -22,7 +22,8 @@ FOLDERS = {   # installed package -> repository folder (as setup.py maps them)
 LAYERS = [   # lowest first; a module belongs to the first entry that is it or a package above it
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",
             "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.uop", "tinyspec.graph", "tinyspec.validate",
-            "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.plugins", "tinyspec.backends")),
+            "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.plugins", "tinyspec.backends", "tinyspec.limits",
+            "tinyspec.files", "tinyspec.deadline")),
   ("evaluator, front end and pictures", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor", "tinyspec.show")),
   ("compiler", ("tinyspec.compiler",)),
   ("conformance and interop", ("tinyspec.conformance", "tinyspec.interop")),

@@ -57,6 +57,8 @@ def _raised_rule_ids() -> set[str]:
   ids |= set(re.findall(r'report\([^,()]*, [^,()]*, "([\w.]+)"', src["validate.py"]))
   ids |= set(re.findall(r'\(\("([\w.]+)", f?"', src["validate.py"]))          # _slot_errors' (rule, message) pairs
   ids |= set(re.findall(r'Diagnostic\(\w+, [^,()]*, [^,()]*, "([\w.]+)"', src["graph.py"] + src["validate.py"]))
+  # the file rules of any file tinyspec reads (tinyspec/files.py; its other refusals are io_rules)
+  ids |= set(re.findall(r'FileRefused\([^,()]*, "(file\.[\w.]+)"', (ROOT / "tinyspec" / "files.py").read_text()))
   return ids
 
 

@@ -50,9 +50,19 @@ class Capabilities:
 
   @staticmethod
   def from_json(d: dict) -> "Capabilities":
-    return Capabilities({str(k): frozenset(v) for k, v in dict(d.get("ops", {})).items()},
-                        frozenset(d.get("dtypes", ())), tuple(d.get("devices", ("*",))), bool(d.get("decomposed", False)),
-                        bool(d.get("validates", True)))
+    """Capabilities from a backend's hello; ValueError saying what is wrong when they are
+    not of the protocol's form (an external backend's answer is not trusted)."""
+    def strings(v, what):
+      if not isinstance(v, list) or not all(isinstance(x, str) for x in v): raise ValueError(f"capabilities: '{what}' must be a list of strings")
+      return v
+    if not isinstance(d, dict): raise ValueError("capabilities must be an object")
+    ops = d.get("ops", {})
+    if not isinstance(ops, dict): raise ValueError("capabilities: 'ops' must map op names to lists of levels")
+    for k, v in ops.items(): strings(v, f"ops.{k}"[:80])
+    for key in ("decomposed", "validates"):
+      if key in d and not isinstance(d[key], bool): raise ValueError(f"capabilities: '{key}' must be true or false")
+    return Capabilities({str(k): frozenset(v) for k, v in ops.items()}, frozenset(strings(d.get("dtypes", []), "dtypes")),
+                        tuple(strings(d.get("devices", ["*"]), "devices")), d.get("decomposed", False), d.get("validates", True))
 
 
 def value_dtypes() -> frozenset:

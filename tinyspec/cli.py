@@ -11,10 +11,16 @@ Exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input o
 from __future__ import annotations
 import argparse
 import json
+import os
 import sys
-from tinyspec.diagnostics import EXIT_OK, EXIT_UNREADABLE
+from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 
 COMMAND_GROUP = "tinyspec.commands"
+
+
+def add_timeout(p) -> None:
+  from tinyspec.deadline import add_option
+  add_option(p)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +56,7 @@ def validate_command(sub):
                  help="the level to check the graph at (auto: the file's `level`, else detected from its ops)")
   p.add_argument("--json", action="store_true", help="print one JSON report (form: spec/report.schema.json)")
   p.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
+  add_timeout(p)
 
   def run(a) -> int:
     from tinyspec.validate import validate_file
@@ -84,6 +91,7 @@ def props_command(sub):
   p.add_argument("file", metavar="FILE")
   p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
   p.add_argument("--json", action="store_true", help="print one JSON report (form: spec/report.schema.json)")
+  add_timeout(p)
 
   def run(a) -> int:
     from tinyspec.validate import validate_file
@@ -130,7 +138,11 @@ def version_text() -> str:
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
-def main(argv=None) -> int:
+def main(argv=None, owns_process: bool | None = None) -> int:
+  """Run one subcommand. Called without argv (the console script) it owns the process
+  (owns_process says so for a caller with argv): a command past its --timeout then ends
+  the process even from inside native code."""
+  owns_process = argv is None if owns_process is None else owns_process
   argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
   eps = _commands()
   first = next((a for a in argv if not a.startswith("-")), None)
@@ -152,9 +164,21 @@ def main(argv=None) -> int:
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE
+  from tinyspec import deadline
+  limit = getattr(a, "time_limit", None)
+  if hasattr(a, "time_limit") and limit is None: limit = deadline.default_seconds()
   try:
-    return runners[a.cmd](a)
+    with deadline.time_limit(limit, hard=owns_process, label=f"tinyspec {a.cmd}"):
+      return runners[a.cmd](a)
+  except deadline.TimeLimit as e:
+    print(f"tinyspec {a.cmd}: {e}", file=sys.stderr)
+    if owns_process:   # threads still in native code would hold the exit: end the process now
+      deadline.kill_children()
+      sys.stdout.flush(); sys.stderr.flush()
+      os._exit(EXIT_INVALID)
+    return EXIT_INVALID
   except KeyboardInterrupt:
+    deadline.kill_children()   # backends and compilers this command started
     return 130
   except BrokenPipeError:
     return EXIT_OK

@@ -19,6 +19,7 @@ class Diagnostic:
   rule: str
   message: str
   exit_code: int = EXIT_INVALID
+  omitted: int = 0    # > 0: this one only says how many more were left out (Capped)
 
   @property
   def fatal(self) -> bool:
@@ -26,9 +27,50 @@ class Diagnostic:
     return self.rule.startswith("file.")
 
   def format(self) -> str:
+    """The line to print; control characters of the file name or message are escaped."""
+    from tinyspec.files import printable
     where = f"{self.file}: "
     if self.node is not None: where += f"node {self.node}" + (f" ({self.op})" if self.op else "") + ": "
-    return f"{where}{self.message} [{self.rule}]"
+    return printable(f"{where}{self.message} [{self.rule}]")
 
   def to_json(self) -> dict:
     return {"file": self.file, "node": self.node, "op": self.op, "rule": self.rule, "message": self.message}
+
+
+class Capped(list):
+  """Diagnostics up to `cap` (limits.max_diagnostics); past it they are only counted, and
+  close() adds one last diagnostic that says how many were left out. A file of two
+  million broken nodes then costs two hundred Diagnostic objects, not two million."""
+
+  def __init__(self, cap: int, items=()):
+    super().__init__(items)
+    self.cap, self.dropped = cap, 0
+
+  def add(self, d: Diagnostic) -> None:
+    if len(self) < self.cap: self.append(d)
+    else: self.dropped += 1
+
+  def close(self, file: str) -> "Capped":
+    if len(self) > self.cap:
+      self.dropped += len(self) - self.cap
+      del self[self.cap:]
+    if self.dropped:
+      self.append(Diagnostic(file, None, None, "file.limit", f"... and {self.dropped:,} more errors not reported "
+                                                             f"(limits.max_diagnostics = {self.cap})", omitted=self.dropped))
+      self.dropped = 0
+    return self
+
+  @staticmethod
+  def merge(file: str, cap: int, *lists) -> "Capped":
+    """Several capped lists as one, capped again (their summaries added up)."""
+    out = Capped(cap)
+    for ds in lists:
+      for d in ds:
+        if d.omitted: out.dropped += d.omitted
+        else: out.add(d)
+    return out.close(file)
+
+
+def max_diagnostics() -> int:
+  from tinyspec.limits import limits
+  return limits().max_diagnostics

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
-from tinyspec.frozen import freeze, thaw
-from tinyspec.diagnostics import Diagnostic
+from tinyspec.frozen import freeze, thaw, FrozenDict
+from tinyspec.diagnostics import Diagnostic, Capped
 from tinyspec.uop import UOp, toposort
 
-_OP_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_OP_RE = re.compile(r"[A-Z][A-Z0-9_]*\Z")   # ECMA-262 `^...$` of the schema: nothing after the name, not even a newline
 _DOC_KEYS = {"format", "version", "level", "roots", "meta", "nodes"}
 _NODE_KEYS = {"op", "src", "arg", "dtype", "shape", "tag", "name"}
 
@@ -159,12 +159,29 @@ class GraphFileError(Exception):
 
 # ------------------------------------------------------------------ reading
 def load_file(path) -> tuple[Graph | None, list[Diagnostic]]:
+  """Read a graph file: a regular file of at most limits.max_file_bytes, whose loading
+  fits the memory budget (limits.load_factor bytes per byte of file)."""
+  from tinyspec.files import read_regular, FileRefused
+  from tinyspec.limits import limits
   name = str(path)
+  L = limits()
   try:
-    data = Path(path).read_bytes()
-  except (OSError, ValueError) as e:
-    return None, [Diagnostic(name, None, None, "file.read", f"cannot read file: {e.strerror or e}", exit_code=2)]
+    data = read_regular(path, L.max_file_bytes, "the graph file")
+  except FileRefused as e:
+    return None, [Diagnostic(name, None, None, e.rule, e.message, exit_code=2)]
+  refused = _over_budget(len(data), name)
+  if refused: return None, [refused]
   return load_bytes(data, name)
+
+
+def _over_budget(nbytes: int, name: str) -> Diagnostic | None:
+  from tinyspec.limits import limits, default_budget
+  need = nbytes * limits().load_factor
+  try: budget = default_budget()
+  except ValueError as e: return Diagnostic(name, None, None, "file.limit", f"TINYSPEC_EVAL_BUDGET: {e}", exit_code=2)
+  if need <= budget: return None
+  return Diagnostic(name, None, None, "file.limit", f"loading this {nbytes:,}-byte file takes about {need:,} bytes, over the memory "
+                    f"budget of {budget:,} bytes (TINYSPEC_EVAL_BUDGET)", exit_code=2)
 
 
 def load_text(text: str, name: str = "<string>"):
@@ -173,6 +190,28 @@ def load_text(text: str, name: str = "<string>"):
 
 def _reject_constant(c):
   raise ValueError(f"{c} is not JSON (write \"nan\", \"inf\" or \"-inf\" as a string)")
+
+
+class LimitError(ValueError):
+  """A document over a limit of `limits:` (rule file.limit)."""
+
+
+def _int_too_long(digits: int) -> LimitError:
+  from tinyspec.limits import limits
+  return LimitError(f"an integer of {digits:,} digits, more than limits.max_int_digits = {limits().max_int_digits}")
+
+
+def _max_int_digits() -> int:
+  from tinyspec.limits import limits
+  return limits().max_int_digits
+
+
+def _bounded_int(s: str) -> int:
+  if len(s) > _MAX_INT_DIGITS[0] and len(s.lstrip("-")) > _MAX_INT_DIGITS[0]: raise _int_too_long(len(s.lstrip("-")))
+  return int(s)
+
+
+_MAX_INT_DIGITS = [400]    # set from the tables when a document is parsed
 
 
 def _finite_float(s: str) -> float:
@@ -201,28 +240,46 @@ _JSONYamlLoader.yaml_implicit_resolvers = {
 for _t in ("binary", "set", "omap", "pairs", "timestamp"):
   _JSONYamlLoader.add_constructor(f"tag:yaml.org,2002:{_t}", _refuse_tag)
 
+
+def _construct_int(loader, node):
+  """YAML integers, their text held to limits.max_int_digits before it is converted."""
+  if len(node.value) > _MAX_INT_DIGITS[0] + 3: raise _int_too_long(len(node.value))
+  return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_JSONYamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
 _FLOAT_SPECIAL = {math.inf: "inf", -math.inf: "-inf"}
 
 
 def _jsonify_yaml(doc):
   """Check that a YAML document is JSON data (string keys) and write its float specials
-  as the strings the format uses ("nan", "inf", "-inf"). Iterative: no depth limit."""
+  as the strings the format uses ("nan", "inf", "-inf"). Integers are held to
+  limits.max_int_digits here (YAML's hex, octal and sexagesimal forms make any size
+  without a decimal digit string). Iterative: no depth limit."""
+  bound = 10 ** _MAX_INT_DIGITS[0]
   def fix(v):
     if type(v) is float and (v != v or v in _FLOAT_SPECIAL): return "nan" if v != v else _FLOAT_SPECIAL[v]
+    if type(v) is int and not -bound < v < bound: raise _int_too_long(len(str(abs(v))) if v.bit_length() < 13000 else v.bit_length() * 3 // 10)
     return v
   stack = [doc]
   while stack:
     v = stack.pop()
     if isinstance(v, dict):
       for k, x in v.items():
-        if not isinstance(k, str): raise ParseError(f"the key {k!r} is not a string (a graph file is JSON data)"[:200])
+        if not isinstance(k, str): raise ParseError(f"the key {_short_repr(k)} is not a string (a graph file is JSON data)")
         if isinstance(x, (dict, list)): stack.append(x)
-        elif type(x) is float: v[k] = fix(x)
+        elif type(x) is float or type(x) is int: v[k] = fix(x)
     elif isinstance(v, list):
       for i, x in enumerate(v):
         if isinstance(x, (dict, list)): stack.append(x)
-        elif type(x) is float: v[i] = fix(x)
+        elif type(x) is float or type(x) is int: v[i] = fix(x)
   return fix(doc)
+
+
+def _short_repr(v) -> str:
+  if type(v) is int and v.bit_length() > 1000: return f"<an integer of {v.bit_length():,} bits>"
+  return repr(v)[:100]
 
 
 def parse_bytes(data: bytes, name: str):
@@ -237,8 +294,10 @@ def parse_bytes(data: bytes, name: str):
   as_json = name.endswith(".json") or (not name.endswith((".yaml", ".yml")) and stripped[0] in "{[")
   try:
     if as_json:
-      return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+      return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
     return _jsonify_yaml(yaml.load(text, Loader=_JSONYamlLoader))   # noqa: S506 (a SafeLoader subclass)
+  except LimitError:
+    raise
   except json.JSONDecodeError as e:
     raise ParseError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
   except RecursionError:
@@ -268,10 +327,13 @@ def _at(e) -> str:
 
 def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
   import gc
+  _MAX_INT_DIGITS[0] = _max_int_digits()
   was = gc.isenabled(); gc.disable()   # see validate(): large acyclic allocations
   try:
     try:
       doc = parse_bytes(data, name)
+    except LimitError as e:
+      return None, [Diagnostic(name, None, None, "file.limit", str(e), exit_code=2)]
     except ParseError as e:
       return None, [Diagnostic(name, None, None, "file.parse", str(e), exit_code=2)]
     return from_document(doc, name)
@@ -310,43 +372,59 @@ _ATOMS = frozenset({type(None), str, int, bool, float})
 
 
 def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagnostic]]:
-  """Check a parsed document against the graph schema and build the Graph.
-  Mirrors spec/graph.schema.json exactly (tests/test_graphfile_schema.py holds them to it)."""
-  diags: list[Diagnostic] = []
+  """Check a parsed document against the graph schema and the limits of `limits:`, and
+  build the Graph. Mirrors spec/graph.schema.json exactly (tests/test_graphfile_schema.py
+  holds them to it). Schema errors are reported up to limits.max_diagnostics (then
+  counted); a limit broken (nodes, nesting, string length) refuses the whole file."""
+  from tinyspec.limits import limits
+  L = limits()
+  _STRING_NESTING[:] = [L.max_string, L.max_nesting]
+  diags = Capped(L.max_diagnostics)
+  add = diags.add
   def bad(msg, node=None, op=None):
-    diags.append(Diagnostic(name, node, op, "file.schema", msg))
+    add(Diagnostic(name, node, op, "file.schema", msg))
+  try:
+    return _build(doc, name, bad, diags, L)
+  except LimitError as e:
+    return None, [Diagnostic(name, getattr(e, "node", None), None, "file.limit", str(e), exit_code=2)]
 
+
+def _build(doc, name, bad, diags, L):
   meta, roots, level = {}, None, None
   if isinstance(doc, list):
     raw_nodes = doc
   elif isinstance(doc, dict):
     extra = set(doc) - _DOC_KEYS
     if extra: bad(f"unknown top-level field(s): {', '.join(sorted(map(str, extra)))}"[:300])
-    if "nodes" not in doc: bad("missing field 'nodes'"); return None, diags
+    if "nodes" not in doc: bad("missing field 'nodes'"); return None, diags.close(name)
     raw_nodes = doc["nodes"]
-    if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {doc['format']!r}"[:300])
-    if "version" in doc and not (type(doc["version"]) in (int, float) and doc["version"] == 1): bad(f"unsupported version {doc['version']!r} (this reader knows 1)"[:300])
+    if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {_short_repr(doc['format'])}")
+    if "version" in doc and not (type(doc["version"]) in (int, float) and doc["version"] == 1): bad(f"unsupported version {_short_repr(doc['version'])} (this reader knows 1)")
     if "level" in doc:
       level = doc["level"]
-      if not (isinstance(level, str) and level in ("tensor", "kernel", "program")): bad(f"'level' must be tensor, kernel or program, not {level!r}"[:300]); level = None
+      if not (isinstance(level, str) and level in ("tensor", "kernel", "program")): bad(f"'level' must be tensor, kernel or program, not {_short_repr(level)}"); level = None
     if "meta" in doc:
-      if isinstance(doc["meta"], dict): meta = doc["meta"]
+      if isinstance(doc["meta"], dict): meta = thaw(_frozen(doc["meta"]))
       else: bad("'meta' must be an object")
     if "roots" in doc:
       roots = _index_list(doc["roots"])
       if roots is None: bad("'roots' must be a list of node indices")
+      elif not roots: bad("'roots' is empty: a graph has at least one root"); roots = None
       else: roots = list(roots)
   else:
     bad(f"the document must be an object with 'nodes' or a list of nodes, not {_json_type(doc)}")
-    return None, diags
-  if not isinstance(raw_nodes, list): bad(f"'nodes' must be a list, not {_json_type(raw_nodes)}"); return None, diags
-  if not raw_nodes: bad("'nodes' is empty: a graph has at least one node"); return None, diags
+    return None, diags.close(name)
+  if not isinstance(raw_nodes, list): bad(f"'nodes' must be a list, not {_json_type(raw_nodes)}"); return None, diags.close(name)
+  if not raw_nodes: bad("'nodes' is empty: a graph has at least one node"); return None, diags.close(name)
+  if len(raw_nodes) > L.max_nodes: raise LimitError(f"{len(raw_nodes):,} nodes, more than limits.max_nodes = {L.max_nodes:,}")
 
   nodes: list[Node] = []
   append, checked = nodes.append, Node._checked
   good_ops: set[str] = set()       # op names that passed the pattern check
-  for i, n in enumerate(raw_nodes):
-    try:
+  max_string = L.max_string
+  i = 0
+  try:
+    for i, n in enumerate(raw_nodes):
       # fast path: {op, src?, arg?} with an op name seen before and plain int sources
       if type(n) is dict:
         op, src, arg = n.get("op"), n.get("src", _NO_SRC), n.get("arg", _ABSENT)
@@ -355,15 +433,45 @@ def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagno
             if type(j) is not int or j < 0: break
           else:
             if arg is _ABSENT: arg = None
-            append(checked(op, tuple(src), arg if type(arg) in _ATOMS else freeze(arg)))
+            elif type(arg) is str:
+              if len(arg) > max_string: _frozen(arg)   # raises
+            elif type(arg) not in _ATOMS: arg = _frozen(arg)
+            append(checked(op, tuple(src), arg))
             continue
       node = _node_slow(n, i, bad)
-    except RecursionError:
-      bad("the node is nested too deeply", i); node = Node("?")
-    if node.op != "?": good_ops.add(node.op)
-    append(node)
+      if node.op != "?": good_ops.add(node.op)
+      append(node)
+  except LimitError as e:
+    e.node = i
+    raise
   g = Graph(nodes, roots, level, meta)
-  return g, diags
+  return g, diags.close(name)
+
+
+_STRING_NESTING = [1 << 24, 64]   # limits.max_string, limits.max_nesting (set by from_document)
+
+
+def _frozen(v, depth: int = 1):
+  """freeze(v) for a value read from a file, its strings held to limits.max_string and
+  its nesting to limits.max_nesting (LimitError otherwise)."""
+  t = type(v)
+  if t is str:
+    if len(v) > _STRING_NESTING[0]: raise LimitError(f"a string of {len(v):,} characters, more than limits.max_string = {_STRING_NESTING[0]:,}")
+    return v
+  if t is not dict and t is not list: return v
+  if depth > _STRING_NESTING[1]: raise LimitError(f"arrays and objects nested deeper than limits.max_nesting = {_STRING_NESTING[1]}")
+  if t is dict:
+    limit = _STRING_NESTING[0]
+    for k, x in v.items():   # flat objects of short strings (most args): one copy
+      tx = type(x)
+      if len(k) > limit or (tx is str and len(x) > limit) or tx not in _ATOMS: break
+    else: return FrozenDict(v)
+    return FrozenDict({_frozen(k, depth): _frozen(x, depth + 1) for k, x in v.items()})
+  return tuple([x if type(x) in _NUMBERS else _frozen(x, depth + 1) for x in v])
+
+
+_NUMBERS = frozenset({type(None), int, bool, float})
+_BROKEN = None   # the one Node("?") every non-object node becomes (set below, after Node)
 
 
 def _json_type(v) -> str:
@@ -373,13 +481,13 @@ def _json_type(v) -> str:
 def _node_slow(n, i: int, bad) -> Node:
   """Check one node field by field; report every problem; a broken node becomes op '?'."""
   if not isinstance(n, dict):
-    bad(f"a node must be an object, not {_json_type(n)}", i); return Node("?")
+    bad(f"a node must be an object, not {_json_type(n)}", i); return _BROKEN
   op = n.get("op")
   ok = True
   extra = set(n) - _NODE_KEYS
-  if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300], i, op if isinstance(op, str) else None); ok = False
-  if not isinstance(op, str) or not _OP_RE.match(op) or len(op) > 64:
-    bad(("missing 'op'" if "op" not in n else f"'op' must be an upper-case op name, not {op!r}")[:200], i); ok = False; op = "?"
+  if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300], i, op if isinstance(op, str) and len(op) <= 64 else None); ok = False
+  if not isinstance(op, str) or len(op) > 64 or not _OP_RE.match(op):
+    bad("missing 'op'" if "op" not in n else f"'op' must be an upper-case op name, not {_short_repr(op)}", i); ok = False; op = "?"
   shown = None if op == "?" else op
   src = _index_list(n.get("src", []))
   if src is None:
@@ -389,10 +497,17 @@ def _node_slow(n, i: int, bad) -> Node:
     bad("'dtype' must be a dtype name or a list of them", i, shown); ok = False; dt = None
   sh = n.get("shape")
   if "shape" in n:
+    _frozen(sh)   # its nesting held to the limit
     if _valid_shape(sh): sh = _shape_ints(sh)
     else: bad("'shape' must be a list of non-negative dims", i, shown); ok = False; sh = None
   nm = n.get("name")
   if "name" in n and not (isinstance(nm, str) and len(nm) <= 128):
     bad("'name' must be a string of at most 128 characters", i, shown); ok = False; nm = None
-  node = Node(op, src, n.get("arg"), dt, sh, n.get("tag"), nm)
-  return node if ok else Node("?", src)
+  arg, tag = _frozen(n.get("arg")), _frozen(n.get("tag"))
+  if not ok: return Node("?", src) if src else _BROKEN
+  node = Node(op, src, None, dt, sh, None, nm)
+  node.arg, node.tag = arg, tag
+  return node
+
+
+_BROKEN = Node("?")

@@ -29,6 +29,7 @@ class RuleSyntaxError(Exception):
 
 # ------------------------------------------------------------------ functions in scope
 MAX_NUMEL = 1 << 40   # overridden from ops.yaml `limits` by the tables loader
+MAX_RANK = 64
 
 
 def require(cond, rule, msg):
@@ -52,13 +53,20 @@ def shape_value(v):
   if type(dims) is not tuple: dims = (dims,)
   if len(v.shape) > 1:
     raise RuleFail("shape.operand", f"a shape operand must be ()- or (k,)-shaped, node {v.index} has shape {v.shape}")
+  if len(dims) > MAX_RANK:
+    raise RuleFail("shape.limit", f"a shape of {len(dims)} dims, more than limits.max_rank = {MAX_RANK}")
   n = 1
   for d in dims:
     if d < 0: raise RuleFail("shape.operand", f"negative dim in shape {dims}"[:300])
     if n <= MAX_NUMEL: n *= d   # past the limit only a 0 dim matters (no huge products)
   if n > MAX_NUMEL and 0 not in dims:
-    raise RuleFail("shape.limit", f"shape {dims} has more than {MAX_NUMEL} elements (limits.max_numel)"[:300])
+    raise RuleFail("shape.limit", f"shape {_short(dims)} has more than {MAX_NUMEL} elements (limits.max_numel)")
   return dims   # index constants are ints (rule CONST.value)
+
+
+def _short(dims, n: int = 8) -> str:
+  """A shape for a message: the first dims only (a message stays short whatever the shape)."""
+  return str(tuple(dims)) if len(dims) <= n else "(" + ", ".join(map(str, dims[:n])) + f", ... {len(dims) - n} more)"
 
 
 def broadcast(*shapes):
@@ -226,7 +234,7 @@ def binary_len(data: str) -> int:
 def representable(v, name) -> bool:
   d = _dt(name)
   if d.cls == "bool": return isinstance(v, bool) or v in (0, 1)
-  if d.cls == "float": return True
+  if d.cls == "float": return not (type(v) is int and abs(v) >= 1 << 1024)   # an integer past float64's range has no float
   if isinstance(v, bool) or not isinstance(v, int): return False
   return d.min <= v <= d.max
 

@@ -24,6 +24,39 @@ NAN_RESULTS = ("canonical", "payload")  # op/category `nan:` values
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: the tables load 10x faster
 
 
+# ------------------------------------------------------------------ JSON Schema as the tables mean it
+# Arg schemas are JSON Schema, run with two readings made explicit: a `pattern` is an
+# ECMA-262 regular expression (its `$` matches only at the very end, where Python's would
+# also match before a final newline: "gidx0\n" is no SPECIAL name), and `integer` means a
+# JSON integer literal (0.0 is a number, not a slot: args reach the evaluator and the
+# compilers as they are written).
+@lru_cache(maxsize=None)
+def ecma_regex(pattern: str):
+  import re
+  if pattern.endswith("$") and not pattern.endswith("\\$"): pattern = pattern[:-1] + r"\Z"
+  return re.compile(pattern)
+
+
+def _pattern(validator, pattern, instance, schema):
+  if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+    yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _json_integer(checker, x) -> bool: return type(x) is int
+
+
+SchemaValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, validators={"pattern": _pattern})
+ArgValidator = jsonschema.validators.extend(
+  SchemaValidator, type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _json_integer))
+
+
+def limit_number(v) -> int:
+  """A `limits:` value as written in the table: an integer, or a string such as "2**40"."""
+  if isinstance(v, int): return v
+  base, _, exp = str(v).partition("**")
+  return int(base) ** int(exp) if exp else int(base)
+
+
 @dataclass(frozen=True)
 class Slot:
   name: str
@@ -157,8 +190,11 @@ class Tables:
     self.axis_types: dict = raw.get("axis_types", {})
     self.opt_ops: dict = raw.get("opt_ops", {})
     self.rule_catalogue: dict = raw.get("rules", {})
+    self.io_rules: dict = raw.get("io_rules", {})    # refusals that are not a graph's (paths, memory, time, cache, corpus)
     self.limits: dict = raw.get("limits", {})
-    if "max_numel" in self.limits: rules.MAX_NUMEL = int(eval(str(self.limits["max_numel"]), {"__builtins__": {}}))  # noqa: S307 (trusted table: '2**40')
+    self.limit_values: dict = {k: limit_number(v) for k, v in self.limits.items()}   # tinyspec.limits reads them
+    if "max_numel" in self.limits: rules.MAX_NUMEL = self.limit_values["max_numel"]
+    if "max_rank" in self.limits: rules.MAX_RANK = self.limit_values["max_rank"]
     self.defs = raw.get("$defs", {})
     self.ops: dict[str, Op] = {}
     families = raw.get("families", {})
@@ -193,7 +229,7 @@ class Tables:
     # all checks as one expression: the validator's quick yes (on a no it runs them one by one)
     checks_all = rules.compile_rule(" and ".join(f"({c.expr})" for c in checks), f"{name}.checks", fns) if checks else None
     full = dict(arg_schema); full["$defs"] = self.defs
-    validator = jsonschema.Draft202012Validator(full, format_checker=None)
+    validator = ArgValidator(full, format_checker=None)
     return Op(name=name, category=d["category"], levels=tuple(d.get("levels", ("tensor",))), slots=slots, arg_schema=arg_schema,
               semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
               conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),

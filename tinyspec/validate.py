@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
-from tinyspec.diagnostics import Diagnostic, EXIT_OK
+from tinyspec import rules as _rules
+from tinyspec.diagnostics import Diagnostic, EXIT_OK, Capped, max_diagnostics
 from tinyspec.dtypes import canonical
 from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
@@ -89,7 +90,8 @@ def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
     * else kernel.
   `present` is the set of ops in the graph, if the caller has it."""
   nodes = g.nodes
-  last = nodes[g.root_indices[-1]] if nodes and 0 <= g.root_indices[-1] < len(nodes) else None
+  roots = g.root_indices
+  last = nodes[roots[-1]] if nodes and roots and 0 <= roots[-1] < len(nodes) else None
   od = T.ops.get(last.op) if last is not None else None
   for k in (od.level_slots if od is not None else ()):
     if isinstance(od.slots[k].level, str): return od.slots[k].level
@@ -364,6 +366,8 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors):
     report(i, name, e.rule, e.msg[:300]); return None
   except Exception as e:
     report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); return None
+  if type(sh) is tuple and len(sh) > _rules.MAX_RANK and type(dt) is str:   # a STACK chain grows rank without shape operands
+    report(i, name, "shape.limit", f"a shape of {len(sh)} dims, more than limits.max_rank = {_rules.MAX_RANK}"); return None
   if fold is not None and dt == "index": v.value = fold(arg, src)
   if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report): return None
   return v
@@ -373,7 +377,8 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
   """validate(); `known`: Views already derived for the first len(known) nodes (they are
   taken as they are, see derive_uop)."""
   T = tables or _tables()
-  diags: list[Diagnostic] = []
+  diags = Capped(max_diagnostics())
+  add = diags.add
   nodes = graph.nodes
   present = {nd.op for nd in nodes}
   top = level if level in LEVELS else (graph.level or detect_level(graph, T, present))
@@ -389,10 +394,11 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
   check = _check
 
   def report(i, op, rule, msg):
-    diags.append(Diagnostic(file, i, op, rule, msg))
+    add(Diagnostic(file, i, op, rule, msg))
 
   for r in graph.root_indices:
     if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index")
+  if not graph.root_indices: report(None, None, "graph.src", "the graph has no root")
 
   for i in range(first, len(nodes)):
     node = nodes[i]
@@ -407,7 +413,7 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
       report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
     views[i] = check(info, name, node.arg, list(map(vget, srcs_i)), top_bit if ctx is None else ctx[i], i, node.dtype, node.shape, report, arg_errors)
-  return ValidationResult(graph, diags, views, top)
+  return ValidationResult(graph, diags.close(file), views, top)
 
 
 def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
@@ -444,7 +450,7 @@ def validate_file(path, level: str = "auto", tables: Tables | None = None) -> Va
   if g is None:
     return ValidationResult(None, diags, [], None)
   res = validate(g, level, tables, file=str(path))
-  if diags: res.diagnostics[:0] = diags
+  if diags: res.diagnostics = Capped.merge(str(path), max_diagnostics(), diags, res.diagnostics)
   return res
 
 

@@ -122,6 +122,17 @@ def _():
                         b'{"op": "MAX", "src": [0, 1]}]', True, description='float specials as strings, -0.0 as plain JSON')
 
 
+@rule("file.limit")
+def _():
+  yield raw("long-integer", b'[{"op": "CONST", "arg": {"value": 1' + b"0" * 400 + b', "dtype": "float64"}}]', False, exit=2,
+            description="an integer of 401 digits (limits.max_int_digits = 400)")
+  c = raw("deep-arg", b'[{"op": "CONST", "arg": {"value": 1, "dtype": "int32"}}, {"op": "NEG", "src": [0], "tag": ' + b"[" * 65 + b"]" * 65 + b"}]",
+          False, exit=2, description="a tag nested 65 deep (limits.max_nesting = 64)")
+  c.node = 1; yield c
+  yield raw("at-the-limits", b'[{"op": "CONST", "arg": {"value": 1, "dtype": "int32"}, "tag": {"n": 1' + b"0" * 399 + b', "deep": '
+            + b"[" * 63 + b"]" * 63 + b"}}]", True, description="an integer of 400 digits and a tag nested 64 deep")
+
+
 @rule("file.schema")
 def _():
   yield raw("empty-nodes", b'{"format": "tinyspec-graph", "version": 1, "nodes": []}', False, description="a graph has at least one node")
@@ -221,6 +232,10 @@ def _():
   yield invalid("1e15-elements", g, b, "a shape of 10^15 elements")
   g = G(); g.buffer([1 << 20, 1 << 20])
   yield valid("at-the-limit", g, "exactly limits.max_numel = 2^40 elements")
+  g = G(); b = g.buffer([1] * 65)
+  yield invalid("rank-65", g, b, "a shape of 65 dims (limits.max_rank = 64)")
+  g = G(); g.buffer([1] * 64)
+  yield valid("rank-64", g, "exactly limits.max_rank = 64 dims")
 
 
 @rule("shape.broadcast")

@@ -25,7 +25,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from tinyspec.compiler.runtime import BuildError
-from tinyspec.compiler.runtime.cache import cache_dir, digest
+from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
 
 
@@ -54,22 +54,33 @@ def _flags() -> list[str]:
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
-def build(source: str, timeout: float | None = None) -> str:
-  """Path of the shared library for source (compiled unless cached). With `timeout`
-  (seconds) a compiler run that takes longer is killed -- its whole process group: cc's
-  cc1 would outlive cc -- and BuildError raised (BEAM drops such candidates)."""
+def _build_key(source: str) -> tuple[str, list, list]:
+  """(the cache key of source's library, the compiler command, the link flags)."""
   from tinyspec.compiler.device import device
   cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
-  key = digest(source, " ".join(cmd + link), device("c").name)   # -march=native: per CPU model
+  return digest(source, " ".join(cmd + link), device("c").name), cmd, link   # -march=native: per CPU model
+
+
+def build(source: str, timeout: float | None = None) -> bytes:
+  """The shared library for source, as bytes: from the cache when an entry there matches
+  its signature (compiler/runtime/cache.py), else compiled and stored. With `timeout`
+  (seconds; default the time left of the command's --timeout) a compiler run that takes
+  longer is killed -- its whole process group: cc's cc1 would outlive cc -- and
+  BuildError raised (BEAM drops such candidates)."""
+  from tinyspec import deadline
+  key, cmd, link = _build_key(source)
   d = cache_dir("c")
   so = d / f"{key}.so"
-  if so.exists(): return str(so)
+  data = fetch(so)
+  if data is not None: return data
+  if timeout is None: timeout = deadline.remaining()
   with tempfile.TemporaryDirectory(dir=d) as tmp:
     src = os.path.join(tmp, "k.c")
     out = os.path.join(tmp, "k.so")
     with open(src, "w") as f: f.write(source)
     p = subprocess.Popen(cmd + ["-o", out, src] + link, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline.track_child(p.pid)
     try:
       _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -77,17 +88,40 @@ def build(source: str, timeout: float | None = None) -> str:
       except OSError: pass
       p.communicate()
       raise BuildError(f"cc took longer than {timeout:g} s; killed") from None
+    finally:
+      deadline.untrack_child(p.pid)
     if p.returncode != 0: raise BuildError(f"cc failed:\n{err[-4000:]}")
-    os.replace(out, so)
-  return str(so)
+    with open(out, "rb") as f: data = f.read()
+  store(so, data)
+  return data
 
 
 def load(source: str) -> ctypes.CDLL:
-  """The shared library of a translation unit (built unless cached, loaded once)."""
-  path = build(source)
-  lib = _LIBS.get(path)
-  if lib is None: lib = _LIBS[path] = ctypes.CDLL(path)
+  """The shared library of a translation unit (built unless cached, loaded once). The
+  bytes checked against the cache's signature are the bytes dlopen loads: they are
+  written to a file of this process's private folder first, never reopened from the cache."""
+  key = _build_key(source)[0]
+  lib = _LIBS.get(key)
+  if lib is None: lib = _LIBS[key] = _dlopen(build(source), key)
   return lib
+
+
+_LOADED: dict = {"dir": None}
+
+
+def _dlopen(data: bytes, key: str) -> ctypes.CDLL:
+  """dlopen a library's bytes from a fresh file in a private (0700) folder of this process
+  (a unique name each time: dlopen reuses a library it already has by name)."""
+  import atexit
+  if _LOADED["dir"] is None:
+    _LOADED["dir"] = tempfile.mkdtemp(prefix="tinyspec-libs-")
+    atexit.register(shutil.rmtree, _LOADED["dir"], True)
+  fd, path = tempfile.mkstemp(dir=_LOADED["dir"], prefix=key[:16] + ".", suffix=".so")
+  try:
+    with os.fdopen(fd, "wb") as f: f.write(data)
+    return ctypes.CDLL(path)
+  finally:
+    os.unlink(path)   # the mapping stays; the name goes
 
 
 _POOL: ThreadPoolExecutor | None = None

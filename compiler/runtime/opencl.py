@@ -11,10 +11,10 @@ device of the first platform. "table:NAME" names a device described by a table
 from __future__ import annotations
 import os
 from functools import lru_cache
-from tinyspec.compiler.runtime.cache import cache_dir, digest
+from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
 
-os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))
+os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))   # (the private temporary cache when the configured one is unsafe)
 
 
 class OpenCLUnavailable(RuntimeError):
@@ -73,16 +73,15 @@ def _program(cl, ctx, dev, source: str, opts: list):
   holds this source for this device, else built from source."""
   key = digest(source, " ".join(opts), dev.platform.name, dev.name, dev.driver_version)
   path = cache_dir("opencl") / f"{key}.bin"
-  if path.exists():
-    try: return cl.Program(ctx, [dev], [path.read_bytes()]).build(options=opts), None
-    except (cl.Error, cl.RuntimeError, OSError): pass     # stale or corrupt entry: rebuild it
+  data = fetch(path)   # only an entry this cache signed (PoCL's binaries hold native code it loads)
+  if data is not None:
+    try: return cl.Program(ctx, [dev], [data]).build(options=opts), None
+    except (cl.Error, cl.RuntimeError): pass     # stale entry (another driver): rebuild it
   return cl.Program(ctx, source).build(options=opts), path
 
 
 def _write(path, prg):
-  tmp = path.with_suffix(f".{os.getpid()}.tmp")
-  tmp.write_bytes(prg.binaries[0])
-  os.replace(tmp, path)
+  store(path, bytes(prg.binaries[0]))
 
 
 def has_fp64() -> bool:
@@ -127,9 +126,26 @@ class CLProgram:
     gs = [launch_size(g, vals) for g in self.ks.global_size]
     ls = [launch_size(g, vals) for g in self.ks.local_size] if self.ks.local_size else None
     if any(g == 0 for g in gs): return
+    if ls: _check_work_group(ls, self.built.queue.device, self.ks.name)
     conv = []
     for p, a, v in zip(self.ks.params, args, vals):
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
-    self.kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
+    import pyopencl as cl
+    try: self.kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
+    except cl.Error as e:
+      from tinyspec.compiler.props import CompileError
+      raise CompileError("run.device", f"the OpenCL device refused to launch kernel {self.ks.name}: {e}") from None
     self.built.launched()
+
+
+def _check_work_group(ls: list, dev, name: str) -> None:
+  """A work-group the device cannot launch is refused before the launch (rule run.device)."""
+  from tinyspec.compiler.props import CompileError
+  total = 1
+  for d in ls: total *= d
+  if total > dev.max_work_group_size:
+    raise CompileError("run.device", f"kernel {name}: a work-group of {total:,} items ({' x '.join(map(str, ls))}), over the OpenCL "
+                                     f"device's limit of {dev.max_work_group_size}")
+  for k, (d, most) in enumerate(zip(ls, dev.max_work_item_sizes)):
+    if d > most: raise CompileError("run.device", f"kernel {name}: {d:,} work-items in dimension {k}, over the OpenCL device's limit of {most}")

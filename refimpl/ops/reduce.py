@@ -31,8 +31,12 @@ def identity(op: str, name: str):
   return np.asarray(DTYPES[name].min, NP[name])
 
 
+BLOCK = 1 << 24   # source elements one NumPy call reduces at most (a larger source goes block by block)
+
+
 def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
   if not dims: return x
+  if x.size > BLOCK: return _in_blocks(op, x, dims, name)
   cls = CLS[name]
   if op == "MAX":
     xs = x.astype(F32) if name == "bfloat16" else x
@@ -46,6 +50,56 @@ def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
   acc = identity(op, name).astype(F32 if name in NARROW else x.dtype)
   acc = np.broadcast_to(acc, tuple(1 if d in dims else n for d, n in enumerate(x.shape)))
   return down(fold(fn, acc, x, dims), name)
+
+
+def _in_blocks(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
+  """reduce_values over a source of more than BLOCK elements (often a broadcast view that
+  costs nothing until it is read), a block at a time: memory stays bounded and a time
+  limit can stop it between blocks. The source is split along its outermost axis longer
+  than 1; pieces of a kept axis are concatenated, pieces of a reduced axis combined in
+  order -- float ADD and MUL go on folding from the previous piece's partial result, so
+  the loop order (and every bit) is the unblocked one's."""
+  cls = CLS[name]
+  if op != "MAX" and cls == "float":
+    acc = identity(op, name).astype(F32 if name in NARROW else x.dtype)
+    acc = np.broadcast_to(acc, tuple(1 if d in dims else n for d, n in enumerate(x.shape)))
+    return down(_fold_in_blocks(np.add if op == "ADD" else np.multiply, acc, x, dims), name)
+  ax, step = _split(x)
+  parts = (reduce_values(op, x[_along(ax, k, step)], dims, name) for k in range(0, x.shape[ax], step))
+  if ax not in dims: return np.concatenate(list(parts), axis=ax)
+  r = next(parts)
+  for p in parts: r = _combine(op, cls, r, p)
+  return r
+
+
+def _split(x: np.ndarray) -> tuple[int, int]:
+  """(the outermost axis longer than 1, how many of its indices make a block of about BLOCK elements)."""
+  ax = next(a for a in range(x.ndim) if x.shape[a] > 1)
+  return ax, max(1, x.shape[ax] * BLOCK // x.size)
+
+
+def _along(ax: int, k: int, step: int) -> tuple:
+  return (slice(None),) * ax + (slice(k, k + step),)
+
+
+def _combine(op: str, cls: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """Two partial results of an integer/bool ADD or MUL (wrapping: any order) or a MAX."""
+  if op == "ADD": return np.add(a, b, dtype=a.dtype)
+  if op == "MUL": return np.multiply(a, b, dtype=a.dtype)
+  if cls != "float": return np.maximum(a, b)
+  af, bf = (t.astype(F32) if t.dtype.name == "bfloat16" else t for t in (a, b))
+  r = np.where((af == 0) & (bf == 0), np.where(np.signbit(af), bf, af), np.maximum(af, bf))   # NaN wins, +0 over -0 (max-nan)
+  return r.astype(a.dtype)
+
+
+def _fold_in_blocks(fn, acc: np.ndarray, x: np.ndarray, dims: tuple) -> np.ndarray:
+  if x.size <= BLOCK: return fold(fn, acc, x, dims)
+  ax, step = _split(x)
+  if ax in dims:
+    for k in range(0, x.shape[ax], step): acc = _fold_in_blocks(fn, acc, x[_along(ax, k, step)], dims)
+    return acc
+  return np.concatenate([_fold_in_blocks(fn, acc[_along(ax, k, step)], x[_along(ax, k, step)], dims)
+                         for k in range(0, x.shape[ax], step)], axis=ax)
 
 
 FOLD_BLOCK = 1 << 22   # elements folded per ufunc.accumulate call (bounds its scratch array)

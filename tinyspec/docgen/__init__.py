@@ -35,12 +35,21 @@ def _shown(p: Path) -> str:
   except ValueError: return str(p)
 
 
+def _committed(p: Path, text: str) -> str:
+  """The file at p as text ("" if missing; read as a regular file, and only as far as
+  needed: a file much longer than `text` differs from it anyway)."""
+  from tinyspec.files import FileRefused, read_text
+  if not p.exists(): return ""
+  try: return read_text(p, limit=2 * len(text.encode()) + (1 << 20))
+  except FileRefused as e: return f"({e})"
+
+
 def stale(docs: dict[str, str], out: Path) -> list[tuple[str, list[str]]]:
   """(name, diff lines) for each file under out that differs from what the tables give."""
   bad = []
   for name, text in docs.items():
     p = out / name
-    old = p.read_text(encoding="utf-8") if p.is_file() else ""
+    old = _committed(p, text)
     if old != text:
       diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), f"{_shown(p)} (committed)", f"{_shown(p)} (from the tables)", lineterm="", n=1))
       bad.append((name, diff))
@@ -57,11 +66,12 @@ def write(out: Path, check: bool, root: Path | None = None, hint: str = "tinyspe
       print("\n".join(diff[:DIFF_LINES]) + ("\n..." if len(diff) > DIFF_LINES else ""))
     if not bad: print(f"{', '.join(docs)} in {_shown(out)} are up to date")
     return 1 if bad else 0
-  out.mkdir(parents=True, exist_ok=True)
+  from tinyspec.files import make_dir, output_path, write_file
+  make_dir(out)
   for name, text in docs.items():
-    p = out / name
-    if not p.is_file() or p.read_text(encoding="utf-8") != text:
-      p.write_text(text, encoding="utf-8"); print(f"wrote {_shown(p)}")
+    p = output_path(out, name, what="document name")
+    if _committed(p, text) != text:
+      write_file(p, text); print(f"wrote {_shown(p)}")   # through a temporary name: a planted link is replaced, not followed
   return 0
 
 
@@ -73,9 +83,10 @@ def docs_command(sub):
   p.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
 
   def run(a) -> int:
-    from tinyspec.diagnostics import EXIT_UNREADABLE
+    import sys
+    from tinyspec.files import FileRefused
     try: return write(a.out, a.check)
-    except OSError as e:
-      print(f"tinyspec docs: cannot write {a.out}: {e.strerror or e}")
-      return EXIT_UNREADABLE
+    except FileRefused as e:
+      print(f"tinyspec docs: {e}", file=sys.stderr)
+      return e.exit_code
   return p, run

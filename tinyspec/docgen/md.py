@@ -232,6 +232,11 @@ def _catalogue(T, root) -> list[str]:
       if fs: out += ["", f"{'Valid' if valid else 'Invalid'} cases: " + ", ".join(code(f) for f in fs)]
     if not files and cases: out += ["", "Cases: *none*"]
     out.append("")
+  if T.io_rules:
+    out += ["### Refusals that are not a graph's", "", "Rule ids of what the tools refuse besides a graph's rules (`io_rules:` in "
+            "`spec/ops.yaml`; the compiler's are in `spec/render.yaml`):", ""]
+    out += table(["rule", "meaning"], [[code(k), cell(v)] for k, v in T.io_rules.items()])
+    out.append("")
   return out[:-1]
 
 

@@ -11,7 +11,9 @@ stages, the output cannot be written, or bad usage.
 from __future__ import annotations
 import sys
 from pathlib import Path
-from tinyspec.diagnostics import EXIT_OK, EXIT_UNREADABLE
+from tinyspec.deadline import add_option as add_timeout_option
+from tinyspec.diagnostics import EXIT_UNREADABLE
+from tinyspec.files import FileRefused, printable, write_file
 
 FORMATS = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html"}
 
@@ -34,6 +36,7 @@ def show_command(sub):
                  help="collapse runs of single-use elementwise/movement nodes into one box (auto: in graphs over 300 nodes)")
   p.add_argument("--focus", metavar="NODE", type=int, help="draw the boxes nearest this node index")
   p.add_argument("--stage", metavar="S", help="(DIR) the stage (number or name) to draw beside the next one")
+  add_timeout_option(p)
 
   def run(a) -> int:
     fmt = a.format or (FORMATS.get(Path(a.out).suffix.lower()) if a.out else "svg")
@@ -53,16 +56,16 @@ def show_command(sub):
       sys.stdout.write(text); sys.stdout.flush()
       return code
     try:
-      Path(a.out).write_text(text, encoding="utf-8")
-    except OSError as e:
-      print(f"tinyspec show: cannot write {a.out}: {e.strerror or e}", file=sys.stderr)
-      return EXIT_UNREADABLE
+      write_file(a.out, text)   # through a temporary name: a planted link at OUT is replaced, not followed
+    except FileRefused as e:
+      print(f"tinyspec show: {e}", file=sys.stderr)
+      return e.exit_code
     return code
   return p, run
 
 
 def _usage(msg: str) -> int:
-  print(f"tinyspec show: {msg}", file=sys.stderr)
+  print(f"tinyspec show: {printable(msg)}", file=sys.stderr)
   return EXIT_UNREADABLE
 
 
@@ -72,7 +75,7 @@ def _graph(a, options):
   res = validate_file(a.file, a.level)
   for d in res.diagnostics: print(d.format(), file=sys.stderr)
   if res.graph is None:
-    print(f"tinyspec show: {a.file}: nothing to draw (not a graph)", file=sys.stderr)
+    print(f"tinyspec show: {printable(a.file)}: nothing to draw (not a graph)", file=sys.stderr)
     return None, EXIT_UNREADABLE
   if a.focus is not None and not 0 <= a.focus < len(res.graph.nodes):
     return None, _usage(f"--focus {a.focus}: the graph has nodes 0..{len(res.graph.nodes) - 1}")
@@ -85,7 +88,7 @@ def _stages(a, options):
   try:
     pics = stage_pictures(a.file, a.stage, level=a.level, **options)
   except StageError as e:
-    print(f"tinyspec show: {e}", file=sys.stderr)
+    print(f"tinyspec show: {printable(str(e))}", file=sys.stderr)
     return None, EXIT_UNREADABLE
   return pics, max(p.exit_code for p in pics)
 
