@@ -1,7 +1,17 @@
-"""Our kernels against NumPy and tinygrad's CPU backend, on the same inputs in one run.
+"""Our kernels against NumPy and tinygrad's CPU backend (and torch on a CUDA GPU), on the
+same inputs in one run.
 
     .venv/bin/python bench/bench_kernels.py [--cases add,sum,...] [--targets c,opencl]
                                             [--beam N] [--runs N] [--no-tinygrad]
+                                            [--gpu] [--json PATH|-] [--scale S]
+
+--gpu: the GPU mode. Our opencl program (on the OpenCL device TINYSPEC_OPENCL_DEVICE
+opens: register NVIDIA's ICD first) against torch on CUDA (fp32, TF32 off), when torch
+with CUDA is importable; ratios are torch's time / ours, and each column's GB/s (inputs
+read + output written, once) and GFLOPS are printed next to the device's datasheet peak
+(spec/render.yaml device_tables, matched by name, or --peak NAME).
+--json: every figure as one JSON document (to a file, or - for stdout).
+--scale: divide every case's element count by about this factor (quick runs, tests).
 
 For each case the graph is built with the tinyspec front end (the seed's compositions:
 gemm is `(A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1)`, the convolution is PAD,
@@ -22,11 +32,14 @@ sleep; on a 2-core machine the column timed right after NumPy's gemm then shares
 cores with them (our gemm measured 55 ms instead of 23 ms that way). The benchmark sets
 OPENBLAS_THREAD_TIMEOUT=4 (the shortest spin; NumPy's own times do not change with it)
 unless the environment already sets it.
-Every result is checked against NumPy before it is timed.
+Every result is checked against NumPy before it is timed: a column whose result is
+outside the case's tolerance is not timed, is reported WRONG, and the run exits 1.
 """
 from __future__ import annotations
 import argparse
+import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -95,23 +108,31 @@ def gemm_t(a, b):
   return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
 
 
-def cases(rng):
-  a, b, c = _rand(rng, N16M), _rand(rng, N16M), _rand(rng, N16M)
+def cases(rng, scale: int = 1):
+  """(name, arrays, tinyspec builder, numpy expression, numpy with out= or None, tolerance,
+  flops) of each benchmark case; `scale` shrinks the element counts (quick runs)."""
+  n = max(1024, N16M // scale)
+  a, b, c = _rand(rng, n), _rand(rng, n), _rand(rng, n)
   out = np.empty_like(a)
   def fma_out(a, b, c):
     np.multiply(a, b, out=out); np.add(out, c, out=out)
-  yield "add 16M", (a, b), lambda a, b: a + b, lambda a, b: a + b, (lambda a, b: np.add(a, b, out=out)), 0
-  yield "a*b+c 16M", (a, b, c), lambda a, b, c: a * b + c, lambda a, b, c: a * b + c, fma_out, 1e-6
-  yield "sum 16M", (a,), lambda a: a.sum(), lambda a: a.sum(), None, 1e-3
-  yield "max 16M", (a,), lambda a: a.max(), lambda a: a.max(), None, 0
-  x = _rand(rng, 4096, 1024)
-  yield "softmax 4096x1024", (x,), softmax_t, softmax_np, None, 1e-5
-  for n in (512, 1024, 2048):
-    A, B = _rand(rng, n, n), _rand(rng, n, n)
-    o = np.empty((n, n), np.float32)
-    yield f"gemm {n}", (A, B), gemm_t, lambda A, B: A @ B, (lambda A, B, o=o: np.matmul(A, B, out=o)), 1e-3
-  X, Wt = _rand(rng, 1, 64, 128, 128), _rand(rng, 64, 64, 3, 3) * 0.1
-  yield "conv3x3 1x64x128x128", (X, Wt), conv_t, conv_np, None, 1e-3
+  tag = "16M" if n == N16M else str(n)
+  yield f"add {tag}", (a, b), lambda a, b: a + b, lambda a, b: a + b, (lambda a, b: np.add(a, b, out=out)), 0, n
+  yield f"a*b+c {tag}", (a, b, c), lambda a, b, c: a * b + c, lambda a, b, c: a * b + c, fma_out, 1e-6, 2 * n
+  yield f"sum {tag}", (a,), lambda a: a.sum(), lambda a: a.sum(), None, 1e-3, n
+  yield f"max {tag}", (a,), lambda a: a.max(), lambda a: a.max(), None, 0, n
+  rows = max(16, 4096 // scale)
+  x = _rand(rng, rows, 1024)
+  yield f"softmax {rows}x1024", (x,), softmax_t, softmax_np, None, 1e-5, 5 * x.size
+  import math
+  shrink = 2 ** round(math.log2(max(1, scale)) / 3)     # gemm: powers of two stay powers of two
+  for m in sorted({max(32, k // shrink) for k in (512, 1024, 2048)}):
+    A, B = _rand(rng, m, m), _rand(rng, m, m)
+    o = np.empty((m, m), np.float32)
+    yield f"gemm {m}", (A, B), gemm_t, lambda A, B: A @ B, (lambda A, B, o=o: np.matmul(A, B, out=o)), 1e-3, 2 * m ** 3
+  hw = max(16, 128 // 2 ** round(math.log2(max(1, scale)) / 2))
+  X, Wt = _rand(rng, 1, 64, hw, hw), _rand(rng, 64, 64, 3, 3) * 0.1
+  yield f"conv3x3 1x64x{hw}x{hw}", (X, Wt), conv_t, conv_np, None, 1e-3, 2 * 64 * 64 * 9 * hw * hw
 
 
 # ------------------------------------------------------------------ runners
@@ -146,6 +167,39 @@ def theirs(TT, build, arrays):
   return f, f().numpy()
 
 
+def torch_cuda():
+  """torch (with CUDA, TF32 off) or (None, why not)."""
+  try:
+    import torch
+    if not torch.cuda.is_available(): return None, "torch has no CUDA device"
+  except Exception as e:
+    return None, f"torch unavailable ({type(e).__name__})"
+  torch.backends.cuda.matmul.allow_tf32 = False
+  torch.backends.cudnn.allow_tf32 = False
+  return torch, torch.cuda.get_device_name(0)
+
+
+TORCH_EXPR = {   # the case's expression in torch (by the case name's first word)
+  "add": lambda t, a, b: a + b,
+  "a*b+c": lambda t, a, b, c: a * b + c,
+  "sum": lambda t, a: a.sum(),
+  "max": lambda t, a: a.max(),
+  "softmax": lambda t, x: t.softmax(x, 1),
+  "gemm": lambda t, A, B: A @ B,
+  "conv3x3": lambda t, X, W: t.nn.functional.conv2d(X, W, padding=1)[0],
+}
+
+
+def theirs_torch(torch, name, arrays):
+  ts = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in arrays]
+  expr = TORCH_EXPR[name.split()[0]]
+  def f():
+    r = expr(torch, *ts)
+    torch.cuda.synchronize()
+    return r
+  return f, f().cpu().numpy()
+
+
 def close(got, want, tol) -> bool:
   got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
   if got.shape != want.shape: got = got.reshape(want.shape)
@@ -166,46 +220,95 @@ def interleaved(fns: dict, runs: int, budget: float = 6.0) -> dict:
   return {k: float(np.median(v)) for k, v in ts.items()}
 
 
-def main(argv=None):
+def peak_of(name: str, want: str | None):
+  """The device_tables row for the device (by --peak, or a table name in its name)."""
+  from tinyspec.compiler.tables import render_tables
+  rows = render_tables().get("device_tables", {})
+  if want: return rows.get(want)
+  return next((r for k, r in rows.items() if k.lower() in name.lower()), None)
+
+
+def columns(a, tg, th) -> list:
+  cols = ["numpy"] + a.targets + ([f"{t}+beam" for t in a.targets] if a.beam else [])
+  return cols + (["tinygrad"] if tg[0] else []) + (["torch"] if th[0] else [])
+
+
+def run_case(case, cols, a, tg, th) -> dict:
+  """Check every column's result, then time the ones that agree (interleaved)."""
+  name, arrays, build, np_expr, np_out, tol, flops = case
+  ref = np_expr(*arrays)
+  fns, checks = {"numpy": lambda: np_expr(*arrays)}, {}
+  if np_out is not None: fns["numpy out="] = lambda: np_out(*arrays)
+  for col in cols[1:]:
+    try:
+      if col == "tinygrad": f, res = theirs(tg[0], build, arrays)
+      elif col == "torch": f, res = theirs_torch(th[0], name, arrays)
+      else:
+        f, res = ours(col.split("+")[0], build, arrays, a.beam if col.endswith("+beam") else 0)
+        if f is None: checks[col] = res; continue
+    except Exception as e:
+      checks[col] = f"{type(e).__name__}: {str(e)[:60]}"; continue
+    if not close(res, ref, tol): checks[col] = "WRONG RESULT"; continue
+    checks[col] = "ok"
+    fns[col] = f
+  t = interleaved(fns, a.runs)
+  t["numpy"] = min(t["numpy"], t.pop("numpy out=", float("inf")))
+  nbytes = sum(x.nbytes for x in arrays) + np.asarray(ref).nbytes
+  base = "torch" if a.gpu and "torch" in t else "numpy"
+  return {"case": name, "check": checks, "ms": {k: v * 1e3 for k, v in t.items()}, "bytes": int(nbytes), "flops": int(flops),
+          "baseline": base, "ratio": {k: t[base] / v for k, v in t.items() if k != base},
+          "gbs": {k: nbytes / v / 1e9 for k, v in t.items()}, "gflops": {k: flops / v / 1e9 for k, v in t.items()}}
+
+
+def row_text(r, cols) -> str:
+  cells = "".join(f"{r['ms'][c]:10.2f}ms" if c in r["ms"] else f"{'n/a':>12s}" for c in cols)
+  ratios = "".join(f"{r['ratio'][c]:12.2f}x" if c in r["ratio"] else f"{'':>13s}" for c in cols if c != r["baseline"])
+  rate = "".join(f"{r['gbs'][c]:9.1f}GB/s{r['gflops'][c]:9.1f}GF" for c in cols if c in r["ms"] and c not in ("numpy", "tinygrad"))
+  notes = [f"{c}: {v}" for c, v in r["check"].items() if v != "ok"]
+  return f"{r['case']:22s}{cells}   {ratios}   {rate}" + (f"   [{'; '.join(notes)}]" if notes else "")
+
+
+def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--cases", help="comma-separated substrings of case names")
-  ap.add_argument("--targets", default="c,opencl")
+  ap.add_argument("--targets", default=None, help="default c,opencl (--gpu: opencl)")
   ap.add_argument("--beam", type=int, default=0, help="also time each target with a BEAM search of this width")
   ap.add_argument("--runs", type=int, default=9)
   ap.add_argument("--no-tinygrad", action="store_true")
+  ap.add_argument("--gpu", action="store_true", help="GPU mode: opencl against torch CUDA, GB/s and GFLOPS against the peak")
+  ap.add_argument("--peak", help="the spec/render.yaml device_tables row giving the peaks (default: matched by device name)")
+  ap.add_argument("--json", help="write every figure as JSON to this path (- for stdout)")
+  ap.add_argument("--scale", type=int, default=1, help="divide the element counts by about this (quick runs)")
   a = ap.parse_args(argv)
-  targets = a.targets.split(",")
+  a.targets = (a.targets or ("opencl" if a.gpu else "c,opencl")).split(",")
   want = a.cases.split(",") if a.cases else None
-  tg = (None, "--no-tinygrad") if a.no_tinygrad else tinygrad_module()
+  tg = (None, "--no-tinygrad") if a.no_tinygrad or a.gpu else tinygrad_module()
+  th = torch_cuda() if a.gpu else (None, "no --gpu")
   from tinyspec.compiler.device import device
-  print(f"host: {device('c').name}, {device('c').threads} threads; default heuristics"
-        f"{f' and BEAM={a.beam}' if a.beam else ''}; tinygrad: {('DEV=' + tg[1]) if tg[0] else tg[1]}")
-  cols = ["numpy"] + targets + ([f"{t}+beam" for t in targets] if a.beam else []) + (["tinygrad"] if tg[0] else [])
-  print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "   " + "".join(f"{'x ' + c:>13s}" for c in cols[1:]))
-  rng = np.random.default_rng(0)
-  for name, arrays, build, np_expr, np_out, tol in cases(rng):
-    if want and not any(w in name for w in want): continue
-    ref = np_expr(*arrays)
-    fns, notes = {"numpy": lambda: np_expr(*arrays)}, []
-    if np_out is not None: fns["numpy out="] = lambda: np_out(*arrays)
-    for col in cols[1:]:
-      if col == "tinygrad":
-        try: f, res = theirs(tg[0], build, arrays)
-        except Exception as e: notes.append(f"tinygrad: {type(e).__name__}: {str(e)[:60]}"); continue
-        if not close(res, ref, tol): notes.append("tinygrad: differs")
-      else:
-        target, bw = col.split("+")[0], (a.beam if col.endswith("+beam") else 0)
-        f, res = ours(target, build, arrays, bw)
-        if f is None: notes.append(f"{col}: {res}"); continue
-        if not close(res, ref, tol): notes.append(f"{col}: WRONG RESULT")
-      fns[col] = f
-    t = interleaved(fns, a.runs)
-    t_np = min(t["numpy"], t.get("numpy out=", float("inf")))
-    cells = "".join(f"{t[c] * 1e3:10.2f}ms" if c in t else f"{'n/a':>12s}" for c in ["numpy"] + cols[1:])
-    cells = cells[:12].replace(f"{t['numpy'] * 1e3:10.2f}ms", f"{t_np * 1e3:10.2f}ms") + cells[12:]
-    ratios = "".join(f"{t_np / t[c]:12.2f}x" if c in t else f"{'n/a':>13s}" for c in cols[1:])
-    print(f"{name:22s}{cells}   {ratios}" + (f"   [{'; '.join(notes)}]" if notes else ""), flush=True)
+  dev = device("opencl") if "opencl" in a.targets else device("c")
+  peak = peak_of(dev.name, a.peak) if a.gpu else None
+  out = sys.stderr if a.json == "-" else sys.stdout
+  head = {"host": device("c").name, "threads": device("c").threads, "device": dev.name, "heuristics": "BEAM=%d" % a.beam if a.beam else "default",
+          "tinygrad": ("DEV=" + tg[1]) if tg[0] else tg[1], "torch": th[1], "peak": peak, "shared_machine_note": "ratios are measured side by side; the machine may be shared"}
+  print(f"host: {head['host']}, {head['threads']} threads; device: {dev.name}; {head['heuristics']} heuristics; tinygrad: {head['tinygrad']}; torch: {th[1]}", file=out)
+  if peak: print(f"peak ({dev.name}): {peak.get('peak_gbs', 0):.0f} GB/s, {peak.get('peak_gflops', 0):.0f} GFLOPS fp32", file=out)
+  cols = columns(a, tg, th)
+  base = "torch" if th[0] else "numpy"
+  print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "   " + "".join(f"{'x ' + c:>13s}" for c in cols if c != base), file=out)
+  rows = []
+  for case in cases(np.random.default_rng(0), a.scale):
+    if want and not any(w in case[0] for w in want): continue
+    r = run_case(case, cols, a, tg, th)
+    rows.append(r)
+    print(row_text(r, cols), file=out, flush=True)
+  if a.json:
+    doc = json.dumps({**head, "columns": cols, "cases": rows}, indent=1)
+    if a.json == "-": print(doc)
+    else: Path(a.json).write_text(doc)
+  wrong = [f"{r['case']}: {c}" for r in rows for c, v in r["check"].items() if v == "WRONG RESULT"]
+  if wrong: print("WRONG RESULTS: " + "; ".join(wrong), file=out)
+  return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

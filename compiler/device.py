@@ -5,6 +5,10 @@
 `c` runs on this host: its CPU model, `threads` = the cores (TINYSPEC_THREADS overrides).
 `opencl` is the device the OpenCL runtime opens (TINYSPEC_OPENCL_DEVICE); when none can be
 opened the table's defaults describe it, so compiling (printing source) still works.
+table_device(name) is a device described by spec/render.yaml `device_tables` (an H100,
+say): compile for it with compile_graph(..., device=table_device("h100")) or
+TINYSPEC_OPENCL_DEVICE=table:h100, and check the launch shapes (compiler/gpucheck.py)
+on a machine without it.
 The heuristics choose their OptOps from `kind`; BEAM caches its winners per `key()`.
 """
 from __future__ import annotations
@@ -25,6 +29,9 @@ class Device:
   max_local: int       # the most work items in one workgroup (C: no limit, 0)
   tensor_cores: bool   # matrix units the renderer can use (TC)
   vector_bytes: int = 16   # the widest vector register: UPCAST lanes that fill one are one vector
+  warp: int = 1            # work items that issue together (NVIDIA warp, AMD wavefront; 1: unknown / CPU)
+  peak_gflops: float = 0.0 # datasheet fp32 GFLOPS (0: unknown)
+  peak_gbs: float = 0.0    # datasheet memory GB/s (0: unknown)
 
   def key(self) -> str:
     return f"{self.target}:{self.name}:{self.kind}:{self.threads}"
@@ -67,8 +74,26 @@ def host_threads() -> int:
   except (AttributeError, OSError): return max(1, os.cpu_count() or 1)
 
 
+def table_device(name: str) -> Device:
+  """The device row `name` of spec/render.yaml `device_tables`."""
+  rows = render_tables().get("device_tables", {})
+  if name not in rows: raise KeyError(f"no device table {name!r} (spec/render.yaml device_tables: {', '.join(sorted(rows))})")
+  R = rows[name]
+  T = render_tables()["devices"][R["target"]]
+  return Device(R["target"], R["name"], R["kind"], int(R["compute_units"]), int(R["local_mem"]), int(R["max_local"]), bool(T["tensor_cores"]),
+                vector_bytes(R["target"], R["kind"], int(R["vector_bytes"])), int(R.get("warp", 1)), float(R.get("peak_gflops", 0)), float(R.get("peak_gbs", 0)))
+
+
+def _nvidia_warp(d) -> int:
+  """The warp width an OpenCL device reports through cl_nv_device_attribute_query (else 1)."""
+  try: return int(d.warp_size_nv)
+  except Exception: return 32 if "NVIDIA" in (d.vendor or "") else 64 if "Advanced Micro" in (d.vendor or "") else 1
+
+
 @lru_cache(maxsize=None)
 def device(target: str) -> Device:
+  want = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
+  if target == "opencl" and want.startswith("table:"): return table_device(want[len("table:"):])
   T = render_tables()["devices"][target]
   if target == "c":
     return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]),
@@ -79,6 +104,6 @@ def device(target: str) -> Device:
     _, _, d = cl_device()
     kind = "cpu" if d.type & cl.device_type.CPU else "gpu"
     return Device("opencl", d.name.strip(), kind, int(d.max_compute_units), int(d.local_mem_size), int(d.max_work_group_size), bool(T["tensor_cores"]),
-                  vector_bytes("opencl", kind, 4 * max(1, int(d.preferred_vector_width_float))))
+                  vector_bytes("opencl", kind, 4 * max(1, int(d.preferred_vector_width_float))), _nvidia_warp(d) if kind == "gpu" else 1)
   except Exception:   # no OpenCL here: compile for the table's generic device
     return Device("opencl", "generic", T["kind"], 1, int(T["local_mem"]), int(T["max_local"]), bool(T["tensor_cores"]))

@@ -7,17 +7,22 @@ stride) they choose, in this order:
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
      output axis that is contiguous in the store by tile[1] and another such output
      axis by tile[0]; every load in the tile is then read once and used tile-many times.
+     A size the tile does not divide is padded to the next multiple (PADTO: the missing
+     rows and columns masked) where the table says `pad_tiles`.
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
      input read across the reduce loop is packed in tile order (compiler/layout.py);
   2. a long reduce with few outputs is split across the cores (C: GROUP_REDUCE on
      threads, top: each reads one contiguous block) or a workgroup's work items
      (OpenCL: `group_size` of them, `group_top` as the table says) and combined
-     afterwards; on OpenCL compiler/split.py has already spread it over work-groups;
+     afterwards; on OpenCL compiler/split.py has already spread it over work-groups.
+     GPUs: any reduce whose outputs cannot fill the device gets a work-group per output,
+     its work items reading consecutive elements (_gpu_group);
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
      (UNROLL), which the C compiler vectorizes;
   4. elementwise kernels: the output axis contiguous in memory gets vector lanes
-     (UPCAST: C by a vector register's elements, GPUs by 4: float4 loads and stores);
+     (UPCAST: C by a vector register's elements, GPUs by 4: float4 loads and stores,
+     only where the kernel's ops vectorize: scalar copies would read 4 elements apart);
   5. C: THREAD-split the outermost output axis over the cores; GPU: LOCAL-split the
      innermost output axis into workgroups of `local_size`.
 Kernels under `min_work` iterations, and kernels whose loops are not one independent
@@ -31,6 +36,7 @@ from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.expand import _vectorizable
 
 
 def _prod(xs) -> int:
@@ -86,6 +92,12 @@ class Axes:
     self.strides = [[a[2].get(r, 0) for r in axes] for a in acc]   # per access, per position (0: independent)
     self.opts: list = []
 
+  def padto(self, p: int, m: int) -> int:
+    """PADTO axis p to a multiple of m (the added iterations masked); returns m."""
+    self.opts.append(["PADTO", p, m])
+    self.size[p] = -(-self.size[p] // m) * m
+    return m
+
   def split(self, p: int, k: int, kind: str, top: bool | None = None) -> int:
     """SPLIT axis p by k into kind; returns the position of the part that keeps p's type."""
     self.opts.append(["SPLIT", p, [k, kind] + ([top] if top is not None else [])])
@@ -106,6 +118,29 @@ class Axes:
       st.append(s)
       st[p] = None if s is None else s * k
     return p
+
+
+def _tile_rows(H: dict, dev, vectors_per_row: int) -> int:
+  """The register tile's rows: the table's, cut so that rows x vectors per row accumulators
+  fit the table's budget for the device's vector width (`tile_accumulators`)."""
+  budget = (H.get("tile_accumulators") or {}).get(dev.vector_bytes)
+  rows = int(H["tile"][0])
+  return max(2, min(rows, int(budget) // max(1, vectors_per_row))) if budget else rows
+
+
+def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load) -> bool:
+  """GPU: a reduce whose outputs are too few to fill the device (fewer than compute units x
+  `fill_items`) gets a work-group per output: its axis contiguous in memory split into
+  `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
+  elements), combined through local memory. A row reduction (softmax, layer norm) is one
+  work-group per row; a split reduce's partials (compiler/split.py) one per partial."""
+  p = next((p for p in reversed(reds) if contiguous_in_load(p)), None)
+  width = min(int(H["group_size"]), dev.max_local or int(H["group_size"]))
+  if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
+  g = _divisor(A.size[p], width, max(2, dev.warp))
+  if not g: return False
+  reds[reds.index(p)] = A.split(p, g, "GROUP_REDUCE", False)
+  return True
 
 
 def default_opts(sink: UOp, target: str, dev=None) -> list:
@@ -137,6 +172,10 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
     if inner:
       n_ax = inner[-1]
       k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
+      padded = False
+      if k is None and H.get("pad_tiles") and A.size[n_ax] >= 2 * H["tile"][1]:
+        padded = True
+        k = A.padto(n_ax, int(H["tile"][1]))     # the last tile's missing columns are masked
       if k:
         # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
         item = max(1, _itemsize(sink))
@@ -144,22 +183,30 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         A.split(n_ax, lanes, "UPCAST")
         if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
         tiled = True
-        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] % H["tile"][0] == 0 and A.size[p] >= 2 * H["tile"][0]), None)
-        if m_ax is not None: A.split(m_ax, H["tile"][0], "UPCAST")
+        rows = _tile_rows(H, dev, k // lanes)
+        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] >= 2 * rows), None)
+        if m_ax is not None:
+          r = _divisor(A.size[m_ax], rows, 2)
+          if H.get("pad_tiles") and (r is None or 2 * r <= rows): r, padded = A.padto(m_ax, rows), True   # no near divisor: masked rows
+          if r: A.split(m_ax, r, "UPCAST")
         # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
-        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None else None
+        # (a padded tile's masked accesses do not vectorize: the panel and the unrolled
+        #  reduce measured 4-6x slower on them, gemm 1000, so they keep the plain loop)
+        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not padded else None
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
         u = H.get("unroll_tile", 1)
-        if u > 1 and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
   grouped = False
-  if reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
+  if reds and not tiled and dev.kind == "gpu" and dev.target == "opencl":
+    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load)
+  elif reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
     p = reds[0]
     if dev.target == "c" and H.get("threads"):
       g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
@@ -185,7 +232,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   if outs and not reds and want:
     inner = [p for p in outs if contiguous_in_store(p)]
     lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink))) if want == "register" else int(want)
-    if inner and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
+    # a GPU reads a scalar copy of each lane `lanes` elements apart (uncoalesced): lanes only where they become vectors
+    whole = dev.kind != "gpu" or _vectorizable(sink, axes[inner[-1]]) if inner else False
+    if inner and whole and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
       A.split(inner[-1], lanes, "UPCAST")
   # 5. parallel output axes
   if outs:

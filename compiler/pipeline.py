@@ -97,12 +97,13 @@ def kernel_opts(opts, name: str):
   return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 
 
-def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, search=None) -> Compiled:
+def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, search=None, device=None) -> Compiled:
   """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
   opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
   default, which is `search(kernel sink, target, device)` when given (BEAM search: the
   public compile_graph in compiler/__init__.py passes it) and else, or when it gives
-  None, the heuristics."""
+  None, the heuristics. device: the compiler.device.Device to compile for (default: the
+  target's own, compiler/device.py; a table_device compiles for hardware not present)."""
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
   if isinstance(g, UOp): g = Graph.from_uops(g)
   elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
@@ -112,6 +113,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   def keep(name, make):   # make() builds the stage's graph(s), only when they are kept
     if keep_stages: stages[name] = make()
 
+  contract: set = set()    # kernels whose REG accumulators are all REDUCEs' (render.yaml `contract`)
   if level == "program":
     root = roots[-1] if roots else None
     if root is not None and root.op == "PROGRAM": root = root.src[0]     # its SOURCE text is never used
@@ -130,8 +132,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
       sched = _hazards.separate_reads(_rangeify.rangeify(roots))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
-    from tinyspec.compiler.device import device
-    dev = device(target)
+    dev = _target_device(target, device)
     def choose(k):
       o = kernel_opts(opts, k.name)
       if o is None and search is not None: o = search(k.sink, target, dev)
@@ -140,6 +141,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
     sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())
+    contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
     keep("expand", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target, dev.kind))
@@ -150,10 +152,9 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
-  from tinyspec.compiler.device import device as _device
-  kind = _device(target).kind
+  kind = _target_device(target, device).kind
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind)
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind, contract=k.name in contract)
     k.program = ks
     sources.append(ks)
   lang = "C" if target == "c" else "OpenCL C"
@@ -162,6 +163,18 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
   # INDEX that is always out of range folds to zero): refimpl accepts them too
   return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched) | _graph_input_names(g))
+
+
+def _has_reg(sink: UOp) -> bool:
+  """Does the kernel hold REG buffers of its own (a user kernel's accumulators)?"""
+  return any(u.op == "BUFFER" and u.arg.get("addrspace") == "REG" for u in toposort(sink))
+
+
+def _target_device(target: str, dev):
+  from tinyspec.compiler.device import device
+  if dev is None: return device(target)
+  if dev.target != target: raise CompileError("compile.unsupported", f"device {dev.name!r} is a {dev.target} device, not {target}")
+  return dev
 
 
 def _disjoint(args) -> bool:

@@ -168,6 +168,7 @@ class KernelSource:
   tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
+  work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/gpucheck.py)
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -191,9 +192,10 @@ def launch_size(entry, vals) -> int:
 
 
 class Renderer:
-  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None):
+  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: bool = False):
     if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
     self.target = target
+    self.contract = contract    # every REG accumulator is a REDUCE's: render.yaml `contract` applies
     self.kind = kind            # the device kind (cpu, gpu) the rules are chosen for
     self.T = render_tables()
     self.helpers: dict[str, None] = {}
@@ -390,6 +392,7 @@ class Renderer:
          all((c.op == "INDEX" and k >= 1) or c in self.lane_index for c, k in users[u]): self.lane_index.add(u)
     # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
     self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
+    self._acc_update_of = {v: b for b, vs in self._acc_updates.items() for v in vs}
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -433,6 +436,9 @@ class Renderer:
     ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
                       fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
                       {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
+    ks.work_ids = {v: k for k, v in self.ids.items()}
+    if self.target == "opencl":
+      for u in specials: ks.work_ids[{"g": "get_group_id", "l": "get_local_id", "t": "get_global_id"}[u.arg["name"][0]] + f"({u.arg['name'][-1]})"] = u
     ks.source = assemble([ks], self.target)
     return ks
 
@@ -759,7 +765,44 @@ class Renderer:
     if props(u).dtype == "void": self.emit(f"{text};")
     else: self.declare(u, f"({text})")
 
+  def contraction(self, u: UOp):
+    """(acc read, [terms]) when u is a REDUCE(ADD) accumulator update acc + t1 + t2 + ...
+    (an ADD tree: UNROLL sums its lanes before adding them to the accumulator) holding a
+    product, which render.yaml `contract` lets accumulate as fused multiply-adds in turn
+    (only in kernels made from tensor graphs: self.contract), else None."""
+    C = self.T.get("contract") or {}
+    if not self.contract or u.op not in C.get("reduce", ()) or props(u).dtype not in C.get("dtypes", ()) or u not in self._acc_update_of: return None
+    acc = self._acc_update_of[u]
+    terms, stack = [], [u]
+    while stack:
+      x = stack.pop()
+      if x.op == u.op and props(x).shape == props(u).shape and props(x).dtype == props(u).dtype: stack.extend(reversed(x.src))
+      else: terms.append(x)
+    cur = [t for t in terms if _reads_acc(t, acc)]
+    if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
+    return cur[0], [t for t in terms if t is not cur[0]]
+
+  def fused(self, u: UOp, parts) -> None:
+    """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""
+    C = self.T["contract"][self.target]
+    shape = props(u).shape
+    case = C["vector" if shape else "scalar"]
+    dt = props(u).dtype
+    f = {"T": value_type(dt, self.target), "t": dt, "k": shape[0] if shape else 1}
+    if shape: f["V"] = self.vtype(dt, shape[0])
+    if "fast" in C: f["FAST"], f["f"] = C["fast"][dt]
+    for h in case.get("uses", ()): self.use_helper(h, f)
+    def lanes(s): return self.ref(s) if props(s).shape == shape else self.vliteral_of(s, shape[0])
+    cur, terms = parts
+    expr = self.ref(cur)
+    for t in terms:
+      if t.op == "MUL": expr = fill(case["code"], {**f, "a": lanes(t.src[0]), "b": lanes(t.src[1]), "c": expr})
+      else: expr = f"({expr} + {lanes(t)})"
+    self.declare(u, expr)
+
   def alu(self, u: UOp):
+    parts = self.contraction(u)
+    if parts is not None: return self.fused(u, parts)
     case = select_case(u, self.target, self.kind)
     if case is None: raise CompileError("compile.unsupported", f"{u.op} has no {self.target} rule for {props(u).dtype}", u)
     if case.get("fp64"): self.fp64 = True
@@ -791,6 +834,12 @@ def _is_reg(u: UOp) -> bool:
   return u.op == "BUFFER" and props(u).addrspace == "REG"
 
 
+def _reads_acc(u: UOp, acc: UOp) -> bool:
+  """Is u the running value of REG accumulator acc (a read of it)?"""
+  if _base(u) is acc: return True
+  return u.op in ("LOAD", "INDEX") and bool(u.src) and _base(u.src[0]) is acc
+
+
 def _is_local(u: UOp) -> bool:
   return u.op == "BUFFER" and props(u).addrspace == "LOCAL"
 
@@ -807,8 +856,11 @@ def _numel(shape) -> int:
   return n
 
 
-def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None) -> KernelSource:
-  r = Renderer(target, allow_untrusted, noalias, kind)
+def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None,
+           contract: bool = False) -> KernelSource:
+  """contract: the kernel's REG accumulators are all REDUCEs' (compiled from a tensor
+  graph): their ADD updates of a product may fuse (render.yaml `contract`)."""
+  r = Renderer(target, allow_untrusted, noalias, kind, contract)
   # an INDEX is a read where something other than a STORE target or a LOAD uses it
   uses: dict[UOp, bool] = {}
   for u in linear.src:

@@ -16,7 +16,15 @@ becomes
 
 with G = compute units x `split_reduce` (render.yaml `heuristics`, per target) dividing n.
 The group axis g is an output axis like any other, which the heuristics give workgroups
-(on a CPU device `group_size` work items sharing each partial, on a GPU a GROUP_REDUCE).
+(on a CPU device `group_size` work items sharing each partial, each reading its own block).
+On a GPU the partials read grid-stride instead: lane (the work item in the group, L =
+`group_size` of them) is a REDUCE range of its own, contiguous in memory, which the heuristics make the
+GROUP_REDUCE, and
+
+    partial[o, g] = REDUCE(v(step * G*L + g * L + lane), lane, step)
+
+so consecutive work items read consecutive elements (coalesced) in every step, and the
+group's L partial results combine through local memory.
 Only reduces whose elements may combine in any order are split (decision reduce-empty:
 float ADD reassociates, MAX and integer arithmetic are exact in any order); the partials
 have the REDUCE's dtype, so float16/bfloat16 reduces (whose partials would round) stay whole. A kernel qualifies when it is one store nest over an output
@@ -56,7 +64,7 @@ def _store_nest(sink: UOp):
   return st, dst.src[0], idx, end
 
 
-def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int):
+def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int, lanes: int = 0):
   """([partials kernel, combining kernel], partials BUFFER) or None when k does not qualify."""
   nest = _store_nest(k.sink)
   if nest is None: return None
@@ -78,12 +86,19 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   if any(size(i) is None for i in idx): return None      # symbolic output sizes: no fixed partials buffer
   ids = max(x.arg["id"] for x in ranges(k.sink)) + 1
   g = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "LOOP"})
-  inner = UOp("RANGE", (const(n // G, "index"),), {"id": ids + 1, "type": "REDUCE"})
-  # the partials: the same reduce over one group's block of r
   part_shape = tuple(size(i) for i in idx) + (G,)
   P = UOp("PARAM", (shape_operand(part_shape),), {"slot": len(k.args), "dtype": dt})
-  value = substitute(red.src[0], {r: UOp("ADD", (UOp("MUL", (g, const(n // G, "index"))), inner))})
-  pred = UOp("REDUCE", (value, inner, *red.src[2:]), red.arg)
+  if lanes > 1 and n % (G * lanes) == 0:
+    # the partials: grid-stride (lane first: the heuristics' GROUP_REDUCE axis)
+    lane = UOp("RANGE", (const(lanes, "index"),), {"id": ids + 1, "type": "REDUCE"})
+    step = UOp("RANGE", (const(n // (G * lanes), "index"),), {"id": ids + 2, "type": "REDUCE"})
+    at = UOp("ADD", (UOp("ADD", (UOp("MUL", (step, const(G * lanes, "index"))), UOp("MUL", (g, const(lanes, "index"))))), lane))
+    pred = UOp("REDUCE", (substitute(red.src[0], {r: at}), lane, step, *red.src[2:]), red.arg)
+  else:
+    # the partials: the same reduce over one group's block of r
+    inner = UOp("RANGE", (const(n // G, "index"),), {"id": ids + 1, "type": "REDUCE"})
+    value = substitute(red.src[0], {r: UOp("ADD", (UOp("MUL", (g, const(n // G, "index"))), inner))})
+    pred = UOp("REDUCE", (value, inner, *red.src[2:]), red.arg)
   pst = UOp("STORE", (UOp("INDEX", (P, *idx, g)), pred))
   psink = UOp("SINK", (UOp("END", (pst, *idx, g)),), {"name": f"{k.sink.arg.get('name', k.name)}_partial"})
   buf = UOp("BUFFER", (shape_operand(part_shape),), {"slot": slot, "dtype": dt, "device": dev_name})
@@ -103,11 +118,12 @@ def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
   per_unit = (H.get("split_reduce") or {}).get(target)
   if not per_unit: return sched
   groups = max(2, dev.threads * int(per_unit))
+  lanes = min(int(H.get("group_size", 0)), dev.max_local or int(H.get("group_size", 0))) if dev.kind == "gpu" else 0
   inter = set(sched.intermediates)
   slot = sched.free_slot()
   kernels: list[Kernel] = []
   for k in sched.kernels:
-    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot) if k.sink.op == "SINK" else None
+    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot, lanes) if k.sink.op == "SINK" else None
     if done is None: kernels.append(k); continue
     pair, buf = done
     kernels += pair

@@ -309,8 +309,8 @@ def bool_or(x: UOp, a: UOp, c: UOp):
 
 
 def where_const(x: UOp, p: UOp, a: UOp, b: UOp):
-  """WHERE(CONST p, a, b) -> a when p is nonzero (NaN and +-inf are), else b
-  (decision where-cond). No precondition."""
+  """WHERE(CONST p, a, b) -> a when p is true, else b (the condition is a bool:
+  decision where-cond). No precondition."""
   v = p.arg["value"]
   if isinstance(v, str): return a   # NaN and ±inf are nonzero
   return a if v else b

@@ -272,7 +272,7 @@ class _Shadow:
     a = dict(n.arg)
     a["dtype"], a["slot"] = F64, self.next_slot
     self.next_slot += 1
-    a["name"] = f"{_input_name(n)}.err"
+    a["name"] = f"{_input_name(n)}__err"   # names are identifiers (arg.schema)
     s = self.add(n.op, [n.src[0]], a)   # the same shape operand (a symbolic size keeps its bounds sources out)
     self.shadow_root[root] = self.store_of[root] = s
     return s

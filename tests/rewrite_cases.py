@@ -164,7 +164,7 @@ def instance(pat, dt: str, kb: KernelBuilder, env: dict, top: bool = True) -> UO
       srcs = []
       for k, sp in enumerate(pat.src):
         sdt = dt
-        if op == "WHERE" and k == 0 and sp.ops is None: sdt = rng.choice([dt, "bool"])
+        if op == "WHERE" and k == 0: sdt = "bool"   # WHERE's condition is a bool (decision where-cond)
         srcs.append(instance(sp, sdt, kb, env, False))
       arg = rng.choice([dt] + _narrower(dt) + [n for n in INT_DTYPES if n not in _narrower(dt)]) if op == "CAST" else None
       node = UOp(op, tuple(srcs), arg)

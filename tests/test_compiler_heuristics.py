@@ -58,6 +58,27 @@ def test_gemm_is_register_tiled():
   assert ["SPLIT", 1, [8, "UPCAST"]] in o           # 8 float32 lanes fill a 32-byte vector
 
 
+def test_tile_rows_fit_the_accumulator_budget():
+  """render.yaml tile_accumulators: 16 vector accumulators on a 64-byte-vector host (8 rows
+  x 2 vectors of 16 lanes), 8 on a 32-byte one (2 rows x 4 vectors of 8 lanes)."""
+  t = gemm(Tensor(ints(256, 128)), Tensor(ints(128, 256)))
+  (wide,), (avx,) = opts_of(t, Device("c", "test avx512", "cpu", 4, 0, 0, False, 64)), opts_of(t, CPU4)
+  assert ["SPLIT", 0, [8, "UPCAST"]] in wide and ["SPLIT", 1, [16, "UPCAST"]] in wide
+  assert ["SPLIT", 0, [2, "UPCAST"]] in avx
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_sizes_the_tile_does_not_divide_are_padded(target):
+  """90 columns: the tile of 32 is padded to 96 (PADTO: the last tile's columns masked),
+  rows 70 take the tile's largest divisor; the result is exact."""
+  a, b = Tensor(ints(70, 100)), Tensor(ints(100, 90))
+  t = gemm(a, b)
+  (o,) = opts_of(t, CPU4)
+  assert o[0] == ["PADTO", 1, 32] and sum(x[0] == "SPLIT" and x[2][1] == "UPCAST" for x in o) == 3
+  got = compile_graph(t.graph(), target, keep_stages=False).run(t.inputs())["out0"]
+  assert np.array_equal(got, a.numpy() @ b.numpy())
+
+
 def test_long_reduce_with_few_outputs_is_grouped():
   t = Tensor(ints(1 << 19)).sum()
   (cpu,), (gpu,) = opts_of(t, CPU4), opts_of(t, GPU, "opencl")

@@ -137,7 +137,7 @@ def test_the_rewritten_kernel_validates_and_keeps_the_outputs():
   g = reg_sum_kernel(M, K)
   sg, names = shadow(g)
   assert validate(sg).ok, [d.format() for d in validate(sg).diagnostics[:3]]
-  assert names == {"out": "out.err"}
+  assert names == {"out": "out__err"}
   x = rng.standard_normal((M, K)).astype(np.float32)
   inputs = {"x": x, "out": np.zeros(M, np.float32)}
   got, _ = evaluate_with_bounds(g, inputs)

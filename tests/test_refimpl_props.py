@@ -165,10 +165,8 @@ def apply(op, a, b):
   if op == "SUB": return a - b
   if op == "CMPLT": return np.bool_(a < b)
   if op == "CMPNE": return np.bool_(a != b)
-  if op == "MAX":   # decision max-nan: NaN propagates, +0 beats -0
-    if a != a or b != b: return a if a != a else b
-    if a == b == 0: return a if not np.signbit(a) else b
-    return a if a > b else b
+  if op == "MAX":   # decision max-nan: b if a < b else a (a NaN operand: the first; equal zeros: the first)
+    return b if a < b else a
   raise NotImplementedError(op)
 
 

@@ -4,7 +4,9 @@ POCL_CACHE_DIR is pointed into the tinyspec cache before pyopencl is imported, s
 keeps its compiled kernels there too; pyopencl's own binary cache (keyed by source and
 options) lives in the same directory. The device: TINYSPEC_OPENCL_DEVICE is
 "P:D" (platform and device indices) or a substring of the device name; default the first
-device of the first platform.
+device of the first platform. "table:NAME" names a device described by a table
+(compiler/device.py table_device): programs compile for it and run on the default device
+(PoCL runs programs compiled for an H100's table: their results are checked here).
 """
 from __future__ import annotations
 import os
@@ -33,6 +35,7 @@ def device():
   devs = [(p, d) for p in plats for d in p.get_devices()]
   if not devs: raise OpenCLUnavailable("no OpenCL device")
   want = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
+  if want.startswith("table:"): want = ""    # compiled for a table's device, run on the default one
   pick = devs[0][1]
   if want:
     if ":" in want and all(x.isdigit() for x in want.split(":", 1)):

@@ -1,0 +1,90 @@
+"""Contraction (render.yaml `contract`): a float REDUCE(ADD) over products accumulates
+with fused multiply-adds (one rounding) -- within REDUCE's tolerance -- while a MULACC,
+a MUL then ADD outside a reduction, and a user kernel's own accumulator keep their two
+roundings (tests/test_compiler_support.py test_mulacc_is_not_fused)."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.uop import UOp
+from tinyspec.tensor import Tensor
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.props import shape_operand as S, const
+
+from targets import TARGETS, HAVE_CL
+
+
+def gemm(a, b):
+  M, K = a.shape
+  N = b.shape[1]
+  return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
+
+
+def _host_has_fma() -> bool:
+  try:
+    with open("/proc/cpuinfo") as f:
+      return any(line.startswith("flags") and " fma " in line + " " for line in f)
+  except OSError:
+    return False
+
+
+E = 2.0 ** -12
+# sum of a[k] * b[k]: -(1 + 2^-11) * 1 + (1 + 2^-12)^2 = 2^-24 exactly, where the second
+# product, rounded on its own (1 + 2^-11 + 2^-24 is a tie), gives 0
+A = np.array([-(1 + 2 * E), 1 + E], np.float32)
+B = np.array([1.0, 1 + E], np.float32)
+FUSED, TWICE = 2.0 ** -24, float(np.float32(np.float32(A[0] * B[0]) + np.float32(A[1] * B[1])))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reduce_of_products_is_fused(target):
+  assert TWICE != FUSED
+  t = (Tensor(A) * Tensor(B)).sum()
+  out = compile_graph(t.graph(), target).run(t.inputs())["out0"]
+  fused = target == "opencl" or _host_has_fma()      # C: fma where the host has it (FP_FAST_FMAF)
+  assert float(np.asarray(out).reshape(())) == (FUSED if fused else TWICE)
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_gemm_source_uses_fma(target):
+  src = compile_graph(gemm(Tensor(np.ones((64, 64), np.float32)), Tensor(np.ones((64, 64), np.float32))).graph(), target, keep_stages=False).source()
+  assert ("fma_float32" if target == "c" else "fma(") in src
+  assert "-ffast-math" not in src and "FP_CONTRACT OFF" in src     # everything else keeps its roundings
+
+
+def test_sum_and_elementwise_products_are_not_fused():
+  x = Tensor(np.ones(64, np.float32))
+  for t in (x.sum(), x * x + x, (x * x).max()):
+    assert "fma" not in compile_graph(t.graph(), "c", keep_stages=False).source()
+
+
+def _user_dot():
+  """A hand-written dot product with its own REG accumulator (acc + a*b): its rounding
+  is what the user wrote."""
+  out = UOp("PARAM", (S((1,)),), {"slot": 0, "dtype": "float32"})
+  a = UOp("PARAM", (S((2,)),), {"slot": 1, "dtype": "float32"})
+  b = UOp("PARAM", (S((2,)),), {"slot": 2, "dtype": "float32"})
+  acc = UOp("BUFFER", (S(()),), {"slot": 0, "dtype": "float32", "device": "REG", "addrspace": "REG"})
+  r = UOp("RANGE", (const(2, "index"),), {"id": 0, "type": "REDUCE"})
+  init = UOp("STORE", (acc, const(0.0, "float32")))
+  cur = UOp("AFTER", (acc, init, r))
+  loop = UOp("END", (UOp("STORE", (acc, UOp("ADD", (cur, UOp("MUL", (UOp("INDEX", (a, r)), UOp("INDEX", (b, r)))))))), r))
+  st = UOp("STORE", (UOp("INDEX", (out, const(0, "index"))), UOp("AFTER", (acc, loop))))
+  return UOp("SINK", (st,))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_user_accumulator_keeps_two_roundings(target):
+  c = compile_graph(_user_dot(), target)
+  assert "fma" not in c.source()
+  out = c.run({"param0": np.zeros(1, np.float32), "param1": A, "param2": B})
+  assert float(np.asarray(out["param0"]).reshape(())) == TWICE
+
+
+def test_contract_table_lists_only_reassociating_reduces():
+  """The allowance is data: ADD reduces (which REDUCE's tolerance lets reorder), float32 and
+  float64 (narrow floats round every op to their dtype: decision float-arith)."""
+  from tinyspec.compiler.tables import render_tables
+  C = render_tables()["contract"]
+  assert C["reduce"] == ["ADD"] and set(C["dtypes"]) == {"float32", "float64"}
+  t = Tensor(np.ones((64, 64), np.float16))
+  assert "fma" not in compile_graph(gemm(t, t).graph(), "c", keep_stages=False).source()

@@ -1,0 +1,144 @@
+"""Static GPU checks (compiler/gpucheck.py): the benchmark graphs compiled for GPUs
+described by tables (spec/render.yaml device_tables: an H100, an A100, an MI250X die)
+launch enough work-groups for every compute unit, read and write global memory
+coalesced (consecutive work items, consecutive elements) and fit local memory. CI has no
+GPU; these keep the GPU heuristics honest there. The programs compiled for a table GPU
+are plain OpenCL: where PoCL is installed they also run and must equal the reference."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.tensor import Tensor
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.device import table_device
+from tinyspec.compiler.gpucheck import launch_report, problems
+from tinyspec.refimpl import evaluate
+
+from targets import HAVE_CL
+
+RNG = np.random.default_rng(15)
+
+
+def _rand(*shape): return RNG.standard_normal(shape).astype(np.float32)
+
+
+def gemm(a, b):
+  M, K = a.shape
+  N = b.shape[1]
+  return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
+
+
+def softmax(x):
+  e = (x - x.max(1, keepdim=True)).exp()
+  return e / e.sum(1, keepdim=True)
+
+
+def conv3x3(x, w):
+  import sys, pathlib
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+  from bench_kernels import conv_t
+  return conv_t(x, w)
+
+
+# the benchmark's graphs (bench/bench_kernels.py), at its sizes: compiling needs no data
+# beyond the shapes, so the inputs are zeros-cheap views
+def _z(*shape): return np.broadcast_to(np.float32(1.5), shape).copy() if np.prod(shape) <= 1 << 12 else np.ones(shape, np.float32)
+
+
+BENCH = {
+  "sum 16M": lambda: Tensor(_z(1 << 24)).sum(),
+  "max 16M": lambda: Tensor(_z(1 << 24)).max(),
+  "softmax 4096x1024": lambda: softmax(Tensor(_z(4096, 1024))),
+  "gemm 2048": lambda: gemm(Tensor(_z(2048, 2048)), Tensor(_z(2048, 2048))),
+  "conv3x3 1x64x128x128": lambda: conv3x3(Tensor(_z(1, 64, 128, 128)), Tensor(_z(64, 64, 3, 3))),
+  "add 16M": lambda: Tensor(_z(1 << 24)) + Tensor(_z(1 << 24)),
+}
+
+
+@pytest.fixture(scope="module")
+def h100():
+  return table_device("h100")
+
+
+@pytest.mark.parametrize("case", list(BENCH))
+def test_benchmark_graphs_fit_an_h100(case, h100):
+  c = compile_graph(BENCH[case]().graph(), "opencl", keep_stages=False, device=h100)
+  rep = launch_report(c, h100)
+  assert problems(rep, h100) == []
+  busy = [k for k in rep if k.iterations >= 1 << 20]
+  assert busy, "the case has a kernel doing the work"
+  for k in busy:
+    assert k.groups >= h100.threads and k.group_items >= h100.warp
+    assert k.local_bytes <= h100.local_mem
+    assert all(a.coalesced for a in k.accesses)
+    assert any(a.stride == a.width for a in k.accesses if not a.store)   # the data streams in: some load moves with the work item
+
+
+def test_long_reduce_reads_grid_stride(h100):
+  """sum 16M: partials over every compute unit (work-groups of group_size items), each
+  item stepping by the whole grid, combined in local memory, then one small kernel."""
+  c = compile_graph(BENCH["sum 16M"]().graph(), "opencl", keep_stages=False, device=h100)
+  part, comb = launch_report(c, h100)
+  assert part.groups >= 2 * h100.threads and part.group_items == 256 and part.local_bytes == 256 * 4
+  (load,) = [a for a in part.accesses if not a.store]
+  assert load.stride == 1
+  src = c.sources[0].body
+  assert f"* {part.groups * part.group_items}L" in src         # the grid-stride step
+  assert comb.iterations == part.groups                        # the second kernel reads one partial per group
+
+
+def test_row_reduction_is_a_work_group_per_row(h100):
+  c = compile_graph(BENCH["softmax 4096x1024"]().graph(), "opencl", keep_stages=False, device=h100)
+  reds = [k for k in launch_report(c, h100) if k.local_bytes]
+  assert len(reds) == 2 and all(k.groups == 4096 and k.group_items == 256 for k in reds)
+
+
+@pytest.mark.parametrize("name", ["a100", "mi250"])
+def test_other_gpus(name):
+  dev = table_device(name)
+  for case in ("sum 16M", "softmax 4096x1024"):
+    c = compile_graph(BENCH[case]().graph(), "opencl", keep_stages=False, device=dev)
+    assert problems(launch_report(c, dev), dev) == []
+
+
+def test_checker_finds_planted_launch_problems(h100):
+  """The checks must fail: a transposed read (stride N in the fastest id), a long reduce
+  left on one work item per output, and local memory over the device's."""
+  x = Tensor(_z(2048, 2048))
+  c = compile_graph((x.permute(1, 0) * 2).graph(), "opencl", keep_stages=False, device=h100)
+  assert any("load of p1" in p and "stride 2048" in p for p in problems(launch_report(c, h100), h100))
+  # the old GPU layout of sum 16M: one work item per partial, contiguous blocks
+  c = compile_graph(Tensor(_z(1 << 24)).sum().graph(), "opencl", keep_stages=False, device=h100,
+                    opts={"r_partial": [["SPLIT", 0, [128, "LOCAL"]]], "r": []})
+  ps = problems(launch_report(c, h100), h100)
+  assert any("work-groups for 132 compute units" in p for p in ps) and any("stride" in p for p in ps)
+  rep = launch_report(compile_graph(BENCH["sum 16M"]().graph(), "opencl", keep_stages=False, device=h100), h100)
+  rep[0].local_bytes = h100.local_mem + 4
+  assert any("local memory" in p for p in problems(rep, h100))
+
+
+def test_table_device_named_in_the_environment(monkeypatch):
+  from tinyspec.compiler import device as D
+  D.device.cache_clear()
+  monkeypatch.setenv("TINYSPEC_OPENCL_DEVICE", "table:h100")
+  try:
+    dev = D.device("opencl")
+    assert (dev.kind, dev.threads, dev.max_local, dev.warp) == ("gpu", 132, 1024, 32)
+  finally:
+    D.device.cache_clear()
+  with pytest.raises(KeyError, match="device_tables"): D.table_device("no such gpu")
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("case", ["sum", "max", "softmax", "gemm"])
+def test_gpu_programs_run_and_agree(case, h100):
+  """The programs compiled for the H100 table run on PoCL and equal the reference."""
+  x = _rand(1 << 20)
+  t = {"sum": lambda: Tensor(RNG.integers(-3, 4, 1 << 20).astype(np.float32)).sum(),
+       "max": lambda: Tensor(x).max(),
+       "softmax": lambda: softmax(Tensor(_rand(256, 1024))),
+       "gemm": lambda: gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))}[case]()
+  g = t.graph()
+  want = evaluate(g)["out0"] if isinstance(evaluate(g), dict) else evaluate(g)
+  got = compile_graph(g, "opencl", keep_stages=False, device=h100).run()
+  got = got["out0"] if isinstance(got, dict) else got
+  np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
