@@ -58,6 +58,9 @@ def conformance_command(sub):
   p.add_argument("--profile", choices=["strict", "portable"], default=None,
                  help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
+  p.add_argument("--divergence", type=int, default=20, metavar="N",
+                 help="search the first divergent node of up to N failing cases (by running the graph cut at its nodes; "
+                      "about log2(nodes) runs each, at most 16 or 30 s); 0: none (default 20)")
   p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
   p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
   p.add_argument("--list", action="store_true", help="list the selected cases and exit")
@@ -165,7 +168,8 @@ def _run_each(a, names, cases, show, results) -> int:
   from tinyspec.conformance.report import Progress, merge_coverage
   for name in names:
     try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile)
+      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
+                     divergence=a.divergence)
       r.capabilities()
       r.manifest = load_manifest(r.manifest_name, a.manifest)
     except (KeyError, ManifestError, BackendUnavailable) as e:

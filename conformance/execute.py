@@ -144,8 +144,9 @@ def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dic
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
                manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
-               profile: str | None = None):
+               profile: str | None = None, divergence: int = 20):
     self.spec = resolve_backend(backend)
+    self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/divergence.py)
     self.backend_arg = backend    # as given: what a repro command names
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
@@ -292,7 +293,7 @@ class CaseRunner:
       d = tmp / f"w{k}-{n}"
       d.mkdir()
       try:
-        if len(unit) == 1: self._record(results, self._run_one(proc, unit[0], d))
+        if len(unit) == 1: self._record(results, self._diverge(proc, unit[0], self._run_one(proc, unit[0], d), d))
         else:
           for r in self._run_batch(proc, unit, d):
             if r.status == "pass": self._record(results, r)
@@ -302,6 +303,30 @@ class CaseRunner:
         for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
       finally:
         shutil.rmtree(d, ignore_errors=True)
+
+  def _diverge(self, proc, case, r: Result, d: Path) -> Result:
+    """A failing positive case (not one the manifest expects to fail), while fewer than
+    `divergence` have been: its first divergent node, in r.divergence and its message."""
+    if r.status != "fail" or case.kind != "positive" or self.manifest.reason(case.id) is not None: return r
+    with self._lock:
+      if self.divergence <= 0: return r
+      self.divergence -= 1
+    from tinyspec.conformance.divergence import first_divergent
+    def run(graph_file, inputs):
+      sub = Path(tempfile.mkdtemp(dir=d))
+      msg = {"cmd": "run", "id": f"{case.id} (cut)", "graph": str(graph_file), "out_dir": str(sub),
+             "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}}
+      try: ans = self._request(proc, msg, self.timeout)
+      except BackendDied as e: raise RuntimeError(f"{e.kind}: {e}") from None
+      if not ans.get("ok"): raise RuntimeError(str(ans.get("error", "refused"))[:200])
+      return _read_outputs(ans, sub)
+    try: dv = first_divergent(case, run, self.decomposed, self.profile, message=r.message)
+    except Exception as e:   # the search is a help: it never loses the result
+      r.message += f"\n  first divergent node: not searched ({type(e).__name__}: {str(e)[:200]})"
+      return r
+    r.divergence = dv.to_json()
+    r.message += "\n  " + dv.line()
+    return r
 
   def _ensure(self, proc: BackendProcess):
     if not proc.alive(): proc.start(timeout=max(self.timeout, 120.0))

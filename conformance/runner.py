@@ -31,6 +31,7 @@ class Result:
   message: str = ""   # why it failed / errored / was skipped
   seconds: float = 0.0
   profiles: dict = field(default_factory=dict)   # profile -> "pass" / "fail" for a case the backend ran (conformance/execute.py)
+  divergence: dict = field(default_factory=dict)  # a failing case's first divergent node (conformance/divergence.py)
 
   def to_json(self) -> dict: return asdict(self)
 
