@@ -145,3 +145,13 @@ def test_pytest_plugin_runs_the_corpus():
                       "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
   assert " passed" in r.stdout and "failed" not in r.stdout
+
+
+@pytest.mark.parametrize("text, said", [("expected_failure:\n  'ADD/*': why\n", "unknown key 'expected_failure'; did you mean 'expected_failures'?"),
+                                        ("expected-failures: {}\n", "unknown key 'expected-failures'; did you mean 'expected_failures'?"),
+                                        ("expected_failures: {}\nbackend: c\n", "unknown key 'backend' (a manifest holds only expected_failures)")])
+def test_a_manifest_with_an_unknown_key_is_refused(tmp_path, capsys, text, said):
+  m = tmp_path / "m.yaml"
+  m.write_text(text)
+  rc, _, err = cli(capsys, "conformance", "--backend", "ref", "--manifest", str(m), "-k", "ADD/int32")
+  assert rc == 2 and said in err and "[file.schema]" in err
