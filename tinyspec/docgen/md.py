@@ -210,9 +210,10 @@ def _decisions(T) -> list[str]:
 def _tolerances(T) -> list[str]:
   out = ["## Tolerances", "", "How far a float result may be from the reference, in units in the last place (ulp) of the "
          "result dtype (`tolerances:` in `spec/ops.yaml`). Ops not listed use `default`.", ""]
-  keys = sorted({k for t in T.tolerances.values() if isinstance(t, dict) for k in t})
-  rows = [[op_link(n) if n in T.ops else code(n)] + [cell(t.get(k, "")) if isinstance(t, dict) else "" for k in keys] for n, t in T.tolerances.items()]
-  return out + table(["op"] + keys, rows)
+  cols = M.tolerance_columns(T)
+  rows = [[op_link(n) if n in T.ops else code(n)] + [cell(M.tolerance_text(t.get(k, ""))) if isinstance(t, dict) else "" for k, _ in cols]
+          for n, t in T.tolerances.items()]
+  return out + table(["op"] + [f"{title} (`{k}`)" for k, title in cols], rows)
 
 
 def _catalogue(T, root) -> list[str]:

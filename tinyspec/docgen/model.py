@@ -573,3 +573,27 @@ def _ops_named_by(p: Path) -> set[str]:
   nodes = doc.get("nodes") if isinstance(doc, dict) else doc
   if not isinstance(nodes, list): return set()
   return {n["op"] for n in nodes if isinstance(n, dict) and isinstance(n.get("op"), str)}
+
+
+# ------------------------------------------------------------------ tolerances
+# The `tolerances:` keys, in reading order, with the column titles the docs give them.
+TOLERANCE_COLUMNS = [("ulp", "Strict ulp"), ("portable_ulp", "Portable ulp"), ("decomposed_ulp", "Decomposed ulp"),
+                     ("ulp_per_element", "Per element"), ("domain", "Domain"), ("decomposed_domain", "Decomposed domain")]
+
+
+def tolerance_columns(T) -> list[tuple[str, str]]:
+  """(key, title) for every key some tolerance entry uses: the known ones first, in order."""
+  used = {k for t in T.tolerances.values() if isinstance(t, dict) for k in t}
+  known = [(k, title) for k, title in TOLERANCE_COLUMNS if k in used]
+  return known + [(k, k.replace("_", " ").capitalize()) for k in sorted(used - {k for k, _ in TOLERANCE_COLUMNS})]
+
+
+def tolerance_text(v) -> str:
+  """One tolerance value as prose: a number or an expression as is; per dtype, the dtypes
+  that share a value grouped (`float16, bfloat16: 1; float32: 3`); never a Python repr."""
+  if isinstance(v, dict):
+    groups: dict = {}
+    for dt, x in v.items(): groups.setdefault(tolerance_text(x), []).append(str(dt))
+    return "; ".join(f"{', '.join(dts)}: {x}" for x, dts in groups.items())
+  if isinstance(v, (list, tuple)): return ", ".join(tolerance_text(x) for x in v)
+  return "" if v is None else str(v)

@@ -227,9 +227,18 @@ def _decisions(T) -> list[str]:
 
 
 def _tolerances(T) -> list[str]:
-  keys = sorted({k for t in T.tolerances.values() if isinstance(t, dict) for k in t})
-  rows = [[op(n) if n in T.ops else tt(n)] + [tex(t.get(k, "")) if isinstance(t, dict) else "" for k in keys] for n, t in T.tolerances.items()]
-  return [r"\subsection*{Tolerances \normalfont\small--- in ulp of the result dtype}"] + longtable("l " + " ".join("l" for _ in keys), ["Op"] + [tex(k) for k in keys], rows)
+  """Wrapping columns that share the text width (7in less the gaps between columns): the
+  op, then each tolerance key (M.tolerance_columns) as prose (M.tolerance_text)."""
+  cols = M.tolerance_columns(T)
+  wide = {"domain", "decomposed_domain"}
+  gaps = 2 * len(cols) * 6 / 72.27 * 2.54                       # cm between columns (\tabcolsep 6pt each side)
+  free = 17.78 - 1.5 - gaps                                     # cm for the tolerance columns, after the op's 1.5cm
+  weight = {k: 1.5 if k in wide else 1.0 for k, _ in cols}         # expressions get more room than numbers
+  units = sum(weight.values()) or 1
+  spec = _p("1.5cm") + "".join(" " + _p(f"{free * weight[k] / units - 0.05:.2f}cm") for k, _ in cols)
+  rows = [[op(n) if n in T.ops else tt(n)] + [tex(M.tolerance_text(t.get(k, ""))) if isinstance(t, dict) else "" for k, _ in cols]
+          for n, t in T.tolerances.items()]
+  return [r"\subsection*{Tolerances \normalfont\small--- in ulp of the result dtype}"] + longtable(spec, ["Op"] + [tex(t) for _, t in cols], rows)
 
 
 def _catalogue(T) -> list[str]:
