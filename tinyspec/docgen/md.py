@@ -3,7 +3,7 @@
 Layout (in the manner of the StableHLO spec): what a UOp is, levels, derived properties,
 dtypes and named arg types; then one section per op category (from `categories:`) with a
 summary table and an entry per op; then decisions, tolerances, the rule catalogue,
-AxisTypes and OptOps, the conflicts between the seed documents, the rule language and the
+AxisTypes and OptOps, the conflicts between the source documents (and a list of them), the rule language and the
 graph file format. Every fact comes from tinyspec/docgen/model.py.
 """
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _op(T, op) -> list[str]:
   if decs:
     out += ["", "**Decisions**", ""] + [f"* [{k}](#decision-{anchor(k)}): {T.decisions[k].get('rule', '')}" for k in decs]
   if op.conflicts:
-    out += ["", "**Conflicts between the seeds**", ""]
+    out += ["", "**Conflicts between the sources**", ""]
     out += [f"* [{k}](#conflict-{anchor(k)}): {(T.conflicts.get(k) or {}).get('decision', '*(not in `conflicts:`)*')}" for k in op.conflicts]
   out += ["", "**Example**", ""]
   ex = M.example(T, op)
@@ -192,8 +192,8 @@ def _templates(T) -> list[str]:
   return out[:-1]
 
 
-_TAIL_TITLES = ["Decomposition templates", "Decisions", "Tolerances", "Rule catalogue", "AxisTypes", "OptOps", "Conflicts between the seeds",
-                "The rule language", "Graph file format"]
+_TAIL_TITLES = ["Decomposition templates", "Decisions", "Tolerances", "Rule catalogue", "AxisTypes", "OptOps", "Conflicts between the sources",
+                "Sources", "The rule language", "Graph file format"]
 
 
 def _decisions(T) -> list[str]:
@@ -261,16 +261,28 @@ def _direction(d) -> str:
 
 
 def _conflicts(T) -> list[str]:
-  out = ["## Conflicts between the seeds", "", "Where seed 001 (the newest revision) and an earlier one (002, or 004) disagree, "
-         "and what the tables decided (`conflicts:` in `spec/ops.yaml`). 001 wins unless stated.", ""]
+  ids = [k for c in T.conflicts.values() for k in c if k.startswith("seed") and k != "seed001"]
+  earlier = " or ".join(dict.fromkeys(M.source_name(T, k) for k in ids))
+  out = ["## Conflicts between the sources", "", f"Where {M.source_name(T, 'seed001')} (the newest revision) and an earlier "
+         f"source ({earlier}) disagree, and what the tables decided (`conflicts:` in `spec/ops.yaml`). "
+         f"{M.source_name(T, 'seed001', True)} wins unless stated. The sources are listed under [Sources](#sources).", ""]
   involved: dict[str, list[str]] = {}
   for op in T.ops.values():
     for c in op.conflicts: involved.setdefault(c, []).append(op.name)
   for k, c in T.conflicts.items():
     out += [f'<a id="conflict-{anchor(k)}"></a>', "", f"### {k}", ""]
     if involved.get(k): out += ["Ops: " + ", ".join(op_link(o) for o in involved[k]), ""]
-    out += [f"* **seed {k[4:]}**: {v}" for k, v in c.items() if k.startswith("seed")] + [f"* **decision**: {c.get('decision', '')}", ""]
+    out += [f"* **{M.source_name(T, k, True)}**: {v}" for k, v in c.items() if k.startswith("seed")] + [f"* **decision**: {c.get('decision', '')}", ""]
   return out[:-1]
+
+
+def _sources(T) -> list[str]:
+  out = ["## Sources", "", "The documents this specification was written from (`spec/sources.yaml`). They are not shipped "
+         "with tinyspec; the tables cite them by id (a decision's `basis: seed001`, the columns of `conflicts:`) and the "
+         "text by name.", ""]
+  for s in M.sources(T).values():
+    out += [f"* **{M.source_name(T, s.id, True)}** (`{s.id}`): *{s.title}*. {s.what}"]
+  return out
 
 
 def _rule_language(T) -> list[str]:
@@ -314,6 +326,6 @@ def render_spec_md(T, root: Path | str | None = None) -> str:
   out += _contents(T) + [""] + _intro(T)
   for cat, info, ops in M.ops_by_category(T):
     if ops: out += [""] + _category(T, cat, info, ops)
-  for part in (_templates(T), _decisions(T), _tolerances(T), _catalogue(T, root), _axis_opt(T), _conflicts(T), _rule_language(T), _graph_format(T)):
+  for part in (_templates(T), _decisions(T), _tolerances(T), _catalogue(T, root), _axis_opt(T), _conflicts(T), _sources(T), _rule_language(T), _graph_format(T)):
     out += [""] + part
   return "\n".join(out).rstrip() + "\n"

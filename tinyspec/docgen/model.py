@@ -597,3 +597,29 @@ def tolerance_text(v) -> str:
     return "; ".join(f"{', '.join(dts)}: {x}" for x, dts in groups.items())
   if isinstance(v, (list, tuple)): return ", ".join(tolerance_text(x) for x in v)
   return "" if v is None else str(v)
+
+
+# ------------------------------------------------------------------ sources
+@dataclass
+class Source:
+  id: str       # how the tables cite it (basis: seed001, the conflicts' columns)
+  name: str     # how prose names it ("the Dialect document")
+  title: str
+  what: str
+
+
+def sources(T) -> dict[str, Source]:
+  """spec/sources.yaml next to the op table: the documents the spec was written from."""
+  p = Path(T.ops_path).parent / "sources.yaml"
+  if not p.is_file():   # a table elsewhere (a test's): the shipped sources
+    from tinyspec import spec
+    p = spec.path("sources.yaml")
+  raw = (_load_yaml(str(p)) if p.is_file() else {}).get("sources") or {}
+  return {k: Source(k, v["name"], v["title"], " ".join(str(v.get("what", "")).split())) for k, v in raw.items()}
+
+
+def source_name(T, sid: str, capital: bool = False) -> str:
+  """A source id as prose (`seed001` -> "the Dialect document"); an unknown id as is."""
+  s = sources(T).get(sid)
+  name = s.name if s else sid
+  return name[:1].upper() + name[1:] if capital else name

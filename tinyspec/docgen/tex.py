@@ -1,4 +1,4 @@
-"""docs/spec.tex: the tables in the layout of seed 002 (booktabs tables per category,
+"""docs/spec.tex: the tables in the layout of the Dialect draft (spec/sources.yaml) (booktabs tables per category,
 a color per category, op names in small caps, the AxisType and OptOps tables, the
 derived-property table), rendered from the tables.
 
@@ -275,10 +275,19 @@ def _axis_opt(T, colors) -> list[str]:
 
 
 def _conflicts(T) -> list[str]:
-  def earlier(c): return c["seed002"] if "seed002" in c else "; ".join(f"(seed {k[4:]}) {v}" for k, v in c.items() if k.startswith("seed") and k != "seed001")
+  def earlier(c): return c["seed002"] if "seed002" in c else "; ".join(f"({M.source_name(T, k)}) {v}" for k, v in c.items() if k.startswith("seed") and k != "seed001")
   rows = [[tt(k), tex(c.get("seed001", "")), tex(earlier(c)), tex(c.get("decision", ""))] for k, c in T.conflicts.items()]
-  return [r"\subsection*{Conflicts Between the Source Documents \normalfont\small--- seed 001 (newest) wins unless stated}"] + \
-    longtable(_p("2.6cm") + " " + _p("4.4cm") + " " + _p("4.4cm") + " " + _p("5.0cm"), ["Conflict", "Seed 001", "Seed 002 (or 004)", "Decision"], rows)
+  others = [k for c in T.conflicts.values() for k in c if k.startswith("seed") and k not in ("seed001", "seed002")]
+  also = "".join(f" (or {M.source_name(T, k)})" for k in dict.fromkeys(others))
+  return [r"\subsection*{Conflicts Between the Source Documents \normalfont\small--- " + tex(M.source_name(T, "seed001")) + " (newest) wins unless stated}"] + \
+    longtable(_p("2.6cm") + " " + _p("4.4cm") + " " + _p("4.4cm") + " " + _p("5.0cm"),
+              ["Conflict", tex(M.source_name(T, "seed001", True)), tex(M.source_name(T, "seed002", True) + also), "Decision"], rows)
+
+
+def _sources(T) -> list[str]:
+  rows = [[tex(M.source_name(T, s.id, True)) + r" \newline " + tt(s.id), r"\emph{" + tex(s.title) + "}", tex(s.what)] for s in M.sources(T).values()]
+  return [r"\subsection*{Sources \normalfont\small--- the documents the spec was written from (not shipped; cited by id in the tables)}"] + \
+    longtable(_p("3.2cm") + " " + _p("4.6cm") + " " + _p("8.7cm"), ["Source", "Title", "What it is"], rows)
 
 
 def _graph_format(T) -> list[str]:
@@ -300,7 +309,7 @@ def render_spec_tex(T) -> str:
   out = _preamble(T) + _intro(T)
   for cat, info, ops in M.ops_by_category(T):
     if ops: out += ["%% " + "=" * 60] + _category(T, cat, info, ops, colors)
-  for part in (_templates(T), _derived(T), _decisions(T), _tolerances(T), _catalogue(T), _axis_opt(T, colors), _conflicts(T), _functions(T), _graph_format(T)):
+  for part in (_templates(T), _derived(T), _decisions(T), _tolerances(T), _catalogue(T), _axis_opt(T, colors), _conflicts(T), _sources(T), _functions(T), _graph_format(T)):
     out += ["%% " + "=" * 60] + part
   out += [r"\end{document}"]
   return "\n".join(out) + "\n"
