@@ -40,13 +40,15 @@ class Divergence:
   sources_agree: bool | None = None   # every computed source seen to agree (None: not all run)
   runs: int = 0                # backend runs it took
   note: str = ""               # why nothing was found, or how sure the answer is
+  output: bool = False         # the node is one of the graph's outputs (its values are the message's already)
 
   def line(self) -> str:
     """What a failure's message ends with."""
     if self.node is None: return f"first divergent node: not found ({self.note})"
     shape = "(" + ", ".join(map(str, self.shape)) + ("," if len(self.shape) == 1 else "") + ")"
     sure = {True: "its computed sources agree", False: "a source also differs", None: "its sources were not all checked"}[self.sources_agree]
-    return f"first divergent node: {self.node} {self.op} {self.dtype} {shape}: {self.detail} ({sure}; {self.runs} run{'s' if self.runs != 1 else ''})"
+    what = "the output itself" if self.output else self.detail
+    return f"first divergent node: {self.node} {self.op} {self.dtype} {shape}: {what} ({sure}; {self.runs} run{'s' if self.runs != 1 else ''})"
 
   def to_json(self) -> dict:
     d = asdict(self)
@@ -176,4 +178,5 @@ def _answer(s: _Search, i: int | None, note: str, deadline: float | None = None,
     if v is _UNRUNNABLE: agree = None if agree else agree
     elif v is not None: agree = False
   detail = s.seen.get(i) or ""
-  return Divergence(i, node.op, str(view.dtype), tuple(int(d) for d in view.shape), detail, agree, s.runs, note)
+  return Divergence(i, node.op, str(view.dtype), tuple(int(d) for d in view.shape), detail, agree, s.runs, note,
+                    i in s.graph.root_indices)

@@ -92,3 +92,16 @@ def test_the_matrix_is_coloured_by_result_and_profile():
   assert got == {"A": htmlreport.COLOUR["pass"], "B": htmlreport.COLOUR["portable"], "C": htmlreport.COLOUR["xfail"],
                  "D": htmlreport.COLOUR["fail"], "E": htmlreport.COLOUR["unsupported"]}
   assert "portable-only pass" in page and "strict pass" in page and "expected failure" in page
+
+
+def test_an_output_that_diverges_first_is_named_without_repeating_its_values(tmp_path):
+  b = Builder()
+  x, y = b.buffer((6,), "float32", 0), b.buffer((6,), "float32", 1)
+  b.add("ADD", x, y)
+  g = b.graph()
+  ins = {"buf0": np.arange(6, dtype=np.float32), "buf1": np.ones(6, np.float32)}
+  meta = {"id": "ONE/float32", "kind": "positive", "level": "tensor", "ops": ["ADD", "BUFFER", "VCONST"], "covers": [["ADD", "float32"]],
+          "dtypes": ["float32", "index"], "devices": ["CPU"], "description": "one add"}
+  write_case(tmp_path / "ONE", meta, g.dumps(), {k: (a, "float32") for k, a in ins.items()}, {"out0": (evaluate(g, ins)["out0"], "float32", 0, 0)})
+  d = first_divergent(load_cases(tmp_path)[0], _ref_with_bad_add)
+  assert d.output and d.line().startswith(f"first divergent node: {len(g.nodes) - 1} ADD float32 (6,): the output itself (")
