@@ -101,7 +101,8 @@ def _divergence(d: dict | None) -> str:
   """The first divergent node, as a line above the picture (where it is drawn marked)."""
   if not d: return ""
   if d.get("node") is None: return f'<h4>first divergent node</h4><p class="divergence">not found: {escape(str(d.get("note", "")))}</p>'
-  shape = "(" + ", ".join(map(str, d.get("shape", ()))) + ")"
+  dims = [str(x) for x in d.get("shape", ())]
+  shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
   sure = {True: "its computed sources agree", False: "a source also differs", None: "its sources were not all checked"}[d.get("sources_agree")]
   note = f"; {d['note']}" if d.get("note") else ""
   return (f'<h4>first divergent node</h4><p class="divergence"><b>node {d["node"]} {escape(str(d.get("op")))} '

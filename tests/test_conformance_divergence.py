@@ -73,7 +73,7 @@ def test_a_failure_names_its_first_divergent_node_everywhere(tmp_path, capsys):
   assert r["divergence"]["node"] == add and r["divergence"]["sources_agree"] is True
   assert line in (tmp_path / "r.xml").read_text()
   page = (tmp_path / "rep" / "index.html").read_text()
-  assert f"node {add} ADD float32 (6)" in page and "first divergent node: " in page   # the section and the mark's hover text
+  assert f"node {add} ADD float32 (6,)" in page and "first divergent node: " in page   # the section and the mark's hover text
   assert main(["conformance", "--backend", backend, "--cases", str(tmp_path / "cases"), "--divergence", "0"]) == 1
   assert "first divergent node" not in capsys.readouterr().out
 
