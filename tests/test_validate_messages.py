@@ -92,3 +92,11 @@ def test_unknown_top_level_key_and_no_suggestion_when_nothing_is_close(capsys, t
   assert rc == 1
   assert "unknown top-level field(s): root (did you mean 'roots'?) [file.schema]" in out
   assert "node 1 (XYZZY): unknown op 'XYZZY' [graph.unknown_op]" in out
+
+
+def test_a_bad_source_or_root_says_which_nodes_there_are(capsys, tmp_path):
+  rc, out = _validate(capsys, tmp_path, {"nodes": [SHAPE(3), BUF, {"op": "NEG", "src": [7]}, {"op": "NEG", "src": [3]}], "roots": [9]})
+  assert rc == 1
+  assert "node 2 (NEG): src 7 refers to no node; node 2 may use nodes 0 to 1 [graph.src]" in out
+  assert "node 3 (NEG): src 3 refers to itself (a cycle); node 3 may use nodes 0 to 2 [graph.src]" in out
+  assert "root 9 is not a node index (the graph has nodes 0 to 3) [graph.src]" in out

@@ -416,7 +416,7 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
     add(Diagnostic(file, i, op, rule, msg))
 
   for r in graph.root_indices:
-    if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index")
+    if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index (the graph has nodes 0 to {len(nodes) - 1})")
   if not graph.root_indices: report(None, None, "graph.src", "the graph has no root")
 
   for i in range(first, len(nodes)):
@@ -430,7 +430,8 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
     if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
       bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
-      report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
+      report(i, name, "graph.src", f"src {bad[0]} refers to {why}; node {i} may use nodes 0 to {i - 1}"[:300] if i else
+                                   f"src {bad[0]} refers to {why}; node 0 has no earlier node to use"); continue
     views[i] = check(info, name, node.arg, list(map(vget, srcs_i)), top_bit if ctx is None else ctx[i], i, node.dtype, node.shape, report, arg_errors)
   return ValidationResult(graph, diags.close(file), views, top)
 
