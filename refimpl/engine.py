@@ -167,7 +167,9 @@ class Machine:
     if arr.shape != shape:
       raise EvalError(f"input {name!r} has shape {arr.shape}, the graph needs {shape}", i, self.nodes[i].op, rule="eval.input", exit_code=2)
     if arr.dtype != dt:
-      if not self.cast and isinstance(a, (np.ndarray, np.generic)):   # a list or a Python number has no dtype to keep: converted exactly
+      # a list or a Python number has no dtype to keep, a symbolic size is a number (as the compiled
+      # backends read it): converted exactly
+      if not self.cast and isinstance(a, (np.ndarray, np.generic)) and len(self.nodes[i].src) != 3:
         raise EvalError(f"input {name!r} has dtype {arr.dtype}, the graph's {self.nodes[i].op} is {view.dtype}: convert it, or allow "
                         "an exact conversion (cast=True, --cast)", i, self.nodes[i].op, rule="eval.input", exit_code=2)
       conv = self._convert(arr, dt)

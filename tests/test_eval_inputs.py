@@ -122,3 +122,11 @@ def test_an_invalid_graph_refused_by_eval_names_the_rule_once(tmp_path):
   assert rc == 1 and text.count("[arg.schema]") == 1, text
   rc, text = cli("run", g, "--backend", "ref")
   assert rc == 1 and text.count("[arg.schema]") == 1, text
+
+
+def test_a_symbolic_size_is_a_number_of_any_integer_dtype():
+  """A PARAM with bounds holds a size, not a buffer: an int64 scalar for an int32 size is
+  converted exactly (as the compiled backends read it), an inexact one is still refused."""
+  g = graph(SYMBOLIC + [{"op": "ADD", "src": [3, 3]}])
+  assert evaluate(g, {"param0": np.array(5, np.int64)})["out0"].tolist() == 10
+  with pytest.raises(EvalError, match="do not convert exactly"): evaluate(g, {"param0": np.array(2.5)})
