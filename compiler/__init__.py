@@ -35,9 +35,9 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   return lower(g, target, opts, allow_untrusted, keep_stages, search, device)
 
 
-def run(graph, inputs=None, backend: str = "c", opts=None, allow_untrusted: bool = False):
-  """Compile graph for `backend` and run it once."""
-  return compile_graph(graph, backend, opts, allow_untrusted, keep_stages=False).run(inputs)
+def run(graph, inputs=None, backend: str = "c", opts=None, allow_untrusted: bool = False, cast: bool = False):
+  """Compile graph for `backend` and run it once (cast: see Executable.bind)."""
+  return compile_graph(graph, backend, opts, allow_untrusted, keep_stages=False).run(inputs, cast=cast)
 
 
 __all__ = ["compile_graph", "Compiled", "CompileError", "run", "supported_ops", "STAGES"]

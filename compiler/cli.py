@@ -126,6 +126,9 @@ def run_command(sub, run_other=None):
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
   p.add_argument("--allow-untrusted", action="store_true")
+  p.add_argument("--cast", action="store_true",
+                 help="ref, c, opencl: convert an input whose dtype is not its buffer's when every value converts exactly "
+                      "(without it: refused, rule eval.input, exit 2)")
   p.add_argument("--beam", metavar="N", type=int, default=None, help="c/opencl: BEAM search of width N for every kernel (cached on disk)")
   add_option(p)
 
@@ -148,12 +151,13 @@ def run_command(sub, run_other=None):
       if a.backend not in BUILT_IN: pass
       elif a.backend == "ref":
         from tinyspec.refimpl import evaluate, EvalError
-        try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted)
+        try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted, cast=a.cast)
         except EvalError as e:
-          print(printable(f"{a.file}: {e}"), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
+          lines = [d.format().replace("<graph>", a.file) for d in e.diagnostics] or [printable(f"{a.file}: {e}")]   # as `tinyspec eval`
+          print("\n".join(lines), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
         from tinyspec.compiler import compile_graph, CompileError
-        try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs)
+        try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs, cast=a.cast)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)
     except ValueError as e:

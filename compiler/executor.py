@@ -174,15 +174,18 @@ class Executable:
       if o.storage is not None: seen[o.storage] = None
     return list(seen)
 
-  def run(self, inputs: dict | None = None, threads: int | None = None) -> dict[str, np.ndarray]:
-    b = self.bind(inputs, threads)
+  def run(self, inputs: dict | None = None, threads: int | None = None, cast: bool = False) -> dict[str, np.ndarray]:
+    b = self.bind(inputs, threads, cast)
     b.run()
     return b.outputs()
 
-  def bind(self, inputs: dict | None = None, threads: int | None = None) -> "Bound":
+  def bind(self, inputs: dict | None = None, threads: int | None = None, cast: bool = False) -> "Bound":
     """The program's storage for one set of inputs: inputs uploaded, intermediates in the
     arena. `Bound.run()` launches every kernel (any number of times: benchmarks and BEAM
-    time it), `Bound.outputs()` reads the results back."""
+    time it), `Bound.outputs()` reads the results back. An input whose dtype is not its
+    buffer's is refused (eval.input) unless cast=True (then converted if exact, as the
+    reference evaluator's cast=True)."""
+    self._cast = cast
     inputs = {(f"buf{k}" if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
     unknown = sorted(set(inputs) - self.c.input_names)
     if unknown: raise ValueError(f"input(s) {', '.join(unknown)} name no BUFFER or PARAM of the graph (known: {', '.join(sorted(self.c.input_names)) or 'none'})")
@@ -277,10 +280,21 @@ class Executable:
       if arr.shape != tuple(pr.shape):
         if arr.size != _numel(pr.shape): raise ValueError(f"input {name}: shape {arr.shape}, the graph's {u.op} has shape {tuple(pr.shape)}")
         arr = arr.reshape(pr.shape)
-      try: arr = arr.astype(np_dtype(pr.dtype), copy=False)
-      except (TypeError, ValueError) as e: raise ValueError(f"input {name}: dtype {arr.dtype} does not convert to {pr.dtype} ({e})") from None
+      if arr.dtype != np_dtype(pr.dtype): arr = self._converted(name, u.op, arr, pr.dtype, isinstance(inputs[name], (np.ndarray, np.generic)))
       self.mem.upload(h, arr)
     return h
+
+
+  def _converted(self, name: str, op: str, arr, dtype: str, typed: bool):
+    """arr as `dtype` when every value converts exactly and cast=True was given or the input
+    had no dtype of its own (`typed` False: a list, a Python number); else refused."""
+    if typed and not getattr(self, "_cast", False):
+      raise InputError("eval.input", f"input {name!r} has dtype {arr.dtype}, the graph's {op} is {dtype}: convert it, or allow an "
+                                     "exact conversion (cast=True, --cast)")
+    from tinyspec.refimpl.engine import Machine
+    out = Machine._convert(arr, np_dtype(dtype))
+    if out is None: raise InputError("eval.input", f"input {name!r} has dtype {arr.dtype}, the graph's {op} is {dtype}, and the values do not convert exactly")
+    return out
 
 
 def _size_name(k, slot: int) -> str:

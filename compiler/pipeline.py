@@ -53,8 +53,8 @@ class Compiled:
     from tinyspec.compiler.executor import Executable
     return Executable(self)
 
-  def run(self, inputs=None, threads=None):
-    return self.executable().run(inputs, threads)
+  def run(self, inputs=None, threads=None, cast=False):
+    return self.executable().run(inputs, threads, cast)
 
 
 def check_input(g: Graph, allow_untrusted: bool = False) -> str:

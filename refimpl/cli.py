@@ -3,7 +3,8 @@
 Evaluates a graph file with the reference evaluator. Inputs are .npy files (named on
 the command line) or .npz archives (each array under its own name). Outputs go to
 --out: a directory (one NAME.npy per output) or a .npz file; without --out a summary is
-printed. --trace also writes every node's value (trace.npz in the directory, or
+printed. A buffer whose contents are read needs an input (or --zeros: zero-filled), and an
+input needs its buffer's dtype (or --cast: converted where every value converts exactly). --trace also writes every node's value (trace.npz in the directory, or
 `node{i}` entries in the .npz). Exit codes: 0 evaluated, 1 invalid graph or refused
 evaluation, 2 unreadable graph or input file, or bad usage.
 """
@@ -74,6 +75,11 @@ def eval_command(sub):
   p.add_argument("file", metavar="FILE")
   p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
                  help="an input array (repeatable); names as in docs/architecture.md (buf0, param1, or the arg's name)")
+  p.add_argument("--zeros", action="store_true",
+                 help="start a BUFFER or PARAM no --input gives as zeros (without it, reading one is refused: rule eval.input, exit 2)")
+  p.add_argument("--cast", action="store_true",
+                 help="convert an input whose dtype is not its buffer's when every value converts exactly (without it: refused, "
+                      "rule eval.input, exit 2)")
   p.add_argument("--out", "-o", metavar="DIR|FILE.npz", help="write the outputs here (default: print a summary)")
   p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G; the inputs count against it (default: TINYSPEC_EVAL_BUDGET, or 1/4 of the smallest of RAM, RLIMIT_AS and the cgroup's limit)")
   p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
@@ -103,7 +109,7 @@ def eval_command(sub):
       return e.exit_code
     try:
       res = evaluate(g, inputs, trace=a.trace, budget=budget.limit, level=a.level, allow_untrusted=a.allow_untrusted,
-                     strict_bounds=a.strict_bounds)
+                     strict_bounds=a.strict_bounds, zeros=a.zeros, cast=a.cast)
     except EvalError as e:
       if e.diagnostics:
         for d in e.diagnostics: print(d.format().replace("<graph>", a.file), file=sys.stderr)

@@ -48,7 +48,8 @@ def as_graph(graph) -> Graph:
   raise TypeError(f"evaluate() takes a tinyspec Graph, a UOp or a list of root UOps, not {type(graph).__name__}")
 
 
-def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=()):
+def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=(),
+             zeros=True, cast=False):
   """Evaluate a graph with NumPy, exactly as the tables say. Returns {name: array}, or with
   trace=True an EvalResult. Raises EvalError for invalid graphs (carrying the
   validator's diagnostics), untrusted ops, inputs that do not fit, and values over the
@@ -61,13 +62,20 @@ def evaluate(graph, inputs=None, *, trace=False, budget=None, level="auto", allo
 
   variants names alternative semantics of the decisions (the `variant:` results of their
   `allowed:` entries: `flush` subnormals, `fused` and `wide` MULACC): the value a backend
-  that chose them computes, one of the results the portable profile accepts."""
-  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted, strict_bounds=strict_bounds, variants=variants)
+  that chose them computes, one of the results the portable profile accepts.
+
+  zeros: a BUFFER or PARAM with no input starts as zeros; zeros=False refuses (rule
+  eval.input) an evaluation that reads the contents of one (`tinyspec eval` without
+  --zeros). cast=False refuses (rule eval.input) an input whose dtype is not its buffer's;
+  cast=True converts one whose every value converts exactly."""
+  out, m = run(graph, inputs, trace=trace, budget=budget, level=level, allow_untrusted=allow_untrusted, strict_bounds=strict_bounds,
+               variants=variants, zeros=zeros, cast=cast)
   if trace: return EvalResult(out, m.trace, m.trace_axes, m.budget.peak)
   return out
 
 
-def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=()):
+def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_untrusted=False, strict_bounds=False, variants=(),
+        zeros=True, cast=False):
   """evaluate() that also returns the Machine (its .budget.peak says how many bytes the
   evaluation held at most)."""
   g = as_graph(graph)
@@ -82,6 +90,7 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   if bad: raise EvalError(f"unknown variant {', '.join(bad)} (the tables' variants: {', '.join(sorted(known()))})", rule="eval.input", exit_code=2)
   m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   m.variants = frozenset(variants)
+  m.zeros, m.cast = bool(zeros), bool(cast)
   with np.errstate(all="ignore"):
     out = m.run()
   return out, m
@@ -109,6 +118,7 @@ class Machine:
     self.allow_untrusted = allow_untrusted
     self.strict_bounds = bool(strict_bounds)
     self.variants: frozenset = frozenset()
+    self.zeros, self.cast = True, False   # missing inputs start as zeros; a dtype mismatch is refused (evaluate())
     self.inputs = self._inputs(inputs)
     self.used_inputs: set[str] = set()
     self.storages: dict = {}
@@ -134,6 +144,10 @@ class Machine:
     if st is None:
       initial = self.input_array(name, view, i)
       st = self.storages[name] = Storage(name, name, view.dtype, view.shape, "GLOBAL", initial)
+      if name not in self.inputs and not self.zeros and initial.size:   # refused if its contents are read (storage.materialize)
+        st.missing = EvalError(f"{self.nodes[i].op} {name!r} ({view.dtype}, shape {tuple(view.shape)}) is read but no input gives it: "
+                               f"pass one (--input {name}=FILE.npy) or ask for zeros (--zeros)", i, self.nodes[i].op,
+                               rule="eval.input", exit_code=2)
     return st
 
   def input_array(self, name, view, i) -> np.ndarray:
@@ -153,6 +167,11 @@ class Machine:
     if arr.shape != shape:
       raise EvalError(f"input {name!r} has shape {arr.shape}, the graph needs {shape}", i, self.nodes[i].op, rule="eval.input", exit_code=2)
     if arr.dtype != dt:
+      # a list or a Python number has no dtype to keep, a symbolic size is a number (as the compiled
+      # backends read it): converted exactly
+      if not self.cast and isinstance(a, (np.ndarray, np.generic)) and len(self.nodes[i].src) != 3:
+        raise EvalError(f"input {name!r} has dtype {arr.dtype}, the graph's {self.nodes[i].op} is {view.dtype}: convert it, or allow "
+                        "an exact conversion (cast=True, --cast)", i, self.nodes[i].op, rule="eval.input", exit_code=2)
       conv = self._convert(arr, dt)
       if conv is None:
         raise EvalError(f"input {name!r} has dtype {arr.dtype}, the graph needs {view.dtype} and the values do not convert exactly",

@@ -11,7 +11,9 @@ class EvalError(Exception):
     where = ""
     if node is not None: where = f"node {node}" + (f" ({op})" if op else "") + ": "
     elif op: where = f"{op}: "
-    super().__init__(where + message + (f" [{rule}]" if rule else ""))
+    tag = f"[{rule}]" if rule else ""
+    # a message built from a diagnostic or a FileRefused already ends with its rule id: once is enough
+    super().__init__(where + message + (f" {tag}" if tag and tag not in message else ""))
     self.node, self.op, self.rule = node, op, rule
     self.diagnostics = list(diagnostics or [])
     self.exit_code = exit_code

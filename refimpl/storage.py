@@ -54,11 +54,12 @@ class Version:
 class Storage:
   """A buffer's identity: its key (input name or a local key), dtype, shape, addrspace,
   and initial contents (an array of the buffer's shape, without loop axes)."""
-  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output")
+  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output", "missing")
 
   def __init__(self, key, name, dtype, shape, addrspace, initial, output=True):
     self.key, self.name, self.dtype, self.shape, self.addrspace = key, name, dtype, tuple(shape), addrspace
     self.initial, self.output = initial, output
+    self.missing = None   # the EvalError to raise when the initial contents are read (no input given, no zeros asked for)
     self.base = Version(self)
 
 
@@ -125,6 +126,7 @@ def materialize(v: Version, keep: int, loop_sizes: tuple, R: int) -> np.ndarray:
   chain, cur, base = [], v, None
   while True:
     if cur.write is None or cur.strong is not None:   # the initial contents, or a snapshot in a sequential loop
+      if cur.write is None and not chain and v.storage.missing is not None: raise v.storage.missing
       base = _start(cur, keep, R)
       break
     got = cur.cached(keep)

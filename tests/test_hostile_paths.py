@@ -26,7 +26,7 @@ def test_a_buffer_name_is_an_identifier_and_nothing_leaves_the_out_dir(tmp_path,
 
 def test_an_identifier_name_is_the_output_file_name(tmp_path):
   g = write_json(tmp_path / "g.json", store_graph("weights_1"))
-  rc, text = cli("eval", g, "--out", tmp_path / "o")
+  rc, text = cli("eval", g, "--zeros", "--out", tmp_path / "o")
   assert rc == 0 and (tmp_path / "o" / "weights_1.npy").is_file(), text
 
 
@@ -69,7 +69,7 @@ def test_a_planted_link_in_the_out_dir_is_replaced_not_followed(tmp_path):
   out = tmp_path / "out"; out.mkdir()
   (out / "out0.npy").symlink_to(victim)
   g = write_json(tmp_path / "g.json", neg_graph())
-  rc, text = cli("eval", g, "--out", out)
+  rc, text = cli("eval", g, "--zeros", "--out", out)
   assert rc == 0, text
   assert victim.read_text() == "keep me" and not (out / "out0.npy").is_symlink()
   assert np.load(out / "out0.npy").shape == (2,)
@@ -78,9 +78,9 @@ def test_a_planted_link_in_the_out_dir_is_replaced_not_followed(tmp_path):
   assert victim.read_text() == "keep me"
 
 
-@pytest.mark.parametrize("argv", [["eval", "{g}", "--out", "/proc/nope"], ["eval", "{g}", "--out", "/proc/nope/x.npz"],
+@pytest.mark.parametrize("argv", [["eval", "{g}", "--zeros", "--out", "/proc/nope"], ["eval", "{g}", "--zeros", "--out", "/proc/nope/x.npz"],
                                   ["run", "{g}", "--out", "/proc/nope"], ["run", "{g}", "--backend", "c", "--out", "/proc/nope"],
-                                  ["compile", "{g}", "--dump-stages", "/proc/nope"], ["eval", "{g}", "--out", "{file}"]],
+                                  ["compile", "{g}", "--dump-stages", "/proc/nope"], ["eval", "{g}", "--zeros", "--out", "{file}"]],
                          ids=["eval", "eval-npz", "run", "run-c", "dump-stages", "out-is-a-file"])
 def test_an_output_folder_that_cannot_be_made_is_a_clear_error(tmp_path, argv):
   g = write_json(tmp_path / "g.json", neg_graph())

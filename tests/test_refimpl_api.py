@@ -40,7 +40,10 @@ def test_inputs_by_name_slot_and_int_key_missing_ones_are_zero():
 def test_inputs_that_do_not_fit_are_refused():
   g = add_graph()
   with pytest.raises(EvalError, match="shape"): evaluate(g, {0: np.ones(4, np.float32)})
-  with pytest.raises(EvalError, match="convert exactly"): evaluate(g, {0: np.array([0.1, 0.2, 0.3])})
+  with pytest.raises(EvalError, match="convert exactly"): evaluate(g, {0: np.array([0.1, 0.2, 0.3])}, cast=True)
+  with pytest.raises(EvalError, match=r"input 'buf0' has dtype float64, the graph's BUFFER is float32.*\[eval.input\]"):
+    evaluate(g, {0: np.array([0.5, 0.25, 1.0])})   # an array of another dtype: refused, however exact
+  assert evaluate(g, {0: np.array([0.5, 0.25, 1.0])}, cast=True)["out0"].tolist() == [0.5, 0.25, 1.0]
   with pytest.raises(EvalError, match="name no BUFFER"): evaluate(g, {"buf7": np.ones(3, np.float32)})
   # exact conversions are fine (float64 values that are float32 values, Python lists)
   assert evaluate(g, {0: [1.5, 2.0, -3.0]})["out0"].tolist() == [1.5, 2.0, -3.0]
@@ -156,10 +159,10 @@ def test_cli_eval(tmp_path, capsys):
   np.savez(tmp_path / "in.npz", y=np.ones(3, np.float32))
   assert main(["eval", str(f), "--input", f"buf0={tmp_path / 'x.npy'}", "--input", str(tmp_path / "in.npz"), "--out", str(tmp_path / "out")]) == 0
   assert np.load(tmp_path / "out" / "out0.npy").tolist() == [1, 2, 3]
-  assert main(["eval", str(f), "-i", str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz"), "--trace"]) == 0
+  assert main(["eval", str(f), "-i", str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz"), "--trace", "--zeros"]) == 0
   with np.load(tmp_path / "o.npz") as z: assert z["out0"].tolist() == [1, 1, 1] and "node2" in z.files   # buf0 not given: zeros
   capsys.readouterr()
-  assert main(["eval", str(f), "-i", str(tmp_path / "in.npz")]) == 0
+  assert main(["eval", str(f), "-i", str(tmp_path / "in.npz"), "--zeros"]) == 0
   assert "out0: float32 [3]" in capsys.readouterr().out
 
 

@@ -11,6 +11,19 @@ from dataclasses import dataclass
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 
+def did_you_mean(word, choices) -> str:
+  """" (did you mean 'x'?)" for the choice closest to a misspelled word, or "" when none is
+  close (difflib's ratio >= 0.6); only short strings are compared (a message stays short)."""
+  if not isinstance(word, str) or len(word) > 64: return ""
+  import difflib
+  folded = {c.lower(): c for c in choices if isinstance(c, str)}   # 'Float32', 'neg' find their names
+  close = difflib.get_close_matches(word.lower(), folded, n=3)
+  if not close: return ""
+  # difflib's ratio ties on a swap of two letters ('agr' is as close to 'tag' as to 'arg'): prefer same letters
+  best = min(close, key=lambda c: (sorted(c) != sorted(word.lower()), close.index(c)))
+  return f" (did you mean {folded[best]!r}?)"
+
+
 @dataclass
 class Diagnostic:
   file: str

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 from tinyspec.frozen import freeze, thaw, FrozenDict
-from tinyspec.diagnostics import Diagnostic, Capped
+from tinyspec.diagnostics import Diagnostic, Capped, did_you_mean
 from tinyspec.uop import UOp, toposort
 
 _OP_RE = re.compile(r"[A-Z][A-Z0-9_]*\Z")   # ECMA-262 `^...$` of the schema: nothing after the name, not even a newline
@@ -395,7 +395,7 @@ def _build(doc, name, bad, diags, L):
     raw_nodes = doc
   elif isinstance(doc, dict):
     extra = set(doc) - _DOC_KEYS
-    if extra: bad(f"unknown top-level field(s): {', '.join(sorted(map(str, extra)))}"[:300])
+    if extra: bad(f"unknown top-level field(s): {_unknown_keys(extra, _DOC_KEYS)}"[:300])
     if "nodes" not in doc: bad("missing field 'nodes'"); return None, diags.close(name)
     raw_nodes = doc["nodes"]
     if "format" in doc and doc["format"] != "tinyspec-graph": bad(f"'format' must be \"tinyspec-graph\", not {_short_repr(doc['format'])}")
@@ -474,6 +474,11 @@ _NUMBERS = frozenset({type(None), int, bool, float})
 _BROKEN = None   # the one Node("?") every non-object node becomes (set below, after Node)
 
 
+def _unknown_keys(extra, known) -> str:
+  """The unknown keys, each with the known key it is closest to ("srcs (did you mean 'src'?)")."""
+  return ", ".join(str(k) + did_you_mean(k, sorted(known)) for k in sorted(map(str, extra))[:20])
+
+
 def _json_type(v) -> str:
   return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null", int: "a number", float: "a number"}.get(type(v), type(v).__name__)
 
@@ -485,7 +490,7 @@ def _node_slow(n, i: int, bad) -> Node:
   op = n.get("op")
   ok = True
   extra = set(n) - _NODE_KEYS
-  if extra: bad(f"unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300], i, op if isinstance(op, str) and len(op) <= 64 else None); ok = False
+  if extra: bad(f"unknown field(s) {_unknown_keys(extra, _NODE_KEYS)}"[:300], i, op if isinstance(op, str) and len(op) <= 64 else None); ok = False
   if not isinstance(op, str) or len(op) > 64 or not _OP_RE.match(op):
     bad("missing 'op'" if "op" not in n else f"'op' must be an upper-case op name, not {_short_repr(op)}", i); ok = False; op = "?"
   shown = None if op == "?" else op

@@ -350,6 +350,42 @@ def compile_rule(expr: str, where: str = "rule", functions: dict | None = None):
   return eval(code, _env(functions))   # noqa: S307 -- the AST was whitelisted above
 
 
+def compile_says(text: str, where: str = "says", functions: dict | None = None):
+  """Compile a check's `says:` text, a message with rule expressions in braces
+  ("source {src[0].shape} has {numel(src[0].shape)} elements"), into a function of PARAMS
+  that returns the text with each expression's value in its place (long tuples cut short).
+  It runs only for a node that failed the check, to state the quantities compared."""
+  pieces = _split_says(text, where)
+  fns = [(lit, compile_rule(expr, f"{where}{{{expr}}}", functions) if expr else None) for lit, expr in pieces]
+
+  def render(*params) -> str:
+    return "".join(lit + (_show(fn(*params)) if fn is not None else "") for lit, fn in fns)
+  return render
+
+
+def _split_says(text: str, where: str) -> list[tuple[str, str | None]]:
+  """[(literal text, the expression after it or None)]; braces nest inside an expression."""
+  out, lit, expr, depth = [], [], [], 0
+  for ch in text:
+    if depth == 0 and ch == "{": depth = 1; continue
+    if depth == 0:
+      if ch == "}": raise RuleSyntaxError(f"{where}: unbalanced '}}' in {text!r}")
+      lit.append(ch); continue
+    depth += (ch == "{") - (ch == "}")
+    if depth == 0:
+      out.append(("".join(lit), "".join(expr))); lit, expr = [], []
+    else: expr.append(ch)
+  if depth: raise RuleSyntaxError(f"{where}: unbalanced '{{' in {text!r}")
+  out.append(("".join(lit), None))
+  return out
+
+
+def _show(v) -> str:
+  """A value for a message: a long tuple or list shows its first items only."""
+  if isinstance(v, (tuple, list)) and len(v) > 8: return _short(tuple(v))
+  return str(v)
+
+
 INPUTS = PARAMS[:5]   # src, arg, op, level, node: what a node brings; the rest are properties
 
 

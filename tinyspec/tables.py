@@ -98,6 +98,7 @@ class Check:
   expr: str
   msg: str
   fn: object
+  says: object = None   # renders the quantities compared when the check fails (rules.compile_says)
 
 
 @dataclass
@@ -225,7 +226,9 @@ class Tables:
       raise ValueError(f"{name}: nan {d['nan']!r} is not one of {', '.join(NAN_RESULTS)}")
     arg_schema = d.get("arg", {"type": "null"})
     fns = self.functions
-    checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]", fns)) for c in d.get("checks", [])]
+    checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]", fns),
+                    rules.compile_says(c["says"], f"{name}.checks[{c['rule']}].says", fns) if c.get("says") else None)
+              for c in d.get("checks", [])]
     # all checks as one expression: the validator's quick yes (on a no it runs them one by one)
     checks_all = rules.compile_rule(" and ".join(f"({c.expr})" for c in checks), f"{name}.checks", fns) if checks else None
     full = dict(arg_schema); full["$defs"] = self.defs

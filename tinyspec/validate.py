@@ -27,8 +27,8 @@ from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
 from tinyspec.rules import RuleFail
 from tinyspec import rules as _rules
-from tinyspec.diagnostics import Diagnostic, EXIT_OK, Capped, max_diagnostics
-from tinyspec.dtypes import canonical
+from tinyspec.diagnostics import Diagnostic, EXIT_OK, Capped, max_diagnostics, did_you_mean
+from tinyspec.dtypes import canonical, DTYPES
 from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
 from tinyspec import uop as _uop
@@ -180,13 +180,32 @@ class _ArgCache:
       import jsonschema
       e = jsonschema.exceptions.best_match(errs)
       path = "".join(f"[{p!r}]" for p in e.absolute_path)
-      err = f"arg{path}: {e.message}"[:300]
+      err = f"arg{path}: {_schema_message(e)}"[:300]
     if len(self.seen) >= self.LIMIT: self.seen.clear()
     self.seen[k] = err
     return err
 
 
 _arg_cache = _ArgCache()
+
+
+def _schema_message(e) -> str:
+  """jsonschema's message, with a "did you mean" where a string is a near miss of an
+  allowed value (a dtype name, an enum) or a key is a near miss of a known one."""
+  if e.validator == "enum" and isinstance(e.instance, str):
+    hint = did_you_mean(e.instance, e.validator_value)
+    if hint: return f"{e.instance!r} is not one of the {len(e.validator_value)} allowed values{hint}"
+  if e.validator == "additionalProperties" and isinstance(e.instance, dict) and isinstance(e.schema, dict):
+    known = list(e.schema.get("properties", {}))
+    extra = [k for k in e.instance if k not in known]
+    if extra and not e.schema.get("patternProperties"):
+      return "unknown key(s) " + ", ".join(repr(k) + did_you_mean(k, known) for k in extra[:10]) + f"; known: {', '.join(known)}"
+  if e.validator == "required" and isinstance(e.instance, dict) and isinstance(e.schema, dict):
+    missing = [k for k in e.validator_value if k not in e.instance]
+    for k in e.instance:   # a required key written wrong: name the near miss
+      if k not in e.schema.get("properties", {}) and did_you_mean(k, missing):
+        return f"{e.message}; the arg has {k!r}{did_you_mean(k, missing)}"
+  return e.message
 
 
 def validate(graph: Graph, level: str = "auto", tables: Tables | None = None, file: str = "<graph>") -> ValidationResult:
@@ -397,7 +416,7 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
     add(Diagnostic(file, i, op, rule, msg))
 
   for r in graph.root_indices:
-    if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index")
+    if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index (the graph has nodes 0 to {len(nodes) - 1})")
   if not graph.root_indices: report(None, None, "graph.src", "the graph has no root")
 
   for i in range(first, len(nodes)):
@@ -405,15 +424,20 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
     name = node.op
     info = infos.get(name)
     if info is None:
-      if name != "?": report(i, name, "graph.unknown_op", f"unknown op {name!r}"[:300])   # "?": already a file.schema error
+      if name != "?": report(i, name, "graph.unknown_op", _unknown_op(name, T))   # "?": already a file.schema error
       continue
     srcs_i = node.src
     if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
       bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
-      report(i, name, "graph.src", f"src {bad[0]} refers to {why}"[:300]); continue
+      report(i, name, "graph.src", f"src {bad[0]} refers to {why}; node {i} may use nodes 0 to {i - 1}"[:300] if i else
+                                   f"src {bad[0]} refers to {why}; node 0 has no earlier node to use"); continue
     views[i] = check(info, name, node.arg, list(map(vget, srcs_i)), top_bit if ctx is None else ctx[i], i, node.dtype, node.shape, report, arg_errors)
   return ValidationResult(graph, diags.close(file), views, top)
+
+
+def _unknown_op(name, T: Tables) -> str:
+  return f"unknown op {name!r}{did_you_mean(name, T.ops)}"[:300]
 
 
 def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
@@ -428,15 +452,23 @@ def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
       if ok: report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300])   # ... unless an earlier one explains it
       ok = False; continue
     if not good:
-      report(i, name, chk.rule, chk.msg); ok = False
+      report(i, name, chk.rule, _check_message(chk, src, arg, name, lvl, v)[:300]); ok = False
   return ok
+
+
+def _check_message(chk, src, arg, name, lvl, v) -> str:
+  """A failed check's message, with the quantities it compared (its `says:`) where it has
+  them; a `says` that cannot be evaluated (an earlier rule is broken too) is left off."""
+  if chk.says is None: return chk.msg
+  try: return f"{chk.msg}: {chk.says(src, arg, name, lvl, v, None, None, None, None, None)}"
+  except Exception: return chk.msg
 
 
 def _declared_ok(dtype, shape, dt, sh, i, name, report) -> bool:
   if dtype is not None:
     want = dtype if isinstance(dtype, tuple) else canonical(dtype)
     if want != dt:
-      what = f"declared dtype {dtype}" if want is not None or isinstance(dtype, tuple) else f"declared dtype {dtype!r} is not a dtype, and"
+      what = f"declared dtype {dtype}" if want is not None or isinstance(dtype, tuple) else f"declared dtype {dtype!r} is not a dtype{did_you_mean(dtype, DTYPES)},"
       report(i, name, "declared.dtype", f"{what} but derived {dt}"[:300]); return False
   if shape is not None and tuple(shape) != tuple(sh):
     report(i, name, "declared.shape", f"declared shape {tuple(shape)} but derived {sh}"[:300]); return False
@@ -476,7 +508,7 @@ def check_node(op: str, src, arg=None, *, level: str = "tensor", dtype=None, sha
   cache = _arg_cache_for(T, tables is not None)
   info = _op_infos(T, cache).get(op)
   diags: list[Diagnostic] = []
-  if info is None: return [Diagnostic(file, index, op, "graph.unknown_op", f"unknown op {op!r}"[:300])]
+  if info is None: return [Diagnostic(file, index, op, "graph.unknown_op", _unknown_op(op, T))]
   v = _check(info, op, arg, src, _BIT[level], index, dtype, shape, lambda i, o, rule, msg: diags.append(Diagnostic(file, i, o, rule, msg)), cache.errors)
   return v if v is not None else diags
 
