@@ -145,7 +145,8 @@ class Sequential:
       dt = NP[self.dtypes[i]]
       wide = np.dtype(np.float32) if self.dtypes[i] in ("float16", "bfloat16") and n.arg["op"] != "MAX" else dt
       acc = identity(n.arg["op"], wide)
-      for e in self.points(src[1:], env): acc = apply(n.arg["op"], acc, wide.type(self.value(src[0], e)))
+      fold = reduce_max if n.arg["op"] == "MAX" else lambda a, b: apply(n.arg["op"], a, b)
+      for e in self.points(src[1:], env): acc = fold(acc, wide.type(self.value(src[0], e)))
       return np.asarray(acc).astype(dt)[()]
     if op == "CAST": return np.asarray(v(0)).astype(NP[n.arg])[()]
     if op == "WHERE": return v(1) if v(0) else v(2)
@@ -157,6 +158,13 @@ class Sequential:
 def scalar(value, dtype):
   if isinstance(value, str): value = float(value)
   return np.asarray(value, NP[dtype])[()]
+
+
+def reduce_max(acc, x):
+  """decision reduce-max: the largest element that is not NaN, +0.0 above -0.0."""
+  if x != x: return acc
+  if acc == x == 0: return acc if not np.signbit(acc) else x
+  return x if x > acc else acc
 
 
 def apply(op, a, b):
