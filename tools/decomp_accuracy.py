@@ -16,6 +16,9 @@ import argparse
 import sys
 import time
 import numpy as np
+if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
+  import checkout
+  checkout.use_checkout()
 from tinyspec.refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D

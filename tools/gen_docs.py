@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
+  import checkout
+  checkout.use_checkout()
 
 ROOT = Path(__file__).resolve().parent.parent
 

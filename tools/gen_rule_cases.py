@@ -16,6 +16,9 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
+  import checkout
+  checkout.use_checkout()
 
 ROOT = Path(__file__).resolve().parent.parent
 from tinyspec.tables import tables   # noqa: E402
