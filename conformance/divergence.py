@@ -108,7 +108,14 @@ def _candidates(g, res, starts) -> list[int]:
     if i in seen: continue
     seen.add(i)
     stack.extend(T.ops[g.nodes[i].op].open_src(g.nodes[i].src))
-  return sorted(i for i in seen if g.nodes[i].src and g.nodes[i].op not in ("BUFFER", "PARAM") and _value(res.views[i]))
+  return sorted(i for i in seen if _computed(g, res.views, i))
+
+
+def _computed(g, views, i: int) -> bool:
+  """Node i computes a value (a candidate): not a source (ops.yaml category), not void."""
+  from tinyspec.tables import tables
+  n = g.nodes[i]
+  return bool(n.src) and tables().ops[n.op].category != "source" and _value(views[i])
 
 
 def _value(view) -> bool:
@@ -170,7 +177,7 @@ def _input_name(n) -> str:
 def _answer(s: _Search, i: int | None, note: str, deadline: float | None = None, max_runs: int = 0) -> Divergence:
   if i is None: return Divergence(None, runs=s.runs, note=note)
   node, view = s.graph.nodes[i], s.views[i]
-  srcs = [j for j in node.src if s.graph.nodes[j].src and s.graph.nodes[j].op not in ("BUFFER", "PARAM") and _value(s.views[j])]
+  srcs = [j for j in node.src if _computed(s.graph, s.views, j)]
   agree: bool | None = True
   for j in srcs:   # confirm: the node's computed sources agree (most were seen by the bisection already)
     if j not in s.seen and (deadline is None or s.runs >= max_runs or time.monotonic() > deadline): agree = None; continue
