@@ -228,6 +228,46 @@ def peak_of(name: str, want: str | None):
   return next((r for k, r in rows.items() if k.lower() in name.lower()), None)
 
 
+# The host's memory ceiling, measured in the same run: a hand-written C loop that only
+# streams (reads 16M floats into 4 vector accumulators; or copies them with streaming
+# stores) on the same threads our kernels use. A memory-bound kernel cannot beat it, so it
+# bounds the ratio any kernel can reach against NumPy on this host (printed as "best").
+CEILING_C = r"""
+#include <stdint.h>
+#include <string.h>
+typedef float fx __attribute__((vector_size(64)));
+float probe_read(const float* restrict a, int64_t lo, int64_t hi) {
+  fx s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, x;
+  for (int64_t i = lo; i + 64 <= hi; i += 64) {
+    memcpy(&x, a + i, 64); s0 += x; memcpy(&x, a + i + 16, 64); s1 += x;
+    memcpy(&x, a + i + 32, 64); s2 += x; memcpy(&x, a + i + 48, 64); s3 += x;
+  }
+  s0 += s1 + s2 + s3;
+  return s0[0];
+}
+"""
+
+
+def host_read_ceiling(n: int, runs: int) -> float:
+  """Bytes per second the host streams n float32 through its cores (C, the kernels'
+  threads, chunks handed out as the C runtime does)."""
+  import ctypes
+  from concurrent.futures import ThreadPoolExecutor
+  from tinyspec.compiler.runtime.c import load
+  from tinyspec.compiler.device import host_threads
+  lib = load(CEILING_C)
+  f = lib.probe_read
+  f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64], ctypes.c_float
+  a = np.ones(n, np.float32)
+  T = host_threads()
+  step = -(-n // (4 * T) // 64) * 64
+  chunks = [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+  with ThreadPoolExecutor(T) as pool:
+    def once(): list(pool.map(lambda c: f(a.ctypes.data, *c), chunks))
+    t = interleaved({"read": once}, runs)["read"]
+  return a.nbytes / t
+
+
 def columns(a, tg, th) -> list:
   cols = ["numpy"] + a.targets + ([f"{t}+beam" for t in a.targets] if a.beam else [])
   return cols + (["tinygrad"] if tg[0] else []) + (["torch"] if th[0] else [])
@@ -265,7 +305,8 @@ def row_text(r, cols) -> str:
   ratios = "".join(f"{r['ratio'][c]:12.2f}x" if c in r["ratio"] else f"{'':>13s}" for c in cols if c != r["baseline"])
   rate = "".join(f"{r['gbs'][c]:9.1f}GB/s{r['gflops'][c]:9.1f}GF" for c in cols if c in r["ms"] and c not in ("numpy", "tinygrad"))
   notes = [f"{c}: {v}" for c, v in r["check"].items() if v != "ok"]
-  return f"{r['case']:22s}{cells}   {ratios}   {rate}" + (f"   [{'; '.join(notes)}]" if notes else "")
+  best = f"   best {r['best_ratio']:.2f}x" if "best_ratio" in r else ""
+  return f"{r['case']:22s}{cells}   {ratios}   {rate}{best}" + (f"   [{'; '.join(notes)}]" if notes else "")
 
 
 def main(argv=None) -> int:
@@ -295,10 +336,18 @@ def main(argv=None) -> int:
   cols = columns(a, tg, th)
   base = "torch" if th[0] else "numpy"
   print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "   " + "".join(f"{'x ' + c:>13s}" for c in cols if c != base), file=out)
+  ceiling = None
+  if "c" in a.targets and not a.gpu:
+    ceiling = host_read_ceiling(max(1024, N16M // a.scale), a.runs)
+    head["host_read_gbs"] = ceiling / 1e9
+    print(f"host read ceiling: {ceiling / 1e9:.1f} GB/s (a C loop that only reads, {head['threads']} threads; "
+          "best: the most a memory-bound kernel moving the case's bytes could reach against NumPy here)", file=out)
   rows = []
   for case in cases(np.random.default_rng(0), a.scale):
     if want and not any(w in case[0] for w in want): continue
     r = run_case(case, cols, a, tg, th)
+    if ceiling and "numpy" in r["ms"] and 4 * r["flops"] <= r["bytes"]:    # memory-bound: a flop per float moved or less
+      r["best_ratio"] = r["ms"]["numpy"] / 1e3 / (r["bytes"] / ceiling)
     rows.append(r)
     print(row_text(r, cols), file=out, flush=True)
   if a.json:

@@ -14,6 +14,7 @@ The heuristics choose their OptOps from `kind`; BEAM caches its winners per `key
 from __future__ import annotations
 import os
 import platform
+from pathlib import Path
 from dataclasses import dataclass
 from functools import lru_cache
 from tinyspec.compiler.tables import render_tables
@@ -32,6 +33,7 @@ class Device:
   warp: int = 1            # work items that issue together (NVIDIA warp, AMD wavefront; 1: unknown / CPU)
   peak_gflops: float = 0.0 # datasheet fp32 GFLOPS (0: unknown)
   peak_gbs: float = 0.0    # datasheet memory GB/s (0: unknown)
+  cache_bytes: int = 0     # C: the host's last-level cache (0: unknown); outputs this big stream (render.yaml `streaming`)
 
   def key(self) -> str:
     return f"{self.target}:{self.name}:{self.kind}:{self.threads}"
@@ -55,6 +57,18 @@ def _cpu_vector_bytes() -> int:
   except OSError:
     pass
   return 16
+
+
+def _cpu_cache_bytes() -> int:
+  """The largest cache the host's first CPU reports (Linux sysfs; 0 where it says nothing)."""
+  best = 0
+  for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+    try: text = (d / "size").read_text().strip()
+    except OSError: continue
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    n = text[:-1] if text[-1:] in units else text
+    if n.isdigit(): best = max(best, int(n) * units.get(text[-1:], 1))
+  return best
 
 
 def _cpu_name() -> str:
@@ -97,7 +111,7 @@ def device(target: str) -> Device:
   T = render_tables()["devices"][target]
   if target == "c":
     return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]),
-                  vector_bytes("c", T["kind"], _cpu_vector_bytes()))
+                  vector_bytes("c", T["kind"], _cpu_vector_bytes()), cache_bytes=_cpu_cache_bytes())
   try:
     from tinyspec.compiler.runtime.opencl import device as cl_device
     import pyopencl as cl

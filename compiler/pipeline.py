@@ -25,6 +25,7 @@ from tinyspec.validate import validate
 from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
 from tinyspec.compiler import layout as _layout, hazards as _hazards
 from tinyspec.compiler import split as _split
@@ -152,9 +153,11 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
-  kind = _target_device(target, device).kind
+  rdev = _target_device(target, device)
+  stream = _stream_bytes(target, rdev)
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=kind, contract=k.name in contract)
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=rdev.kind, contract=k.name in contract,
+                        stream_bytes=stream)
     k.program = ks
     sources.append(ks)
   lang = "C" if target == "c" else "OpenCL C"
@@ -163,6 +166,14 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
   # INDEX that is always out of range folds to zero): refimpl accepts them too
   return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched) | _graph_input_names(g))
+
+
+def _stream_bytes(target: str, dev) -> int | None:
+  """The smallest output the renderer writes with streaming stores (render.yaml
+  `streaming`): the host's last-level cache, else the table's size; None: never."""
+  S = render_tables().get("streaming", {}).get(target)
+  if S is None: return None
+  return int(getattr(dev, "cache_bytes", 0) or S["min_bytes"])
 
 
 def _has_reg(sink: UOp) -> bool:

@@ -192,7 +192,8 @@ def launch_size(entry, vals) -> int:
 
 
 class Renderer:
-  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: bool = False):
+  def __init__(self, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: bool = False,
+               stream_bytes: int | None = None):
     if target not in TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
     self.target = target
     self.contract = contract    # every REG accumulator is a REDUCE's: render.yaml `contract` applies
@@ -207,6 +208,9 @@ class Renderer:
     self.exts: dict[str, None] = {}
     self.allow_untrusted = allow_untrusted
     self.noalias = noalias      # no two PARAMs share memory: C pointers are `restrict`
+    self.stream_bytes = stream_bytes   # outputs this big, never read by the kernel, get streaming stores
+    self.streamed: set = set()         # ... those PARAMs
+    self.did_stream = False
     self._fields: dict = {}
 
   # -- vectors (render.yaml `vectors`)
@@ -402,6 +406,7 @@ class Renderer:
         while t.op in ("INDEX", "AFTER"): t = t.src[0]
         if t.op == "PARAM": writes.add(t.arg["slot"])
     by_slot = {s: u for u, s in self.params.items()}
+    self.streamed = self.stream_outputs(instrs, writes)
     params = []
     for s in range(len(slots)):
       p = by_slot[s]
@@ -431,6 +436,7 @@ class Renderer:
       self.instr(u, gate_stack)
     while self.depth > 1:   # the C loops of SPECIALs around the whole body
       self.depth -= 1; self.emit("}")
+    self.stream_fence()
     body = "\n".join(self.lines)
     fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
     ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
@@ -611,6 +617,7 @@ class Renderer:
       self.depth -= 1
       self.emit("}")
       if u.src[1] is self.thread and self.tail:
+        self.stream_fence()
         self.emit("return;")
         self.depth -= 1
         self.emit("}")
@@ -729,10 +736,40 @@ class Renderer:
           self.emit(f"if ({c}) {line}" if c else line)
         return
       if not props(val).shape: v = self.vliteral_of(val, k)
-      self.emit(fill(self.T["vectors"][self.target]["store"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
+      how = "store"
+      if _param_of(base) in self.streamed:
+        how, self.did_stream = "stream", True
+        if not v.isidentifier(): v = self.declare_value(val, v, k)   # the helper takes its address
+      self.emit(fill(self.T["vectors"][self.target][how], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return
     line = f"{ptr}[{off}] = {v if _base(base.src[0]) in self.reg_arrays else self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
+
+  # -- streaming stores (render.yaml `streaming`)
+  def stream_outputs(self, instrs: list, writes: set) -> set:
+    """The PARAMs this kernel writes with streaming stores: written, never read here,
+    at least stream_bytes big."""
+    S = self.T.get("streaming", {}).get(self.target)
+    if S is None or self.stream_bytes is None: return set()
+    read = {_param_of(u.src[0]) for u in instrs if u.op == "LOAD"} | {_param_of(u) for u in instrs if u.op == "INDEX" and self._value_uses.get(u)}
+    out = set()
+    for p, slot in self.params.items():
+      if slot in writes and p not in read and len(p.src) != 3 and _numel(props(p).shape) * _dt(props(p).dtype).itemsize >= self.stream_bytes: out.add(p)
+    return out
+
+  def stream_fence(self):
+    """After the last streaming store of a call: they are weakly ordered until fenced."""
+    if not self.did_stream: return
+    S = self.T["streaming"][self.target]
+    for h in S.get("uses", ()): self.use_helper(h, {})
+    self.emit(S["fence"])
+
+  def declare_value(self, val: UOp, text: str, k: int) -> str:
+    """A vector expression held in a named variable (so that its address can be taken)."""
+    name = f"s{self.nvar}"
+    self.nvar += 1
+    self.emit(f"{self.vtype(props(val).dtype, k)} {name} = {text};")
+    return name
 
   def vliteral_of(self, val: UOp, k: int) -> str:
     """A scalar value in every lane of a k-vector."""
@@ -850,6 +887,12 @@ def _is_local_access(u: UOp) -> bool:
   return u.op == "INDEX" and _is_local(_base(u.src[0]))
 
 
+def _param_of(u: UOp) -> UOp:
+  """The PARAM (or other base) an address is into: through INDEX and AFTER."""
+  while u.op in ("INDEX", "AFTER"): u = u.src[0]
+  return u
+
+
 def _numel(shape) -> int:
   n = 1
   for d in shape: n *= d
@@ -857,10 +900,12 @@ def _numel(shape) -> int:
 
 
 def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None,
-           contract: bool = False) -> KernelSource:
+           contract: bool = False, stream_bytes: int | None = None) -> KernelSource:
   """contract: the kernel's REG accumulators are all REDUCEs' (compiled from a tensor
-  graph): their ADD updates of a product may fuse (render.yaml `contract`)."""
-  r = Renderer(target, allow_untrusted, noalias, kind, contract)
+  graph): their ADD updates of a product may fuse (render.yaml `contract`).
+  stream_bytes: outputs at least this big that the kernel never reads are written with
+  streaming stores (render.yaml `streaming`; None: never)."""
+  r = Renderer(target, allow_untrusted, noalias, kind, contract, stream_bytes)
   # an INDEX is a read where something other than a STORE target or a LOAD uses it
   uses: dict[UOp, bool] = {}
   for u in linear.src:
