@@ -32,6 +32,20 @@ def test_json_has_every_figure(tmp_path):
   assert gemm["flops"] == 2 * m ** 3
 
 
+def test_host_read_ceiling_bounds_the_reductions(tmp_path):
+  """The read ceiling is measured in the run; "best" is given for the reductions that
+  only read (sum, max), as NumPy's time over the time to read their bytes at it."""
+  out = tmp_path / "b.json"
+  assert B.main(QUICK + ["--cases", "add,sum,max", "--json", str(out)]) == 0
+  doc = json.loads(out.read_text())
+  assert doc["host_read_gbs"] > 0
+  by = {r["case"].split()[0]: r for r in doc["cases"]}
+  assert "best_ratio" not in by["add"]                 # it writes as much as it reads
+  for k in ("sum", "max"):
+    r = by[k]
+    assert r["best_ratio"] == pytest.approx(r["ms"]["numpy"] / 1e3 / (r["bytes"] / (doc["host_read_gbs"] * 1e9)))
+
+
 def test_json_to_stdout(capsys):
   assert B.main(QUICK + ["--cases", "max 4096", "--json", "-"]) == 0
   doc = json.loads(capsys.readouterr().out)          # the table goes to stderr then
