@@ -143,6 +143,25 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   return True
 
 
+def _local_tile(sink: UOp, A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padded: bool) -> bool:
+  """GPU: a register-tiled reduce gets a 2-d work-group (`local_tile` items: LOCAL splits
+  of its row and column axes) whose items copy each step's input tiles into local memory
+  together (STAGE by `local_tile` k), when the sizes divide and the opts apply (else the
+  kernel keeps its global reads: padded tiles, odd shapes)."""
+  T = H.get("local_tile")
+  if not T or dev.kind != "gpu" or target != "opencl" or padded or m_ax is None or len(reds) != 1: return False
+  (ir, ic), k = (int(x) for x in T["items"]), int(T["k"])
+  if dev.max_local and ir * ic > dev.max_local: return False
+  if A.size[n_ax] % ic or A.size[m_ax] % ir or A.size[reds[0]] % k or A.size[reds[0]] < 2 * k: return False
+  trial = A.opts + [["SPLIT", n_ax, [ic, "LOCAL"]], ["SPLIT", m_ax, [ir, "LOCAL"]], ["STAGE", reds[0], k]]
+  from tinyspec.compiler.optimize import apply_opts
+  from tinyspec.compiler.props import CompileError
+  try: apply_opts(sink, trial, target, dev)
+  except CompileError: return False
+  A.opts[:] = trial
+  return True
+
+
 def default_opts(sink: UOp, target: str, dev=None) -> list:
   from tinyspec.compiler.device import device
   dev = dev or device(target)
@@ -198,8 +217,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
+        staged = _local_tile(sink, A, H, dev, target, m_ax, n_ax, reds, padded)
         u = H.get("unroll_tile", 1)
-        if u > 1 and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not staged and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
@@ -244,7 +264,7 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
       if p is not None:
         t = _divisor(A.size[p], want, 2)
         if t: A.split(p, t, "THREAD", True)
-    elif dev.target == "opencl" and H.get("locals") and not grouped:
+    elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
       p = outs[-1]
       k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
       if k: A.split(p, k, "LOCAL")

@@ -27,7 +27,9 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
        PADTO  arg m: the axis grows to the next multiple of m; the new iterations are
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
-       NOLOCALS: no LOCAL or GROUP_REDUCE axes (workgroup memory) afterwards;
+       STAGE  arg k: a gemm-shaped reduce reads its inputs through local memory, k
+              reduce steps at a time (compiler/stage.py);
+       NOLOCALS: no LOCAL, GROUP_REDUCE or STAGE (workgroup memory) afterwards;
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
   3. THREAD axes move to the outside of their nest (C runs the outermost loop's slices
@@ -257,6 +259,10 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
     elif op == "PADTO":
       if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
+    elif op == "STAGE":
+      from tinyspec.compiler.stage import stage
+      if no_locals: raise CompileError("opt.unsupported", "STAGE after NOLOCALS")
+      sink = stage(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
     elif op == "SWAP":
       if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
       sink = _swap(sink, r, axes[arg])

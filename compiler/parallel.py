@@ -103,6 +103,16 @@ def _radix_separated(k: int, rest: dict, dc: int, r: UOp) -> bool:
   return iv is not None and iv[1] - iv[0] + abs(dc) < abs(k) and all(v % m == 0 for t, v in rest.items() if t not in small)
 
 
+def _digit_separated(k: int, ra: dict, rb: dict, dc: int, r: UOp) -> bool:
+  """k*r + ra + c_a and k*r + rb + c_b with every other coefficient (of either) a multiple
+  of m = |k| times r's number of values and c_a = c_b (mod m): modulo m both indices are
+  k*r + c, which differs for different r (the rests may be any terms: a LOCAL tile
+  written by one set of work items and read by another, split by the same lane digit)."""
+  rlo, rhi = props(r).min_max
+  m = abs(k) * (rhi - rlo + 1)
+  return dc % m == 0 and all(v % m == 0 for v in (*ra.values(), *rb.values()))
+
+
 def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
   """Do iterations r = v1 != v2 of a and b (the other loops anywhere) always touch
   different elements? Some dimension indexes both as k*r + rest (the same k != 0, the
@@ -120,6 +130,7 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
     rb = {t: v for t, v in tb.items() if t is not r}
     if any(_depends(t, r, memo) for t in (*ra, *rb)): continue
     if ra == rb and _radix_separated(k, ra, ca - cb, r): return True
+    if _digit_separated(k, ra, rb, ca - cb, r): return True
     iva, ivb = linear_interval(ra, ca), linear_interval(rb, cb)
     if iva is not None and ivb is not None and max(iva[1] - ivb[0], ivb[1] - iva[0]) < abs(k): return True
   return False
@@ -145,16 +156,47 @@ def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None) -> bool:
   if carried(sink, r): return False
   acc = accesses(sink) if acc is None else acc
   written = {a.storage for a in acc if a.write}
-  memo, opened = {}, {}
+  memo, opened, below = {}, {}, {}
   for s in written:
     group = [a for a in acc if a.storage is s]
+    local = props(s).addrspace == "LOCAL"
+    if local and _group_axis(r): continue      # every work-group has LOCAL storage of its own
     for n, a in enumerate(group):
       for b in group[n:]:
         if not (a.write or b.write) or _commute(a, b): continue
         ia, ib = runs_in(a, r, opened), runs_in(b, r, opened)
+        if local and _ordered_pair(a, b, ia, ib, r, below): continue
         if ia and ib and not separated(a, b, r, memo): return False
         if ia != ib and not _disjoint(a, b): return False
   return True
+
+
+def _group_axis(r: UOp) -> bool:
+  """Does r number work-groups (a GLOBAL or THREAD axis, a gidx/tidx SPECIAL)?"""
+  return (r.op == "RANGE" and r.arg.get("type") in ("GLOBAL", "THREAD")) or (r.op == "SPECIAL" and r.arg["name"][0] in "gt")
+
+
+def _item_axis(r: UOp) -> bool:
+  """Does r number a work-group's work items (a LOCAL axis, a lidx SPECIAL)?"""
+  return (r.op == "RANGE" and r.arg.get("type") == "LOCAL") or (r.op == "SPECIAL" and r.arg["name"].startswith("lidx"))
+
+
+def _through_barrier(a: Access, w: Access, below: dict) -> bool:
+  """Is read a ordered after write w through a BARRIER (an AFTER of a BARRIER over w)?"""
+  for x in a.after:
+    for b in below.setdefault(x, set(toposort(list(x.src[1:])))):
+      if b.op == "BARRIER" and w.node in below.setdefault(b, set(toposort(b))): return True
+  return False
+
+
+def _ordered_pair(a: Access, b: Access, ia: bool, ib: bool, r: UOp, below: dict) -> bool:
+  """LOCAL storage: a read ordered after a write (through AFTER) sees it whatever the order
+  of r's iterations when only one of them runs in r (the write completes first), or when
+  r numbers work items and a BARRIER orders them (every item's store, then every read).
+  Reads in later iterations of other loops are hazards()'s business."""
+  rd, wr = (a, b) if b.write and not a.write else (b, a) if a.write and not b.write else (None, None)
+  if rd is None or not _ordered_after(rd, wr, below): return False
+  return ia != ib or (_item_axis(r) and _through_barrier(rd, wr, below))
 
 
 # ------------------------------------------------------------------ reads of what the kernel writes
