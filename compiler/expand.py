@@ -329,9 +329,21 @@ def _step_barriers(sink: UOp) -> UOp:
   return substitute(sink, subs) if subs else sink
 
 
+def _race_free(sink: UOp) -> UOp:
+  """A kernel that shares LOCAL memory between work items (BARRIERs) must be proved to
+  read there only what decision kernel-loops says (compiler/parallel.py hazards: the
+  group reduce's partials, a staged tile per reduce step); else it is refused, never run."""
+  if not any(u.op == "BARRIER" for u in toposort(sink)): return sink
+  from tinyspec.compiler.parallel import hazards
+  plain, ordered = hazards(sink)
+  bad = [a for a in plain + ordered if props(a.storage).addrspace == "LOCAL"]
+  if bad: raise CompileError("compile.order", f"a read of LOCAL buffer {bad[0].storage.arg['slot']} may see another work item's or step's store (a race between BARRIERs)", bad[0].node)
+  return sink
+
+
 def expand(sink: UOp) -> UOp:
   from tinyspec.compiler.linearize import split_ends
   # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
   # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
   # the reduction's (decision reduce-max)
-  return _step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",)))))
+  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))))

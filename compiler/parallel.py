@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort, fold_up
-from tinyspec.compiler.symbolic import exact_linear, linear_interval
+from tinyspec.compiler.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.axes import carried, open_ranges
 
 WRITES = ("STORE", "ATOMICADD")
@@ -222,6 +222,57 @@ def _feeds(a: Access, w: Access, below: dict) -> bool:
   return a.node in below.setdefault(w.node, set(toposort(list(w.node.src[1:]))))
 
 
+def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
+  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/stage.py) sees only
+  this iteration's writes when: every work item runs r alike (its bound is a constant),
+  the writes it is ordered after rewrite, at each point of r, every element of the tile
+  exactly once between them (so earlier iterations' values are gone: _covers), and a
+  BARRIER inside r is ordered after the read (every work item has read before any item
+  writes the next iteration's tile)."""
+  if r.op != "RANGE" or r.src[0].op != "CONST": return False
+  if not any(b.op == "BARRIER" and r in open_ranges(b, opened) and a.node in below.setdefault(b, set(toposort(b)))
+             for b in _barriers_of(r, below, opened)): return False
+  ws = [w for w in after if w.storage is a.storage]
+  return _covers(ws, a)
+
+
+def _barriers_of(r: UOp, below: dict, opened: dict) -> list:
+  """The BARRIERs whose ENDs close loop r (in the bodies of r's ENDs)."""
+  key = ("barriers", r)
+  if key not in below:
+    below[key] = [b for e in _ends_of(r, below) for b in toposort(e.src[0]) if b.op == "BARRIER"]
+  return below[key]
+
+
+def _ends_of(r: UOp, below: dict) -> list:
+  return below.get(("ends", r), [])
+
+
+def _covers(ws: list, a: Access) -> bool:
+  """Do the writes ws, over the work items (LOCAL axes, lidx SPECIALs) and their vector
+  lanes, write every element of a's 1-d storage exactly once, and does a read inside it?"""
+  import numpy as np
+  shape = props(a.storage).shape
+  if len(shape) != 1 or len(a.index) != 1: return False
+  n = int(shape[0])
+  vals = []
+  for w in ws:
+    if len(w.index) != 1 or len(w.node.src) != 2: return False    # a gated write may skip elements
+    lf = linear(w.index[0], 32)
+    if lf is None: return False
+    v = np.array([lf[1]], dtype=np.int64)
+    for t, k in lf[0].items():
+      if t.op == "VCONST": tv = np.array([int(x) for x in t.arg["values"]], dtype=np.int64)
+      elif _item_axis(t) and t.src[0].op == "CONST": tv = np.arange(int(t.src[0].arg["value"]), dtype=np.int64)
+      else: return False
+      v = (v[:, None] + k * tv[None, :]).ravel()
+      if v.size > 4 * n: return False
+    vals.append(v)
+  got = np.sort(np.concatenate(vals)) if vals else np.array([], dtype=np.int64)
+  lo, hi = props(a.index[0]).min_max
+  return got.size == n and bool(np.all(got == np.arange(n))) and 0 <= lo and hi < n
+
+
 def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
   """(plain, ordered): the reads of storage the kernel writes that the compiled loops
   might give another value than decision kernel-loops says.
@@ -246,6 +297,9 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
   writes = [a for a in acc if a.write]
   loops = _loops(sink)
   below: dict = {}
+  for e in toposort(sink):
+    if e.op == "END":
+      for r in e.src[1:]: below.setdefault(("ends", r), []).append(e)
   memo: dict = {}
   opened: dict = {}
   def inside(x: Access, r) -> bool: return runs_in(x, r, opened)
@@ -257,13 +311,15 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
     after = [w for w in ws if _ordered_after(a, w, below)]
     listed = {d for x in a.after for d in x.src[1:]}
     if any(b.op == "BARRIER" for x in a.after for b in below.setdefault(x, set(toposort(list(x.src[1:]))))):
-      listed |= {r for r in loops if r.op == "SPECIAL" and r.arg["name"].startswith("lidx")}   # a BARRIER shows every work item's stores
+      listed |= {r for r in loops if _item_axis(r)}   # a BARRIER shows every work item's stores
+    local = props(a.storage).addrspace == "LOCAL"
     masks = [w for w in after if w.index == a.index and len(w.node.src) == 2]   # ungated writes of the read's element it is ordered after
     def harmless(w: Access) -> bool:
       if _disjoint(a, w): return True
-      w_loops = [r for r in loops if inside(w, r)]
+      w_loops = [r for r in loops if inside(w, r) and not (local and _group_axis(r))]   # (each work-group has LOCAL storage of its own)
       if w in after and a.index == w.index and len(w.node.src) == 2: return True   # this point's w overwrote what others wrote
-      if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) for r in w_loops)
+      if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) or
+                                (local and _staged_step(a, after, r, below, opened)) for r in w_loops)
       return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
                                          (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
     if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)
