@@ -148,11 +148,13 @@ def runs_in(a: Access, r: UOp, memo: dict) -> bool:
   return r.op == "SPECIAL" or any(r in open_ranges(u, memo) for u in (a.node,) + a.after)
 
 
-def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None) -> bool:
+def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None, workgroups: bool = False) -> bool:
   """No two iterations of axis r (a RANGE or SPECIAL) touch one element with at least
   one write (integer atomic adds aside: they commute), none reads what another stored,
   and no access outside the loop touches an element one inside writes (or writes one
-  an iteration reads): r may run in parallel or reordered."""
+  an iteration reads): r may run in parallel or reordered. `workgroups`: the axes run as
+  OpenCL work-groups and work items (LOCAL storage is a work-group's own, a BARRIER
+  synchronizes its work items); C runs them as loops and threads sharing one scratch."""
   if carried(sink, r): return False
   acc = accesses(sink) if acc is None else acc
   written = {a.storage for a in acc if a.write}
@@ -160,12 +162,12 @@ def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None) -> bool:
   for s in written:
     group = [a for a in acc if a.storage is s]
     local = props(s).addrspace == "LOCAL"
-    if local and _group_axis(r): continue      # every work-group has LOCAL storage of its own
+    if local and workgroups and _group_axis(r): continue      # every work-group has LOCAL storage of its own
     for n, a in enumerate(group):
       for b in group[n:]:
         if not (a.write or b.write) or _commute(a, b): continue
         ia, ib = runs_in(a, r, opened), runs_in(b, r, opened)
-        if local and _ordered_pair(a, b, ia, ib, r, below): continue
+        if local and _ordered_pair(a, b, ia, ib, r, below, workgroups): continue
         if ia and ib and not separated(a, b, r, memo): return False
         if ia != ib and not _disjoint(a, b): return False
   return True
@@ -189,14 +191,14 @@ def _through_barrier(a: Access, w: Access, below: dict) -> bool:
   return False
 
 
-def _ordered_pair(a: Access, b: Access, ia: bool, ib: bool, r: UOp, below: dict) -> bool:
+def _ordered_pair(a: Access, b: Access, ia: bool, ib: bool, r: UOp, below: dict, workgroups: bool) -> bool:
   """LOCAL storage: a read ordered after a write (through AFTER) sees it whatever the order
   of r's iterations when only one of them runs in r (the write completes first), or when
   r numbers work items and a BARRIER orders them (every item's store, then every read).
   Reads in later iterations of other loops are hazards()'s business."""
   rd, wr = (a, b) if b.write and not a.write else (b, a) if a.write and not b.write else (None, None)
   if rd is None or not _ordered_after(rd, wr, below): return False
-  return ia != ib or (_item_axis(r) and _through_barrier(rd, wr, below))
+  return ia != ib or (workgroups and _item_axis(r) and _through_barrier(rd, wr, below))
 
 
 # ------------------------------------------------------------------ reads of what the kernel writes

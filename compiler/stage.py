@@ -120,4 +120,8 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
   if dev is not None and dev.local_mem and total > dev.local_mem: _refuse(f"tiles of {total} bytes exceed the {dev.local_mem} of local memory")
   bar = UOp("BARRIER", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)),))
   subs = {x: UOp("INDEX", (UOp("AFTER", (buf, bar)), i)) for x, (buf, i) in reads.items()}
-  return substitute(sink, {red: red.replace(src=(substitute(red.src[0], subs), *red.src[1:]))})
+  # the steps innermost among the reduce's loops (ADD may reorder: decision reduce-empty),
+  # so that a copy depending on the others (a convolution's window) runs once per step
+  kout = next(x for x in red.src[1:] if x.arg["id"] == r.arg["id"])
+  order = [x for x in red.src[1:] if x not in (kout, kin)] + [kout, kin]
+  return substitute(sink, {red: red.replace(src=(substitute(red.src[0], subs), *order))})

@@ -215,6 +215,8 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   from tinyspec.compiler.rewrite import substitute
   sink, nodes = _staged_kernel(h100)
   E.expand(sink)                                   # as made: proved race-free
+  proved_parallel(sink, "opencl")
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(sink, "c")   # C runs work items one after another
   with monkeypatch.context() as m:
     m.setattr(E, "_step_barriers", lambda s: s)
     with pytest.raises(CompileError, match="compile.order"): E.expand(sink)
@@ -222,10 +224,10 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   lid1 = min((u for u in nodes if u.op == "RANGE" and u.arg.get("type") == "LOCAL"), key=lambda r: r.arg["id"])
   st = stores[0]
   bad = substitute(sink, {st.src[0]: st.src[0].replace(src=(st.src[0].src[0], substitute(st.src[0].src[1], {lid1: const(0, "index")})))})
-  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad)
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad, "opencl")
   after = next(u for u in nodes if u.op == "AFTER" and u.src[0].op == "BUFFER" and len(u.src) == 2 and u.src[1].op == "BARRIER")
   bad = substitute(sink, {after: after.replace(src=(after.src[0], after.src[1].src[0]))})
-  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad)
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad, "opencl")
 
 
 def test_beam_can_stage_or_not(h100):
