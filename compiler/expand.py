@@ -320,13 +320,14 @@ def _step_barriers(sink: UOp) -> UOp:
   from tinyspec.compiler.linearize import split_ends
   while any(u.op == "END" and len(u.src) > 2 for u in toposort(sink)): sink = split_ends(sink)   # (an END inside another's body stays whole in one pass)
   opened: dict = {}
-  subs = {}
-  for e in toposort(sink):
-    if e.op != "END" or len(e.src) != 2 or _rtype(e.src[1]) != "REDUCE": continue
+  def step(e: UOp):
+    if e.op != "END" or len(e.src) != 2 or _rtype(e.src[1]) != "REDUCE": return None
     body, r = e.src
-    if any(b.op == "BARRIER" and r in open_ranges(b, opened) for b in toposort(body)):
-      subs[e] = UOp("END", (UOp("GROUP", (body, UOp("BARRIER", (body,)))), r))
-  return substitute(sink, subs) if subs else sink
+    inner = {x for y in toposort(body) if y.op == "END" for x in y.src[1:]}   # loops nested in r (their own ENDs end their steps)
+    if any(b.op == "BARRIER" and r in (o := open_ranges(b, opened)) and not (o & inner) for b in toposort(body)):
+      return UOp("END", (UOp("GROUP", (body, UOp("BARRIER", (body,)))), r))
+    return None
+  return rebuild(sink, step)     # (bottom-up: an outer loop's END keeps its inner loops' barriers)
 
 
 def _race_free(sink: UOp) -> UOp:

@@ -60,6 +60,39 @@ def _tile_part(i: UOp, tile: set):
   return base, part, ext
 
 
+class _Skip(Exception):
+  """An input whose tile cannot be copied so: it keeps its global reads."""
+
+
+def _copy_plan(x: UOp, tile: set, upcast: set, lid0: UOp, lid1, fresh: int):
+  """How the work items copy input x's tile (see the module doc): (tile buffer, t0, t1,
+  copies range j or None, R0, R1, the rows' and columns' dimensions, each dimension's
+  (base, tile terms, extent)); _Skip when it cannot be copied coalesced."""
+  if any(t.op == "RANGE" and t not in tile and axis_type(t) not in ("GLOBAL", "REDUCE") for t in toposort(x)): raise _Skip("an input depends on a loop other than the group's")
+  try: parts = [_tile_part(i, tile) for i in x.src[1:]]
+  except CompileError as e: raise _Skip(str(e)) from None
+  used = [t for _, p, _ in parts for t, _ in p]
+  if len(used) != len(set(used)): raise _Skip("an axis appears in two dimensions of an input")
+  dims = [d for d, (_, p, e) in enumerate(parts) if e > 1]
+  if not dims or len(dims) > 2: raise _Skip("an input's tile is not two-dimensional")
+  cols = dims[-1]
+  rows = dims[0] if len(dims) == 2 else None
+  if any(d != 1 for d in props(x.src[0]).shape[cols + 1:]): raise _Skip("an input's tile rows are not contiguous in memory (the copy would not coalesce)")
+  R1, R0 = parts[cols][2], (parts[rows][2] if rows is not None else 1)
+  # the copy: lid0 (x W lanes) along the columns, lid1 and copies j along the rows
+  if R1 == size(lid0): t1 = lid0
+  else:
+    lane = next((t for t, c in parts[cols][1] if c == 1 and t in upcast and size(t) * size(lid0) == R1), None)
+    if lane is None: raise _Skip(f"a tile {R1} columns wide does not match {size(lid0)} work items")
+    t1 = _add(_mul(lid0, size(lane)), lane)
+  h = size(lid1) if lid1 is not None else 1
+  if R0 % h: raise _Skip(f"a tile of {R0} rows does not split over {h} work items")
+  j = UOp("RANGE", (const(R0 // h, "index"),), {"id": fresh, "type": "UPCAST"}) if R0 // h > 1 else None
+  t0 = _add(*([_mul(j, h)] if j is not None else []), *([lid1] if lid1 is not None else [const(0, "index")]))
+  buf = UOp("BUFFER", (shape_operand((R0 * R1,)),), {"slot": 0, "dtype": props(x.src[0]).dtype, "device": "REG", "addrspace": "LOCAL"})
+  return buf, t0, t1, j, R0, R1, rows, cols, parts
+
+
 def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
   """The STAGE opt on reduce axis r (see the module doc). `split`: optimize's _split."""
   if target != "opencl": _refuse("local memory shared by work items needs the opencl target (C runs work items one after another)")
@@ -82,34 +115,16 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
   fresh = next_id + 1
   slots = [u.arg["slot"] for u in toposort(sink) if u.op == "BUFFER" and props(u).addrspace == "LOCAL"]
   slot = max(slots, default=-1) + 1
-  stores, reads, total = [], {}, 0
+  stores, reads, total, skipped = [], {}, 0, []
   for x in loads:
-    if any(t.op == "RANGE" and t not in tile and axis_type(t) not in ("GLOBAL", "REDUCE") for t in toposort(x)): _refuse("an input depends on a loop other than the group's")
-    parts = [_tile_part(i, tile) for i in x.src[1:]]
-    used = [t for _, p, _ in parts for t, _ in p]
-    if len(used) != len(set(used)): _refuse("an axis appears in two dimensions of an input")
-    dims = [d for d, (_, p, e) in enumerate(parts) if e > 1]
-    if not dims or len(dims) > 2: _refuse("an input's tile is not two-dimensional")
-    cols = dims[-1]
-    rows = dims[0] if len(dims) == 2 else None
-    R1, R0 = parts[cols][2], (parts[rows][2] if rows is not None else 1)
-    # the copy: lid0 (x W lanes) along the columns, lid1 and copies j along the rows
-    if R1 == size(lid0): t1 = lid0
-    else:
-      lane = next((t for t, c in parts[cols][1] if c == 1 and t in upcast and size(t) * size(lid0) == R1), None)
-      if lane is None: _refuse(f"a tile {R1} columns wide does not match {size(lid0)} work items")
-      t1 = _add(_mul(lid0, size(lane)), lane)
-    h = size(lid1) if lid1 is not None else 1
-    if R0 % h: _refuse(f"a tile of {R0} rows does not split over {h} work items")
-    j = None
-    if R0 // h > 1:
-      j = UOp("RANGE", (const(R0 // h, "index"),), {"id": fresh, "type": "UPCAST"}); fresh += 1
-    t0 = _add(*([_mul(j, h)] if j is not None else []), *([lid1] if lid1 is not None else [const(0, "index")]))
+    try: plan = _copy_plan(x, tile, upcast, lid0, lid1, fresh)
+    except _Skip as e: skipped.append(str(e)); continue
+    buf, t0, t1, j, R0, R1, rows, cols, parts = plan
+    if j is not None: fresh += 1
     dt = props(x.src[0]).dtype
     from tinyspec.dtypes import dtype as _dt
     total += R0 * R1 * _dt(dt).itemsize
-    buf = UOp("BUFFER", (shape_operand((R0 * R1,)),), {"slot": slot, "dtype": dt, "device": "REG", "addrspace": "LOCAL"})
-    slot += 1
+    buf = buf.replace(arg={**buf.arg, "slot": slot}); slot += 1
     idx = []
     for d, (base, _, _) in enumerate(parts):
       idx.append(simplify(_add(base, t0)) if d == rows else simplify(_add(base, t1)) if d == cols else simplify(base))
@@ -117,6 +132,7 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
     stores.append(UOp("END", (st, j)) if j is not None else st)
     f = [_add(const(0, "index"), *[_mul(t, c) for t, c in parts[d][1]]) for d in (rows, cols) if d is not None]
     reads[x] = (buf, simplify(_add(_mul(f[0], R1), f[1])) if rows is not None else simplify(f[0]))
+  if not stores: _refuse(skipped[0])
   if dev is not None and dev.local_mem and total > dev.local_mem: _refuse(f"tiles of {total} bytes exceed the {dev.local_mem} of local memory")
   bar = UOp("BARRIER", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)),))
   subs = {x: UOp("INDEX", (UOp("AFTER", (buf, bar)), i)) for x, (buf, i) in reads.items()}

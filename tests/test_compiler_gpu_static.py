@@ -240,3 +240,34 @@ def test_beam_can_stage_or_not(h100):
   acts = beam.actions(k, "opencl", h100)
   assert ["STAGE", 2, 16] in acts and ["STAGE", 2, 8] in acts
   assert not any(a[0] == "STAGE" for a in beam.actions(k, "c", h100))       # C runs work items one after another
+
+
+def test_conv3x3_stages_its_windowed_input(h100):
+  """conv3x3 on the H100: its output channels are the block's rows (the windowed input is
+  reused along them), 16 input channels a step. The input tile is copied into local memory
+  (float4, coalesced); the weights keep their global reads (their tile's rows run over the
+  input channels 9 elements apart: a copy would not coalesce), one address per warp row."""
+  c = compile_graph(BENCH["conv3x3 1x64x128x128"]().graph(), "opencl", keep_stages=False, device=h100)
+  k = launch_report(c, h100)[-1]
+  assert problems([k], h100) == []
+  assert k.local_bytes == 16 * 64 * 4 and k.group_items == 256 and k.groups >= h100.threads
+  assert not k.local_tiled and k.bytes_per_flop < 0.6     # 2.125 with global reads only
+  assert all(a.coalesced for a in k.accesses)
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(64, 32, 64), (64, 16, 20)])
+def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
+  """A staged conv (64 output channels, 32 input channels, 64x64) and one the block does
+  not divide (16 input channels, 20x20: global reads) agree with NumPy in float64."""
+  import sys, pathlib
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+  from bench_kernels import conv_np
+  co, ci, hw = shape
+  x, w = _rand(1, ci, hw, hw), _rand(co, ci, 3, 3)
+  t = conv3x3(Tensor(x), Tensor(w))
+  c = compile_graph(t.graph(), "opencl", keep_stages=False, device=h100)
+  assert (launch_report(c, h100)[-1].local_bytes > 0) == (hw % 64 == 0 and ci % 16 == 0)
+  got = c.run(t.inputs())
+  got = np.asarray(got["out0"] if isinstance(got, dict) else got, np.float64).reshape(co, hw, hw)
+  np.testing.assert_allclose(got, conv_np(x.astype(np.float64), w.astype(np.float64)), rtol=1e-4, atol=1e-4 * np.sqrt(9 * ci))
