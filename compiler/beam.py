@@ -28,7 +28,7 @@ from tinyspec.tables import tables
 from tinyspec.compiler.props import CompileError, props
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.axes import ranges, axis_type, size, top_nest, PARALLEL
-from tinyspec.compiler.optimize import apply_opts, initial_types
+from tinyspec.compiler.optimize import apply_opts, initial_types, opts_fit
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -183,7 +183,7 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   from tinyspec.compiler.heuristics import default_opts
   dev = dev or device(target)
   typed = initial_types(sink)
-  default = default_opts(typed, target, dev)
+  default = default_opts(typed, target, dev, opts_fit(typed, target, dev))
   timer = Timer(sink, target, dev)
   start = [[], default] if default else [[]]
   t = timer.measure(start)

@@ -36,7 +36,7 @@ from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
-from tinyspec.compiler.expand import _vectorizable, expand
+from tinyspec.compiler.expand import _vectorizable
 
 
 def _prod(xs) -> int:
@@ -143,19 +143,18 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   return True
 
 
-def _local_tile(sink: UOp, A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padded: bool, outs: list, reused) -> bool:
+def _local_tile(A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padded: bool, outs: list, reused, fits) -> bool:
   """GPU: a register-tiled reduce gets a 2-d work-group (`local_tile` items: LOCAL splits
   of its row and column axes) whose items copy each step's input tiles into local memory
-  together (STAGE by `local_tile` k), when the sizes divide and the opts apply (else the
-  kernel keeps its global reads: padded tiles, odd shapes)."""
+  together (STAGE by `local_tile` k), when the sizes divide and `fits` says the opts apply
+  and compile, race-free (else the kernel keeps its global reads: padded tiles, odd shapes)."""
   T = H.get("local_tile")
   if not T or dev.kind != "gpu" or target != "opencl" or padded or m_ax is None: return False
   (ir, ic), k = (int(x) for x in T["items"]), int(T["k"])
   if dev.max_local and ir * ic > dev.max_local: return False
   red = next((p for p in reds if A.size[p] % k == 0 and A.size[p] >= 2 * k), None)   # the reduce axis stepped through
   if A.size[n_ax] % ic or red is None: return False
-  from tinyspec.compiler.optimize import apply_opts
-  from tinyspec.compiler.props import CompileError
+  if fits is None: return False
   # the rows: the register tile's, else another output axis an input is reused along (a
   # convolution's output channels, along which its windowed input is reused)
   cut = next(n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == ["SPLIT", m_ax] and A.opts[n][2][1] == "UPCAST")
@@ -165,14 +164,16 @@ def _local_tile(sink: UOp, A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds:
     if not size_p or size_p % ir: continue
     opts = A.opts[:cut] + [["SPLIT", p, [rows, "UPCAST"]]] + A.opts[cut + 1:]
     trial = opts + [["SPLIT", n_ax, [ic, "LOCAL"]], ["SPLIT", p, [ir, "LOCAL"]], ["STAGE", red, k]]
-    try: expand(apply_opts(sink, trial, target, dev))     # (expand proves the staged tiles race-free)
-    except CompileError: continue
+    if not fits(trial): continue
     A.opts[:] = trial
     return True
   return False
 
 
-def default_opts(sink: UOp, target: str, dev=None) -> list:
+def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
+  """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
+  compile (compiler/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
+  where the caller can say: without `fits` the kernel keeps its global reads."""
   from tinyspec.compiler.device import device
   dev = dev or device(target)
   H = render_tables()["heuristics"][dev.kind]
@@ -227,7 +228,7 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
-        staged = _local_tile(sink, A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused)
+        staged = _local_tile(A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused, fits)
         u = H.get("unroll_tile", 1)
         if u > 1 and not staged and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)

@@ -279,10 +279,21 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
   return sink
 
 
+def opts_fit(sink: UOp, target: str, dev):
+  """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
+  What the heuristics try a staged tiling with (compiler.heuristics default_opts)."""
+  def fits(opts) -> bool:
+    from tinyspec.compiler.expand import expand
+    try: expand(apply_opts(sink, opts, target, dev))
+    except CompileError: return False
+    return True
+  return fits
+
+
 def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
     from tinyspec.compiler.heuristics import default_opts
-    opts = default_opts(sink, target, dev)
+    opts = default_opts(sink, target, dev, opts_fit(sink, target, dev))
   return apply_opts(sink, opts, target, dev)
