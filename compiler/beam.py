@@ -6,7 +6,8 @@ A kernel (a SINK over PARAMs, as rangeify makes it) is compiled as a program of 
 (compile_graph of the kernel-level graph) with each candidate OptOp list, bound to random
 inputs once (Executable.bind) and launched: the median of a few warm launches is its
 time. The search keeps the `width` fastest lists, extends each by every action
-(`actions`: SPLITs of every axis to every type the tables allow it, PADTO, SWAP), and
+(`actions`: SPLITs of every axis to every type the tables allow it, PADTO, SWAP, and on
+GPUs STAGE of a reduce axis: its inputs read through local memory), and
 stops when a round finds nothing faster. The heuristics' list (compiler.heuristics) is
 always a candidate, and the winner replaces it only when it is measurably faster (by
 `MARGIN`, re-timed head to head), so BEAM never makes a kernel slower than the default.
@@ -27,7 +28,7 @@ from tinyspec.tables import tables
 from tinyspec.compiler.props import CompileError, props
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.axes import ranges, axis_type, size, top_nest, PARALLEL
-from tinyspec.compiler.optimize import apply_opts, initial_types
+from tinyspec.compiler.optimize import apply_opts, initial_types, opts_fit
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -62,6 +63,8 @@ def actions(sink: UOp, target: str, dev, every: bool = False) -> list[list]:
       for k in FACTORS if kind != "THREAD" or every else sorted({dev.threads, 2 * dev.threads}):
         if k < n and n % k == 0:
           for top in tops: out.append(["SPLIT", i, [k, kind] + ([top] if top is not None else [])])
+    if cur == "REDUCE" and target == "opencl" and (every or dev.kind == "gpu"):   # inputs staged through local memory, k steps a tile
+      out += [["STAGE", i, k] for k in FACTORS if k < n and n % k == 0]
     if every:
       out += [["PADTO", i, m] for m in (4, 8) if n % m]
     elif cur in ("GLOBAL", "REDUCE") and n > 16 and n % 16: out.append(["PADTO", i, 16])
@@ -180,7 +183,7 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   from tinyspec.compiler.heuristics import default_opts
   dev = dev or device(target)
   typed = initial_types(sink)
-  default = default_opts(typed, target, dev)
+  default = default_opts(typed, target, dev, opts_fit(typed, target, dev))
   timer = Timer(sink, target, dev)
   start = [[], default] if default else [[]]
   t = timer.measure(start)

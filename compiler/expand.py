@@ -117,6 +117,13 @@ def _in_bounds(index: UOp) -> bool:
   return True
 
 
+def _vector_storage(p: UOp) -> bool:
+  """Storage a vector load or store may address: a PARAM, or a LOCAL buffer (a staged
+  tile, compiler/stage.py) seen through AFTERs."""
+  while p.op == "AFTER": p = p.src[0]
+  return p.op == "PARAM" or (p.op == "BUFFER" and props(p).addrspace == "LOCAL")
+
+
 def _vectorizable(sink: UOp, u: UOp) -> bool:
   """Can UPCAST axis u become (k,)-vector values (see render.yaml `vectors`)?"""
   V = render_tables()["vectors"]
@@ -129,15 +136,17 @@ def _vectorizable(sink: UOp, u: UOp) -> bool:
     if x is u or not depends(x, u, dep): continue
     op = x.op
     if op in ("SINK", "GROUP"): continue
-    if op == "END": continue
+    if op == "END" or op == "BARRIER": continue
+    if op == "AFTER" and _vector_storage(x): continue    # the tile as ordered after its vector stores
     dt = props(x).dtype
     if dt == "index" and op in ("ADD", "MUL"):
       if op == "MUL" and all(depends(s, u, dep) for s in x.src): return False
       if not all(c.op in ("ADD", "MUL", "INDEX") for c in uses.get(x, ())): return False   # lanes only ever address memory
       continue
     if op == "INDEX":
-      if x.src[0].op != "PARAM" or _flat_coefficient(x, u, dep) != 1 or not _in_bounds(x): return False
-      if not all((c.op == "STORE" and c.src[0] is x and len(c.src) == 2) or (c.op not in ("STORE", "LOAD", "ATOMICADD")) for c in uses.get(x, ())): return False
+      if not any(depends(i, u, dep) for i in x.src[1:]): continue   # ordered after a vector store (a shared BARRIER), itself one element
+      if not _vector_storage(x.src[0]) or _flat_coefficient(x, u, dep) != 1 or not _in_bounds(x): return False
+      if not all((c.op == "STORE" and len(c.src) == 2 and (c.src[0] is x) != (c.src[1] is x)) or (c.op not in ("STORE", "LOAD", "ATOMICADD")) for c in uses.get(x, ())): return False
       continue
     if op == "STORE":
       if x.src[0].op != "INDEX" or len(x.src) != 2 or not depends(x.src[0], u, dep): return False
@@ -181,7 +190,7 @@ def _innermost_ready(sink: UOp, pick) -> list[UOp]:
 def _group_reduce(sink: UOp) -> UOp:
   """REDUCEs over GROUP_REDUCE axes -> partials in LOCAL memory, BARRIER, final reduce."""
   is_grouped = lambda u: u.op == "REDUCE" and any(_rtype(r) == "GROUP_REDUCE" for r in u.src[1:])
-  nlocal = 0
+  nlocal = 1 + max((u.arg["slot"] for u in toposort(sink) if u.op == "BUFFER" and props(u).addrspace == "LOCAL"), default=-1)   # after staged tiles'
   while True:
     ready = _innermost_ready(sink, is_grouped)
     if not ready: return sink
@@ -304,9 +313,38 @@ def _accumulate(sink: UOp) -> UOp:
     sink = substitute(sink, subs)
 
 
+def _step_barriers(sink: UOp) -> UOp:
+  """A reduce loop whose iterations store LOCAL memory and then wait at a BARRIER (a staged
+  tile, compiler/stage.py) ends each iteration with a BARRIER of its own: without it the
+  next iteration's stores could overwrite what slower work items still read."""
+  from tinyspec.compiler.linearize import split_ends
+  while any(u.op == "END" and len(u.src) > 2 for u in toposort(sink)): sink = split_ends(sink)   # (an END inside another's body stays whole in one pass)
+  opened: dict = {}
+  def step(e: UOp):
+    if e.op != "END" or len(e.src) != 2 or _rtype(e.src[1]) != "REDUCE": return None
+    body, r = e.src
+    inner = {x for y in toposort(body) if y.op == "END" for x in y.src[1:]}   # loops nested in r (their own ENDs end their steps)
+    if any(b.op == "BARRIER" and r in (o := open_ranges(b, opened)) and not (o & inner) for b in toposort(body)):
+      return UOp("END", (UOp("GROUP", (body, UOp("BARRIER", (body,)))), r))
+    return None
+  return rebuild(sink, step)     # (bottom-up: an outer loop's END keeps its inner loops' barriers)
+
+
+def _race_free(sink: UOp) -> UOp:
+  """A kernel that shares LOCAL memory between work items (BARRIERs) must be proved to
+  read there only what decision kernel-loops says (compiler/parallel.py hazards: the
+  group reduce's partials, a staged tile per reduce step); else it is refused, never run."""
+  if not any(u.op == "BARRIER" for u in toposort(sink)): return sink
+  from tinyspec.compiler.parallel import hazards
+  plain, ordered = hazards(sink)
+  bad = [a for a in plain + ordered if props(a.storage).addrspace == "LOCAL"]
+  if bad: raise CompileError("compile.order", f"a read of LOCAL buffer {bad[0].storage.arg['slot']} may see another work item's or step's store (a race between BARRIERs)", bad[0].node)
+  return sink
+
+
 def expand(sink: UOp) -> UOp:
   from tinyspec.compiler.linearize import split_ends
   # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
   # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
   # the reduction's (decision reduce-max)
-  return split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))
+  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))))

@@ -12,6 +12,9 @@ addresses (the access is coalesced) when that derivative is the access's own wid
 elements (1 for a scalar, 4 for a float4); 0 is a broadcast (one address for the whole
 warp, one transaction). Anything else -- a stride, or an index the fastest id enters
 through a division, a modulo or a loaded value -- is reported as such.
+Per kernel also the global bytes a work item's loads issue per float op it does
+(`bytes_per_flop`) and whether the loop doing the multiplies reads only local memory
+(`local_tiled`: the inputs were staged there, compiler/stage.py).
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
 over the device's, uncoalesced global accesses.
@@ -45,6 +48,19 @@ class KernelLaunch:
   local_bytes: int             # __local memory declared
   iterations: int              # work items x the loop trips around the deepest global access (an estimate of the work)
   accesses: list = field(default_factory=list)
+  global_read_bytes: int = 0   # bytes a work item's global loads issue (loop trips counted; caches not)
+  flops: int = 0               # float multiplies and adds a work item does (a multiply-add counts 2)
+  hot_global_loads: int = 0    # global loads inside the loop that holds the most multiplies (0: it reads only local memory/registers)
+
+  @property
+  def bytes_per_flop(self) -> float | None:
+    """Global bytes read per float op: what a work item issues, not what reaches DRAM."""
+    return self.global_read_bytes / self.flops if self.flops else None
+
+  @property
+  def local_tiled(self) -> bool:
+    """The multiply loop reads only local memory (a staged tile: compiler/stage.py)."""
+    return self.local_bytes > 0 and self.flops > 0 and self.hot_global_loads == 0
 
   @property
   def items(self) -> int: return self.groups * max(1, self.group_items)
@@ -122,14 +138,28 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     for k, s in enumerate(u.src):
       if s.op == "INDEX": users.setdefault(s, []).append((u, k))
   acc, trips = [], 1
+  ids = set(ks.work_ids.values())
+  from tinyspec.dtypes import dtype as _dt
+  loads = []                  # (trips, bytes) per global load
   for u in lin.src:
     if u.op != "INDEX" or u.src[0].op != "PARAM": continue
     store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
     shp = props(u).shape or ()
     width = shp[-1] if shp else 1
     acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, fastest)))
-    trips = max(trips, _loop_trips(lin, u, set(ks.work_ids.values())))
-  return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc)
+    t = _loop_trips(lin, u, ids)
+    trips = max(trips, t)
+    if not store: loads.append((t, int(width) * _dt(props(u.src[0]).dtype).itemsize))
+  muls = [(_loop_trips(lin, u, ids), _lanes(u)) for u in lin.src if u.op == "MUL" and _dt(props(u).dtype).cls == "float"]
+  hot = max((t for t, _ in muls), default=None)
+  return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc,
+                      global_read_bytes=sum(t * b for t, b in loads), flops=2 * sum(t * w for t, w in muls),
+                      hot_global_loads=sum(1 for t, _ in loads if t == hot) if hot is not None else 0)
+
+
+def _lanes(u: UOp) -> int:
+  shp = props(u).shape or ()
+  return int(shp[-1]) if shp else 1
 
 
 def launch_report(compiled, dev=None) -> list:

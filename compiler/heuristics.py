@@ -143,7 +143,37 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   return True
 
 
-def default_opts(sink: UOp, target: str, dev=None) -> list:
+def _local_tile(A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padded: bool, outs: list, reused, fits) -> bool:
+  """GPU: a register-tiled reduce gets a 2-d work-group (`local_tile` items: LOCAL splits
+  of its row and column axes) whose items copy each step's input tiles into local memory
+  together (STAGE by `local_tile` k), when the sizes divide and `fits` says the opts apply
+  and compile, race-free (else the kernel keeps its global reads: padded tiles, odd shapes)."""
+  T = H.get("local_tile")
+  if not T or dev.kind != "gpu" or target != "opencl" or padded or m_ax is None: return False
+  (ir, ic), k = (int(x) for x in T["items"]), int(T["k"])
+  if dev.max_local and ir * ic > dev.max_local: return False
+  red = next((p for p in reds if A.size[p] % k == 0 and A.size[p] >= 2 * k), None)   # the reduce axis stepped through
+  if A.size[n_ax] % ic or red is None: return False
+  if fits is None: return False
+  # the rows: the register tile's, else another output axis an input is reused along (a
+  # convolution's output channels, along which its windowed input is reused)
+  cut = next(n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == ["SPLIT", m_ax] and A.opts[n][2][1] == "UPCAST")
+  rows = A.opts[cut][2][0]
+  for p in [m_ax] + [p for p in reversed(outs) if p not in (m_ax, n_ax) and reused(p)]:
+    size_p = A.size[p] if p == m_ax else A.size[p] // rows if A.size[p] % rows == 0 else 0
+    if not size_p or size_p % ir: continue
+    opts = A.opts[:cut] + [["SPLIT", p, [rows, "UPCAST"]]] + A.opts[cut + 1:]
+    trial = opts + [["SPLIT", n_ax, [ic, "LOCAL"]], ["SPLIT", p, [ir, "LOCAL"]], ["STAGE", red, k]]
+    if not fits(trial): continue
+    A.opts[:] = trial
+    return True
+  return False
+
+
+def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
+  """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
+  compile (compiler/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
+  where the caller can say: without `fits` the kernel keeps its global reads."""
   from tinyspec.compiler.device import device
   dev = dev or device(target)
   H = render_tables()["heuristics"][dev.kind]
@@ -198,8 +228,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
+        staged = _local_tile(A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused, fits)
         u = H.get("unroll_tile", 1)
-        if u > 1 and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not staged and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
@@ -244,7 +275,7 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
       if p is not None:
         t = _divisor(A.size[p], want, 2)
         if t: A.split(p, t, "THREAD", True)
-    elif dev.target == "opencl" and H.get("locals") and not grouped:
+    elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
       p = outs[-1]
       k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
       if k: A.split(p, k, "LOCAL")

@@ -27,7 +27,9 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
        PADTO  arg m: the axis grows to the next multiple of m; the new iterations are
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
-       NOLOCALS: no LOCAL or GROUP_REDUCE axes (workgroup memory) afterwards;
+       STAGE  arg k: a gemm-shaped reduce reads its inputs through local memory, k
+              reduce steps at a time (compiler/stage.py);
+       NOLOCALS: no LOCAL, GROUP_REDUCE or STAGE (workgroup memory) afterwards;
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
   3. THREAD axes move to the outside of their nest (C runs the outermost loop's slices
@@ -52,19 +54,20 @@ def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
   return substitute(sink, subs) if subs else sink
 
 
-def type_refusal(sink: UOp, r: UOp, kind: str, acc=None):
+def type_refusal(sink: UOp, r: UOp, kind: str, acc=None, target: str | None = None):
   """(rule, why) when axis r may not have type `kind` by what its iterations do, or None:
   parallel types need conflict-free iterations closed by ENDs (a REDUCE's iterations feed
   one value); GROUP_REDUCE a REDUCE's own axis; UNROLL and GROUP_REDUCE a reduction
   that may reorder; reordering types conflict-free iterations."""
   closing = closers(sink, r)
-  if kind in PARALLEL and (any(u.op == "REDUCE" for u in closing) or not conflict_free(sink, r, acc)):
+  wg = target == "opencl"      # work-groups with their own LOCAL memory and BARRIERs
+  if kind in PARALLEL and (any(u.op == "REDUCE" for u in closing) or not conflict_free(sink, r, acc, wg)):
     return "opt.parallel", "its iterations are not independent (a reduction, a carried value, or two iterations touching one element with a write)"
   if kind == "GROUP_REDUCE" and not (closing and all(u.op == "REDUCE" for u in closing)):
     return "opt.parallel", "it is not a REDUCE's own axis; GROUP_REDUCE combines partial reductions"
   if kind in ("UNROLL", "GROUP_REDUCE") and any(u.op == "REDUCE" and not reorderable(u) for u in closing):
     return "opt.order", "it reduces with a float MUL, whose order is fixed (ops.yaml decision reduce-empty)"
-  if kind in REORDERING and (carried(sink, r) or not conflict_free(sink, r, acc)):
+  if kind in REORDERING and (carried(sink, r) or not conflict_free(sink, r, acc, wg)):
     return "opt.carried", "its iterations must run in order, each once (a loop-carried read, or two iterations touching one element with a write)"
   if kind not in PARALLEL + REORDERING + ("LOOP", "REDUCE"):
     return "opt.unsupported", f"{kind} axes are made by OptOps this compiler does not have"
@@ -128,12 +131,12 @@ def program_axes(lin: UOp) -> UOp:
   return substitute(lin, demote) if demote else lin
 
 
-def proved_parallel(sink: UOp) -> None:
+def proved_parallel(sink: UOp, target: str | None = None) -> None:
   """Every parallel and reordering axis is allowed its type (module doc, step 4)."""
   acc = accesses(sink)
   for r in ranges(sink):
     t = axis_type(r)
-    if t in PARALLEL + REORDERING and (why := type_refusal(sink, r, t, acc)) is not None:
+    if t in PARALLEL + REORDERING and (why := type_refusal(sink, r, t, acc, target)) is not None:
       raise CompileError("opt.parallel", f"axis {r.arg['id']} ({t}) may not run in parallel or reordered: {why[1]}")
 
 
@@ -209,7 +212,7 @@ def _parse(opt):
   return op, axis, arg
 
 
-def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev):
+def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev, target: str | None = None):
   """The table checks of SPLIT (see the module doc); returns top with its default."""
   T = tables().axis_types
   if kind not in T: raise CompileError("opt.split_from", f"{kind!r} is not an AxisType (ops.yaml axis_types)")
@@ -225,7 +228,7 @@ def check_split(sink: UOp, r: UOp, axis: int, k, kind, top, no_locals: bool, dev
   if kind in WORKGROUP and no_locals: raise CompileError("opt.unsupported", f"{kind} after NOLOCALS")
   if kind in PARALLEL and cur not in PARALLEL:
     raise CompileError("opt.parallel", f"axis {axis} ({cur}) is not independent; it cannot get {kind}")
-  why = type_refusal(sink, r, kind)
+  why = type_refusal(sink, r, kind, None, target or (dev.target if dev is not None else None))
   if why is not None: raise CompileError(why[0], f"axis {axis} cannot get {kind}: {why[1]}")
   if kind == "GROUP_REDUCE" and dev is not None and dev.max_local and k > dev.max_local:
     raise CompileError("opt.unsupported", f"a group of {k} exceeds the {dev.max_local} work items of a workgroup on {dev.name}")
@@ -252,11 +255,15 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
     r = axes[axis]
     if op == "SPLIT":
       k, kind, top = (list(arg) + [None, None])[:3] if isinstance(arg, (list, tuple)) else (arg, None, None)
-      top = check_split(sink, r, axis, k, kind, top, no_locals, dev)
+      top = check_split(sink, r, axis, k, kind, top, no_locals, dev, target)
       sink = _split(sink, r, k, kind, top, max(a.arg["id"] for a in axes) + 1)
     elif op == "PADTO":
       if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
+    elif op == "STAGE":
+      from tinyspec.compiler.stage import stage
+      if no_locals: raise CompileError("opt.unsupported", "STAGE after NOLOCALS")
+      sink = stage(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
     elif op == "SWAP":
       if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
       sink = _swap(sink, r, axes[arg])
@@ -268,8 +275,19 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       if axis_type(r) in WORKGROUP: group *= size(r) or 1
     if group > dev.max_local: raise CompileError("opt.unsupported", f"a workgroup of {group} work items (LOCAL x GROUP_REDUCE) exceeds the {dev.max_local} of {dev.name}")
   sink = threads_outside(sink)
-  proved_parallel(sink)
+  proved_parallel(sink, target)
   return sink
+
+
+def opts_fit(sink: UOp, target: str, dev):
+  """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
+  What the heuristics try a staged tiling with (compiler.heuristics default_opts)."""
+  def fits(opts) -> bool:
+    from tinyspec.compiler.expand import expand
+    try: expand(apply_opts(sink, opts, target, dev))
+    except CompileError: return False
+    return True
+  return fits
 
 
 def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
@@ -277,5 +295,5 @@ def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
     from tinyspec.compiler.heuristics import default_opts
-    opts = default_opts(sink, target, dev)
+    opts = default_opts(sink, target, dev, opts_fit(sink, target, dev))
   return apply_opts(sink, opts, target, dev)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort, fold_up
-from tinyspec.compiler.symbolic import exact_linear, linear_interval
+from tinyspec.compiler.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.axes import carried, open_ranges
 
 WRITES = ("STORE", "ATOMICADD")
@@ -103,6 +103,16 @@ def _radix_separated(k: int, rest: dict, dc: int, r: UOp) -> bool:
   return iv is not None and iv[1] - iv[0] + abs(dc) < abs(k) and all(v % m == 0 for t, v in rest.items() if t not in small)
 
 
+def _digit_separated(k: int, ra: dict, rb: dict, dc: int, r: UOp) -> bool:
+  """k*r + ra + c_a and k*r + rb + c_b with every other coefficient (of either) a multiple
+  of m = |k| times r's number of values and c_a = c_b (mod m): modulo m both indices are
+  k*r + c, which differs for different r (the rests may be any terms: a LOCAL tile
+  written by one set of work items and read by another, split by the same lane digit)."""
+  rlo, rhi = props(r).min_max
+  m = abs(k) * (rhi - rlo + 1)
+  return dc % m == 0 and all(v % m == 0 for v in (*ra.values(), *rb.values()))
+
+
 def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
   """Do iterations r = v1 != v2 of a and b (the other loops anywhere) always touch
   different elements? Some dimension indexes both as k*r + rest (the same k != 0, the
@@ -120,6 +130,7 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
     rb = {t: v for t, v in tb.items() if t is not r}
     if any(_depends(t, r, memo) for t in (*ra, *rb)): continue
     if ra == rb and _radix_separated(k, ra, ca - cb, r): return True
+    if _digit_separated(k, ra, rb, ca - cb, r): return True
     iva, ivb = linear_interval(ra, ca), linear_interval(rb, cb)
     if iva is not None and ivb is not None and max(iva[1] - ivb[0], ivb[1] - iva[0]) < abs(k): return True
   return False
@@ -137,24 +148,57 @@ def runs_in(a: Access, r: UOp, memo: dict) -> bool:
   return r.op == "SPECIAL" or any(r in open_ranges(u, memo) for u in (a.node,) + a.after)
 
 
-def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None) -> bool:
+def conflict_free(sink: UOp, r: UOp, acc: list[Access] | None = None, workgroups: bool = False) -> bool:
   """No two iterations of axis r (a RANGE or SPECIAL) touch one element with at least
   one write (integer atomic adds aside: they commute), none reads what another stored,
   and no access outside the loop touches an element one inside writes (or writes one
-  an iteration reads): r may run in parallel or reordered."""
+  an iteration reads): r may run in parallel or reordered. `workgroups`: the axes run as
+  OpenCL work-groups and work items (LOCAL storage is a work-group's own, a BARRIER
+  synchronizes its work items); C runs them as loops and threads sharing one scratch."""
   if carried(sink, r): return False
   acc = accesses(sink) if acc is None else acc
   written = {a.storage for a in acc if a.write}
-  memo, opened = {}, {}
+  memo, opened, below = {}, {}, {}
   for s in written:
     group = [a for a in acc if a.storage is s]
+    local = props(s).addrspace == "LOCAL"
+    if local and workgroups and _group_axis(r): continue      # every work-group has LOCAL storage of its own
     for n, a in enumerate(group):
       for b in group[n:]:
         if not (a.write or b.write) or _commute(a, b): continue
         ia, ib = runs_in(a, r, opened), runs_in(b, r, opened)
+        if local and _ordered_pair(a, b, ia, ib, r, below, workgroups): continue
         if ia and ib and not separated(a, b, r, memo): return False
         if ia != ib and not _disjoint(a, b): return False
   return True
+
+
+def _group_axis(r: UOp) -> bool:
+  """Does r number work-groups (a GLOBAL or THREAD axis, a gidx/tidx SPECIAL)?"""
+  return (r.op == "RANGE" and r.arg.get("type") in ("GLOBAL", "THREAD")) or (r.op == "SPECIAL" and r.arg["name"][0] in "gt")
+
+
+def _item_axis(r: UOp) -> bool:
+  """Does r number a work-group's work items (a LOCAL axis, a lidx SPECIAL)?"""
+  return (r.op == "RANGE" and r.arg.get("type") == "LOCAL") or (r.op == "SPECIAL" and r.arg["name"].startswith("lidx"))
+
+
+def _through_barrier(a: Access, w: Access, below: dict) -> bool:
+  """Is read a ordered after write w through a BARRIER (an AFTER of a BARRIER over w)?"""
+  for x in a.after:
+    for b in below.setdefault(x, set(toposort(list(x.src[1:])))):
+      if b.op == "BARRIER" and w.node in below.setdefault(b, set(toposort(b))): return True
+  return False
+
+
+def _ordered_pair(a: Access, b: Access, ia: bool, ib: bool, r: UOp, below: dict, workgroups: bool) -> bool:
+  """LOCAL storage: a read ordered after a write (through AFTER) sees it whatever the order
+  of r's iterations when only one of them runs in r (the write completes first), or when
+  r numbers work items and a BARRIER orders them (every item's store, then every read).
+  Reads in later iterations of other loops are hazards()'s business."""
+  rd, wr = (a, b) if b.write and not a.write else (b, a) if a.write and not b.write else (None, None)
+  if rd is None or not _ordered_after(rd, wr, below): return False
+  return ia != ib or (workgroups and _item_axis(r) and _through_barrier(rd, wr, below))
 
 
 # ------------------------------------------------------------------ reads of what the kernel writes
@@ -178,6 +222,57 @@ def _disjoint(a: Access, b: Access) -> bool:
 def _feeds(a: Access, w: Access, below: dict) -> bool:
   """Is read a part of write w's value or gate (so, in one iteration, before it)?"""
   return a.node in below.setdefault(w.node, set(toposort(list(w.node.src[1:]))))
+
+
+def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
+  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/stage.py) sees only
+  this iteration's writes when: every work item runs r alike (its bound is a constant),
+  the writes it is ordered after rewrite, at each point of r, every element of the tile
+  exactly once between them (so earlier iterations' values are gone: _covers), and a
+  BARRIER inside r is ordered after the read (every work item has read before any item
+  writes the next iteration's tile)."""
+  if r.op != "RANGE" or r.src[0].op != "CONST": return False
+  if not any(b.op == "BARRIER" and r in open_ranges(b, opened) and a.node in below.setdefault(b, set(toposort(b)))
+             for b in _barriers_of(r, below, opened)): return False
+  ws = [w for w in after if w.storage is a.storage]
+  return _covers(ws, a)
+
+
+def _barriers_of(r: UOp, below: dict, opened: dict) -> list:
+  """The BARRIERs whose ENDs close loop r (in the bodies of r's ENDs)."""
+  key = ("barriers", r)
+  if key not in below:
+    below[key] = [b for e in _ends_of(r, below) for b in toposort(e.src[0]) if b.op == "BARRIER"]
+  return below[key]
+
+
+def _ends_of(r: UOp, below: dict) -> list:
+  return below.get(("ends", r), [])
+
+
+def _covers(ws: list, a: Access) -> bool:
+  """Do the writes ws, over the work items (LOCAL axes, lidx SPECIALs) and their vector
+  lanes, write every element of a's 1-d storage exactly once, and does a read inside it?"""
+  import numpy as np
+  shape = props(a.storage).shape
+  if len(shape) != 1 or len(a.index) != 1: return False
+  n = int(shape[0])
+  vals = []
+  for w in ws:
+    if len(w.index) != 1 or len(w.node.src) != 2: return False    # a gated write may skip elements
+    lf = linear(w.index[0], 32)
+    if lf is None: return False
+    v = np.array([lf[1]], dtype=np.int64)
+    for t, k in lf[0].items():
+      if t.op == "VCONST": tv = np.array([int(x) for x in t.arg["values"]], dtype=np.int64)
+      elif _item_axis(t) and t.src[0].op == "CONST": tv = np.arange(int(t.src[0].arg["value"]), dtype=np.int64)
+      else: return False
+      v = (v[:, None] + k * tv[None, :]).ravel()
+      if v.size > 4 * n: return False
+    vals.append(v)
+  got = np.sort(np.concatenate(vals)) if vals else np.array([], dtype=np.int64)
+  lo, hi = props(a.index[0]).min_max
+  return got.size == n and bool(np.all(got == np.arange(n))) and 0 <= lo and hi < n
 
 
 def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
@@ -204,6 +299,9 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
   writes = [a for a in acc if a.write]
   loops = _loops(sink)
   below: dict = {}
+  for e in toposort(sink):
+    if e.op == "END":
+      for r in e.src[1:]: below.setdefault(("ends", r), []).append(e)
   memo: dict = {}
   opened: dict = {}
   def inside(x: Access, r) -> bool: return runs_in(x, r, opened)
@@ -215,13 +313,15 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
     after = [w for w in ws if _ordered_after(a, w, below)]
     listed = {d for x in a.after for d in x.src[1:]}
     if any(b.op == "BARRIER" for x in a.after for b in below.setdefault(x, set(toposort(list(x.src[1:]))))):
-      listed |= {r for r in loops if r.op == "SPECIAL" and r.arg["name"].startswith("lidx")}   # a BARRIER shows every work item's stores
+      listed |= {r for r in loops if _item_axis(r)}   # a BARRIER shows every work item's stores
+    local = props(a.storage).addrspace == "LOCAL"
     masks = [w for w in after if w.index == a.index and len(w.node.src) == 2]   # ungated writes of the read's element it is ordered after
     def harmless(w: Access) -> bool:
       if _disjoint(a, w): return True
-      w_loops = [r for r in loops if inside(w, r)]
+      w_loops = [r for r in loops if inside(w, r) and not (local and _group_axis(r))]   # (each work-group has LOCAL storage of its own)
       if w in after and a.index == w.index and len(w.node.src) == 2: return True   # this point's w overwrote what others wrote
-      if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) for r in w_loops)
+      if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) or
+                                (local and _staged_step(a, after, r, below, opened)) for r in w_loops)
       return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
                                          (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
     if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)

@@ -132,14 +132,18 @@ class Plan:
     depth = max((len(views[i].shape) for i in self.order if isinstance(views[i].shape, tuple) and all(isinstance(d, int) for d in views[i].shape)), default=0)
     if self.naxes + depth > 60:
       raise EvalError(f"the kernel has {self.naxes} loop axes; with values of rank {depth} that is more array axes than NumPy allows", rule="eval.unsupported")
-    local_bits = thread_bits = 0
+    local_bits = thread_bits = group_bits = 0
     for r in loops:
+      kind = nodes[r].arg.get("type") if nodes[r].op == "RANGE" and isinstance(nodes[r].arg, dict) else None
+      if kind == "LOCAL": local_bits |= 1 << self.axis_of[r]                     # a kernel's work-item axis (an lidx to be)
+      elif kind in ("GLOBAL", "THREAD"): group_bits |= 1 << self.axis_of[r]       # a kernel's work-group axis
       if nodes[r].op != "SPECIAL": continue
       thread_bits |= 1 << self.axis_of[r]
       if str(nodes[r].arg.get("name", "")).startswith("l"): local_bits |= 1 << self.axis_of[r]
     # decision kernel-loops: a REG buffer is private to a thread (every point of the SPECIAL
-    # axes has its own), a LOCAL buffer to a workgroup (every point of the other SPECIALs)
-    self.private = {"REG": thread_bits, "LOCAL": thread_bits & ~local_bits}
+    # axes has its own), a LOCAL buffer to a workgroup (every point of the other SPECIALs, or
+    # in a kernel of the GLOBAL/THREAD RANGEs); a BARRIER closes the lidx SPECIALs and LOCAL RANGEs
+    self.private = {"REG": thread_bits, "LOCAL": (thread_bits & ~local_bits) | group_bits}
     axes = self.axes
     for i in self.order:
       n = nodes[i]

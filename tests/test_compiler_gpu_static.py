@@ -137,8 +137,137 @@ def test_gpu_programs_run_and_agree(case, h100):
        "max": lambda: Tensor(x).max(),
        "softmax": lambda: softmax(Tensor(_rand(256, 1024))),
        "gemm": lambda: gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))}[case]()
-  g = t.graph()
-  want = evaluate(g)["out0"] if isinstance(evaluate(g), dict) else evaluate(g)
-  got = compile_graph(g, "opencl", keep_stages=False, device=h100).run()
+  g, inputs = t.graph(), t.inputs()       # (without the inputs both sides would read zeros)
+  want = evaluate(g, inputs)
+  want = want["out0"] if isinstance(want, dict) else want
+  got = compile_graph(g, "opencl", keep_stages=False, device=h100).run(inputs)
   got = got["out0"] if isinstance(got, dict) else got
   np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ gemm staged through local memory
+@pytest.mark.parametrize("n", [2048, 4096])
+def test_gemm_is_tiled_through_local_memory(n, h100):
+  """The H100 gemm: 16x16 work items, each a 4x4 register tile (a 64x64 block), copy each
+  16-step slice of A and B into local memory together (coalesced, B as float4); the
+  multiply loop then reads only local memory: 1/16 of a global byte per flop issued,
+  against 1 for the untiled layout (4 A scalars and a float4 of B per 16 multiply-adds)."""
+  c = compile_graph(gemm(Tensor(_z(n, n)), Tensor(_z(n, n))).graph(), "opencl", keep_stages=False, device=h100)
+  (k,) = launch_report(c, h100)
+  assert problems([k], h100) == []
+  assert k.local_tiled and 0 < k.local_bytes <= h100.local_mem
+  assert k.group_items == 256 and k.groups == (n // 64) ** 2 >= h100.threads
+  assert all(a.coalesced for a in k.accesses) and any(a.width == 4 for a in k.accesses if not a.store)
+  assert k.bytes_per_flop == 1 / 16
+  assert c.sources[0].body.count("barrier(") == 2
+
+
+def _staged(M, K, N):
+  return M % 64 == 0 and N % 64 == 0 and K % 16 == 0 and K >= 32
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(128, 64, 128), (192, 96, 320), (1000, 1000, 1000), (33, 70, 129)])
+def test_staged_and_fallback_gemms_run_and_agree(shape, h100):
+  """Sizes the block divides are staged; others keep the global-read layout (padded where
+  the register tile does not divide). Both run on PoCL and agree with float64."""
+  M, K, N = shape
+  a, b = _rand(M, K), _rand(K, N)
+  t = gemm(Tensor(a), Tensor(b))
+  c = compile_graph(t.graph(), "opencl", keep_stages=False, device=h100)
+  assert launch_report(c, h100)[-1].local_tiled == _staged(M, K, N)
+  got = c.run(t.inputs())
+  got = np.asarray(got["out0"] if isinstance(got, dict) else got, np.float64).reshape(M, N)
+  np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+def test_staged_gemm_stages_validate_and_evaluate(h100):
+  """Every stage's graph of a staged gemm (the LOCAL tiles, both BARRIERs) validates and
+  the reference evaluates it to the input graph's result."""
+  from tinyspec.compiler.check import check_stages
+  from tinyspec.compiler.pipeline import lower
+  t = gemm(Tensor(_rand(64, 32)), Tensor(_rand(32, 64)))
+  g = t.graph()
+  c = lower(g, "opencl", None, device=h100)
+  assert launch_report(c, h100)[0].local_tiled
+  check_stages(g, t.inputs(), "opencl", compiled=c, tol={"out0": 64})
+
+
+def _staged_kernel(h100):
+  """The optimized (staged) kernel of a small gemm, and its LOCAL axes."""
+  from tinyspec.compiler import callify, rangeify
+  from tinyspec.compiler.optimize import optimize
+  t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
+  sink = optimize(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink, "opencl", None, h100)
+  from tinyspec.compiler.rewrite import toposort
+  nodes = toposort(sink)
+  assert any(u.op == "BUFFER" and u.arg.get("addrspace") == "LOCAL" for u in nodes)
+  return sink, nodes
+
+
+def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
+  """The proofs must still find a race: (1) no BARRIER ending each step (the next step's
+  copies could overwrite what slower work items read); (2) two work items copying into one
+  element (a row of items collapsed onto row 0); (3) the tile read not through the BARRIER."""
+  from tinyspec.compiler import expand as E
+  from tinyspec.compiler.optimize import proved_parallel
+  from tinyspec.compiler.props import CompileError, const
+  from tinyspec.compiler.rewrite import substitute
+  sink, nodes = _staged_kernel(h100)
+  E.expand(sink)                                   # as made: proved race-free
+  proved_parallel(sink, "opencl")
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(sink, "c")   # C runs work items one after another
+  with monkeypatch.context() as m:
+    m.setattr(E, "_step_barriers", lambda s: s)
+    with pytest.raises(CompileError, match="compile.order"): E.expand(sink)
+  stores = [u for u in nodes if u.op == "STORE" and u.src[0].op == "INDEX" and u.src[0].src[0].op == "BUFFER"]
+  lid1 = min((u for u in nodes if u.op == "RANGE" and u.arg.get("type") == "LOCAL"), key=lambda r: r.arg["id"])
+  st = stores[0]
+  bad = substitute(sink, {st.src[0]: st.src[0].replace(src=(st.src[0].src[0], substitute(st.src[0].src[1], {lid1: const(0, "index")})))})
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad, "opencl")
+  after = next(u for u in nodes if u.op == "AFTER" and u.src[0].op == "BUFFER" and len(u.src) == 2 and u.src[1].op == "BARRIER")
+  bad = substitute(sink, {after: after.replace(src=(after.src[0], after.src[1].src[0]))})
+  with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad, "opencl")
+
+
+def test_beam_can_stage_or_not(h100):
+  """BEAM's actions on a GPU offer STAGE of the reduce axis (the heuristics' default is
+  one candidate, the unstaged layout another)."""
+  from tinyspec.compiler import beam, callify, rangeify
+  from tinyspec.compiler.optimize import initial_types
+  t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
+  k = initial_types(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink)
+  acts = beam.actions(k, "opencl", h100)
+  assert ["STAGE", 2, 16] in acts and ["STAGE", 2, 8] in acts
+  assert not any(a[0] == "STAGE" for a in beam.actions(k, "c", h100))       # C runs work items one after another
+
+
+def test_conv3x3_stages_its_windowed_input(h100):
+  """conv3x3 on the H100: its output channels are the block's rows (the windowed input is
+  reused along them), 16 input channels a step. The input tile is copied into local memory
+  (float4, coalesced); the weights keep their global reads (their tile's rows run over the
+  input channels 9 elements apart: a copy would not coalesce), one address per warp row."""
+  c = compile_graph(BENCH["conv3x3 1x64x128x128"]().graph(), "opencl", keep_stages=False, device=h100)
+  k = launch_report(c, h100)[-1]
+  assert problems([k], h100) == []
+  assert k.local_bytes == 16 * 64 * 4 and k.group_items == 256 and k.groups >= h100.threads
+  assert not k.local_tiled and k.bytes_per_flop < 0.6     # 2.125 with global reads only
+  assert all(a.coalesced for a in k.accesses)
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(64, 32, 64), (64, 16, 20)])
+def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
+  """A staged conv (64 output channels, 32 input channels, 64x64) and one the block does
+  not divide (16 input channels, 20x20: global reads) agree with NumPy in float64."""
+  import sys, pathlib
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+  from bench_kernels import conv_np
+  co, ci, hw = shape
+  x, w = _rand(1, ci, hw, hw), _rand(co, ci, 3, 3)
+  t = conv3x3(Tensor(x), Tensor(w))
+  c = compile_graph(t.graph(), "opencl", keep_stages=False, device=h100)
+  assert (launch_report(c, h100)[-1].local_bytes > 0) == (hw % 64 == 0 and ci % 16 == 0)
+  got = c.run(t.inputs())
+  got = np.asarray(got["out0"] if isinstance(got, dict) else got, np.float64).reshape(co, hw, hw)
+  np.testing.assert_allclose(got, conv_np(x.astype(np.float64), w.astype(np.float64)), rtol=1e-4, atol=1e-4 * np.sqrt(9 * ci))
