@@ -117,6 +117,7 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
       from tinyspec.dtypes import dtype as _dt
       local_bytes += n * _dt(props(u).dtype).itemsize
   fastest = _fastest(ks)
+  lanes = ks.work_lanes.get("get_local_id(0)", []) if fastest is not None and "get_local_id(0)" in ks.work_ids else []
   users: dict = {}
   for u in lin.src:
     for k, s in enumerate(u.src):
@@ -127,8 +128,9 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
     shp = props(u).shape or ()
     width = shp[-1] if shp else 1
-    acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, fastest)))
-    trips = max(trips, _loop_trips(lin, u, set(ks.work_ids.values())))
+    mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
+    acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))
+    trips = max(trips, _loop_trips(lin, u, set(ks.work_ids.values()) | {r for rs in ks.work_lanes.values() for r in rs}))
   return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc)
 
 

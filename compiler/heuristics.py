@@ -143,6 +143,28 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   return True
 
 
+def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load, contiguous_in_store) -> bool:
+  """GPU: a fused row kernel (row reductions kept with the elementwise work that reads
+  them, compiler/rangeify.py _row_fused): every reduce runs over a row as long as the
+  output axis contiguous in memory. All of them are split into the same `group_size`
+  lanes, stride 1 (GROUP_REDUCE for each reduce, LOCAL for the output axis, swapped
+  outside that axis's remaining loop): render makes the lanes one work-item id, so each
+  work-group reads its row coalesced in every pass and the rows are the work-groups."""
+  inner = [p for p in outs if contiguous_in_store(p)]
+  if not reds or not inner: return False
+  n_ax = inner[-1]
+  n = A.size[n_ax]
+  if any(A.size[p] != n or not contiguous_in_load(p) for p in reds): return False
+  if any(st[n_ax] != 0 for st in A.strides if any(st[p] != 0 for p in reds)): return False   # a reduce inside the output axis
+  g = _divisor(n, min(int(H["group_size"]), dev.max_local or int(H["group_size"])), max(2, dev.warp))
+  if not g: return False
+  for i, p in enumerate(reds): reds[i] = A.split(p, g, "GROUP_REDUCE", False)
+  A.split(n_ax, g, "LOCAL", False)
+  lane = len(A.size) - 1
+  if n // g > 1: A.opts.append(["SWAP", n_ax, lane])
+  return True
+
+
 def default_opts(sink: UOp, target: str, dev=None) -> list:
   from tinyspec.compiler.device import device
   dev = dev or device(target)
@@ -165,6 +187,9 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   def contiguous_in_load(p): return any(ld and st[p] == 1 for ld, st in zip(is_load, A.strides))
   def reused(p): return any(ld and st[p] == 0 for ld, st in zip(is_load, A.strides))
 
+  # 0. a fused row kernel on a GPU: a work-group per row
+  if reds and outs and dev.kind == "gpu" and dev.target == "opencl" and _gpu_rows(A, reds, outs, dev, H, contiguous_in_load, contiguous_in_store):
+    return A.opts
   tiled = False
   # 1. register tiling of reduce kernels whose inputs are shared between outputs
   if reds and outs:

@@ -130,7 +130,8 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     else:
       roots = _callify.callify(roots)
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
-      sched = _hazards.separate_reads(_rangeify.rangeify(roots))   # user kernels CALLed: reads of what they write
+      dev = _target_device(target, device)
+      sched = _hazards.separate_reads(_rangeify.rangeify(roots, fuse_rows(target, dev)))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
     dev = _target_device(target, device)
     def choose(k):
@@ -163,6 +164,18 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
   # INDEX that is always out of range folds to zero): refimpl accepts them too
   return Compiled(target, sched, sources, stages, linear=kernels_lin, input_names=_input_names(sched) | _graph_input_names(g))
+
+
+def fuse_rows(target: str, dev) -> int | None:
+  """The longest row whose reductions stay in their consumers' kernel (render.yaml
+  heuristics `fuse_rows`: rows per work item; GPUs: a work-group of `group_size` items
+  reads the row, so a row of at most group_size x that), or None (no fusion)."""
+  from tinyspec.compiler.tables import render_tables
+  H = render_tables()["heuristics"][dev.kind]
+  per_item = H.get("fuse_rows")
+  if not per_item: return None
+  width = min(int(H["group_size"]), dev.max_local or int(H["group_size"])) if target == "opencl" and H.get("group_size") else 1
+  return int(per_item) * width
 
 
 def _has_reg(sink: UOp) -> bool:

@@ -169,6 +169,7 @@ class KernelSource:
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
   work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/gpucheck.py)
+  work_lanes: dict = field(default_factory=dict)  # OpenCL: builtin -> every RANGE it is (a fused row kernel's sibling lanes)
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -437,6 +438,7 @@ class Renderer:
                       fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
                       {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
     ks.work_ids = {v: k for k, v in self.ids.items()}
+    for k, v in self.ids.items(): ks.work_lanes.setdefault(v, []).append(k)
     if self.target == "opencl":
       for u in specials: ks.work_ids[{"g": "get_group_id", "l": "get_local_id", "t": "get_global_id"}[u.arg["name"][0]] + f"({u.arg['name'][-1]})"] = u
     ks.source = assemble([ks], self.target)
@@ -481,14 +483,13 @@ class Renderer:
     device picks the workgroups. With them: GLOBAL/THREAD axis d is get_group_id(d) and
     LOCAL/GROUP_REDUCE axis d get_local_id(d). Returns (global_size, local_size)."""
     prefix = self._parallel_prefix(instrs, ("GLOBAL", "THREAD", "LOCAL"))
-    depth, groups = 0, []
-    for u in instrs:
-      if u.op == "RANGE":
-        if depth == len(prefix) and u.arg.get("type") == "GROUP_REDUCE" and self._bound_ok(u) and self._opened_in(instrs, u, prefix): groups.append(u)
-        depth += 1
-      elif u.op == "END": depth -= 1
+    at, groups = self._lanes(instrs, prefix)
+    if groups and at < len(prefix):   # a fused row kernel: the output axis's lane shares the reduces' id
+      lane = prefix[at]
+      if lane.arg.get("type") == "LOCAL" and self.bound(lane) == self.bound(groups[0]): groups.append(lane)
+      prefix = prefix[:at]
     glob = [r for r in prefix if r.arg.get("type") != "LOCAL"]
-    loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups
+    loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups[:1]
     if not loc or len(glob) > 3 or len(loc) > 3:
       ids = prefix[-3:]
       for d, r in enumerate(reversed(ids)): self.ids[r] = f"get_global_id({d})"
@@ -499,19 +500,29 @@ class Renderer:
       g = glob[d] if d < len(glob) else None
       l = loc[d] if d < len(loc) else None
       if g is not None: self.ids[g] = f"get_group_id({d})"
-      if l is not None: self.ids[l] = f"get_local_id({d})"
+      if l is not None:
+        for x in (groups if groups and l is groups[0] else [l]): self.ids[x] = f"get_local_id({d})"
       gb, lb = (self.bound(g) if g is not None else 1), (self.bound(l) if l is not None else 1)
       gsize.append([gb, lb]); lsize.append(lb)
     return gsize, lsize
 
-  def _opened_in(self, instrs, r: UOp, prefix: list) -> bool:
-    """Is r opened directly inside the prefix nest (no other loop around it)?"""
-    open_: list = []
+  def _lanes(self, instrs, prefix: list):
+    """(depth d, ranges): the GROUP_REDUCE ranges opened directly inside prefix[:d], at the
+    smallest such d. They are siblings (each closed before the next opens, a BARRIER
+    between them), so they share one work-item id: the work-group runs them one after the
+    other, every item taking its lane in each (a fused row kernel: compiler/heuristics.py
+    _gpu_rows). Ranges with another bound than the first keep their own loops."""
+    open_, found = [], []
     for u in instrs:
-      if u is r: return open_ == prefix
-      if u.op == "RANGE": open_.append(u)
+      if u.op == "RANGE":
+        d = len(open_)
+        if u.arg.get("type") == "GROUP_REDUCE" and self._bound_ok(u) and d <= len(prefix) and open_ == prefix[:d]: found.append((d, u))
+        open_.append(u)
       elif u.op == "END": open_.pop()
-    return False
+    if not found: return len(prefix), []
+    at = min(d for d, _ in found)
+    first = next(u for d, u in found if d == at)
+    return at, [u for d, u in found if d == at and self.bound(u) == self.bound(first)]
 
   def _parallel_prefix(self, instrs, kinds) -> list:
     """The leading ranges of the outermost nest with a type in `kinds`, when every store

@@ -86,10 +86,37 @@ def test_long_reduce_reads_grid_stride(h100):
   assert comb.iterations == part.groups                        # the second kernel reads one partial per group
 
 
-def test_row_reduction_is_a_work_group_per_row(h100):
+def layer_norm(x):
+  n = 1.0 / x.shape[1]
+  d = x - x.sum(1, keepdim=True) * n
+  return d / ((d * d).sum(1, keepdim=True) * n + 1e-5).sqrt()
+
+
+def test_softmax_is_one_kernel_a_work_group_per_row(h100):
+  """Softmax 4096x1024 (compiler/rangeify.py _row_fused, heuristics _gpu_rows): ONE
+  kernel, a work-group of 256 items per row; every pass over the row (max, sum of exp,
+  the output) reads coalesced, stride 1 in get_local_id(0); two 256-slot local buffers."""
   c = compile_graph(BENCH["softmax 4096x1024"]().graph(), "opencl", keep_stages=False, device=h100)
-  reds = [k for k in launch_report(c, h100) if k.local_bytes]
-  assert len(reds) == 2 and all(k.groups == 4096 and k.group_items == 256 for k in reds)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items, k.local_bytes) == (4096, 256, 2 * 256 * 4)
+  assert k.local_bytes <= h100.local_mem
+  loads = [a for a in k.accesses if not a.store]
+  assert len(loads) == 3 and all(a.stride == 1 for a in k.accesses)   # three passes, each coalesced
+  assert c.sources[0].body.count("get_local_id(0)") == 3                 # the passes share the work item id
+
+
+def test_layer_norm_is_one_kernel(h100):
+  c = compile_graph(layer_norm(Tensor(_z(4096, 1024))).graph(), "opencl", keep_stages=False, device=h100)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items) == (4096, 256) and problems([k], h100) == []
+
+
+def test_row_fusion_keeps_other_rows_apart(h100):
+  """A row reduction read along another axis (a column sum of x - rowmax) is not fused:
+  the consumer does not iterate its rows, so fusing would recompute it per element."""
+  x = Tensor(_z(512, 512))
+  c = compile_graph((x - x.max(1, keepdim=True)).sum(0).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 2
 
 
 @pytest.mark.parametrize("name", ["a100", "mi250"])
@@ -126,6 +153,22 @@ def test_table_device_named_in_the_environment(monkeypatch):
   finally:
     D.device.cache_clear()
   with pytest.raises(KeyError, match="device_tables"): D.table_device("no such gpu")
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300)])
+@pytest.mark.parametrize("f", [softmax, layer_norm], ids=["softmax", "layer_norm"])
+def test_fused_rows_run_and_agree(f, shape, h100):
+  """Fused row kernels on PoCL: rows that are not a power of two, longer than a
+  work-group, shorter than a warp."""
+  g = f(Tensor(_rand(*shape))).graph()
+  want = evaluate(g)
+  want = want["out0"] if isinstance(want, dict) else want
+  c = compile_graph(g, "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  got = c.run()
+  got = got["out0"] if isinstance(got, dict) else got
+  np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
