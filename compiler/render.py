@@ -415,6 +415,7 @@ class Renderer:
       # C runs the work items of a SPECIAL as a loop, one after another: the workgroup never meets at the barrier
       raise CompileError("compile.unsupported", "a BARRIER among local work items (lidx SPECIALs): C runs them one after another; the opencl target runs workgroups")
     self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
+    self.guarded: set = set()          # OpenCL: lanes narrower than their work-group (run under if (id < bound))
     self.thread, self.tail = None, False
     gsize, lsize = [], None
     if specials: gsize, lsize = self.specials(specials)
@@ -521,8 +522,10 @@ class Renderer:
       elif u.op == "END": open_.pop()
     if not found: return len(prefix), []
     at = min(d for d, _ in found)
-    first = next(u for d, u in found if d == at)
-    return at, [u for d, u in found if d == at and self.bound(u) == self.bound(first)]
+    lanes = [u for d, u in found if d == at and isinstance(self.bound(u), int)] or [next(u for d, u in found if d == at)]
+    width = max(lanes, key=lambda u: self.bound(u) if isinstance(self.bound(u), int) else 0)
+    self.guarded |= {u for u in lanes if u is not width and self.bound(u) != self.bound(width)}
+    return at, [width] + [u for u in lanes if u is not width]
 
   def _parallel_prefix(self, instrs, kinds) -> list:
     """The leading ranges of the outermost nest with a type in `kinds`, when every store
@@ -608,6 +611,9 @@ class Renderer:
       bound = self.ref(u.src[0])
       if u in self.ids:
         self.emit(f"long {r} = (long){self.ids[u]};")
+        if u in self.guarded:   # a lane narrower than the work-group: the items above it skip the body
+          self.emit(f"if ({r} < {bound}) {{")
+          self.depth += 1
         return
       it = "int64_t" if self.target == "c" else "long"
       start, stop = ("tlo", "thi") if u is self.thread else ("0", bound)
@@ -618,6 +624,9 @@ class Renderer:
       self.depth += 1
       return
     if op == "END":
+      if u.src[1] in self.guarded and u.src[1] in self.ids:
+        self.depth -= 1
+        self.emit("}")
       if u.src[1] in self.ids: return
       self.depth -= 1
       self.emit("}")

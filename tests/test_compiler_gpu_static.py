@@ -5,6 +5,7 @@ coalesced (consecutive work items, consecutive elements) and fit local memory. C
 GPU; these keep the GPU heuristics honest there. The programs compiled for a table GPU
 are plain OpenCL: where PoCL is installed they also run and must equal the reference."""
 from __future__ import annotations
+import re
 import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
@@ -102,7 +103,15 @@ def test_softmax_is_one_kernel_a_work_group_per_row(h100):
   assert k.local_bytes <= h100.local_mem
   loads = [a for a in k.accesses if not a.store]
   assert len(loads) == 3 and all(a.stride == 1 for a in k.accesses)   # three passes, each coalesced
-  assert c.sources[0].body.count("get_local_id(0)") == 3                 # the passes share the work item id
+  body = c.sources[0].body
+  # the combine is a tree: per reduce, after the partials' barrier, the items below 128,
+  # 64, ..., 2 each add slot id + half into slot id, a barrier after each step; every
+  # item then combines the last two slots (no item reads all 256 partials)
+  steps = [int(n) for n in re.findall(r"if \(r\d+ < (\d+)L\)", body)]
+  assert steps == [128, 64, 32, 16, 8, 4, 2] * 2
+  assert body.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2 * (1 + 7)
+  assert "< 256L" not in body
+  assert body.count("get_local_id(0)") == 3 + len(steps)                # the passes and steps share the work item id
 
 
 def test_layer_norm_is_one_kernel(h100):
@@ -161,13 +170,12 @@ def test_table_device_named_in_the_environment(monkeypatch):
 def test_fused_rows_run_and_agree(f, shape, h100):
   """Fused row kernels on PoCL: rows that are not a power of two, longer than a
   work-group, shorter than a warp."""
-  g = f(Tensor(_rand(*shape))).graph()
-  want = evaluate(g)
-  want = want["out0"] if isinstance(want, dict) else want
+  t = f(Tensor(10 * _rand(*shape)))
+  g, inputs = t.graph(), t.inputs()
+  want = evaluate(g, inputs)["out0"]
   c = compile_graph(g, "opencl", keep_stages=False, device=h100)
   assert len(c.sources) == 1
-  got = c.run()
-  got = got["out0"] if isinstance(got, dict) else got
+  got = c.run(inputs)["out0"]
   np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
 
 
@@ -180,8 +188,7 @@ def test_gpu_programs_run_and_agree(case, h100):
        "max": lambda: Tensor(x).max(),
        "softmax": lambda: softmax(Tensor(_rand(256, 1024))),
        "gemm": lambda: gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))}[case]()
-  g = t.graph()
-  want = evaluate(g)["out0"] if isinstance(evaluate(g), dict) else evaluate(g)
-  got = compile_graph(g, "opencl", keep_stages=False, device=h100).run()
-  got = got["out0"] if isinstance(got, dict) else got
+  g, inputs = t.graph(), t.inputs()     # the inputs' contents (without them both sides read zeros)
+  want = evaluate(g, inputs)["out0"]
+  got = compile_graph(g, "opencl", keep_stages=False, device=h100).run(inputs)["out0"]
   np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
