@@ -14,7 +14,8 @@ warp, one transaction). Anything else -- a stride, or an index the fastest id en
 through a division, a modulo or a loaded value -- is reported as such.
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
-over the device's, uncoalesced global accesses.
+over the device's, uncoalesced global accesses, and races between the work items on
+local memory (a missing BARRIER: compiler/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class KernelLaunch:
   local_bytes: int             # __local memory declared
   iterations: int              # work items x the loop trips around the deepest global access (an estimate of the work)
   accesses: list = field(default_factory=list)
+  races: list = field(default_factory=list)   # races on local memory (compiler/localrace.py)
 
   @property
   def items(self) -> int: return self.groups * max(1, self.group_items)
@@ -131,7 +133,8 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
     acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))
     trips = max(trips, _loop_trips(lin, u, set(ks.work_ids.values()) | {r for rs in ks.work_lanes.values() for r in rs}))
-  return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc)
+  from tinyspec.compiler.localrace import local_races
+  return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc, local_races(ks, lin))
 
 
 def launch_report(compiled, dev=None) -> list:
@@ -153,6 +156,7 @@ def problems(report: list, dev, busy: int = 1 << 20) -> list[str]:
       out.append(f"{k.name}: work-groups of {k.group_items} items, narrower than a warp of {dev.warp}")
     if dev.max_local and k.group_items > dev.max_local: out.append(f"{k.name}: {k.group_items} items per work-group > {dev.max_local}")
     if dev.local_mem and k.local_bytes > dev.local_mem: out.append(f"{k.name}: {k.local_bytes} bytes of local memory > {dev.local_mem}")
+    out += k.races
     for a in k.accesses:
       if not a.coalesced:
         what = "not linear in" if a.stride is None else f"stride {a.stride} elements in"

@@ -152,6 +152,34 @@ def test_checker_finds_planted_launch_problems(h100):
   assert any("local memory" in p for p in problems(rep, h100))
 
 
+def _without(lin, drop):
+  return lin.replace(src=tuple(u for u in lin.src if u is not drop))
+
+
+def test_local_memory_races_are_found(h100):
+  """compiler/localrace.py: the fused softmax and the split sum have no race on local
+  memory; the same kernels with any one BARRIER left out do, and a BARRIER moved inside
+  a tree step (reached by the items below its bound only) is refused."""
+  from tinyspec.compiler.gpucheck import kernel_launch
+  for case in ("softmax 4096x1024", "sum 16M"):
+    c = compile_graph(BENCH[case]().graph(), "opencl", keep_stages=False, device=h100)
+    ks, lin = c.sources[0], c.linear[0]
+    assert kernel_launch(ks, lin).races == []
+    bars = [u for u in lin.src if u.op == "BARRIER"]
+    assert len(bars) == (16 if case.startswith("softmax") else 8)
+    for bar in bars:
+      (race,) = kernel_launch(ks, _without(lin, bar)).races
+      assert "race on local buffer" in race
+  src = list(lin.src)
+  step = next(u for u in src if u.op == "RANGE" and u in ks.work_lanes["get_local_id(0)"] and int(u.src[0].arg["value"]) < 256)
+  end = next(k for k, u in enumerate(src) if u.op == "END" and u.src[1] is step)
+  bar = src[end + 1]
+  assert bar.op == "BARRIER"
+  src[end], src[end + 1] = bar, src[end]
+  ps = problems([kernel_launch(ks, lin.replace(src=tuple(src)))], h100)
+  assert any("not every work item reaches it" in p for p in ps)
+
+
 def test_table_device_named_in_the_environment(monkeypatch):
   from tinyspec.compiler import device as D
   D.device.cache_clear()
