@@ -16,7 +16,9 @@
       result  = REDUCE(INDEX(AFTER(lbuf, bar), g2), g2)                   g2: a new REDUCE axis
 
   The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
-  render.py); the BARRIER orders every partial before the final reduce.
+  render.py); the BARRIER orders every partial before the final reduce. Where the
+  device's heuristics say `group_combine: tree` (GPUs), the final reduce is instead a
+  tree of steps on the work items, a BARRIER after each (_tree_combine).
 * A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
   (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made -inf so that
   they never win. Exactly decision reduce-max (the largest non-NaN element, +0 above -0,

@@ -3,6 +3,9 @@
 The numbers are spec/render.yaml `heuristics` (one entry per device kind, cpu or gpu).
 From a kernel's accesses (which ranges each memory access depends on, and with what
 stride) they choose, in this order:
+  0. GPUs: a fused row kernel (row reductions with the elementwise work reading them,
+     compiler/rangeify.py) is a work-group per row: every reduce and the output axis
+     split into the same `group_size` lanes (_gpu_rows), and nothing else;
   1. register tiling: when the kernel reduces and an input does not depend on an output
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
      output axis that is contiguous in the store by tile[1] and another such output
@@ -143,6 +146,19 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   return True
 
 
+def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in_store):
+  """The output axis of a fused row kernel (row reductions kept with the elementwise work
+  that reads them, compiler/rangeify.py _row_fused), or None: the output axis contiguous
+  in memory, every reduce as long, read contiguously, and no reduce running inside it
+  (what a reduce reads does not move with it: the reduces are per row)."""
+  inner = [p for p in outs if contiguous_in_store(p)]
+  if not reds or not inner: return None
+  n_ax = inner[-1]
+  if any(A.size[p] != A.size[n_ax] or not contiguous_in_load(p) for p in reds): return None
+  if any(st[n_ax] != 0 for st in A.strides if any(st[p] != 0 for p in reds)): return None
+  return n_ax
+
+
 def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load, contiguous_in_store) -> bool:
   """GPU: a fused row kernel (row reductions kept with the elementwise work that reads
   them, compiler/rangeify.py _row_fused): every reduce runs over a row as long as the
@@ -150,12 +166,9 @@ def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load,
   lanes, stride 1 (GROUP_REDUCE for each reduce, LOCAL for the output axis, swapped
   outside that axis's remaining loop): render makes the lanes one work-item id, so each
   work-group reads its row coalesced in every pass and the rows are the work-groups."""
-  inner = [p for p in outs if contiguous_in_store(p)]
-  if not reds or not inner: return False
-  n_ax = inner[-1]
+  n_ax = _row_axis(A, reds, outs, contiguous_in_load, contiguous_in_store)
+  if n_ax is None: return False
   n = A.size[n_ax]
-  if any(A.size[p] != n or not contiguous_in_load(p) for p in reds): return False
-  if any(st[n_ax] != 0 for st in A.strides if any(st[p] != 0 for p in reds)): return False   # a reduce inside the output axis
   g = _divisor(n, min(int(H["group_size"]), dev.max_local or int(H["group_size"])), max(2, dev.warp))
   if not g: return False
   for i, p in enumerate(reds): reds[i] = A.split(p, g, "GROUP_REDUCE", False)

@@ -6,6 +6,10 @@ Which values get a buffer of their own ("realized"):
   * an *expensive* value (one whose inlined computation contains a REDUCE) that would
     otherwise be computed more than once: it has several data consumers, or a consumer
     broadcasts it (EXPAND, an elementwise op with a larger shape, a gather).
+  (except, where the device's heuristics give `fuse_rows` (GPUs), a row reduction whose
+  row is short enough and whose every consumer indexes the same rows: softmax's max and
+  sum, layer norm's mean and variance stay in the kernel of the elementwise work that
+  reads them, computed once per row there; _row_fused);
 Everything else is inlined into the kernel that needs it: elementwise chains fuse with
 their reduce, and a reduce fuses with the elementwise ops after it, so
 `((a+b)*c).sum()` is one kernel. Cheap shared values (elementwise over loads) are

@@ -17,7 +17,9 @@ vector variable; an INDEX whose lanes are consecutive is one vector load or stor
 share memory (C compilers then vectorize loops without aliasing checks).
 
 Parallel axes: on OpenCL the leading GLOBAL/THREAD/LOCAL ranges that hold every store,
-and the GROUP_REDUCE ranges right inside them, are work-item ids (`work_items`). On C the
+and the GROUP_REDUCE ranges right inside them, are work-item ids (`work_items`); sibling
+GROUP_REDUCE ranges (and a fused row kernel's output lane) share one id, a narrower one
+running on the items below its bound (`_lanes`). On C the
 top-level THREAD or GROUP_REDUCE loop runs in slices on threads (phase 0) and whatever
 follows it -- a group reduction's combine -- once afterwards (phase 1; `thread_axis`);
 LOCAL buffers are scratch the runtime passes.
