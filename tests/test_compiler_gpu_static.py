@@ -152,6 +152,31 @@ def test_checker_finds_planted_launch_problems(h100):
   assert any("local memory" in p for p in problems(rep, h100))
 
 
+def test_row_fusion_is_for_gpus_and_short_rows(h100):
+  """The C backend and PoCL (cpu kinds: no `fuse_rows`) keep softmax's three kernels; on
+  the H100 a row longer than group_size x fuse_rows (256 x 32) is not fused either."""
+  for target, dev in (("c", None), ("opencl", None)):
+    if target == "opencl" and not HAVE_CL: continue
+    c = compile_graph(BENCH["softmax 4096x1024"]().graph(), target, keep_stages=False, device=dev)
+    assert len(c.schedule.kernels) == 3, target
+  assert len(compile_graph(softmax(Tensor(_z(8, 8192))).graph(), "opencl", keep_stages=False, device=h100).sources) == 1
+  assert len(compile_graph(softmax(Tensor(_z(8, 16384))).graph(), "opencl", keep_stages=False, device=h100).sources) == 3
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (2, 256)])
+def test_fused_row_kernel_stages_validate_and_evaluate(shape, h100):
+  """Every stage of a fused row kernel with a tree combine (H100 table) validates and
+  evaluates to the reference's outputs, the LINEAR programs included (small integers:
+  exact in any order of the sums)."""
+  from tinyspec.compiler import lower
+  from tinyspec.compiler.check import check_stages
+  x = Tensor(RNG.integers(-8, 9, shape).astype(np.float32))
+  t = (x - x.max(1, keepdim=True)) * x.sum(1, keepdim=True)
+  c = lower(t.graph(), "opencl", device=h100)
+  assert len(c.sources) == 1 and "if (r" in c.sources[0].body     # one kernel; the tree's guarded steps
+  check_stages(t.graph(), t.inputs(), target="opencl", compiled=c)
+
+
 def _without(lin, drop):
   return lin.replace(src=tuple(u for u in lin.src if u is not drop))
 
