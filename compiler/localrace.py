@@ -3,9 +3,11 @@ and its KernelSource) without running it: compiler/gpucheck.py reports them.
 
 The work items of a work-group run the kernel's instructions at once; a BARRIER is the
 only thing that orders one item's accesses before another's. So the instructions fall
-into *epochs*, the stretches between BARRIERs (a loop holding a BARRIER joins the epoch
-after its last BARRIER to the one before its first: the next trip runs on from there).
-Two accesses of one __local buffer in one epoch race when one of them writes and some
+into *epochs*, the stretches between BARRIERs; a loop holding a BARRIER starts a new one,
+its head (up to its first BARRIER), which meets the epoch before the loop and the loop's
+tail (after its last BARRIER: the next trip runs on from there), and the tail goes on
+after the loop. Two accesses of one __local buffer in one epoch, or in two that meet,
+race when one of them writes and some
 element is touched by two different work items. Which items touch which elements is
 counted, not proved: every work item of the group (the local sizes) and every trip of
 the loops open at the access is enumerated and the index evaluated with NumPy. A lane
@@ -65,10 +67,12 @@ def local_races(ks, lin: UOp) -> list[str]:
   users: dict = {}
   for u in lin.src:
     for k, s in enumerate(u.src): users.setdefault(s, []).append((u, k))
-  parent = {}
-  def find(e):
-    while parent.get(e, e) != e: e = parent[e]
-    return e
+  with_barrier, stack = set(), []      # the loops that hold a BARRIER
+  for u in lin.src:
+    if u.op == "RANGE": stack.append(u)
+    elif u.op == "END" and stack and stack[-1] is u.src[1]: stack.pop()
+    elif u.op == "BARRIER": with_barrier |= set(stack)
+  meets = set()      # pairs of epochs whose instructions may run at once (besides an epoch with itself)
   epoch, loops, open_, ifs = 0, [], [], 0
   acc: list = []
   out: list[str] = []
@@ -76,13 +80,18 @@ def local_races(ks, lin: UOp) -> list[str]:
     if u.op == "RANGE":
       if u in fixed: continue
       open_.append(u)
-      if u not in lane_dim: loops.append((u, epoch))
+      if u in with_barrier and u not in lane_dim:
+        # the loop's head (up to its first BARRIER) runs beside what precedes the loop and,
+        # on the next trip, beside the loop's tail (after its last BARRIER)
+        epoch += 1
+        meets.add((epoch - 1, epoch))
+        loops.append((u, epoch))
     elif u.op == "END":
       r = u.src[1]
       if r in open_: open_.remove(r)
       if loops and loops[-1][0] is r:
-        _, start = loops.pop()
-        if epoch != start: parent[find(epoch)] = find(start)   # the next trip runs on from the last BARRIER
+        _, head = loops.pop()
+        if epoch != head: meets.add((head, epoch))
     elif u.op == "IF": ifs += 1
     elif u.op == "ENDIF": ifs -= 1
     elif u.op == "BARRIER":
@@ -92,10 +101,10 @@ def local_races(ks, lin: UOp) -> list[str]:
     elif u.op == "INDEX" and _is_local(_base(u.src[0])):
       write = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
       acc.append((_base(u.src[0]), epoch, write, u, specials + open_))
-  touched = [(b, find(e), w, u, _touches(u, o, items, lane_dim, fixed)) for b, e, w, u, o in acc]
+  touched = [(b, e, w, u, _touches(u, o, items, lane_dim, fixed)) for b, e, w, u, o in acc]
   for i, (b, e, w, u, t) in enumerate(touched):
     for b2, e2, w2, u2, t2 in touched[i:]:
-      if b2 is b and e2 == e and (w or w2) and _clash(t, t2, props(b).shape):
+      if b2 is b and (e2 == e or (min(e, e2), max(e, e2)) in meets) and (w or w2) and _clash(t, t2):
         out.append(f"{ks.name}: work items race on local buffer l{b.arg['slot']}: "
                    f"{'a write' if w else 'a read'} and {'a write' if w2 else 'a read'} between the same BARRIERs")
         break
@@ -139,7 +148,7 @@ def _touches(index: UOp, open_: list, items: np.ndarray, lane_dim: dict, fixed: 
   return np.unique(np.stack([who, flat], 1), axis=0)
 
 
-def _clash(a, b, shape) -> bool:
+def _clash(a, b) -> bool:
   """Does some element get touched by two different work items (a's or b's)?"""
   if a is None or b is None: return True
   both = np.intersect1d(a[:, 1], b[:, 1])

@@ -489,7 +489,9 @@ class Renderer:
     at, groups = self._lanes(instrs, prefix)
     if groups and at < len(prefix):   # a fused row kernel: the output axis's lane shares the reduces' id
       lane = prefix[at]
-      if lane.arg.get("type") == "LOCAL" and self.bound(lane) == self.bound(groups[0]): groups.append(lane)
+      if lane.arg.get("type") == "LOCAL" and isinstance(self.bound(lane), int) and self.bound(lane) <= self.bound(groups[0]):
+        groups.append(lane)
+        if self.bound(lane) < self.bound(groups[0]): self.guarded.add(lane)
       prefix = prefix[:at]
     glob = [r for r in prefix if r.arg.get("type") != "LOCAL"]
     loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups[:1]
@@ -514,7 +516,8 @@ class Renderer:
     smallest such d. They are siblings (each closed before the next opens, a BARRIER
     between them), so they share one work-item id: the work-group runs them one after the
     other, every item taking its lane in each (a fused row kernel: compiler/heuristics.py
-    _gpu_rows). Ranges with another bound than the first keep their own loops."""
+    _gpu_rows). The widest sets the work-group's size; a narrower one (a step of a tree
+    combine, compiler/expand.py) runs on the items below its bound (`guarded`)."""
     open_, found = [], []
     for u in instrs:
       if u.op == "RANGE":

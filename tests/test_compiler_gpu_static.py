@@ -205,6 +205,41 @@ def test_local_memory_races_are_found(h100):
   assert any("not every work item reaches it" in p for p in ps)
 
 
+def _loop_kernel(pre_write: bool, second_barrier: bool):
+  """A LINEAR of 8 work items (lidx0) and a loop of 4 trips over local buffer l0: each
+  trip stores l0[lid] (or, with pre_write, one store before the loop), a BARRIER, then
+  reads l0[(lid+1) % 8]; with second_barrier a BARRIER ends each trip."""
+  from types import SimpleNamespace
+  from tinyspec.uop import UOp
+  from tinyspec.compiler.props import const, shape_operand
+  L = 8
+  loc = UOp("BUFFER", (shape_operand((L,)),), {"slot": 0, "dtype": "int32", "device": "REG", "addrspace": "LOCAL"})
+  lid = UOp("SPECIAL", (const(L, "index"),), {"name": "lidx0"})
+  k = UOp("RANGE", (const(4, "index"),), {"id": 0, "type": "LOOP"})
+  body = []
+  if pre_write:
+    st = UOp("STORE", (UOp("INDEX", (loc, lid)), const(0, "int32")))
+    body += [st.src[0], st, k]
+  else:
+    st = UOp("STORE", (UOp("INDEX", (loc, lid)), UOp("CAST", (k,), "int32")))
+    body += [k, st.src[0], st]
+  bar = UOp("BARRIER", (st,))
+  rd = UOp("INDEX", (UOp("AFTER", (loc, bar)), UOp("MOD", (UOp("ADD", (lid, const(1, "index"))), const(L, "index")))))
+  body += [bar, rd] + ([UOp("BARRIER", (rd,))] if second_barrier else []) + [UOp("END", (rd, k))]
+  ks = SimpleNamespace(name="k", local_size=[L], work_lanes={}, work_ids={"get_local_id(0)": lid})
+  return ks, UOp("LINEAR", (loc, lid, *body))
+
+
+def test_local_races_across_loop_trips():
+  """A loop holding a BARRIER: the next trip's store races with this trip's reads unless
+  a second BARRIER ends the trip; a store before the loop does not race with the reads
+  after the loop's BARRIER."""
+  from tinyspec.compiler.localrace import local_races
+  assert local_races(*_loop_kernel(False, False)) != []
+  assert local_races(*_loop_kernel(False, True)) == []
+  assert local_races(*_loop_kernel(True, False)) == []
+
+
 def test_table_device_named_in_the_environment(monkeypatch):
   from tinyspec.compiler import device as D
   D.device.cache_clear()
