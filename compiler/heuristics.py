@@ -131,7 +131,7 @@ def _tile_rows(H: dict, dev, vectors_per_row: int) -> int:
   return max(2, min(rows, int(budget) // max(1, vectors_per_row))) if budget else rows
 
 
-def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load) -> bool:
+def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load, apart=lambda p, q: False) -> bool:
   """GPU: a reduce whose outputs are too few to fill the device (fewer than compute units x
   `fill_items`) gets a work-group per output: its axis contiguous in memory split into
   `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
@@ -142,7 +142,10 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
   g = _divisor(A.size[p], width, max(2, dev.warp))
   if not g: return False
-  reds[reds.index(p)] = A.split(p, g, "GROUP_REDUCE", False)
+  # the other reduces of a fused row kernel whose outputs are the rows (a logsumexp): as
+  # long, contiguous, separate REDUCEs (`apart`): the same lanes, one after the other
+  same = [q for q in reds if q == p or (A.size[q] == A.size[p] and contiguous_in_load(q) and apart(p, q))]
+  for q in same: reds[reds.index(q)] = A.split(q, g, "GROUP_REDUCE", False)
   return True
 
 
@@ -243,7 +246,8 @@ def default_opts(sink: UOp, target: str, dev=None) -> list:
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
   grouped = False
   if reds and not tiled and dev.kind == "gpu" and dev.target == "opencl":
-    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load)
+    def apart(p, q): return not any(u.op == "REDUCE" and axes[p] in u.src[1:] and axes[q] in u.src[1:] for u in closers)
+    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load, apart)
   elif reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
     p = reds[0]
     if dev.target == "c" and H.get("threads"):

@@ -554,15 +554,19 @@ class Rangeify:
 
   def _row_fused(self, u: UOp, cons: dict) -> bool:
     """Does row reduction u stay inside the kernel of its consumers (`fuse_rows`)? It
-    does when its row (the reduced axes) has at most `fuse_rows` elements and everything
+    does when its row (the one reduced axis) has at most `fuse_rows` elements and everything
     computed from it, up to the program's values, indexes the same rows: elementwise ops
     and EXPANDs that broadcast only along the reduced axes, and REDUCEs over some of those
-    axes. Every kernel reading u then iterates u's rows as output axes, and u depends on
+    axes, and the reduced axes are the innermost (a column reduction is not a row). Every
+    kernel reading u then iterates u's rows as its outer output axes, and u depends on
     those alone: it is computed once per row there (linearize hoists it out of the row's
     inner loops), and the row is read again instead of a buffer round trip."""
     if self.fuse_rows is None or u.op != "REDUCE": return False
     axes, shape = set(u.arg.get("axes", ())), props(u.src[0]).shape
-    if not axes or _numel(shape[a] for a in axes) > self.fuse_rows or len(props(u).shape) != len(shape): return False
+    # one reduced axis: a REDUCE over several ranges nested in another's body is a loop
+    # nest expand's accumulators do not yet close correctly (RANGE closed by two ENDs)
+    if len(axes) != 1 or _numel(shape[a] for a in axes) > self.fuse_rows or len(props(u).shape) != len(shape): return False
+    if any(shape[d] > 1 for d in range(min(axes), len(shape)) if d not in axes): return False   # a row is the innermost axes
     def same_rows(x: UOp) -> bool:
       xs = props(x).shape
       return len(xs) == len(shape) and all(xs[d] in (1, shape[d]) if d in axes else xs[d] == shape[d] for d in range(len(shape)))

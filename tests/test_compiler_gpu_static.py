@@ -120,12 +120,39 @@ def test_layer_norm_is_one_kernel(h100):
   assert (k.groups, k.group_items) == (4096, 256) and problems([k], h100) == []
 
 
+def logsumexp_rows(x):
+  m = x.max(1, keepdim=True)
+  return (x - m).exp().sum(1, keepdim=True).log() + m
+
+
+def test_reductions_whose_outputs_are_the_rows_share_the_lanes(h100):
+  """logsumexp: the max stays in the sum's kernel, and both reduces get the row's lanes
+  (not the max serial in every work item)."""
+  c = compile_graph(logsumexp_rows(Tensor(_z(4096, 1024))).graph(), "opencl", keep_stages=False, device=h100)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items, k.local_bytes, k.iterations) == (4096, 256, 2 * 256 * 4, 4096 * 256 * 4)
+  assert problems([k], h100) == []
+
+
 def test_row_fusion_keeps_other_rows_apart(h100):
-  """A row reduction read along another axis (a column sum of x - rowmax) is not fused:
-  the consumer does not iterate its rows, so fusing would recompute it per element."""
+  """A row reduction read along another axis (a column sum of x - rowmax), or a column
+  reduction, is not fused: its consumer does not iterate its rows as outer axes, so
+  fusing would recompute it per element."""
   x = Tensor(_z(512, 512))
   c = compile_graph((x - x.max(1, keepdim=True)).sum(0).graph(), "opencl", keep_stages=False, device=h100)
   assert len(c.sources) == 2
+  # a column reduction (axis 0) would be recomputed for every output row: two kernels
+  c = compile_graph((x - x.max(0, keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 2
+  c = compile_graph((x - x.max(1, keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  # a row over two axes keeps its buffer (only one-axis rows fuse)
+  c = compile_graph(softmax(Tensor(_z(8, 32, 256)).reshape(8, 32 * 256)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  y = Tensor(_z(8, 32, 256))
+  e = (y - y.max((1, 2), keepdim=True)).exp()
+  c = compile_graph((e / e.sum((1, 2), keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 3
 
 
 @pytest.mark.parametrize("name", ["a100", "mi250"])
@@ -254,7 +281,7 @@ def test_table_device_named_in_the_environment(monkeypatch):
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
 @pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300)])
-@pytest.mark.parametrize("f", [softmax, layer_norm], ids=["softmax", "layer_norm"])
+@pytest.mark.parametrize("f", [softmax, layer_norm, logsumexp_rows], ids=["softmax", "layer_norm", "logsumexp"])
 def test_fused_rows_run_and_agree(f, shape, h100):
   """Fused row kernels on PoCL: rows that are not a power of two, longer than a
   work-group, shorter than a warp."""
