@@ -16,7 +16,9 @@
       result  = REDUCE(INDEX(AFTER(lbuf, bar), g2), g2)                   g2: a new REDUCE axis
 
   The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
-  render.py); the BARRIER orders every partial before the final reduce.
+  render.py); the BARRIER orders every partial before the final reduce. Where the
+  device's heuristics say `group_combine: tree` (GPUs), the final reduce is instead a
+  tree of steps on the work items, a BARRIER after each (_tree_combine).
 * A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
   (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made -inf so that
   they never win. Exactly decision reduce-max (the largest non-NaN element, +0 above -0,
@@ -187,8 +189,9 @@ def _innermost_ready(sink: UOp, pick) -> list[UOp]:
   return ready
 
 
-def _group_reduce(sink: UOp) -> UOp:
-  """REDUCEs over GROUP_REDUCE axes -> partials in LOCAL memory, BARRIER, final reduce."""
+def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
+  """REDUCEs over GROUP_REDUCE axes -> partials in LOCAL memory, BARRIER, final reduce
+  (tree: combined pairwise by the work items, _tree_combine; else every item reads all)."""
   is_grouped = lambda u: u.op == "REDUCE" and any(_rtype(r) == "GROUP_REDUCE" for r in u.src[1:])
   nlocal = 1 + max((u.arg["slot"] for u in toposort(sink) if u.op == "BUFFER" and props(u).addrspace == "LOCAL"), default=-1)   # after staged tiles'
   while True:
@@ -227,12 +230,43 @@ def _group_reduce(sink: UOp) -> UOp:
         stores.append(UOp("STORE", (UOp("INDEX", (lbuf, gidx)), partial)))
       end = UOp("END", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)), *key))
       bar = UOp("BARRIER", (end,))
+      lbufs = [st.src[0].src[0] for st in stores]
+      if tree:
+        bar, left, next_id = _tree_combine(members, lbufs, bar, base, G_group, next_id)
+        for red, lbuf in zip(members, lbufs):
+          cur = UOp("AFTER", (lbuf, bar))
+          parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in range(left)]
+          subs[red] = with_identity(red.arg["op"], combine(red.arg["op"], parts))
+        continue
       g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
       next_id += 1
-      for red, st in zip(members, stores):
-        lbuf = st.src[0].src[0]
+      for red, lbuf in zip(members, lbufs):
         subs[red] = UOp("REDUCE", (UOp("INDEX", (UOp("AFTER", (lbuf, bar)), simplify(UOp("ADD", (base, g2))))), g2), red.arg)
     sink = substitute(sink, subs)
+
+
+def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_id: int):
+  """Combine the n partials at lbuf[base:base+n] pairwise into lbuf[base], in
+  steps until two are left: with h the largest power of two below n, the work items
+  t < n - h each do lbuf[t] = op(lbuf[t], lbuf[t + h]) (a GROUP_REDUCE range of n - h
+  lanes: render runs it on those items, the others skip it), a BARRIER, and n becomes h.
+  The slots written, [0, n-h), and the slots read from other items, [h, n), never meet,
+  so the items of a step do not race, and the BARRIERs order the steps. The last two
+  partials every item combines itself (a store there would race with the other items'
+  reads). Returns (the last BARRIER, the partials left: 1 or 2, next free range id)."""
+  while n > 2:
+    h = 1 << ((n - 1).bit_length() - 1)
+    t = UOp("RANGE", (const(n - h, "index"),), {"id": next_id, "type": "GROUP_REDUCE"})
+    next_id += 1
+    slot = simplify(UOp("ADD", (base, t)))
+    steps = []
+    for red, lbuf in zip(members, lbufs):
+      cur = UOp("AFTER", (lbuf, bar))
+      pair = UOp(red.arg["op"], (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
+      steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
+    bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
+    n = h
+  return bar, n, next_id
 
 
 _KEYED = {"float32": ("int32", 0x7fffffff, 0x7f800000), "float64": ("int64", 0x7fffffffffffffff, 0x7ff0000000000000)}
@@ -342,9 +376,11 @@ def _race_free(sink: UOp) -> UOp:
   return sink
 
 
-def expand(sink: UOp) -> UOp:
+def expand(sink: UOp, tree: bool = False) -> UOp:
+  """tree: combine GROUP_REDUCE partials as a tree (render.yaml heuristics
+  `group_combine`), not serially."""
   from tinyspec.compiler.linearize import split_ends
   # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
   # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
   # the reduction's (decision reduce-max)
-  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",))), ("UNROLL",))))))
+  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",)), tree), ("UNROLL",))))))

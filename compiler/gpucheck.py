@@ -17,7 +17,8 @@ Per kernel also the global bytes a work item's loads issue per float op it does
 (`local_tiled`: the inputs were staged there, compiler/stage.py).
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
-over the device's, uncoalesced global accesses.
+over the device's, uncoalesced global accesses, and races between the work items on
+local memory (a missing BARRIER: compiler/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class KernelLaunch:
   def local_tiled(self) -> bool:
     """The multiply loop reads only local memory (a staged tile: compiler/stage.py)."""
     return self.local_bytes > 0 and self.flops > 0 and self.hot_global_loads == 0
+  races: list = field(default_factory=list)   # races on local memory (compiler/localrace.py)
 
   @property
   def items(self) -> int: return self.groups * max(1, self.group_items)
@@ -133,12 +135,13 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
       from tinyspec.dtypes import dtype as _dt
       local_bytes += n * _dt(props(u).dtype).itemsize
   fastest = _fastest(ks)
+  lanes = ks.work_lanes.get("get_local_id(0)", []) if fastest is not None and "get_local_id(0)" in ks.work_ids else []
   users: dict = {}
   for u in lin.src:
     for k, s in enumerate(u.src):
       if s.op == "INDEX": users.setdefault(s, []).append((u, k))
   acc, trips = [], 1
-  ids = set(ks.work_ids.values())
+  ids = set(ks.work_ids.values()) | {r for rs in ks.work_lanes.values() for r in rs}   # work-item ranges: not loops
   from tinyspec.dtypes import dtype as _dt
   loads = []                  # (trips, bytes) per global load
   for u in lin.src:
@@ -146,15 +149,18 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
     shp = props(u).shape or ()
     width = shp[-1] if shp else 1
-    acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, fastest)))
+    mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
+    acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))
     t = _loop_trips(lin, u, ids)
     trips = max(trips, t)
     if not store: loads.append((t, int(width) * _dt(props(u.src[0]).dtype).itemsize))
   muls = [(_loop_trips(lin, u, ids), _lanes(u)) for u in lin.src if u.op == "MUL" and _dt(props(u).dtype).cls == "float"]
   hot = max((t for t, _ in muls), default=None)
+  from tinyspec.compiler.localrace import local_races
   return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc,
                       global_read_bytes=sum(t * b for t, b in loads), flops=2 * sum(t * w for t, w in muls),
-                      hot_global_loads=sum(1 for t, _ in loads if t == hot) if hot is not None else 0)
+                      hot_global_loads=sum(1 for t, _ in loads if t == hot) if hot is not None else 0,
+                      races=local_races(ks, lin))
 
 
 def _lanes(u: UOp) -> int:
@@ -181,6 +187,7 @@ def problems(report: list, dev, busy: int = 1 << 20) -> list[str]:
       out.append(f"{k.name}: work-groups of {k.group_items} items, narrower than a warp of {dev.warp}")
     if dev.max_local and k.group_items > dev.max_local: out.append(f"{k.name}: {k.group_items} items per work-group > {dev.max_local}")
     if dev.local_mem and k.local_bytes > dev.local_mem: out.append(f"{k.name}: {k.local_bytes} bytes of local memory > {dev.local_mem}")
+    out += k.races
     for a in k.accesses:
       if not a.coalesced:
         what = "not linear in" if a.stride is None else f"stride {a.stride} elements in"

@@ -3,6 +3,9 @@
 The numbers are spec/render.yaml `heuristics` (one entry per device kind, cpu or gpu).
 From a kernel's accesses (which ranges each memory access depends on, and with what
 stride) they choose, in this order:
+  0. GPUs: a fused row kernel (row reductions with the elementwise work reading them,
+     compiler/rangeify.py) is a work-group per row: every reduce and the output axis
+     split into the same `group_size` lanes (_gpu_rows), and nothing else;
   1. register tiling: when the kernel reduces and an input does not depend on an output
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
      output axis that is contiguous in the store by tile[1] and another such output
@@ -128,7 +131,7 @@ def _tile_rows(H: dict, dev, vectors_per_row: int) -> int:
   return max(2, min(rows, int(budget) // max(1, vectors_per_row))) if budget else rows
 
 
-def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load) -> bool:
+def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_load, apart=lambda p, q: False) -> bool:
   """GPU: a reduce whose outputs are too few to fill the device (fewer than compute units x
   `fill_items`) gets a work-group per output: its axis contiguous in memory split into
   `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
@@ -139,7 +142,42 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
   g = _divisor(A.size[p], width, max(2, dev.warp))
   if not g: return False
-  reds[reds.index(p)] = A.split(p, g, "GROUP_REDUCE", False)
+  # the other reduces of a fused row kernel whose outputs are the rows (a logsumexp): as
+  # long, contiguous, separate REDUCEs (`apart`): the same lanes, one after the other
+  same = [q for q in reds if q == p or (A.size[q] == A.size[p] and contiguous_in_load(q) and apart(p, q))]
+  for q in same: reds[reds.index(q)] = A.split(q, g, "GROUP_REDUCE", False)
+  return True
+
+
+def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in_store):
+  """The output axis of a fused row kernel (row reductions kept with the elementwise work
+  that reads them, compiler/rangeify.py _row_fused), or None: the output axis contiguous
+  in memory, every reduce as long, read contiguously, and no reduce running inside it
+  (what a reduce reads does not move with it: the reduces are per row)."""
+  inner = [p for p in outs if contiguous_in_store(p)]
+  if not reds or not inner: return None
+  n_ax = inner[-1]
+  if any(A.size[p] != A.size[n_ax] or not contiguous_in_load(p) for p in reds): return None
+  if any(st[n_ax] != 0 for st in A.strides if any(st[p] != 0 for p in reds)): return None
+  return n_ax
+
+
+def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load, contiguous_in_store) -> bool:
+  """GPU: a fused row kernel (row reductions kept with the elementwise work that reads
+  them, compiler/rangeify.py _row_fused): every reduce runs over a row as long as the
+  output axis contiguous in memory. All of them are split into the same `group_size`
+  lanes, stride 1 (GROUP_REDUCE for each reduce, LOCAL for the output axis, swapped
+  outside that axis's remaining loop): render makes the lanes one work-item id, so each
+  work-group reads its row coalesced in every pass and the rows are the work-groups."""
+  n_ax = _row_axis(A, reds, outs, contiguous_in_load, contiguous_in_store)
+  if n_ax is None: return False
+  n = A.size[n_ax]
+  g = _divisor(n, min(int(H["group_size"]), dev.max_local or int(H["group_size"])), max(2, dev.warp))
+  if not g: return False
+  for i, p in enumerate(reds): reds[i] = A.split(p, g, "GROUP_REDUCE", False)
+  A.split(n_ax, g, "LOCAL", False)
+  lane = len(A.size) - 1
+  if n // g > 1: A.opts.append(["SWAP", n_ax, lane])
   return True
 
 
@@ -195,6 +233,9 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   def contiguous_in_load(p): return any(ld and st[p] == 1 for ld, st in zip(is_load, A.strides))
   def reused(p): return any(ld and st[p] == 0 for ld, st in zip(is_load, A.strides))
 
+  # 0. a fused row kernel on a GPU: a work-group per row
+  if reds and outs and dev.kind == "gpu" and dev.target == "opencl" and _gpu_rows(A, reds, outs, dev, H, contiguous_in_load, contiguous_in_store):
+    return A.opts
   tiled = False
   # 1. register tiling of reduce kernels whose inputs are shared between outputs
   if reds and outs:
@@ -236,7 +277,8 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
   grouped = False
   if reds and not tiled and dev.kind == "gpu" and dev.target == "opencl":
-    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load)
+    def apart(p, q): return not any(u.op == "REDUCE" and axes[p] in u.src[1:] and axes[q] in u.src[1:] for u in closers)
+    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load, apart)
   elif reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
     p = reds[0]
     if dev.target == "c" and H.get("threads"):

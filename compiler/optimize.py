@@ -206,6 +206,20 @@ def threads_outside(sink: UOp) -> UOp:
   return substitute(sink, {end: end.replace(src=(end.src[0], *order))})
 
 
+def _workgroup(sink: UOp) -> int:
+  """Work items per workgroup: the LOCAL and GROUP_REDUCE axes that some store or
+  reduction runs inside of, multiplied; sibling axes (a fused row kernel's lanes, one
+  after the other) share the work items (render gives them one id)."""
+  group, memo = 1, {}
+  for u in toposort(sink):
+    if u.op in ("STORE", "REDUCE"):
+      n = 1
+      for r in open_ranges(u, memo) | set(u.src[1:] if u.op == "REDUCE" else ()):
+        if r.op == "RANGE" and axis_type(r) in WORKGROUP: n *= size(r) or 1
+      group = max(group, n)
+  return group
+
+
 def _parse(opt):
   opt = list(opt) if isinstance(opt, (list, tuple)) else [opt]
   op, axis, arg = (opt + [None, None])[:3]
@@ -270,9 +284,7 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
     else:
       raise CompileError("opt.unsupported", f"{op} is not implemented for target {target}")
   if dev is not None and dev.max_local:
-    group = 1
-    for r in ranges(sink):
-      if axis_type(r) in WORKGROUP: group *= size(r) or 1
+    group = _workgroup(sink)
     if group > dev.max_local: raise CompileError("opt.unsupported", f"a workgroup of {group} work items (LOCAL x GROUP_REDUCE) exceeds the {dev.max_local} of {dev.name}")
   sink = threads_outside(sink)
   proved_parallel(sink, target)

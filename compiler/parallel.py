@@ -224,6 +224,15 @@ def _feeds(a: Access, w: Access, below: dict) -> bool:
   return a.node in below.setdefault(w.node, set(toposort(list(w.node.src[1:]))))
 
 
+def _feeds_across_barrier(a: Access, w: Access, below: dict) -> bool:
+  """Is read a part of write w's value only through a BARRIER (w reads, after the
+  barrier, what a's step stored: a tree combine's next step)? Then every work item of
+  the group runs a before any of them runs w."""
+  for b in below.setdefault(w.node, set(toposort(list(w.node.src[1:])))):
+    if b.op == "BARRIER" and a.node in below.setdefault(b, set(toposort(b))): return True
+  return False
+
+
 def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
   """A read of a LOCAL tile in loop r (a staged reduce step, compiler/stage.py) sees only
   this iteration's writes when: every work item runs r alike (its bound is a constant),
@@ -322,6 +331,9 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
       if w in after and a.index == w.index and len(w.node.src) == 2: return True   # this point's w overwrote what others wrote
       if w in after: return all(r in listed or not inside(a, r) or separated(a, w, r, memo.setdefault(("s", r), {})) or
                                 (local and _staged_step(a, after, r, below, opened)) for r in w_loops)
+      # a later step's write of a work-group's LOCAL storage, reached from the read only
+      # through a BARRIER, in no loop around them both: it runs after the read, everywhere
+      if local and _feeds_across_barrier(a, w, below) and not any(inside(a, r) for r in w_loops): return True
       return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
                                          (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
     if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)

@@ -131,7 +131,8 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     else:
       roots = _callify.callify(roots)
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
-      sched = _hazards.separate_reads(_rangeify.rangeify(roots))   # user kernels CALLed: reads of what they write
+      dev = _target_device(target, device)
+      sched = _hazards.separate_reads(_rangeify.rangeify(roots, fuse_rows(target, dev)))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
     dev = _target_device(target, device)
     def choose(k):
@@ -143,7 +144,8 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())
     contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
-    sched = _map_kernels(sched, lambda k: _expand.expand(k.sink))
+    tree = target == "opencl" and _heuristics(dev).get("group_combine") == "tree"
+    sched = _map_kernels(sched, lambda k: _expand.expand(k.sink, tree))
     keep("expand", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target, dev.kind))
     keep("isel", lambda: sched.graph())
@@ -174,6 +176,22 @@ def _stream_bytes(target: str, dev) -> int | None:
   S = render_tables().get("streaming", {}).get(target)
   if S is None: return None
   return int(getattr(dev, "cache_bytes", 0) or S["min_bytes"])
+
+
+def _heuristics(dev) -> dict:
+  from tinyspec.compiler.tables import render_tables
+  return render_tables()["heuristics"][dev.kind]
+
+
+def fuse_rows(target: str, dev) -> int | None:
+  """The longest row whose reductions stay in their consumers' kernel (render.yaml
+  heuristics `fuse_rows`: rows per work item; GPUs: a work-group of `group_size` items
+  reads the row, so a row of at most group_size x that), or None (no fusion)."""
+  H = _heuristics(dev)
+  per_item = H.get("fuse_rows")
+  if not per_item: return None
+  width = min(int(H["group_size"]), dev.max_local or int(H["group_size"])) if target == "opencl" and H.get("group_size") else 1
+  return int(per_item) * width
 
 
 def _has_reg(sink: UOp) -> bool:

@@ -6,6 +6,10 @@ Which values get a buffer of their own ("realized"):
   * an *expensive* value (one whose inlined computation contains a REDUCE) that would
     otherwise be computed more than once: it has several data consumers, or a consumer
     broadcasts it (EXPAND, an elementwise op with a larger shape, a gather).
+  (except, where the device's heuristics give `fuse_rows` (GPUs), a row reduction whose
+  row is short enough and whose every consumer indexes the same rows: softmax's max and
+  sum, layer norm's mean and variance stay in the kernel of the elementwise work that
+  reads them, computed once per row there; _row_fused);
 Everything else is inlined into the kernel that needs it: elementwise chains fuse with
 their reduce, and a reduce fuses with the elementwise ops after it, so
 `((a+b)*c).sum()` is one kernel. Cheap shared values (elementwise over loads) are
@@ -406,7 +410,8 @@ LOWER = Matcher([
 
 
 class Rangeify:
-  def __init__(self, roots: list[UOp]):
+  def __init__(self, roots: list[UOp], fuse_rows: int | None = None):
+    self.fuse_rows = fuse_rows     # the longest row a row reduction may have to stay in its consumers' kernel (None: never)
     self.storage_ops = policy("storage") | policy("constant_storage")
     self.snapshots: dict[UOp, UOp] = {}
     self._base_slot = max((u.arg["slot"] for u in _tensor_nodes(roots) if u.op == "BUFFER"), default=-1) + 1
@@ -422,6 +427,7 @@ class Rangeify:
     self.default_device = next((d for d in devs if d is not None), "CPU")
     self.names: dict[str, int] = {}
     self.recomputed = 0
+    self.fused_rows = 0
 
   def is_storage(self, x: UOp) -> bool:
     return x.op in self.storage_ops or x.op == "PARAM"
@@ -525,6 +531,8 @@ class Rangeify:
     for u in self.nodes:
       if self.is_storage(u) or u.op == "CONST" or props(u).dtype == "void" or isinstance(props(u).dtype, tuple):
         expensive[u] = False; continue
+      if self._row_fused(u, cons):   # computed once per row inside the kernel that reads it
+        expensive[u] = False; self.fused_rows += 1; continue
       exp = u.op == "REDUCE" or any(expensive.get(s, False) and s not in realize for s in _data_srcs(u))
       expensive[u] = exp
       if u.op in always: realize.add(u)
@@ -543,6 +551,33 @@ class Rangeify:
         if isinstance(pr.dtype, tuple): raise CompileError("compile.tuple_root", f"root {r.op} holds a nested tuple", r)
         if pr.dtype != "void" and self._storage_of(e) is None: realize.add(e)
     return realize
+
+  def _row_fused(self, u: UOp, cons: dict) -> bool:
+    """Does row reduction u stay inside the kernel of its consumers (`fuse_rows`)? It
+    does when its row (the one reduced axis) has at most `fuse_rows` elements and everything
+    computed from it, up to the program's values, indexes the same rows: elementwise ops
+    and EXPANDs that broadcast only along the reduced axes, and REDUCEs over some of those
+    axes, and the reduced axes are the innermost (a column reduction is not a row). Every
+    kernel reading u then iterates u's rows as its outer output axes, and u depends on
+    those alone: it is computed once per row there (linearize hoists it out of the row's
+    inner loops), and the row is read again instead of a buffer round trip."""
+    if self.fuse_rows is None or u.op != "REDUCE": return False
+    axes, shape = set(u.arg.get("axes", ())), props(u.src[0]).shape
+    # one reduced axis: a REDUCE over several ranges nested in another's body is a loop
+    # nest expand's accumulators do not yet close correctly (RANGE closed by two ENDs)
+    if len(axes) != 1 or _numel(shape[a] for a in axes) > self.fuse_rows or len(props(u).shape) != len(shape): return False
+    if any(shape[d] > 1 for d in range(min(axes), len(shape)) if d not in axes): return False   # a row is the innermost axes
+    def same_rows(x: UOp) -> bool:
+      xs = props(x).shape
+      return len(xs) == len(shape) and all(xs[d] in (1, shape[d]) if d in axes else xs[d] == shape[d] for d in range(len(shape)))
+    stack, seen = [u], {u}
+    while stack:
+      for c in cons.get(stack.pop(), ()):
+        if c in seen: continue
+        seen.add(c)
+        if not (c.op == "EXPAND" or is_alu(c.op) or (c.op == "REDUCE" and set(c.arg.get("axes", ())) <= axes)) or not same_rows(c): return False
+        stack.append(c)
+    return True
 
   def _broadcast_later(self, u: UOp, cons: dict) -> bool:
     """Is u, through movement ops only, read by an EXPAND that repeats it (a padded
@@ -681,7 +716,7 @@ class Rangeify:
       for j, e in enumerate(r.src if r.op == "TUPLE" else (r,)):
         s = self._storage_of(e)
         outputs.append(Output("value", s if s is not None else self.realized[e], f"out{k}.{j}" if r.op == "TUPLE" else f"out{k}"))
-    return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed})
+    return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed, "fused_rows": self.fused_rows})
 
 
 def _size_slots(body: UOp) -> set[int]:
@@ -780,5 +815,7 @@ def _walk(*roots):
   return toposort(list(roots))
 
 
-def rangeify(roots: list[UOp]) -> Schedule:
-  return Rangeify(list(roots)).run()
+def rangeify(roots: list[UOp], fuse_rows: int | None = None) -> Schedule:
+  """fuse_rows: see Rangeify._row_fused (None: every row reduction that is read more than
+  once or broadcast gets a buffer)."""
+  return Rangeify(list(roots), fuse_rows).run()

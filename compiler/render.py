@@ -17,7 +17,9 @@ vector variable; an INDEX whose lanes are consecutive is one vector load or stor
 share memory (C compilers then vectorize loops without aliasing checks).
 
 Parallel axes: on OpenCL the leading GLOBAL/THREAD/LOCAL ranges that hold every store,
-and the GROUP_REDUCE ranges right inside them, are work-item ids (`work_items`). On C the
+and the GROUP_REDUCE ranges right inside them, are work-item ids (`work_items`); sibling
+GROUP_REDUCE ranges (and a fused row kernel's output lane) share one id, a narrower one
+running on the items below its bound (`_lanes`). On C the
 top-level THREAD or GROUP_REDUCE loop runs in slices on threads (phase 0) and whatever
 follows it -- a group reduction's combine -- once afterwards (phase 1; `thread_axis`);
 LOCAL buffers are scratch the runtime passes.
@@ -169,6 +171,7 @@ class KernelSource:
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
   work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/gpucheck.py)
+  work_lanes: dict = field(default_factory=dict)  # OpenCL: builtin -> every RANGE it is (a fused row kernel's sibling lanes)
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -211,6 +214,7 @@ class Renderer:
     self.stream_bytes = stream_bytes   # outputs this big, never read by the kernel, get streaming stores
     self.streamed: set = set()         # ... those PARAMs
     self.did_stream = False
+    self.gated_loads = False           # C: some read is under a condition (render.yaml targets.c.gated_loads)
     self._fields: dict = {}
 
   # -- vectors (render.yaml `vectors`)
@@ -352,6 +356,7 @@ class Renderer:
     zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
     if u.op == "PARAM":
       val = self.conv(dt, "load", f"{self.names[u]}[0]")
+      if gate: self.gated_loads = True
       return f"({gate} ? {val} : {zero})" if gate else val
     ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
     if props(u).shape:
@@ -373,8 +378,10 @@ class Renderer:
     """A read under its gate and its in-range guard: the gate picks the alternative; an
     index out of range where the gate holds reads 0 (decision index-oob), not the alternative."""
     if gate and inside and alt is not None:
+      self.gated_loads = True
       return f"({gate} ? ({inside} ? {val} : {literal(False if _dt(dt).cls == 'bool' else 0, dt, self.target)}) : {zero})"
     cond = " && ".join(x for x in (gate, inside) if x)
+    if cond: self.gated_loads = True
     return f"({cond} ? {val} : {zero})" if cond else val
 
   # -- the walk
@@ -419,6 +426,7 @@ class Renderer:
       # C runs the work items of a SPECIAL as a loop, one after another: the workgroup never meets at the barrier
       raise CompileError("compile.unsupported", "a BARRIER among local work items (lidx SPECIALs): C runs them one after another; the opencl target runs workgroups")
     self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
+    self.guarded: set = set()          # OpenCL: lanes narrower than their work-group (run under if (id < bound))
     self.thread, self.tail = None, False
     gsize, lsize = [], None
     if specials: gsize, lsize = self.specials(specials)
@@ -443,6 +451,7 @@ class Renderer:
                       fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
                       {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
     ks.work_ids = {v: k for k, v in self.ids.items()}
+    for k, v in self.ids.items(): ks.work_lanes.setdefault(v, []).append(k)
     if self.target == "opencl":
       for u in specials: ks.work_ids[{"g": "get_group_id", "l": "get_local_id", "t": "get_global_id"}[u.arg["name"][0]] + f"({u.arg['name'][-1]})"] = u
     ks.source = assemble([ks], self.target)
@@ -487,14 +496,15 @@ class Renderer:
     device picks the workgroups. With them: GLOBAL/THREAD axis d is get_group_id(d) and
     LOCAL/GROUP_REDUCE axis d get_local_id(d). Returns (global_size, local_size)."""
     prefix = self._parallel_prefix(instrs, ("GLOBAL", "THREAD", "LOCAL"))
-    depth, groups = 0, []
-    for u in instrs:
-      if u.op == "RANGE":
-        if depth == len(prefix) and u.arg.get("type") == "GROUP_REDUCE" and self._bound_ok(u) and self._opened_in(instrs, u, prefix): groups.append(u)
-        depth += 1
-      elif u.op == "END": depth -= 1
+    at, groups = self._lanes(instrs, prefix)
+    if groups and at < len(prefix):   # a fused row kernel: the output axis's lane shares the reduces' id
+      lane = prefix[at]
+      if lane.arg.get("type") == "LOCAL" and isinstance(self.bound(lane), int) and self.bound(lane) <= self.bound(groups[0]):
+        groups.append(lane)
+        if self.bound(lane) < self.bound(groups[0]): self.guarded.add(lane)
+      prefix = prefix[:at]
     glob = [r for r in prefix if r.arg.get("type") != "LOCAL"]
-    loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups
+    loc = [r for r in prefix if r.arg.get("type") == "LOCAL"] + groups[:1]
     if not loc or len(glob) > 3 or len(loc) > 3:
       ids = prefix[-3:]
       for d, r in enumerate(reversed(ids)): self.ids[r] = f"get_global_id({d})"
@@ -505,19 +515,32 @@ class Renderer:
       g = glob[d] if d < len(glob) else None
       l = loc[d] if d < len(loc) else None
       if g is not None: self.ids[g] = f"get_group_id({d})"
-      if l is not None: self.ids[l] = f"get_local_id({d})"
+      if l is not None:
+        for x in (groups if groups and l is groups[0] else [l]): self.ids[x] = f"get_local_id({d})"
       gb, lb = (self.bound(g) if g is not None else 1), (self.bound(l) if l is not None else 1)
       gsize.append([gb, lb]); lsize.append(lb)
     return gsize, lsize
 
-  def _opened_in(self, instrs, r: UOp, prefix: list) -> bool:
-    """Is r opened directly inside the prefix nest (no other loop around it)?"""
-    open_: list = []
+  def _lanes(self, instrs, prefix: list):
+    """(depth d, ranges): the GROUP_REDUCE ranges opened directly inside prefix[:d], at the
+    smallest such d. They are siblings (each closed before the next opens, a BARRIER
+    between them), so they share one work-item id: the work-group runs them one after the
+    other, every item taking its lane in each (a fused row kernel: compiler/heuristics.py
+    _gpu_rows). The widest sets the work-group's size; a narrower one (a step of a tree
+    combine, compiler/expand.py) runs on the items below its bound (`guarded`)."""
+    open_, found = [], []
     for u in instrs:
-      if u is r: return open_ == prefix
-      if u.op == "RANGE": open_.append(u)
+      if u.op == "RANGE":
+        d = len(open_)
+        if u.arg.get("type") == "GROUP_REDUCE" and self._bound_ok(u) and d <= len(prefix) and open_ == prefix[:d]: found.append((d, u))
+        open_.append(u)
       elif u.op == "END": open_.pop()
-    return False
+    if not found: return len(prefix), []
+    at = min(d for d, _ in found)
+    lanes = [u for d, u in found if d == at and isinstance(self.bound(u), int)] or [next(u for d, u in found if d == at)]
+    width = max(lanes, key=lambda u: self.bound(u) if isinstance(self.bound(u), int) else 0)
+    self.guarded |= {u for u in lanes if u is not width and self.bound(u) != self.bound(width)}
+    return at, [width] + [u for u in lanes if u is not width]
 
   def _parallel_prefix(self, instrs, kinds) -> list:
     """The leading ranges of the outermost nest with a type in `kinds`, when every store
@@ -572,7 +595,8 @@ class Renderer:
 
   def signature(self, name: str, params) -> str:
     if self.target == "c":
-      return f"void {name}(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi, int64_t phase)"
+      pre = self.T["targets"]["c"].get("gated_loads", "") if self.gated_loads else ""
+      return f"{pre}void {name}(void** bufs, const int64_t* vals, int64_t tlo, int64_t thi, int64_t phase)"
     args = []
     for s, p in enumerate(params):
       if p[0] == "scalar": args.append(f"{value_type(p[1], 'opencl')} p{s}")
@@ -603,6 +627,9 @@ class Renderer:
       bound = self.ref(u.src[0])
       if u in self.ids:
         self.emit(f"long {r} = (long){self.ids[u]};")
+        if u in self.guarded:   # a lane narrower than the work-group: the items above it skip the body
+          self.emit(f"if ({r} < {bound}) {{")
+          self.depth += 1
         return
       it = "int64_t" if self.target == "c" else "long"
       start, stop = ("tlo", "thi") if u is self.thread else ("0", bound)
@@ -613,6 +640,9 @@ class Renderer:
       self.depth += 1
       return
     if op == "END":
+      if u.src[1] in self.guarded and u.src[1] in self.ids:
+        self.depth -= 1
+        self.emit("}")
       if u.src[1] in self.ids: return
       self.depth -= 1
       self.emit("}")

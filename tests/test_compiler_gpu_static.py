@@ -5,6 +5,7 @@ coalesced (consecutive work items, consecutive elements) and fit local memory. C
 GPU; these keep the GPU heuristics honest there. The programs compiled for a table GPU
 are plain OpenCL: where PoCL is installed they also run and must equal the reference."""
 from __future__ import annotations
+import re
 import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
@@ -86,10 +87,72 @@ def test_long_reduce_reads_grid_stride(h100):
   assert comb.iterations == part.groups                        # the second kernel reads one partial per group
 
 
-def test_row_reduction_is_a_work_group_per_row(h100):
+def layer_norm(x):
+  n = 1.0 / x.shape[1]
+  d = x - x.sum(1, keepdim=True) * n
+  return d / ((d * d).sum(1, keepdim=True) * n + 1e-5).sqrt()
+
+
+def test_softmax_is_one_kernel_a_work_group_per_row(h100):
+  """Softmax 4096x1024 (compiler/rangeify.py _row_fused, heuristics _gpu_rows): ONE
+  kernel, a work-group of 256 items per row; every pass over the row (max, sum of exp,
+  the output) reads coalesced, stride 1 in get_local_id(0); two 256-slot local buffers."""
   c = compile_graph(BENCH["softmax 4096x1024"]().graph(), "opencl", keep_stages=False, device=h100)
-  reds = [k for k in launch_report(c, h100) if k.local_bytes]
-  assert len(reds) == 2 and all(k.groups == 4096 and k.group_items == 256 for k in reds)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items, k.local_bytes) == (4096, 256, 2 * 256 * 4)
+  assert k.local_bytes <= h100.local_mem
+  loads = [a for a in k.accesses if not a.store]
+  assert len(loads) == 3 and all(a.stride == 1 for a in k.accesses)   # three passes, each coalesced
+  body = c.sources[0].body
+  # the combine is a tree: per reduce, after the partials' barrier, the items below 128,
+  # 64, ..., 2 each add slot id + half into slot id, a barrier after each step; every
+  # item then combines the last two slots (no item reads all 256 partials)
+  steps = [int(n) for n in re.findall(r"if \(r\d+ < (\d+)L\)", body)]
+  assert steps == [128, 64, 32, 16, 8, 4, 2] * 2
+  assert body.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2 * (1 + 7)
+  assert "< 256L" not in body
+  assert body.count("get_local_id(0)") == 3 + len(steps)                # the passes and steps share the work item id
+
+
+def test_layer_norm_is_one_kernel(h100):
+  c = compile_graph(layer_norm(Tensor(_z(4096, 1024))).graph(), "opencl", keep_stages=False, device=h100)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items) == (4096, 256) and problems([k], h100) == []
+
+
+def logsumexp_rows(x):
+  m = x.max(1, keepdim=True)
+  return (x - m).exp().sum(1, keepdim=True).log() + m
+
+
+def test_reductions_whose_outputs_are_the_rows_share_the_lanes(h100):
+  """logsumexp: the max stays in the sum's kernel, and both reduces get the row's lanes
+  (not the max serial in every work item)."""
+  c = compile_graph(logsumexp_rows(Tensor(_z(4096, 1024))).graph(), "opencl", keep_stages=False, device=h100)
+  (k,) = launch_report(c, h100)
+  assert (k.groups, k.group_items, k.local_bytes, k.iterations) == (4096, 256, 2 * 256 * 4, 4096 * 256 * 4)
+  assert problems([k], h100) == []
+
+
+def test_row_fusion_keeps_other_rows_apart(h100):
+  """A row reduction read along another axis (a column sum of x - rowmax), or a column
+  reduction, is not fused: its consumer does not iterate its rows as outer axes, so
+  fusing would recompute it per element."""
+  x = Tensor(_z(512, 512))
+  c = compile_graph((x - x.max(1, keepdim=True)).sum(0).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 2
+  # a column reduction (axis 0) would be recomputed for every output row: two kernels
+  c = compile_graph((x - x.max(0, keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 2
+  c = compile_graph((x - x.max(1, keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  # a row over two axes keeps its buffer (only one-axis rows fuse)
+  c = compile_graph(softmax(Tensor(_z(8, 32, 256)).reshape(8, 32 * 256)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  y = Tensor(_z(8, 32, 256))
+  e = (y - y.max((1, 2), keepdim=True)).exp()
+  c = compile_graph((e / e.sum((1, 2), keepdim=True)).graph(), "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 3
 
 
 @pytest.mark.parametrize("name", ["a100", "mi250"])
@@ -116,6 +179,118 @@ def test_checker_finds_planted_launch_problems(h100):
   assert any("local memory" in p for p in problems(rep, h100))
 
 
+def test_row_fusion_is_for_gpus_and_short_rows(h100):
+  """The C backend and PoCL (cpu kinds: no `fuse_rows`) keep softmax's three kernels; on
+  the H100 a row longer than group_size x fuse_rows (256 x 32) is not fused either."""
+  for target, dev in (("c", None), ("opencl", None)):
+    if target == "opencl" and not HAVE_CL: continue
+    c = compile_graph(BENCH["softmax 4096x1024"]().graph(), target, keep_stages=False, device=dev)
+    assert len(c.schedule.kernels) == 3, target
+  assert len(compile_graph(softmax(Tensor(_z(8, 8192))).graph(), "opencl", keep_stages=False, device=h100).sources) == 1
+  assert len(compile_graph(softmax(Tensor(_z(8, 16384))).graph(), "opencl", keep_stages=False, device=h100).sources) == 3
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (2, 256)])
+def test_fused_row_kernel_stages_validate_and_evaluate(shape, h100):
+  """Every stage of a fused row kernel with a tree combine (H100 table) validates and
+  evaluates to the reference's outputs, the LINEAR programs included (small integers:
+  exact in any order of the sums)."""
+  from tinyspec.compiler import lower
+  from tinyspec.compiler.check import check_stages
+  x = Tensor(RNG.integers(-8, 9, shape).astype(np.float32))
+  t = (x - x.max(1, keepdim=True)) * x.sum(1, keepdim=True)
+  c = lower(t.graph(), "opencl", device=h100)
+  assert len(c.sources) == 1 and "if (r" in c.sources[0].body     # one kernel; the tree's guarded steps
+  check_stages(t.graph(), t.inputs(), target="opencl", compiled=c)
+
+
+def _without(lin, drop):
+  return lin.replace(src=tuple(u for u in lin.src if u is not drop))
+
+
+def test_local_memory_races_are_found(h100):
+  """compiler/localrace.py: the fused softmax and the split sum have no race on local
+  memory; the same kernels with any one BARRIER left out do, and a BARRIER moved inside
+  a tree step (reached by the items below its bound only) is refused."""
+  from tinyspec.compiler.gpucheck import kernel_launch
+  for case in ("softmax 4096x1024", "sum 16M"):
+    c = compile_graph(BENCH[case]().graph(), "opencl", keep_stages=False, device=h100)
+    ks, lin = c.sources[0], c.linear[0]
+    assert kernel_launch(ks, lin).races == []
+    bars = [u for u in lin.src if u.op == "BARRIER"]
+    assert len(bars) == (16 if case.startswith("softmax") else 8)
+    for bar in bars:
+      (race,) = kernel_launch(ks, _without(lin, bar)).races
+      assert "race on local buffer" in race
+  src = list(lin.src)
+  step = next(u for u in src if u.op == "RANGE" and u in ks.work_lanes["get_local_id(0)"] and int(u.src[0].arg["value"]) < 256)
+  end = next(k for k, u in enumerate(src) if u.op == "END" and u.src[1] is step)
+  bar = src[end + 1]
+  assert bar.op == "BARRIER"
+  src[end], src[end + 1] = bar, src[end]
+  ps = problems([kernel_launch(ks, lin.replace(src=tuple(src)))], h100)
+  assert any("not every work item reaches it" in p for p in ps)
+
+
+def test_local_races_count_a_vector_access_lanes(h100):
+  """A staged gemm's B tile is copied with float4 stores (lanes 4*lid .. 4*lid+3): no
+  race. The same store with its items 2 elements apart (their float4s overlap) races,
+  which only counting the lanes shows."""
+  from tinyspec.compiler.gpucheck import kernel_launch
+  from tinyspec.compiler.props import props, const
+  from tinyspec.compiler.rewrite import substitute
+  c = compile_graph(gemm(Tensor(_z(128, 64)), Tensor(_z(64, 128))).graph(), "opencl", keep_stages=False, device=h100)
+  ks, lin = c.sources[0], c.linear[0]
+  assert kernel_launch(ks, lin).races == []
+  vec = next(u for u in lin.src if u.op == "INDEX" and u.src[0].op == "BUFFER" and props(u).shape == (4,))
+  four = next(m for m in _nodes(vec.src[1]) if m.op == "MUL" and m.src[1].op == "CONST" and m.src[1].arg["value"] == 4)
+  bad = substitute(vec, {four: four.replace(src=(four.src[0], const(2, "index")))})
+  src = tuple(bad if u is vec else u for u in lin.src)
+  src = tuple(x.replace(src=tuple(bad if y is vec else y for y in x.src)) if vec in x.src else x for x in src)
+  (race,) = kernel_launch(ks, lin.replace(src=src)).races
+  assert "race on local buffer" in race
+
+
+def _nodes(u):
+  from tinyspec.compiler.rewrite import toposort
+  return toposort(u)
+
+
+def _loop_kernel(pre_write: bool, second_barrier: bool):
+  """A LINEAR of 8 work items (lidx0) and a loop of 4 trips over local buffer l0: each
+  trip stores l0[lid] (or, with pre_write, one store before the loop), a BARRIER, then
+  reads l0[(lid+1) % 8]; with second_barrier a BARRIER ends each trip."""
+  from types import SimpleNamespace
+  from tinyspec.uop import UOp
+  from tinyspec.compiler.props import const, shape_operand
+  L = 8
+  loc = UOp("BUFFER", (shape_operand((L,)),), {"slot": 0, "dtype": "int32", "device": "REG", "addrspace": "LOCAL"})
+  lid = UOp("SPECIAL", (const(L, "index"),), {"name": "lidx0"})
+  k = UOp("RANGE", (const(4, "index"),), {"id": 0, "type": "LOOP"})
+  body = []
+  if pre_write:
+    st = UOp("STORE", (UOp("INDEX", (loc, lid)), const(0, "int32")))
+    body += [st.src[0], st, k]
+  else:
+    st = UOp("STORE", (UOp("INDEX", (loc, lid)), UOp("CAST", (k,), "int32")))
+    body += [k, st.src[0], st]
+  bar = UOp("BARRIER", (st,))
+  rd = UOp("INDEX", (UOp("AFTER", (loc, bar)), UOp("MOD", (UOp("ADD", (lid, const(1, "index"))), const(L, "index")))))
+  body += [bar, rd] + ([UOp("BARRIER", (rd,))] if second_barrier else []) + [UOp("END", (rd, k))]
+  ks = SimpleNamespace(name="k", local_size=[L], work_lanes={}, work_ids={"get_local_id(0)": lid})
+  return ks, UOp("LINEAR", (loc, lid, *body))
+
+
+def test_local_races_across_loop_trips():
+  """A loop holding a BARRIER: the next trip's store races with this trip's reads unless
+  a second BARRIER ends the trip; a store before the loop does not race with the reads
+  after the loop's BARRIER."""
+  from tinyspec.compiler.localrace import local_races
+  assert local_races(*_loop_kernel(False, False)) != []
+  assert local_races(*_loop_kernel(False, True)) == []
+  assert local_races(*_loop_kernel(True, False)) == []
+
+
 def test_table_device_named_in_the_environment(monkeypatch):
   from tinyspec.compiler import device as D
   D.device.cache_clear()
@@ -126,6 +301,21 @@ def test_table_device_named_in_the_environment(monkeypatch):
   finally:
     D.device.cache_clear()
   with pytest.raises(KeyError, match="device_tables"): D.table_device("no such gpu")
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300)])
+@pytest.mark.parametrize("f", [softmax, layer_norm, logsumexp_rows], ids=["softmax", "layer_norm", "logsumexp"])
+def test_fused_rows_run_and_agree(f, shape, h100):
+  """Fused row kernels on PoCL: rows that are not a power of two, longer than a
+  work-group, shorter than a warp."""
+  t = f(Tensor(10 * _rand(*shape)))
+  g, inputs = t.graph(), t.inputs()
+  want = evaluate(g, inputs)["out0"]
+  c = compile_graph(g, "opencl", keep_stages=False, device=h100)
+  assert len(c.sources) == 1
+  got = c.run(inputs)["out0"]
+  np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
@@ -228,6 +418,32 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   after = next(u for u in nodes if u.op == "AFTER" and u.src[0].op == "BUFFER" and len(u.src) == 2 and u.src[1].op == "BARRIER")
   bad = substitute(sink, {after: after.replace(src=(after.src[0], after.src[1].src[0]))})
   with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(bad, "opencl")
+
+
+def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeypatch):
+  """expand proves every kernel with BARRIERs race-free (compiler/parallel.py hazards): a
+  tree combine's later step, reached from a read only through a BARRIER, runs after it;
+  the same tree with one step's BARRIER left out (the next step reads what this step's
+  items may still be writing) is refused with compile.order."""
+  from tinyspec.compiler import expand as E
+  from tinyspec.compiler.props import CompileError
+  from tinyspec.uop import UOp
+  g = BENCH["sum 16M"]().graph()
+  c = compile_graph(g, "opencl", keep_stages=False, device=h100)
+  assert any(u.op == "BARRIER" for u in c.linear[0].src)
+  real = E._tree_combine
+  def planted(members, lbufs, bar, base, n, next_id):
+    bar2, left, nid = real(members, lbufs, bar, base, n, next_id)
+    steps = bar2.src[0]                    # END of the last step: keep it, drop one BARRIER before it
+    inner = steps.src[0]
+    stores = [inner] if inner.op == "STORE" else list(inner.src)
+    def unbar(u):
+      return u.src[0] if u.op == "AFTER" and len(u.src) == 2 and u.src[1].op == "BARRIER" and u.src[1] is not bar else None
+    from tinyspec.compiler.rewrite import rebuild
+    return UOp("BARRIER", (rebuild(steps, lambda u: UOp("AFTER", (u.src[0], u.src[1].src[0])) if unbar(u) is not None else None),)), left, nid
+  monkeypatch.setattr(E, "_tree_combine", planted)
+  with pytest.raises(CompileError, match="compile.order"):
+    compile_graph(g, "opencl", keep_stages=False, device=h100)
 
 
 def test_beam_can_stage_or_not(h100):
