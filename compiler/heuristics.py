@@ -215,6 +215,7 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   from tinyspec.compiler.device import device
   dev = dev or device(target)
   H = render_tables()["heuristics"][dev.kind]
+  H = {**H, **(H.get("by_target") or {}).get(dev.target, {})}   # a target's own numbers for this device kind
   axes = ranges(sink)
   if not axes or any(size(r) is None for r in axes): return []
   if _prod(size(r) for r in axes) < H["min_work"]: return []

@@ -67,6 +67,17 @@ def test_tile_rows_fit_the_accumulator_budget():
   assert ["SPLIT", 0, [2, "UPCAST"]] in avx
 
 
+def test_opencl_cpu_devices_take_their_own_tile():
+  """render.yaml heuristics.cpu.by_target.opencl: PoCL's gemm tile is 8 rows x 2 vectors
+  of 8 lanes (16 accumulators; measured twice as fast there as C's 2 x 4), while C on the
+  same 32-byte-vector host keeps 2 rows x 4 vectors."""
+  t = gemm(Tensor(ints(256, 128)), Tensor(ints(128, 256)))
+  pocl = Device("opencl", "test pocl", "cpu", 4, 0, 0, False, 32)
+  (cl,), (c,) = opts_of(t, pocl, "opencl"), opts_of(t, CPU4)
+  assert ["SPLIT", 0, [8, "UPCAST"]] in cl and ["SPLIT", 1, [8, "UPCAST"]] in cl and ["SPLIT", 1, [2, "UPCAST"]] in cl
+  assert ["SPLIT", 0, [2, "UPCAST"]] in c and ["SPLIT", 1, [4, "UPCAST"]] in c
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_gemm_sizes_the_tile_does_not_divide_are_padded(target):
   """90 columns: the tile of 32 is padded to 96 (PADTO: the last tile's columns masked),
