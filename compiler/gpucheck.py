@@ -27,6 +27,8 @@ from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.render import launch_size
+from tinyspec.compiler.localrace import local_races
+from tinyspec.dtypes import dtype as _dt
 
 
 @dataclass
@@ -49,6 +51,7 @@ class KernelLaunch:
   local_bytes: int             # __local memory declared
   iterations: int              # work items x the loop trips around the deepest global access (an estimate of the work)
   accesses: list = field(default_factory=list)
+  races: list = field(default_factory=list)   # races on local memory (compiler/localrace.py)
   global_read_bytes: int = 0   # bytes a work item's global loads issue (loop trips counted; caches not)
   flops: int = 0               # float multiplies and adds a work item does (a multiply-add counts 2)
   hot_global_loads: int = 0    # global loads inside the loop that holds the most multiplies (0: it reads only local memory/registers)
@@ -62,7 +65,6 @@ class KernelLaunch:
   def local_tiled(self) -> bool:
     """The multiply loop reads only local memory (a staged tile: compiler/stage.py)."""
     return self.local_bytes > 0 and self.flops > 0 and self.hot_global_loads == 0
-  races: list = field(default_factory=list)   # races on local memory (compiler/localrace.py)
 
   @property
   def items(self) -> int: return self.groups * max(1, self.group_items)
@@ -132,7 +134,6 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     if u.op == "BUFFER" and props(u).addrspace == "LOCAL":
       n = 1
       for d in props(u).shape: n *= d
-      from tinyspec.dtypes import dtype as _dt
       local_bytes += n * _dt(props(u).dtype).itemsize
   fastest = _fastest(ks)
   lanes = ks.work_lanes.get("get_local_id(0)", []) if fastest is not None and "get_local_id(0)" in ks.work_ids else []
@@ -142,13 +143,11 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
       if s.op == "INDEX": users.setdefault(s, []).append((u, k))
   acc, trips = [], 1
   ids = set(ks.work_ids.values()) | {r for rs in ks.work_lanes.values() for r in rs}   # work-item ranges: not loops
-  from tinyspec.dtypes import dtype as _dt
   loads = []                  # (trips, bytes) per global load
   for u in lin.src:
     if u.op != "INDEX" or u.src[0].op != "PARAM": continue
     store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
-    shp = props(u).shape or ()
-    width = shp[-1] if shp else 1
+    width = _lanes(u)
     mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
     acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))
     t = _loop_trips(lin, u, ids)
@@ -156,7 +155,6 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     if not store: loads.append((t, int(width) * _dt(props(u.src[0]).dtype).itemsize))
   muls = [(_loop_trips(lin, u, ids), _lanes(u)) for u in lin.src if u.op == "MUL" and _dt(props(u).dtype).cls == "float"]
   hot = max((t for t, _ in muls), default=None)
-  from tinyspec.compiler.localrace import local_races
   return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc,
                       global_read_bytes=sum(t * b for t, b in loads), flops=2 * sum(t * w for t, w in muls),
                       hot_global_loads=sum(1 for t, _ in loads if t == hot) if hot is not None else 0,

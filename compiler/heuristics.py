@@ -208,14 +208,20 @@ def _local_tile(A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padd
   return False
 
 
+def numbers(dev) -> dict:
+  """spec/render.yaml `heuristics` for the device's kind, with its target's own numbers
+  (`by_target`) in place of the kind's."""
+  H = render_tables()["heuristics"][dev.kind]
+  return {**H, **(H.get("by_target") or {}).get(dev.target, {})}
+
+
 def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
   compile (compiler/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
   where the caller can say: without `fits` the kernel keeps its global reads."""
   from tinyspec.compiler.device import device
   dev = dev or device(target)
-  H = render_tables()["heuristics"][dev.kind]
-  H = {**H, **(H.get("by_target") or {}).get(dev.target, {})}   # a target's own numbers for this device kind
+  H = numbers(dev)
   axes = ranges(sink)
   if not axes or any(size(r) is None for r in axes): return []
   if _prod(size(r) for r in axes) < H["min_work"]: return []

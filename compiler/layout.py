@@ -23,7 +23,7 @@ from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.symbolic import linear, simplify
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.heuristics import numbers
 from tinyspec.compiler.axes import axis_type, size
 from tinyspec.compiler.optimize import initial_types, apply_opts
 
@@ -81,7 +81,7 @@ def pack(sched: Schedule, target: str, dev) -> Schedule:
   """Insert the packing kernels the schedule's kernels want (kernels already optimized)."""
   from tinyspec.compiler.rangeify import _prune_params
   from tinyspec.compiler.heuristics import default_opts
-  H = render_tables()["heuristics"][dev.kind]
+  H = numbers(dev)
   if not H.get("pack"): return sched
   kernels: list[Kernel] = []
   inter = set(sched.intermediates)

@@ -20,21 +20,13 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
+from tinyspec.compiler.render import _base, _is_local
 
 LIMIT = 1 << 22    # (item, trip) points enumerated per access; beyond, the access is "every element"
 def _nz(b): return np.where(b == 0, 1, b)
 _BIN = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "MAX": np.maximum, "MIN": np.minimum,
         "IDIV": lambda a, b: np.sign(a) * np.sign(_nz(b)) * (np.abs(a) // np.abs(_nz(b))),    # C: toward zero
         "MOD": lambda a, b: np.fmod(a, _nz(b)), "CMPLT": np.less, "CMPNE": np.not_equal, "AND": np.logical_and}
-
-
-def _base(u: UOp) -> UOp:
-  while u.op == "AFTER": u = u.src[0]
-  return u
-
-
-def _is_local(u: UOp) -> bool:
-  return u.op == "BUFFER" and props(u).addrspace == "LOCAL"
 
 
 def _eval(u: UOp, env: dict, memo: dict):

@@ -183,12 +183,17 @@ def _item_axis(r: UOp) -> bool:
   return (r.op == "RANGE" and r.arg.get("type") == "LOCAL") or (r.op == "SPECIAL" and r.arg["name"].startswith("lidx"))
 
 
+def _barrier_between(first: UOp, then: UOp, below: dict) -> bool:
+  """Does a BARRIER over node `first` lie among the sources (past src[0]) of node `then`
+  (an AFTER, a STORE)? Then every work item of the group runs first before any runs then."""
+  for b in below.setdefault(then, set(toposort(list(then.src[1:])))):
+    if b.op == "BARRIER" and first in below.setdefault(b, set(toposort(b))): return True
+  return False
+
+
 def _through_barrier(a: Access, w: Access, below: dict) -> bool:
   """Is read a ordered after write w through a BARRIER (an AFTER of a BARRIER over w)?"""
-  for x in a.after:
-    for b in below.setdefault(x, set(toposort(list(x.src[1:])))):
-      if b.op == "BARRIER" and w.node in below.setdefault(b, set(toposort(b))): return True
-  return False
+  return any(_barrier_between(w.node, x, below) for x in a.after)
 
 
 def _ordered_pair(a: Access, b: Access, ia: bool, ib: bool, r: UOp, below: dict, workgroups: bool) -> bool:
@@ -222,15 +227,6 @@ def _disjoint(a: Access, b: Access) -> bool:
 def _feeds(a: Access, w: Access, below: dict) -> bool:
   """Is read a part of write w's value or gate (so, in one iteration, before it)?"""
   return a.node in below.setdefault(w.node, set(toposort(list(w.node.src[1:]))))
-
-
-def _feeds_across_barrier(a: Access, w: Access, below: dict) -> bool:
-  """Is read a part of write w's value only through a BARRIER (w reads, after the
-  barrier, what a's step stored: a tree combine's next step)? Then every work item of
-  the group runs a before any of them runs w."""
-  for b in below.setdefault(w.node, set(toposort(list(w.node.src[1:])))):
-    if b.op == "BARRIER" and a.node in below.setdefault(b, set(toposort(b))): return True
-  return False
 
 
 def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
@@ -333,7 +329,7 @@ def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:
                                 (local and _staged_step(a, after, r, below, opened)) for r in w_loops)
       # a later step's write of a work-group's LOCAL storage, reached from the read only
       # through a BARRIER, in no loop around them both: it runs after the read, everywhere
-      if local and _feeds_across_barrier(a, w, below) and not any(inside(a, r) for r in w_loops): return True
+      if local and _barrier_between(a.node, w.node, below) and not any(inside(a, r) for r in w_loops): return True
       return _feeds(a, w, below) and all(r in listed or any(inside(m, r) for m in masks) or
                                          (a.index == w.index and separated(w, w, r, memo.setdefault(("s", r), {}))) for r in w_loops)
     if not all(harmless(w) for w in ws): (ordered if after else plain).append(a)

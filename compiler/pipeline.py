@@ -26,6 +26,7 @@ from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.heuristics import numbers
 from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
 from tinyspec.compiler import layout as _layout, hazards as _hazards
 from tinyspec.compiler import split as _split
@@ -115,6 +116,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     if keep_stages: stages[name] = make()
 
   contract: set = set()    # kernels whose REG accumulators are all REDUCEs' (render.yaml `contract`)
+  dev = _target_device(target, device)
   if level == "program":
     root = roots[-1] if roots else None
     if root is not None and root.op == "PROGRAM": root = root.src[0]     # its SOURCE text is never used
@@ -131,10 +133,8 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     else:
       roots = _callify.callify(roots)
       keep("callify", lambda: Graph.from_uops(*roots, level="tensor"))
-      dev = _target_device(target, device)
       sched = _hazards.separate_reads(_rangeify.rangeify(roots, fuse_rows(target, dev)))   # user kernels CALLed: reads of what they write
       keep("rangeify", lambda: sched.graph())
-    dev = _target_device(target, device)
     def choose(k):
       o = kernel_opts(opts, k.name)
       if o is None and search is not None: o = search(k.sink, target, dev)
@@ -144,7 +144,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     sched = _layout.pack(sched, target, dev)
     keep("optimize", lambda: sched.graph())
     contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
-    tree = target == "opencl" and _heuristics(dev).get("group_combine") == "tree"
+    tree = target == "opencl" and numbers(dev).get("group_combine") == "tree"
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink, tree))
     keep("expand", lambda: sched.graph())
     sched = _map_kernels(sched, lambda k: _isel.isel(k.sink, target, dev.kind))
@@ -155,10 +155,9 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   sched.meta["memory"] = _memplan.plan(sched)
   keep("memplan", lambda: sched.graph())
   sources = []
-  rdev = _target_device(target, device)
-  stream = _stream_bytes(target, rdev)
+  stream = _stream_bytes(target, dev)
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=rdev.kind, contract=k.name in contract,
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=dev.kind, contract=k.name in contract,
                         stream_bytes=stream)
     k.program = ks
     sources.append(ks)
@@ -175,19 +174,14 @@ def _stream_bytes(target: str, dev) -> int | None:
   `streaming`): the host's last-level cache, else the table's size; None: never."""
   S = render_tables().get("streaming", {}).get(target)
   if S is None: return None
-  return int(getattr(dev, "cache_bytes", 0) or S["min_bytes"])
-
-
-def _heuristics(dev) -> dict:
-  from tinyspec.compiler.tables import render_tables
-  return render_tables()["heuristics"][dev.kind]
+  return int(dev.cache_bytes or S["min_bytes"])
 
 
 def fuse_rows(target: str, dev) -> int | None:
   """The longest row whose reductions stay in their consumers' kernel (render.yaml
   heuristics `fuse_rows`: rows per work item; GPUs: a work-group of `group_size` items
   reads the row, so a row of at most group_size x that), or None (no fusion)."""
-  H = _heuristics(dev)
+  H = numbers(dev)
   per_item = H.get("fuse_rows")
   if not per_item: return None
   width = min(int(H["group_size"]), dev.max_local or int(H["group_size"])) if target == "opencl" and H.get("group_size") else 1

@@ -356,7 +356,7 @@ class Renderer:
     zero = alt if alt is not None else literal(False if _dt(dt).cls == "bool" else 0, dt, self.target)
     if u.op == "PARAM":
       val = self.conv(dt, "load", f"{self.names[u]}[0]")
-      if gate: self.gated_loads = True
+      self.gated_loads |= bool(gate)
       return f"({gate} ? {val} : {zero})" if gate else val
     ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
     if props(u).shape:
@@ -377,11 +377,10 @@ class Renderer:
   def _gated(self, val: str, gate: str | None, inside: str | None, zero: str, alt: str | None, dt: str) -> str:
     """A read under its gate and its in-range guard: the gate picks the alternative; an
     index out of range where the gate holds reads 0 (decision index-oob), not the alternative."""
+    self.gated_loads |= bool(gate or inside)   # (C: render.yaml targets.c.gated_loads)
     if gate and inside and alt is not None:
-      self.gated_loads = True
       return f"({gate} ? ({inside} ? {val} : {literal(False if _dt(dt).cls == 'bool' else 0, dt, self.target)}) : {zero})"
     cond = " && ".join(x for x in (gate, inside) if x)
-    if cond: self.gated_loads = True
     return f"({cond} ? {val} : {zero})" if cond else val
 
   # -- the walk
@@ -408,10 +407,7 @@ class Renderer:
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
     for u in instrs:
-      if u.op in ("STORE", "ATOMICADD"):
-        t = u.src[0]
-        while t.op in ("INDEX", "AFTER"): t = t.src[0]
-        if t.op == "PARAM": writes.add(t.arg["slot"])
+      if u.op in ("STORE", "ATOMICADD") and (t := _param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
     by_slot = {s: u for u, s in self.params.items()}
     self.streamed = self.stream_outputs(instrs, writes)
     params = []
@@ -769,6 +765,7 @@ class Renderer:
       how = "store"
       if _param_of(base) in self.streamed:
         how, self.did_stream = "stream", True
+        for h in self.T["streaming"][self.target].get("uses", ()): self.use_helper(h, {})
         if not v.isidentifier(): v = self.declare_value(val, v, k)   # the helper takes its address
       self.emit(fill(self.T["vectors"][self.target][how], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return
@@ -789,10 +786,7 @@ class Renderer:
 
   def stream_fence(self):
     """After the last streaming store of a call: they are weakly ordered until fenced."""
-    if not self.did_stream: return
-    S = self.T["streaming"][self.target]
-    for h in S.get("uses", ()): self.use_helper(h, {})
-    self.emit(S["fence"])
+    if self.did_stream: self.emit(self.T["streaming"][self.target]["fence"])
 
   def declare_value(self, val: UOp, text: str, k: int) -> str:
     """A vector expression held in a named variable (so that its address can be taken)."""

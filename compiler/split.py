@@ -38,7 +38,7 @@ from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.symbolic import simplify
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.heuristics import numbers
 from tinyspec.compiler.axes import ranges, size, reorderable, carried
 
 
@@ -114,7 +114,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
 def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
   """Every qualifying kernel split in two (see the module doc); others unchanged."""
   from tinyspec.compiler.layout import dev_name
-  H = render_tables()["heuristics"][dev.kind]
+  H = numbers(dev)
   per_unit = (H.get("split_reduce") or {}).get(target)
   if not per_unit: return sched
   groups = max(2, dev.threads * int(per_unit))

@@ -21,14 +21,15 @@ are not a dense mixed-radix number of those axes, it depends on another loop, th
 exceeds local memory) refuses the opt (opt.unsupported): the kernel keeps global reads.
 expand ends each step with a second BARRIER (the next step's copies overwrite what this
 step reads: compiler/expand.py `_step_barriers`) and proves the result race-free with
-compiler/parallel.py `hazards` (compiler/stage.py `check_staged`).
+compiler/parallel.py `hazards` (compiler/expand.py `_race_free`).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.symbolic import simplify, linear
-from tinyspec.compiler.axes import axis_type, size, closers, top_nest
+from tinyspec.compiler.axes import axis_type, size, closers, top_nest, reorderable
+from tinyspec.dtypes import dtype as _dt
 
 
 def _add(*xs: UOp) -> UOp:
@@ -107,7 +108,7 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
   sink = split(sink, r, k, "REDUCE", False, next_id)
   kin = next(x for x in toposort(sink) if x.op == "RANGE" and x.arg["id"] == next_id)
   red = next(u for u in toposort(sink) if u.op == "REDUCE" and kin in u.src[1:])
-  if red.arg["op"] != "ADD": _refuse("only ADD reductions are staged")
+  if not reorderable(red): _refuse("the reduce keeps its order (ops.yaml decision reduce-empty); staging puts the steps innermost")
   upcast = {x for x in toposort(red.src[0]) if x.op == "RANGE" and axis_type(x) == "UPCAST"}
   tile = set(locs) | upcast | {kin}
   loads = [u for u in toposort(red.src[0]) if u.op == "INDEX" and u.src[0].op == "PARAM" and kin in toposort(u)]
@@ -122,7 +123,6 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
     buf, t0, t1, j, R0, R1, rows, cols, parts = plan
     if j is not None: fresh += 1
     dt = props(x.src[0]).dtype
-    from tinyspec.dtypes import dtype as _dt
     total += R0 * R1 * _dt(dt).itemsize
     buf = buf.replace(arg={**buf.arg, "slot": slot}); slot += 1
     idx = []
