@@ -31,7 +31,10 @@ def script(d: Path, work: Path) -> int:
   def take():
     n = int((d / "next").read_text() or 0)
     if n >= len(plan): return "ok", 0   # the script is spent: plain answers for the cases left
-    (d / "next").write_text(str(n + 1))
+    # atomically: the runner may kill this process at any moment (its --timeout), and a
+    # truncated-then-killed write would read back as position 0 and replay the script
+    tmp = d / f"next.{os.getpid()}"
+    tmp.write_text(str(n + 1)); os.replace(tmp, d / "next")
     return plan[n]
   out = sys.stdout.buffer
   def say(obj_or_bytes):
