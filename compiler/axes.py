@@ -75,8 +75,7 @@ def top_nest(sink: UOp):
 
 
 def reorderable(red: UOp) -> bool:
-  """May the REDUCE's elements combine in any order? Decision reduce-empty: float ADD
-  may associate; MAX and integer arithmetic (modular) are exact in any order; a float
-  MUL keeps its order."""
-  from tinyspec.dtypes import dtype as _dt
-  return not (red.arg["op"] == "MUL" and _dt(props(red).dtype).cls == "float")
+  """May the REDUCE's elements combine in any order? ops.yaml reduce_ops `reorders`
+  (decision reduce-empty: a float MUL keeps its order)."""
+  from tinyspec.tables import tables
+  return tables().reduce_reorders(red.arg["op"], props(red).dtype)

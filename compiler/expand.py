@@ -42,7 +42,7 @@ from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
 from tinyspec.compiler.symbolic import simplify, linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.rangeify import with_identity, identity
+from tinyspec.compiler.rangeify import with_identity, identity, fold
 from tinyspec.compiler.axes import depends, open_ranges
 
 UNROLLED = ("UPCAST", "UNROLL")
@@ -81,9 +81,9 @@ def _unroll(sink: UOp, kinds=UNROLLED) -> UOp:
       if u.op == "REDUCE":
         op, dt = u.arg["op"], props(u).dtype
         if rest and props(u).shape:   # a vector accumulator's lanes run in parallel already: one accumulator
-          subs[u] = UOp("REDUCE", (combine(op, copies), *rest), u.arg)
-        elif rest: subs[u] = combine(op, [UOp("REDUCE", (c, *rest), u.arg) for c in copies])
-        else: subs[u] = with_identity(op, combine(op, copies)) if copies else identity(op, dt)
+          subs[u] = UOp("REDUCE", (combine(fold(op), copies), *rest), u.arg)
+        elif rest: subs[u] = combine(fold(op), [UOp("REDUCE", (c, *rest), u.arg) for c in copies])
+        else: subs[u] = with_identity(op, combine(fold(op), copies)) if copies else identity(op, dt)
       else:
         body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
         subs[u] = UOp("END", (body, *rest)) if rest else body
@@ -236,7 +236,7 @@ def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
         for red, lbuf in zip(members, lbufs):
           cur = UOp("AFTER", (lbuf, bar))
           parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in range(left)]
-          subs[red] = with_identity(red.arg["op"], combine(red.arg["op"], parts))
+          subs[red] = with_identity(red.arg["op"], combine(fold(red.arg["op"]), parts))
         continue
       g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
       next_id += 1
@@ -262,7 +262,7 @@ def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_
     steps = []
     for red, lbuf in zip(members, lbufs):
       cur = UOp("AFTER", (lbuf, bar))
-      pair = UOp(red.arg["op"], (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
+      pair = UOp(fold(red.arg["op"]), (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
       steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
     bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
     n = h
@@ -340,7 +340,7 @@ def _accumulate(sink: UOp) -> UOp:
         if shape: ident = UOp("VCONST", (), {"values": [ident.arg["value"]] * shape[0], "dtype": dt})   # a vector accumulator
         init = UOp("STORE", (UOp("AFTER", (acc, *outer)) if outer else acc, ident))
         cur = UOp("AFTER", (acc, init, *rr))
-        updates.append(UOp("STORE", (acc, UOp(red.arg["op"], (cur, val)))))
+        updates.append(UOp("STORE", (acc, UOp(fold(red.arg["op"]), (cur, val)))))
         results.append((red, acc))
       end = UOp("END", (updates[0] if len(updates) == 1 else UOp("GROUP", tuple(updates)), *rr))
       for red, acc in results: subs[red] = UOp("AFTER", (acc, end))

@@ -231,19 +231,22 @@ def _reduce(b, x, idx):
 
 
 def identity(op: str, dtype: str) -> UOp:
-  """The identity of reduce op `op` in `dtype` (decision reduce-empty) as a CONST."""
-  d = _dt(dtype)
-  if op == "ADD": return const(0, dtype)
-  if op == "MUL": return const(1, dtype)
-  if d.cls == "bool": return const(False, dtype)
-  return const("-inf" if d.cls == "float" else d.min, dtype)
+  """The identity of reduce op `op` in `dtype` (ops.yaml reduce_ops, decision reduce-empty) as a CONST."""
+  return const(tables().reduce_identity(op, dtype), dtype)
+
+
+def fold(op: str) -> str:
+  """The binary op that combines two partial results of reduce op `op` (ops.yaml reduce_ops)."""
+  return tables().reduce_fold(op)
 
 
 def with_identity(op: str, v: UOp) -> UOp:
-  """A reduction of one element: the identity combined with it, which a float ADD can
-  see (0 + -0.0 is +0.0, as the reference's reduction gives)."""
+  """A reduction of one element: the identity combined with it, where that can change the
+  bits: a float identity of zero turns a -0.0 element into +0.0 (0 + -0.0 is +0.0), as the
+  reference's fold from the identity gives."""
   dt = props(v).dtype
-  return UOp("ADD", (v, const(0.0, dt))) if op == "ADD" and _dt(dt).cls == "float" else v
+  ident = tables().reduce_identity(op, dt)
+  return UOp(fold(op), (v, const(ident, dt))) if _dt(dt).cls == "float" and ident == 0 else v
 
 
 def _replicated(b, x, idx):

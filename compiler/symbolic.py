@@ -171,9 +171,10 @@ def canon_add(x: UOp):
 
 
 def const_right(x: UOp):
-  """OP(CONST, y) -> OP(y, CONST) for a commutative op. No precondition."""
+  """OP(CONST, y) -> OP(y, CONST) for an op that commutes on the operands' dtype class
+  (ops.yaml `commutes`)."""
   a, b = x.src
-  if a.op == "CONST" and b.op != "CONST": return UOp(x.op, (b, a), x.arg)
+  if a.op == "CONST" and b.op != "CONST" and _dt(props(a).dtype).cls in tables().ops[x.op].commutes: return UOp(x.op, (b, a), x.arg)
   return None
 
 
@@ -342,7 +343,7 @@ def _gcd(a: int, b: int) -> int:
   return math.gcd(a, b)
 
 
-_COMMUTATIVE = ("ADD", "MUL", "AND", "OR", "XOR", "MAX", "CMPNE", "CMPEQ")
+_COMMUTATIVE = tuple(n for n, o in tables().ops.items() if o.commutes)   # ops.yaml `commutes`
 
 RULES = Matcher([
   (Pat.var("x"), fold_point),

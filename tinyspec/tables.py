@@ -118,6 +118,7 @@ class Op:
   fold: str | None = None       # how an index node folds to constant dims (FOLDS), or None
   storage: object = None        # True: storage; "through": passes src[0]'s storage on; None
   nan: str = "payload"          # "canonical": a NaN it computes is the dtype's canonical NaN (decision nan-canonical)
+  commutes: frozenset = frozenset()   # dtype classes for which op(a, b) is op(b, a), bit for bit
   derive: tuple = ()            # compiled property rules, in PROPS order
   derive_src: dict = field(default_factory=dict)   # property -> (expr, where it came from)
   derive_all: object = None     # all six rules as one function (src, arg, op, level, node) -> tuple
@@ -190,6 +191,7 @@ class Tables:
     self.tolerances: dict = raw.get("tolerances", {})
     self.axis_types: dict = raw.get("axis_types", {})
     self.opt_ops: dict = raw.get("opt_ops", {})
+    self.reduce_ops: dict = raw.get("reduce_ops", {})
     self.rule_catalogue: dict = raw.get("rules", {})
     self.io_rules: dict = raw.get("io_rules", {})    # refusals that are not a graph's (paths, memory, time, cache, corpus)
     self.limits: dict = raw.get("limits", {})
@@ -213,7 +215,43 @@ class Tables:
       ops=self.ops)   # filled below; call_axis re-derives body nodes with their ops' rules
     for name, (d, fam) in merged_ops.items():
       self.ops[name] = self._make_op(name, d, fam)
+    self._check_reduce_ops()
     self._compile_derived()
+
+  # -- reduce ops
+  def _check_reduce_ops(self):
+    """`reduce_ops:` names exactly the ops REDUCE's arg allows, folds with ops of the table,
+    and speaks of dtype classes only."""
+    enum = set(self.defs.get("reduce_arg", {}).get("properties", {}).get("op", {}).get("enum", ()))
+    if enum and set(self.reduce_ops) != enum:
+      raise ValueError(f"reduce_ops: {sorted(self.reduce_ops)} are not the reduce ops $defs.reduce_arg allows ({sorted(enum)})")
+    for name, r in self.reduce_ops.items():
+      if r.get("fold") not in self.ops: raise ValueError(f"reduce_ops.{name}: fold {r.get('fold')!r} is not an op of the table")
+      ident = r.get("identity")
+      classes = set(ident) - {"default"} if isinstance(ident, dict) else set()
+      bad = (set(r.get("reorders", ())) | classes) - set(CLASSES)
+      if bad: raise ValueError(f"reduce_ops.{name}: {sorted(bad)} are not dtype classes ({', '.join(CLASSES)})")
+
+  def reduce_identity(self, op: str, dtype_name: str):
+    """What an empty `op` reduction of `dtype_name` gives (decision reduce-empty): a Python
+    bool, int or float (-inf for "-inf")."""
+    from tinyspec.dtypes import dtype as _dt
+    d = _dt(dtype_name)
+    v = self.reduce_ops[op]["identity"]
+    if isinstance(v, dict): v = v.get(d.cls, v.get("default"))
+    if v == "min": return d.min if d.cls != "float" else float("-inf")
+    if v == "-inf": return float("-inf")
+    if d.cls == "bool": return bool(v)
+    return float(v) if d.cls == "float" else int(v)
+
+  def reduce_reorders(self, op: str, dtype_name: str) -> bool:
+    """May a backend combine an `op` reduction's elements of `dtype_name` in any order?"""
+    from tinyspec.dtypes import dtype as _dt
+    return _dt(dtype_name).cls in self.reduce_ops[op].get("reorders", ())
+
+  def reduce_fold(self, op: str) -> str:
+    """The binary op that folds an `op` reduction's elements into its accumulator."""
+    return self.reduce_ops[op]["fold"]
 
   # -- ops
   def _make_op(self, name: str, d: dict, fam: str | None) -> Op:
@@ -224,6 +262,8 @@ class Tables:
       raise ValueError(f"{name}: storage {d['storage']!r} is not true or through")
     if d.get("nan", "payload") not in NAN_RESULTS:
       raise ValueError(f"{name}: nan {d['nan']!r} is not one of {', '.join(NAN_RESULTS)}")
+    bad = set(d.get("commutes", ())) - set(CLASSES)
+    if bad: raise ValueError(f"{name}: commutes names {sorted(bad)}, not dtype classes ({', '.join(CLASSES)})")
     arg_schema = d.get("arg", {"type": "null"})
     fns = self.functions
     checks = [Check(c["rule"], c["expr"], c["msg"], rules.compile_rule(c["expr"], f"{name}.checks[{c['rule']}]", fns),
@@ -237,7 +277,8 @@ class Tables:
               semantics=d.get("semantics", ""), checks=checks, decomposition=d.get("decomposition"),
               conflicts=tuple(d.get("conflicts", ())), untrusted=bool(d.get("untrusted")), example=d.get("example"),
               family=fam, arg_validator=validator, skeleton_safe=_skeleton_safe(full), checks_all=checks_all,
-              fold=d.get("fold"), storage=d.get("storage"), nan=d.get("nan", self.categories[d["category"]].get("nan", "payload")))
+              fold=d.get("fold"), storage=d.get("storage"), nan=d.get("nan", self.categories[d["category"]].get("nan", "payload")),
+              commutes=frozenset(d.get("commutes", ())))
 
   def _make_slot(self, op: str, s: dict) -> Slot:
     kind, level = s.get("kind", "value"), s.get("level")

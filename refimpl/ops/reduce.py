@@ -19,16 +19,12 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP
-from tinyspec.dtypes import DTYPES
+from tinyspec.tables import tables
 
 
 def identity(op: str, name: str):
-  cls = CLS[name]
-  if op == "ADD": return np.zeros((), NP[name])
-  if op == "MUL": return np.ones((), NP[name])
-  if cls == "float": return np.asarray(-np.inf, NP[name])
-  if cls == "bool": return np.asarray(False)
-  return np.asarray(DTYPES[name].min, NP[name])
+  """What an empty `op` reduction of dtype `name` gives (ops.yaml reduce_ops)."""
+  return np.asarray(tables().reduce_identity(op, name), NP[name])
 
 
 BLOCK = 1 << 24   # source elements one NumPy call reduces at most (a larger source goes block by block)

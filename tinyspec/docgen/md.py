@@ -252,7 +252,11 @@ def _axis_opt(T) -> list[str]:
           "(`opt_ops:` in `spec/ops.yaml`).", ""]
   rows = [[code(k), cell(v.get("axis") or "—"), cell(v.get("arg") or "—"),
            cell(v.get("semantics", "")) + (" Must come first." if v.get("must_be_first") else "")] for k, v in T.opt_ops.items()]
-  return out + table(["OptOp", "axis", "arg", "semantics"], rows)
+  out += table(["OptOp", "axis", "arg", "semantics"], rows)
+  out += ["", "## Reduce ops", "", "What `REDUCE`'s arg `op` means (`reduce_ops:` in `spec/ops.yaml`): the op that folds an "
+          "element into the accumulator, the identity an empty reduction gives (decision [reduce-empty](#decision-reduce-empty)), "
+          "and the dtype classes whose elements a backend may combine in any order.", ""]
+  return out + table(["reduce op", "fold", "identity", "may reorder"], [[code(k), code(f), cell(i), cell(r)] for k, f, i, r in M.reduce_op_rows(T)])
 
 
 def _direction(d) -> str:

@@ -181,7 +181,16 @@ def op_roles(op) -> list[tuple[str, str]]:
   if op.storage is True: out.append(("storage", "yes: a STORE may write it (see `is_storage`)"))
   elif op.storage == "through": out.append(("storage", "through: storage when its src[0] is (see `is_storage`)"))
   if op.fold: out.append(("folds", f"`{op.fold}`: an `index` node of it holds the constant {FOLD_TEXT.get(op.fold, op.fold)}, so it can be a shape operand"))
+  if op.commutes: out.append(("commutes", "op(a, b) is op(b, a), bit for bit, for " + ", ".join(c for c in ("bool", "int", "uint", "index", "float") if c in op.commutes) + " operands"))
   return out
+
+
+def reduce_op_rows(T) -> list[tuple[str, str, str, str]]:
+  """(reduce op, fold op, identity, reorders) of each `reduce_ops:` entry, in words."""
+  def ident(v):
+    if not isinstance(v, dict): return str(v)
+    return "; ".join(f"{'others' if k == 'default' else k}: {'the dtype minimum' if x == 'min' else str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items())
+  return [(k, r["fold"], ident(r["identity"]), ", ".join(r.get("reorders", ())) or "none") for k, r in T.reduce_ops.items()]
 
 
 def folding_ops(T) -> list:

@@ -271,6 +271,9 @@ def _axis_opt(T, colors) -> list[str]:
           for k, v in T.opt_ops.items()]
   out += [r"An optimization is a triple $(\mathrm{op},\;\mathrm{axis},\;\mathrm{arg})$; optimizations compose left to right.", ""]
   out += longtable("l " + _p("2.2cm") + " " + _p("3.2cm") + " " + _p("9.4cm"), ["OptOp", "axis", "arg", "Semantics"], rows)
+  out += [r"\subsection*{Reduce ops \normalfont\small--- what \op{Reduce}'s arg op means}", ""]
+  out += longtable("l l " + _p("6.4cm") + " " + _p("5.4cm"), ["Reduce op", "Fold", "Identity (empty reduction)", "May reorder"],
+                   [[tt(k), op(f), tex(i), tex(r)] for k, f, i, r in M.reduce_op_rows(T)])
   return out
 
 
