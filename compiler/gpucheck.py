@@ -15,10 +15,14 @@ through a division, a modulo or a loaded value -- is reported as such.
 Per kernel also the global bytes a work item's loads issue per float op it does
 (`bytes_per_flop`) and whether the loop doing the multiplies reads only local memory
 (`local_tiled`: the inputs were staged there, compiler/stage.py).
+Per kernel also every access of local memory with its bank conflict: the passes a warp
+needs through the banks (compiler/localbanks.py).
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
-over the device's, uncoalesced global accesses, and races between the work items on
-local memory (a missing BARRIER: compiler/localrace.py).
+over the device's, uncoalesced global accesses, bank conflicts in the loop doing the
+multiplies (elsewhere a staged tile's row pitch may trade a 2-way conflict on the copy
+for conflict-free reads: compiler/stage.py), and races between the work items on local
+memory (a missing BARRIER: compiler/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -28,6 +32,7 @@ from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.symbolic import linear
 from tinyspec.compiler.render import launch_size
 from tinyspec.compiler.localrace import local_races
+from tinyspec.compiler.localbanks import bank_conflicts
 from tinyspec.dtypes import dtype as _dt
 
 
@@ -55,6 +60,8 @@ class KernelLaunch:
   global_read_bytes: int = 0   # bytes a work item's global loads issue (loop trips counted; caches not)
   flops: int = 0               # float multiplies and adds a work item does (a multiply-add counts 2)
   hot_global_loads: int = 0    # global loads inside the loop that holds the most multiplies (0: it reads only local memory/registers)
+  local_accesses: list = field(default_factory=list)   # localbanks.LocalAccess per access of local memory
+  hot_trips: int = 0           # the trips of the loop that holds the most multiplies (0: no float multiply)
 
   @property
   def bytes_per_flop(self) -> float | None:
@@ -118,7 +125,7 @@ def _loop_trips(lin: UOp, u: UOp, ids) -> int:
   return n
 
 
-def kernel_launch(ks, lin: UOp) -> KernelLaunch:
+def kernel_launch(ks, lin: UOp, warp: int = 1) -> KernelLaunch:
   gsize = [launch_size(g, {}) for g in ks.global_size] if ks.global_size else [1]
   lsize = [launch_size(l, {}) for l in ks.local_size] if ks.local_size else None
   items_total = 1
@@ -155,10 +162,12 @@ def kernel_launch(ks, lin: UOp) -> KernelLaunch:
     if not store: loads.append((t, int(width) * _dt(props(u.src[0]).dtype).itemsize))
   muls = [(_loop_trips(lin, u, ids), _lanes(u)) for u in lin.src if u.op == "MUL" and _dt(props(u).dtype).cls == "float"]
   hot = max((t for t, _ in muls), default=None)
+  banks = bank_conflicts(ks, lin, warp)
+  for b in banks: b.trips = _loop_trips(lin, b.node, ids)
   return KernelLaunch(ks.name, groups, per, local_bytes, items_total * trips, acc,
                       global_read_bytes=sum(t * b for t, b in loads), flops=2 * sum(t * w for t, w in muls),
                       hot_global_loads=sum(1 for t, _ in loads if t == hot) if hot is not None else 0,
-                      races=local_races(ks, lin))
+                      races=local_races(ks, lin), local_accesses=banks, hot_trips=hot or 0)
 
 
 def _lanes(u: UOp) -> int:
@@ -169,7 +178,8 @@ def _lanes(u: UOp) -> int:
 def launch_report(compiled, dev=None) -> list:
   """A KernelLaunch per kernel of an OpenCL Compiled, in execution order."""
   if compiled.target != "opencl": raise ValueError("launch_report reads OpenCL programs")
-  return [kernel_launch(ks, lin) for ks, lin in zip(compiled.sources, compiled.linear)]
+  warp = dev.warp if dev is not None else 1
+  return [kernel_launch(ks, lin, warp) for ks, lin in zip(compiled.sources, compiled.linear)]
 
 
 def problems(report: list, dev, busy: int = 1 << 20) -> list[str]:
@@ -186,6 +196,10 @@ def problems(report: list, dev, busy: int = 1 << 20) -> list[str]:
     if dev.max_local and k.group_items > dev.max_local: out.append(f"{k.name}: {k.group_items} items per work-group > {dev.max_local}")
     if dev.local_mem and k.local_bytes > dev.local_mem: out.append(f"{k.name}: {k.local_bytes} bytes of local memory > {dev.local_mem}")
     out += k.races
+    for b in k.local_accesses:
+      if k.hot_trips and b.trips == k.hot_trips and (b.ways is None or b.ways > 1):
+        what = "an address the check cannot follow" if b.ways is None else f"a {b.ways}-way bank conflict"
+        out.append(f"{k.name}: {'store to' if b.store else 'load of'} local l{b.buffer} ({b.width} wide) in the multiply loop has {what}")
     for a in k.accesses:
       if not a.coalesced:
         what = "not linear in" if a.stride is None else f"stride {a.stride} elements in"

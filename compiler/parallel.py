@@ -100,7 +100,21 @@ def _radix_separated(k: int, rest: dict, dc: int, r: UOp) -> bool:
   iv = linear_interval(small, 0)
   rlo, rhi = props(r).min_max
   m = abs(k) * (rhi - rlo + 1)
-  return iv is not None and iv[1] - iv[0] + abs(dc) < abs(k) and all(v % m == 0 for t, v in rest.items() if t not in small)
+  if iv is not None and iv[1] - iv[0] + abs(dc) < abs(k) and all(v % m == 0 for t, v in rest.items() if t not in small): return True
+  return dc == 0 and _superincreasing({**rest, r: k})
+
+
+def _superincreasing(terms: dict) -> bool:
+  """Is sum(c * t) one-to-one in the terms' values? It is when, by |c|, every coefficient
+  exceeds what all smaller ones can add up to over their intervals: two different value
+  tuples differ in a largest term, whose step no smaller terms make up. (A tile with
+  padded rows, t0 * (R1 + pad) + t1, is such a number, though not a dense mixed radix.)"""
+  span = 0
+  for t, c in sorted(terms.items(), key=lambda tc: abs(tc[1])):
+    lo, hi = props(t).min_max
+    if not isinstance(lo, int) or not isinstance(hi, int) or abs(c) <= span: return False
+    span += abs(c) * (hi - lo)
+  return True
 
 
 def _digit_separated(k: int, ra: dict, rb: dict, dc: int, r: UOp) -> bool:
@@ -257,7 +271,8 @@ def _ends_of(r: UOp, below: dict) -> list:
 
 def _covers(ws: list, a: Access) -> bool:
   """Do the writes ws, over the work items (LOCAL axes, lidx SPECIALs) and their vector
-  lanes, write every element of a's 1-d storage exactly once, and does a read inside it?"""
+  lanes, write each element of a's 1-d storage at most once and every element the read a
+  can touch (a tile whose rows are padded has elements nobody writes or reads)?"""
   import numpy as np
   shape = props(a.storage).shape
   if len(shape) != 1 or len(a.index) != 1: return False
@@ -265,19 +280,34 @@ def _covers(ws: list, a: Access) -> bool:
   vals = []
   for w in ws:
     if len(w.index) != 1 or len(w.node.src) != 2: return False    # a gated write may skip elements
-    lf = linear(w.index[0], 32)
-    if lf is None: return False
-    v = np.array([lf[1]], dtype=np.int64)
-    for t, k in lf[0].items():
-      if t.op == "VCONST": tv = np.array([int(x) for x in t.arg["values"]], dtype=np.int64)
-      elif _item_axis(t) and t.src[0].op == "CONST": tv = np.arange(int(t.src[0].arg["value"]), dtype=np.int64)
-      else: return False
-      v = (v[:, None] + k * tv[None, :]).ravel()
-      if v.size > 4 * n: return False
+    v = _points(w.index[0], n, _item_axis)
+    if v is None: return False
     vals.append(v)
   got = np.sort(np.concatenate(vals)) if vals else np.array([], dtype=np.int64)
+  if got.size == 0 or np.any(got[1:] == got[:-1]) or got[0] < 0 or got[-1] >= n: return False   # each element once, in bounds
   lo, hi = props(a.index[0]).min_max
-  return got.size == n and bool(np.all(got == np.arange(n))) and 0 <= lo and hi < n
+  if not (0 <= lo and hi < n): return False
+  if got.size == n: return True
+  reads = _points(a.index[0], n, lambda t: True, distinct=True)      # every value the read's loops and items give it
+  return reads is not None and bool(np.all(np.isin(reads, got)))
+
+
+def _points(index: UOp, n: int, enumerable, distinct: bool = False) -> "np.ndarray | None":
+  """The values of a linear index at every point of its `enumerable` RANGEs (constant
+  bounds) and vector lanes (VCONST), a value per point (distinct: each value once), or
+  None (another term, or more than 4n points)."""
+  import numpy as np
+  lf = linear(index, 32)
+  if lf is None: return None
+  v = np.array([lf[1]], dtype=np.int64)
+  for t, k in lf[0].items():
+    if t.op == "VCONST": tv = np.array([int(x) for x in t.arg["values"]], dtype=np.int64)
+    elif t.op in ("RANGE", "SPECIAL") and enumerable(t) and t.src[0].op == "CONST": tv = np.arange(int(t.src[0].arg["value"]), dtype=np.int64)
+    else: return None
+    v = (v[:, None] + k * tv[None, :]).ravel()
+    if distinct: v = np.unique(v)
+    if v.size > 4 * n: return None
+  return v
 
 
 def hazards(sink: UOp) -> tuple[list[Access], list[Access]]:

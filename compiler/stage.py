@@ -24,6 +24,7 @@ step reads: compiler/expand.py `_step_barriers`) and proves the result race-free
 compiler/parallel.py `hazards` (compiler/expand.py `_race_free`).
 """
 from __future__ import annotations
+import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute
@@ -94,6 +95,40 @@ def _copy_plan(x: UOp, tile: set, upcast: set, lid0: UOp, lid1, fresh: int):
   return buf, t0, t1, j, R0, R1, rows, cols, parts
 
 
+def _pitch(t0, t1, j, f, R1: int, lid0, lid1, kin, upcast: set, col_terms, itemsize: int, dev) -> int:
+  """The row pitch of a tile R1 columns wide: R1, or wider where that costs a warp fewer
+  passes through the banks of local memory (compiler/localbanks.py). A warp's copy writes
+  rows t0 at columns t1; the multiply loop reads rows f[0] at columns f[1], k times per
+  copy for each of its non-vector UPCAST copies, so the reads weigh more. A tile read as
+  vectors keeps pitches of whole vectors (aligned vector loads)."""
+  from tinyspec.compiler.localbanks import warp_items, ways, banks
+  from tinyspec.compiler.localrace import _eval
+  warp = dev.warp if dev is not None else 1
+  if warp <= 1: return R1
+  items = warp_items([size(lid0), size(lid1) if lid1 is not None else 1], warp)
+  lane = next((t for t, c in col_terms if c == 1 and t in upcast), None)   # the columns' vector lanes
+  W = size(lane) if lane is not None else 1
+  env = {lid0: items[:, 0][:, None]}
+  if lid1 is not None: env[lid1] = items[:, 1][:, None]
+  if lane is not None: env[lane] = np.arange(W, dtype=np.int64)[None, :]
+  def cost(P):
+    def passes(i):
+      e = dict(env)
+      for x in toposort(i):
+        if x.op == "RANGE" and x not in e: e[x] = np.int64(0)   # the other copies and loops: every lane alike
+      return ways(np.broadcast_to(_eval(i, e, {}), (len(items), W)), itemsize)
+    reads = size(kin) * _prod(size(t) for t in upcast if t is not lane and t in toposort(f[0]))
+    return reads * passes(simplify(_add(_mul(f[0], P), f[1]))) + (size(j) if j is not None else 1) * passes(simplify(_add(_mul(t0, P), t1)))
+  nb, _ = banks()
+  return min(range(R1, R1 + nb + 1, W), key=lambda P: (cost(P), P))
+
+
+def _prod(xs) -> int:
+  n = 1
+  for x in xs: n *= x
+  return n
+
+
 def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
   """The STAGE opt on reduce axis r (see the module doc). `split`: optimize's _split."""
   if target != "opencl": _refuse("local memory shared by work items needs the opencl target (C runs work items one after another)")
@@ -124,14 +159,16 @@ def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> U
     if j is not None: fresh += 1
     dt = props(x.src[0]).dtype
     total += R0 * R1 * _dt(dt).itemsize
-    buf = buf.replace(arg={**buf.arg, "slot": slot}); slot += 1
     idx = []
     for d, (base, _, _) in enumerate(parts):
       idx.append(simplify(_add(base, t0)) if d == rows else simplify(_add(base, t1)) if d == cols else simplify(base))
-    st = UOp("STORE", (UOp("INDEX", (buf, simplify(_add(_mul(t0, R1), t1)))), x.replace(src=(x.src[0], *idx))))
-    stores.append(UOp("END", (st, j)) if j is not None else st)
     f = [_add(const(0, "index"), *[_mul(t, c) for t, c in parts[d][1]]) for d in (rows, cols) if d is not None]
-    reads[x] = (buf, simplify(_add(_mul(f[0], R1), f[1])) if rows is not None else simplify(f[0]))
+    P = _pitch(t0, t1, j, f, R1, lid0, lid1, kin, upcast, parts[cols][1], _dt(dt).itemsize, dev) if rows is not None else R1
+    total += R0 * (P - R1) * _dt(dt).itemsize
+    buf = buf.replace(src=(shape_operand((R0 * P,)),), arg={**buf.arg, "slot": slot}); slot += 1
+    st = UOp("STORE", (UOp("INDEX", (buf, simplify(_add(_mul(t0, P), t1)))), x.replace(src=(x.src[0], *idx))))
+    stores.append(UOp("END", (st, j)) if j is not None else st)
+    reads[x] = (buf, simplify(_add(_mul(f[0], P), f[1])) if rows is not None else simplify(f[0]))
   if not stores: _refuse(skipped[0])
   if dev is not None and dev.local_mem and total > dev.local_mem: _refuse(f"tiles of {total} bytes exceed the {dev.local_mem} of local memory")
   bar = UOp("BARRIER", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)),))
