@@ -126,7 +126,7 @@ def cases(rng, scale: int = 1):
   yield f"softmax {rows}x1024", (x,), softmax_t, softmax_np, None, 1e-5, 5 * x.size
   import math
   shrink = 2 ** round(math.log2(max(1, scale)) / 3)     # gemm: powers of two stay powers of two
-  for m in sorted({max(32, k // shrink) for k in (512, 1024, 2048)}):
+  for m in sorted({max(32, k // shrink) for k in (512, 1000, 1024, 2048)}):   # 1000: no tile divides it (padded tiles)
     A, B = _rand(rng, m, m), _rand(rng, m, m)
     o = np.empty((m, m), np.float32)
     yield f"gemm {m}", (A, B), gemm_t, lambda A, B: A @ B, (lambda A, B, o=o: np.matmul(A, B, out=o)), 1e-3, 2 * m ** 3

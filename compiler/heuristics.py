@@ -85,6 +85,21 @@ def _divisor(n: int, want: int, lo: int = 2) -> int | None:
   return None
 
 
+def _thread_slices(dev, H: dict) -> int:
+  """C: how many THREAD slices an output axis is cut into (0: no threads)."""
+  if dev.target != "c" or not H.get("threads") or dev.threads <= 1: return 0
+  return dev.threads * H.get("slices_per_thread", 1)
+
+
+def _balanced(n: int, dev, H: dict) -> int | None:
+  """The largest divisor of n that is at most the slices wanted and a multiple of the
+  threads (every thread gets as many slices), or None."""
+  want = _thread_slices(dev, H)
+  for k in range(min(want, n), dev.threads - 1, -1):
+    if n % k == 0 and k % dev.threads == 0: return k
+  return None
+
+
 class Axes:
   """The kernel's axes as the opts so far leave them: by position (what an opt names),
   each with its size, type and, per access, its stride (inherited from the axis it was
@@ -266,19 +281,25 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
         if m_ax is not None:
           r = _divisor(A.size[m_ax], rows, 2)
           if H.get("pad_tiles") and (r is None or 2 * r <= rows): r, padded = A.padto(m_ax, rows), True   # no near divisor: masked rows
+          T = _thread_slices(dev, H)
+          if T and H.get("pad_outputs") and r and _balanced(A.size[m_ax] // r, dev, H) is None:
+            # the row tiles cannot be shared evenly by the threads: pad them to a multiple of
+            # the slices (padded tiles cost little where they store into a padded buffer)
+            m = A.size[m_ax]
+            if -(-m // (r * T)) * r * T - m <= m // 8: r, padded = rows, True; A.padto(m_ax, rows * T)
           if r: A.split(m_ax, r, "UPCAST")
         # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
         # (a padded tile's masked accesses do not vectorize: the panel and the unrolled
         #  reduce measured 4-6x slower on them, gemm 1000, so they keep the plain loop)
-        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not padded else None
+        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not (padded and not H.get("pad_outputs")) else None
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
         staged = _local_tile(A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused, fits)
         u = H.get("unroll_tile", 1)
-        if u > 1 and not staged and not padded and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not staged and not (padded and not H.get("pad_outputs")) and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup
@@ -319,10 +340,10 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   # 5. parallel output axes
   if outs:
     if dev.target == "c" and H.get("threads") and dev.threads > 1:
-      want = dev.threads * H.get("slices_per_thread", 1)
+      want = _thread_slices(dev, H)
       p = next((p for p in outs if A.size[p] >= want), None)
       if p is not None:
-        t = _divisor(A.size[p], want, 2)
+        t = _balanced(A.size[p], dev, H) or _divisor(A.size[p], want, 2)
         if t: A.split(p, t, "THREAD", True)
     elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
       p = outs[-1]

@@ -15,14 +15,25 @@ A read is packed when (render.yaml `heuristics`, `pack`):
     elements (their coefficients 1, s0, s0*s1...) and W divides N;
   * a REDUCE range steps through k (a stride of N elements, more than W).
 The kernel then reads INDEX(Bp, n // W, k, n % W), which the simplifier turns back into
-the tile's own ranges.
+the tile's own ranges. Where W does not divide N, Bp has ceil(N / W) column tiles and the
+last one's missing columns are zeros (what the padded tile read there: decision
+index-oob), so the tile's reads are in bounds, ungated, whole vectors.
+
+Padded outputs (`pad_outputs`): a reduce kernel's tile padded past the output's edge
+(PADTO) stores under its validity gate `n < N`, lane by lane, which keeps the whole tile
+from becoming vector code. Where that gate says exactly "the index is in bounds", the kernel instead stores
+every element ungated into a padded intermediate (its rows and columns to the tile's
+edge) and a copy kernel right after it writes the output's part: the same elements, an
+O(M*N) pass against the O(M*K*N) product. The inputs such a kernel reads past their high
+edge (a padded row of A) are copied first into buffers padded with zeros to the edge it
+reads: what those reads gave (decision index-oob), now in bounds and ungated.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
-from tinyspec.compiler.symbolic import linear, simplify
+from tinyspec.compiler.symbolic import linear, simplify, exact_linear, linear_interval
 from tinyspec.compiler.heuristics import numbers
 from tinyspec.compiler.axes import axis_type, size
 from tinyspec.compiler.optimize import initial_types, apply_opts
@@ -60,18 +71,20 @@ def candidates(sink: UOp, min_elems: int, lanes: int) -> list[tuple[UOp, int]]:
     K, N = props(u.src[0]).shape
     if K * N < min_elems: continue
     w = _lane_block(u.src[2])
-    if w is None or w < lanes or N % w or w >= N: continue
+    if w is None or w < lanes or w >= N: continue
     if _lane_block(u.src[1]) is not None or not _reduce_stride(u.src[1]): continue
     out.append((u, w))
   return out
 
 
 def _pack_kernel(src_shape, w: int, dtype: str, name: str) -> UOp:
-  """Bp[a, k, j] = B[k, a*w + j]."""
+  """Bp[a, k, j] = B[k, a*w + j], a < ceil(N / w): the columns past N read as zero
+  (decision index-oob), which is what the padded tile read there before."""
   K, N = src_shape
-  out = UOp("PARAM", (shape_operand((N // w, K, w)),), {"slot": 0, "dtype": dtype})
+  A = -(-N // w)
+  out = UOp("PARAM", (shape_operand((A, K, w)),), {"slot": 0, "dtype": dtype})
   inp = UOp("PARAM", (shape_operand((K, N)),), {"slot": 1, "dtype": dtype})
-  a, k, j = (UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"}) for i, n in enumerate((N // w, K, w)))
+  a, k, j = (UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"}) for i, n in enumerate((A, K, w)))
   col = UOp("ADD", (UOp("MUL", (a, const(w, "index"))), j))
   st = UOp("STORE", (UOp("INDEX", (out, a, k, j)), UOp("INDEX", (inp, k, col))))
   return UOp("SINK", (UOp("END", (st, a, k, j)),), {"name": name})
@@ -96,19 +109,160 @@ def pack(sched: Schedule, target: str, dev) -> Schedule:
       p = idx.src[0]
       pr = props(p)
       Kd, Nd = pr.shape
-      buf = UOp("BUFFER", (shape_operand((Nd // w, Kd, w)),), {"slot": slot, "dtype": pr.dtype, "device": dev_name(args[p.arg["slot"]])})
+      Ad = -(-Nd // w)     # column tiles, the last one padded with zeros where w does not divide N
+      buf = UOp("BUFFER", (shape_operand((Ad, Kd, w)),), {"slot": slot, "dtype": pr.dtype, "device": dev_name(args[p.arg["slot"]])})
       slot += 1
       inter.add(buf)
       psink = initial_types(_pack_kernel((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}"))
       psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
       kernels.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}"))
-      q = UOp("PARAM", (shape_operand((Nd // w, Kd, w)),), {"slot": len(args), "dtype": pr.dtype})
+      q = UOp("PARAM", (shape_operand((Ad, Kd, w)),), {"slot": len(args), "dtype": pr.dtype})
       args.append(buf)
       i_k, i_n = idx.src[1], idx.src[2]
       subs[idx] = UOp("INDEX", (q, UOp("IDIV", (i_n, const(w, "index"))), i_k, UOp("MOD", (i_n, const(w, "index")))))
     sink = simplify(substitute(sink, subs))
     sink, args, writes = _prune_params(sink, args, set(k.writes))
     kernels.append(Kernel(sink, args, writes, k.name))
+  return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
+
+
+def _conjuncts(g: UOp) -> list[UOp]:
+  return _conjuncts(g.src[0]) + _conjuncts(g.src[1]) if g.op == "AND" else [g]
+
+
+def _bound_dim(c: UOp, ii: list, shape) -> int | None:
+  """The dim d whose bound the gate conjunct c states exactly, else None: c is
+  CMPLT(e, C) and i_d = k*e + rest with rest in [0, k) and k*C = shape[d], so that
+  e < C exactly when i_d < shape[d] (the split of a padded axis: t < 125 for t*8 + r)."""
+  if c.op != "CMPLT" or c.src[1].op != "CONST": return None
+  C = int(c.src[1].arg["value"])
+  le = exact_linear(c.src[0])
+  if le is None or not le[0]: return None
+  t0, k0 = next(iter(le[0].items()))
+  for d, (i, n) in enumerate(zip(ii, shape)):
+    li = exact_linear(i)
+    if li is None or li[0].get(t0, 0) % k0: continue
+    k = li[0].get(t0, 0) // k0
+    if k <= 0 or k * C != n or any(li[0].get(t) != k * ke for t, ke in le[0].items()): continue
+    rest = linear_interval({t: ki for t, ki in li[0].items() if t not in le[0]}, li[1] - k * le[1])
+    if rest is not None and rest[0] >= 0 and rest[1] < k: return d
+  return None
+
+
+def _padded_shape(st: UOp) -> tuple | None:
+  """The padded shape an output STORE could write ungated, or None: the store is
+  STORE(INDEX(PARAM, i...), v, gate) where every conjunct of the gate states exactly the
+  upper bound of one dim (_bound_dim, each dim once), every other index is in bounds and
+  no index is ever negative; a false gate then means an index out of bounds, so storing
+  there too (in the padded buffer) changes no element of the output."""
+  if len(st.src) != 3 or st.src[0].op != "INDEX" or st.src[0].src[0].op != "PARAM": return None
+  idx = st.src[0]
+  shape = props(idx.src[0]).shape
+  ii = list(idx.src[1:])
+  if len(ii) != len(shape) or props(st.src[1]).shape: return None
+  bound = set()
+  for c in _conjuncts(st.src[2]):
+    d = _bound_dim(c, ii, shape)
+    if d is None or d in bound: return None
+    bound.add(d)
+  out = []
+  for d, (i, n) in enumerate(zip(ii, shape)):
+    lo, hi = props(i).min_max
+    if not isinstance(lo, int) or not isinstance(hi, int) or lo < 0: return None
+    if d not in bound and hi >= n: return None
+    out.append(max(n, hi + 1) if d in bound else n)
+  return tuple(out) if bound else None
+
+
+def _read_padding(p: UOp, nodes: list) -> tuple | None:
+  """The shape p's reads reach when some go past its high edge and none below 0, else None."""
+  shape = props(p).shape
+  reach = list(shape)
+  for u in nodes:
+    if u.op != "INDEX" or u.src[0] is not p: continue
+    if len(u.src) - 1 != len(shape): return None
+    for d, i in enumerate(u.src[1:]):
+      lo, hi = props(i).min_max
+      if not isinstance(lo, int) or not isinstance(hi, int) or lo < 0: return None
+      reach[d] = max(reach[d], hi + 1)
+  return tuple(reach) if tuple(reach) != tuple(shape) else None
+
+
+def _copy_kernel(shape, src_shape, dtype: str, name: str) -> UOp:
+  """out[r...] = src[r...] over out's shape (src of its own shape: what it lacks reads as zero, decision index-oob)."""
+  out = UOp("PARAM", (shape_operand(shape),), {"slot": 0, "dtype": dtype})
+  inp = UOp("PARAM", (shape_operand(src_shape),), {"slot": 1, "dtype": dtype})
+  rs = [UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"}) for i, n in enumerate(shape)]
+  st = UOp("STORE", (UOp("INDEX", (out, *rs)), UOp("INDEX", (inp, *rs))))
+  return UOp("SINK", (UOp("END", (st, *rs)),), {"name": name})
+
+
+def _root(storage: UOp) -> UOp:
+  while storage.op == "BUFFER_VIEW": storage = storage.src[0]
+  return storage
+
+
+def _intermediate(shape, pr, args: list, p: UOp, slot: int):
+  """(BUFFER, its PARAM in the kernel) of a new intermediate like p's storage, of `shape`."""
+  buf = UOp("BUFFER", (shape_operand(shape),), {"slot": slot, "dtype": pr.dtype, "device": dev_name(args[p.arg["slot"]])})
+  return buf, UOp("PARAM", (shape_operand(shape),), {"slot": len(args), "dtype": pr.dtype})
+
+
+def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
+  """Padded tiles store ungated into padded intermediates, and read their inputs from
+  zero-padded copies (module doc, `pad_outputs`)."""
+  from tinyspec.compiler.rangeify import _prune_params
+  from tinyspec.compiler.heuristics import default_opts
+  if not numbers(dev).get("pad_outputs"): return sched
+  def copy(shape, src_shape, dtype, name):
+    c = initial_types(_copy_kernel(shape, src_shape, dtype, name))
+    return apply_opts(c, default_opts(c, target, dev), target, dev)
+  kernels: list[Kernel] = []
+  inter = set(sched.intermediates)
+  slot = sched.free_slot()
+  for k in sched.kernels:
+    if k.sink.op != "SINK": kernels.append(k); continue
+    nodes = toposort(k.sink)
+    if not any(u.op == "REDUCE" for u in nodes): kernels.append(k); continue   # the copies pay off against a product's work
+    stores: dict = {}
+    for u in nodes:
+      if u.op in ("STORE", "ATOMICADD"):
+        t = u.src[0]
+        while t.op in ("INDEX", "AFTER"): t = t.src[0]
+        stores.setdefault(t, []).append(u)
+    params = {u for u in nodes if u.op == "PARAM"}
+    written = {_root(k.args[p.arg["slot"]]) for p in stores if p.op == "PARAM"}
+    shared = {r for r in written if sum(_root(k.args[p.arg["slot"]]) is r for p in params) > 1}   # aliased slots: left alone
+    args = list(k.args)
+    outs, new_writes, after = {}, set(), []
+    for p, sts in stores.items():
+      if p.op != "PARAM" or len(sts) != 1 or sts[0].op != "STORE" or _root(k.args[p.arg["slot"]]) in shared: continue
+      if any(u.op == "INDEX" and u.src[0] is p and u is not sts[0].src[0] for u in nodes): continue   # p is read too
+      padded = _padded_shape(sts[0])
+      if padded is None: continue
+      pr = props(p)
+      buf, q = _intermediate(padded, pr, args, p, slot)
+      slot += 1; inter.add(buf); new_writes.add(len(args)); args.append(buf)
+      outs[p] = q
+      after.append(Kernel(copy(pr.shape, padded, pr.dtype, f"unpad_{'_'.join(map(str, pr.shape))}"), [k.args[p.arg["slot"]], buf], {0}, f"{k.name}_unpad{len(after)}"))
+    if not outs: kernels.append(k); continue
+    ins = {}
+    for p in sorted(params - set(stores), key=lambda p: p.arg["slot"]):
+      padded = _read_padding(p, nodes)
+      if padded is None or _root(k.args[p.arg["slot"]]) in written: continue
+      pr = props(p)
+      buf, q = _intermediate(padded, pr, args, p, slot)
+      slot += 1; inter.add(buf); args.append(buf)
+      ins[p] = q
+      kernels.append(Kernel(copy(padded, pr.shape, pr.dtype, f"pad_{'_'.join(map(str, pr.shape))}"), [buf, k.args[p.arg["slot"]]], {0}, f"{k.name}_pad{len(ins) - 1}"))
+    sink = substitute(k.sink, ins) if ins else k.sink
+    fix = {}
+    for u in toposort(sink):   # the padded outputs' stores, found again after the inputs' substitution
+      if u.op == "STORE" and u.src[0].op == "INDEX" and u.src[0].src[0] in outs and len(u.src) == 3:
+        fix[u] = UOp("STORE", (UOp("INDEX", (outs[u.src[0].src[0]], *u.src[0].src[1:])), u.src[1]))
+    sink, args, writes = _prune_params(simplify(substitute(sink, fix)), args, set(k.writes) | new_writes)
+    kernels.append(Kernel(sink, args, writes, k.name))
+    kernels.extend(after)
   return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
 
 

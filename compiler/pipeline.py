@@ -142,6 +142,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     if level != "kernel": sched = _split.split_reduces(sched, target, dev)    # OpenCL: a long reduce over every compute unit
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
     sched = _layout.pack(sched, target, dev)
+    sched = _layout.pad_outputs(sched, target, dev)
     keep("optimize", lambda: sched.graph())
     contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
     tree = target == "opencl" and numbers(dev).get("group_combine") == "tree"

@@ -3,7 +3,7 @@ AddressSanitizer (GCC's, its runtime preloaded into a child Python) run with Opt
 move memory around -- LOCAL scratch of a GROUP_REDUCE that is not threaded (once freed
 at bind's return: a heap use-after-free found under BEAM; NumPy caches small blocks, so
 only a kernel with many scratch buffers shows it), threaded groups, register
-tiles with packed inputs, PADTO masks -- and an out-of-range gather and scatter, which
+tiles with packed inputs, PADTO masks, padded tiles storing into padded copies -- and an out-of-range gather and scatter, which
 must be guarded (decision index-oob). ASan reports any access outside a live allocation.
 """
 from __future__ import annotations
@@ -52,6 +52,14 @@ a, b = rng.standard_normal((128, 64)).astype(np.float32), rng.standard_normal((6
 t = (Tensor(a).reshape(128, 64, 1) * Tensor(b).reshape(1, 64, 96)).sum(1)
 got = compile_graph(t.graph(), "c", keep_stages=False).run(t.inputs())["out0"]
 assert np.allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+# ... and one whose sizes no tile divides (padded input copies, a padded product, the copy back)
+for M, K, N in ((131, 67, 97), (9, 300, 250)):
+  a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+  t = (Tensor(a).reshape(M, K, 1) * Tensor(b).reshape(1, K, N)).sum(1)
+  c = compile_graph(t.graph(), "c", keep_stages=False)
+  assert any(k.name.endswith("_unpad0") for k in c.schedule.kernels), [k.name for k in c.schedule.kernels]
+  got = c.run(t.inputs())["out0"]
+  assert np.allclose(got, a @ b, rtol=1e-4, atol=1e-4)
 
 # gather and scatter through out-of-range indices: reads zero, writes nothing
 src = UOp("BUFFER", (S((10,)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
