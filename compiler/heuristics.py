@@ -11,7 +11,11 @@ stride) they choose, in this order:
      output axis that is contiguous in the store by tile[1] and another such output
      axis by tile[0]; every load in the tile is then read once and used tile-many times.
      A size the tile does not divide is padded to the next multiple (PADTO: the missing
-     rows and columns masked) where the table says `pad_tiles`.
+     rows and columns masked) where the table says `pad_tiles`; with `pad_outputs` such a
+     tile stores into a padded buffer and reads zero-padded inputs (compiler/layout.py),
+     so it is vector code like any other, and C pads the row tiles further to a multiple
+     of the THREAD slices where the threads could not share them evenly (at most 1/8
+     more rows).
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
      input read across the reduce loop is packed in tile order (compiler/layout.py);
