@@ -302,6 +302,12 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
         staged = _local_tile(A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused, fits)
+        # OpenCL on a CPU runs a work-group's items one after another on one core: items
+        # along the row tiles share one column panel of B while it is in cache
+        g = H.get("tile_group")
+        if g and not staged and dev.target == "opencl" and dev.kind == "cpu" and m_ax is not None:
+          g = _divisor(A.size[m_ax], g, 2)
+          if g: A.split(m_ax, g, "LOCAL")
         u = H.get("unroll_tile", 1)
         if u > 1 and not staged and not (padded and not H.get("pad_outputs")) and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)

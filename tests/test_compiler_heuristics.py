@@ -69,12 +69,17 @@ def test_tile_rows_fit_the_accumulator_budget():
 
 def test_opencl_cpu_devices_take_their_own_tile():
   """render.yaml heuristics.cpu.by_target.opencl: PoCL's gemm tile is 8 rows x 2 vectors
-  of 8 lanes (16 accumulators; measured twice as fast there as C's 2 x 4), while C on the
-  same 32-byte-vector host keeps 2 rows x 4 vectors."""
+  of 8 lanes (16 accumulators; measured twice as fast there as C's 2 x 4), and a
+  work-group is 16 row tiles (LOCAL: PoCL runs them one after another on one core, so
+  they share a column panel of B in cache), while C on the same 32-byte-vector host keeps
+  2 rows x 4 vectors and no work-groups."""
   t = gemm(Tensor(ints(256, 128)), Tensor(ints(128, 256)))
   pocl = Device("opencl", "test pocl", "cpu", 4, 0, 0, False, 32)
   (cl,), (c,) = opts_of(t, pocl, "opencl"), opts_of(t, CPU4)
   assert ["SPLIT", 0, [8, "UPCAST"]] in cl and ["SPLIT", 1, [8, "UPCAST"]] in cl and ["SPLIT", 1, [2, "UPCAST"]] in cl
+  assert ["SPLIT", 0, [16, "LOCAL"]] in cl and not any(o[0] == "SPLIT" and o[2][1] == "LOCAL" and o[1] == 0 for o in c)
+  got = compile_graph(t.graph(), "opencl", keep_stages=False, device=pocl).run(t.inputs())["out0"] if HAVE_CL else None
+  assert got is None or np.array_equal(got, t.inputs()["buf0"] @ t.inputs()["buf1"])
   assert ["SPLIT", 0, [2, "UPCAST"]] in c and ["SPLIT", 1, [4, "UPCAST"]] in c
 
 
