@@ -295,9 +295,11 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
         # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
         red_len = _prod(A.size[p] for p in reds)
         panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
-        # (a padded tile's masked accesses do not vectorize: the panel and the unrolled
-        #  reduce measured 4-6x slower on them, gemm 1000, so they keep the plain loop)
-        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not (padded and not H.get("pad_outputs")) else None
+        # (a padded tile that keeps its masked accesses -- no `pad_outputs` -- does not
+        #  vectorize: the panel and the unrolled reduce measured 4-6x slower on it, gemm
+        #  1000, so it keeps the plain loop)
+        masked = padded and not H.get("pad_outputs")
+        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not masked else None
         if L:
           A.split(n_ax, L, "LOCAL")
           A.opts.append(["SWAP", m_ax, n_ax])
@@ -309,7 +311,7 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
           g = _divisor(A.size[m_ax], g, 2)
           if g: A.split(m_ax, g, "LOCAL")
         u = H.get("unroll_tile", 1)
-        if u > 1 and not staged and not (padded and not H.get("pad_outputs")) and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+        if u > 1 and not staged and not masked and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
   out_numel = _prod(A.size[p] for p in outs)
   red_numel = _prod(A.size[p] for p in reds)
   # 2. a long reduce with few outputs: split it across the cores / a workgroup

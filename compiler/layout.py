@@ -57,14 +57,20 @@ def _reduce_stride(i: UOp) -> bool:
   return lf is not None and any(t.op == "RANGE" and axis_type(t) == "REDUCE" for t in lf[0])
 
 
-def candidates(sink: UOp, min_elems: int, lanes: int) -> list[tuple[UOp, int]]:
-  """(INDEX, W) of the reads worth packing (see the module doc)."""
-  written = set()
-  for u in toposort(sink):
-    if u.op == "STORE":
+def _stores(nodes: list) -> dict[UOp, list[UOp]]:
+  """The storage each STORE / ATOMICADD of the kernel writes -> those writes."""
+  out: dict[UOp, list[UOp]] = {}
+  for u in nodes:
+    if u.op in ("STORE", "ATOMICADD"):
       t = u.src[0]
       while t.op in ("INDEX", "AFTER"): t = t.src[0]
-      written.add(t)
+      out.setdefault(t, []).append(u)
+  return out
+
+
+def candidates(sink: UOp, min_elems: int, lanes: int) -> list[tuple[UOp, int]]:
+  """(INDEX, W) of the reads worth packing (see the module doc)."""
+  written = set(_stores(toposort(sink)))     # (a read of what the kernel writes is never a snapshot)
   out = []
   for u in toposort(sink):
     if u.op != "INDEX" or u.src[0].op != "PARAM" or u.src[0] in written or len(u.src) != 3: continue
@@ -109,14 +115,13 @@ def pack(sched: Schedule, target: str, dev) -> Schedule:
       p = idx.src[0]
       pr = props(p)
       Kd, Nd = pr.shape
-      Ad = -(-Nd // w)     # column tiles, the last one padded with zeros where w does not divide N
-      buf = UOp("BUFFER", (shape_operand((Ad, Kd, w)),), {"slot": slot, "dtype": pr.dtype, "device": dev_name(args[p.arg["slot"]])})
+      shape = (-(-Nd // w), Kd, w)     # column tiles, the last one padded with zeros where w does not divide N
+      buf, q = _intermediate(shape, pr, args, p, slot)
       slot += 1
       inter.add(buf)
       psink = initial_types(_pack_kernel((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}"))
       psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
       kernels.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}"))
-      q = UOp("PARAM", (shape_operand((Ad, Kd, w)),), {"slot": len(args), "dtype": pr.dtype})
       args.append(buf)
       i_k, i_n = idx.src[1], idx.src[2]
       subs[idx] = UOp("INDEX", (q, UOp("IDIV", (i_n, const(w, "index"))), i_k, UOp("MOD", (i_n, const(w, "index")))))
@@ -224,12 +229,7 @@ def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
     if k.sink.op != "SINK": kernels.append(k); continue
     nodes = toposort(k.sink)
     if not any(u.op == "REDUCE" for u in nodes): kernels.append(k); continue   # the copies pay off against a product's work
-    stores: dict = {}
-    for u in nodes:
-      if u.op in ("STORE", "ATOMICADD"):
-        t = u.src[0]
-        while t.op in ("INDEX", "AFTER"): t = t.src[0]
-        stores.setdefault(t, []).append(u)
+    stores = _stores(nodes)
     params = {u for u in nodes if u.op == "PARAM"}
     written = {_root(k.args[p.arg["slot"]]) for p in stores if p.op == "PARAM"}
     shared = {r for r in written if sum(_root(k.args[p.arg["slot"]]) is r for p in params) > 1}   # aliased slots: left alone
@@ -267,6 +267,5 @@ def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
 
 
 def dev_name(storage: UOp):
-  while storage.op == "BUFFER_VIEW": storage = storage.src[0]
-  d = props(storage).device
+  d = props(_root(storage)).device
   return d if isinstance(d, str) else "CPU"
