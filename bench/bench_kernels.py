@@ -108,9 +108,10 @@ def gemm_t(a, b):
   return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
 
 
-def cases(rng, scale: int = 1):
+def cases(rng, scale: int = 1, gpu: bool = False):
   """(name, arrays, tinyspec builder, numpy expression, numpy with out= or None, tolerance,
-  flops) of each benchmark case; `scale` shrinks the element counts (quick runs)."""
+  flops) of each benchmark case; `scale` shrinks the element counts (quick runs); `gpu`
+  adds gemm 4096 (a GPU's fp32 gemm reaches its peak only there)."""
   n = max(1024, N16M // scale)
   a, b, c = _rand(rng, n), _rand(rng, n), _rand(rng, n)
   out = np.empty_like(a)
@@ -126,7 +127,7 @@ def cases(rng, scale: int = 1):
   yield f"softmax {rows}x1024", (x,), softmax_t, softmax_np, None, 1e-5, 5 * x.size
   import math
   shrink = 2 ** round(math.log2(max(1, scale)) / 3)     # gemm: powers of two stay powers of two
-  for m in sorted({max(32, k // shrink) for k in (512, 1000, 1024, 2048)}):   # 1000: no tile divides it (padded tiles)
+  for m in sorted({max(32, k // shrink) for k in (512, 1000, 1024, 2048) + ((4096,) if gpu else ())}):   # 1000: no tile divides it (padded tiles)
     A, B = _rand(rng, m, m), _rand(rng, m, m)
     o = np.empty((m, m), np.float32)
     yield f"gemm {m}", (A, B), gemm_t, lambda A, B: A @ B, (lambda A, B, o=o: np.matmul(A, B, out=o)), 1e-3, 2 * m ** 3
@@ -149,7 +150,20 @@ def ours(target: str, build, arrays, beam: int):
   except Exception as e:
     return None, f"{type(e).__name__}: {str(e)[:80]}"
   bound.run()
-  return bound.run, bound.outputs()["out0"]
+  run = lambda: bound.run()
+  run.launches = launches(c)
+  return run, bound.outputs()["out0"]
+
+
+def launches(c) -> list:
+  """Each OpenCL kernel's launch (compiler/gpucheck.py): work-groups, items, local bytes."""
+  if c.target != "opencl": return []
+  try:
+    from tinyspec.compiler.gpucheck import launch_report
+    return [{"kernel": k.name, "groups": k.groups, "group_items": k.group_items, "local_bytes": k.local_bytes,
+             "coalesced": all(a.coalesced for a in k.accesses), "local_tiled": getattr(k, "local_tiled", None)} for k in launch_report(c)]
+  except Exception as e:
+    return [{"error": f"{type(e).__name__}: {str(e)[:80]}"}]
 
 
 def tinygrad_module():
@@ -198,6 +212,27 @@ def theirs_torch(torch, name, arrays):
     torch.cuda.synchronize()
     return r
   return f, f().cpu().numpy()
+
+
+def copy_bandwidth(torch, n: int = N16M, runs: int = 21) -> dict:
+  """GB/s (bytes read + written) of a device-to-device copy of n float32, timed as the
+  cases are: torch's copy_ on CUDA, and an OpenCL enqueue_copy on the device our programs
+  run on. An elementwise kernel moves its bytes no faster than this."""
+  out = {}
+  src, dst = torch.empty(n, device="cuda"), torch.empty(n, device="cuda")
+  def f_torch(): dst.copy_(src); torch.cuda.synchronize()
+  fns = {"torch": f_torch}
+  try:
+    import pyopencl as cl
+    from tinyspec.compiler.runtime.opencl import device as cl_device
+    ctx, q, _ = cl_device()
+    a, b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n), cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)
+    def f_cl(): cl.enqueue_copy(q, b, a); q.finish()
+    fns["opencl"] = f_cl
+  except Exception as e:
+    out["opencl_error"] = f"{type(e).__name__}: {str(e)[:80]}"
+  for k, t in interleaved(fns, runs).items(): out[k] = 8 * n / t / 1e9
+  return out
 
 
 def close(got, want, tol) -> bool:
@@ -293,7 +328,7 @@ def run_case(case, cols, a, tg, th) -> dict:
   name, arrays, build, np_expr, np_out, tol, flops = case
   ref = np_expr(*arrays)
   nbytes = sum(x.nbytes for x in arrays) + np.asarray(ref).nbytes
-  fns, checks = {"numpy": lambda: np_expr(*arrays)}, {}
+  fns, checks, launch = {"numpy": lambda: np_expr(*arrays)}, {}, {}
   probe = a.ceiling and is_read_bound(nbytes, flops, np.asarray(ref).nbytes)
   if np_out is not None: fns["numpy out="] = lambda: np_out(*arrays)
   for col in cols[1:]:
@@ -308,6 +343,7 @@ def run_case(case, cols, a, tg, th) -> dict:
     if not close(res, ref, tol): checks[col] = "WRONG RESULT"; continue
     checks[col] = "ok"
     fns[col] = f
+    if getattr(f, "launches", None): launch[col] = f.launches
   base = "torch" if a.gpu and "torch" in fns else "numpy"
   base_fns = {k: f for k, f in fns.items() if k in (base, f"{base} out=")}
   others = {k: f for k, f in fns.items() if k not in base_fns}
@@ -329,7 +365,7 @@ def run_case(case, cols, a, tg, th) -> dict:
     tc, tn = t.pop("read ceiling"), tbase.pop("read ceiling")
     extra = {"ceiling_ms": tc * 1e3, "ceiling_numpy_ms": tn * 1e3, "ceiling_gbs": nbytes / tc / 1e9, "best_ratio": tn / tc}
   return {**extra, "case": name, "check": checks, "ms": {k: v * 1e3 for k, v in t.items()}, "bytes": int(nbytes), "flops": int(flops),
-          "out_bytes": int(np.asarray(ref).nbytes), "baseline": base,
+          "out_bytes": int(np.asarray(ref).nbytes), "baseline": base, "launches": launch,
           "baseline_ms": {k: v * 1e3 for k, v in tbase.items() if k != base},
           "ratio": {k: tbase[k] / v for k, v in t.items() if k != base},
           "gbs": {k: nbytes / v / 1e9 for k, v in t.items()}, "gflops": {k: flops / v / 1e9 for k, v in t.items()}}
@@ -368,6 +404,19 @@ def main(argv=None) -> int:
           "tinygrad": ("DEV=" + tg[1]) if tg[0] else tg[1], "torch": th[1], "peak": peak, "shared_machine_note": "ratios are measured side by side; the machine may be shared"}
   print(f"host: {head['host']}, {head['threads']} threads; device: {dev.name}; {head['heuristics']} heuristics; tinygrad: {head['tinygrad']}; torch: {th[1]}", file=out)
   if peak: print(f"peak ({dev.name}): {peak.get('peak_gbs', 0):.0f} GB/s, {peak.get('peak_gflops', 0):.0f} GFLOPS fp32", file=out)
+  if a.gpu:
+    try:
+      from tinyspec.compiler.runtime.opencl import device as cl_device
+      d = cl_device()[2]
+      head["opencl"] = {"device": d.name, "driver": d.driver_version, "platform": d.platform.version, "compute_units": d.max_compute_units}
+    except Exception as e:
+      head["opencl"] = f"unavailable: {type(e).__name__}: {str(e)[:80]}"
+    if th[0]: head["torch_version"] = f"{th[0].__version__} (CUDA {th[0].version.cuda})"
+    print(f"opencl: {head['opencl']}; torch: {head.get('torch_version')}", file=out)
+  if th[0]:
+    head["copy_gbs"] = copy_bandwidth(th[0])
+    print("measured device-to-device copy of 64 MiB (read + write): " + ", ".join(
+      f"{k} {v:.0f} GB/s" if isinstance(v, float) else f"{k}: {v}" for k, v in head["copy_gbs"].items()), file=out)
   cols = columns(a, tg, th)
   base = "torch" if th[0] else "numpy"
   print(f"{'case':22s}" + "".join(f"{c:>12s}" for c in cols) + "   " + "".join(f"{'x ' + c:>13s}" for c in cols if c != base), file=out)
@@ -377,7 +426,7 @@ def main(argv=None) -> int:
           f"a C loop's that only reads a copy of the input ({head['threads']} threads), timed so too: the most any kernel that must "
           "read the input could reach against NumPy in this run", file=out)
   rows = []
-  for case in cases(np.random.default_rng(0), a.scale):
+  for case in cases(np.random.default_rng(0), a.scale, a.gpu):
     if want and not any(w in case[0] for w in want): continue
     r = run_case(case, cols, a, tg, th)
     rows.append(r)

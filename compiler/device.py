@@ -98,6 +98,12 @@ def table_device(name: str) -> Device:
                 vector_bytes(R["target"], R["kind"], int(R["vector_bytes"])), int(R.get("warp", 1)), float(R.get("peak_gflops", 0)), float(R.get("peak_gbs", 0)))
 
 
+def _table_row(name: str) -> dict | None:
+  """The device_tables row whose key the device's name contains ("h100" in "NVIDIA H100 80GB HBM3")."""
+  rows = render_tables().get("device_tables", {})
+  return next((r for k, r in rows.items() if k.lower() in name.lower()), None)
+
+
 def _nvidia_warp(d) -> int:
   """The warp width an OpenCL device reports through cl_nv_device_attribute_query (else 1)."""
   try: return int(d.warp_size_nv)
@@ -117,7 +123,12 @@ def device(target: str) -> Device:
     import pyopencl as cl
     _, _, d = cl_device()
     kind = "cpu" if d.type & cl.device_type.CPU else "gpu"
+    row = _table_row(d.name) if kind == "gpu" else None
+    # a GPU's preferred vector width says little (NVIDIA reports 1, yet its 128-bit loads
+    # move the most per instruction): a described GPU takes its table's width and peaks
+    vb = int(row["vector_bytes"]) if row else 4 * max(1, int(d.preferred_vector_width_float))
     return Device("opencl", d.name.strip(), kind, int(d.max_compute_units), int(d.local_mem_size), int(d.max_work_group_size), bool(T["tensor_cores"]),
-                  vector_bytes("opencl", kind, 4 * max(1, int(d.preferred_vector_width_float))), _nvidia_warp(d) if kind == "gpu" else 1)
+                  vector_bytes("opencl", kind, vb), _nvidia_warp(d) if kind == "gpu" else 1,
+                  float(row.get("peak_gflops", 0)) if row else 0.0, float(row.get("peak_gbs", 0)) if row else 0.0)
   except Exception:   # no OpenCL here: compile for the table's generic device
     return Device("opencl", "generic", T["kind"], 1, int(T["local_mem"]), int(T["max_local"]), bool(T["tensor_cores"]))
