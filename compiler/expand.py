@@ -235,7 +235,7 @@ def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
         bar, left, next_id = _tree_combine(members, lbufs, bar, base, G_group, next_id)
         for red, lbuf in zip(members, lbufs):
           cur = UOp("AFTER", (lbuf, bar))
-          parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in range(left)]
+          parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in left]
           subs[red] = with_identity(red.arg["op"], combine(fold(red.arg["op"]), parts))
         continue
       g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
@@ -246,16 +246,24 @@ def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
 
 
 def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_id: int):
-  """Combine the n partials at lbuf[base:base+n] pairwise into lbuf[base], in
-  steps until two are left: with h the largest power of two below n, the work items
-  t < n - h each do lbuf[t] = op(lbuf[t], lbuf[t + h]) (a GROUP_REDUCE range of n - h
-  lanes: render runs it on those items, the others skip it), a BARRIER, and n becomes h.
-  The slots written, [0, n-h), and the slots read from other items, [h, n), never meet,
-  so the items of a step do not race, and the BARRIERs order the steps. The last two
-  partials every item combines itself (a store there would race with the other items'
-  reads). Returns (the last BARRIER, the partials left: 1 or 2, next free range id)."""
+  """Combine the n partials at lbuf[base:base+n] pairwise, in steps until two are left:
+  with h the largest power of two below n, the work items t < n - h each do
+  lbuf[t] = op(lbuf[t], lbuf[t + h]) (a GROUP_REDUCE range of n - h lanes: render runs it
+  on those items, the others skip it), a BARRIER, and n becomes h. The slots written,
+  [0, n-h), and the slots read from other items, [h, n), never meet, so the items of a
+  step do not race, and the BARRIERs order the steps. A step of one lane (n = h + 1) is
+  not made: a range of one item is no range after simplification and every item would
+  run it (a race); its one extra partial, lbuf[h], stays where it is (later steps touch
+  only slots below h) and joins the final combine. The last two partials, and those
+  extras, every item combines itself (a store there would race with the other items'
+  reads). Returns (the last BARRIER, the slots left to combine, next free range id)."""
+  extra = []
   while n > 2:
     h = 1 << ((n - 1).bit_length() - 1)
+    if n - h == 1:
+      extra.append(h)
+      n = h
+      continue
     t = UOp("RANGE", (const(n - h, "index"),), {"id": next_id, "type": "GROUP_REDUCE"})
     next_id += 1
     slot = simplify(UOp("ADD", (base, t)))
@@ -266,7 +274,7 @@ def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_
       steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
     bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
     n = h
-  return bar, n, next_id
+  return bar, list(range(n)) + extra[::-1], next_id
 
 
 _KEYED = {"float32": ("int32", 0x7fffffff, 0x7f800000), "float64": ("int64", 0x7fffffffffffffff, 0x7ff0000000000000)}

@@ -214,7 +214,8 @@ def _local_tile(A: Axes, H: dict, dev, target: str, m_ax, n_ax, reds: list, padd
   if fits is None: return False
   # the rows: the register tile's, else another output axis an input is reused along (a
   # convolution's output channels, along which its windowed input is reused)
-  cut = next(n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == ["SPLIT", m_ax] and A.opts[n][2][1] == "UPCAST")
+  cut = next((n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == ["SPLIT", m_ax] and A.opts[n][2][1] == "UPCAST"), None)
+  if cut is None: return False     # the rows found no register tile (a prime row count): nothing to stage
   rows = A.opts[cut][2][0]
   for p in [m_ax] + [p for p in reversed(outs) if p not in (m_ax, n_ax) and reused(p)]:
     size_p = A.size[p] if p == m_ax else A.size[p] // rows if A.size[p] % rows == 0 else 0

@@ -304,11 +304,12 @@ def test_table_device_named_in_the_environment(monkeypatch):
 
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
-@pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300)])
+@pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300), (8, 129), (6, 258), (4, 3)])
 @pytest.mark.parametrize("f", [softmax, layer_norm, logsumexp_rows], ids=["softmax", "layer_norm", "logsumexp"])
 def test_fused_rows_run_and_agree(f, shape, h100):
   """Fused row kernels on PoCL: rows that are not a power of two, longer than a
-  work-group, shorter than a warp."""
+  work-group, shorter than a warp, and work-groups of 2^k+1 items (129: the tree
+  combine's first fold would be one item's, a step it must not run on every item)."""
   t = f(Tensor(10 * _rand(*shape)))
   g, inputs = t.graph(), t.inputs()
   want = evaluate(g, inputs)["out0"]
@@ -316,6 +317,17 @@ def test_fused_rows_run_and_agree(f, shape, h100):
   assert len(c.sources) == 1
   got = c.run(inputs)["out0"]
   np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.parametrize("shape", [(64, 129), (33, 258), (5, 3)])
+def test_int_rows_minus_their_sum_are_exact(shape, h100):
+  """x - x.sum(1, keepdim=True) on int32 is exact: every element of every row, including
+  work-groups of 2^k+1 items whose tree combine has a one-item step."""
+  x = RNG.integers(-1000, 1000, shape).astype(np.int32)
+  t = Tensor(x) - Tensor(x).sum(1, keepdim=True)
+  got = compile_graph(t.graph(), "opencl", keep_stages=False, device=h100).run(t.inputs())["out0"]
+  np.testing.assert_array_equal(np.asarray(got).reshape(shape), x - x.sum(1, keepdims=True))
 
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
@@ -357,7 +369,7 @@ def _staged(M, K, N):
 
 
 @pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
-@pytest.mark.parametrize("shape", [(128, 64, 128), (192, 96, 320), (1000, 1000, 1000), (33, 70, 129)])
+@pytest.mark.parametrize("shape", [(128, 64, 128), (192, 96, 320), (1000, 1000, 1000), (33, 70, 129), (13, 64, 64), (17, 64, 128)])
 def test_staged_and_fallback_gemms_run_and_agree(shape, h100):
   """Sizes the block divides are staged; others keep the global-read layout (padded where
   the register tile does not divide). Both run on PoCL and agree with float64."""
