@@ -36,8 +36,13 @@ def _refusal(path: str, e) -> int:
 
 
 def _failure(path: str, e) -> int:
-  """A build or device failure (a missing C compiler, no OpenCL platform, a build error:
-  the last is a compiler bug, and the message says where) -- exit 1, no traceback."""
+  """A build or device failure, no traceback: a backend this machine cannot run (no OpenCL
+  device that builds: rule backend.unavailable, its message says what to do) exits 2; a
+  build error (a compiler bug, the message says where) exits 1."""
+  from tinyspec.backends import Unavailable
+  if isinstance(e, Unavailable):
+    print(printable(f"tinyspec: {e}"), file=sys.stderr)
+    return EXIT_UNREADABLE
   print(printable(f"{path}: {type(e).__name__}: {str(e)[:4000]}"), file=sys.stderr)
   return EXIT_INVALID
 

@@ -137,7 +137,10 @@ class CLMemory:
     if out.nbytes: self.cl.enqueue_copy(self.queue, out, handle)
     return out.view(np_dtype(dt)).reshape(shape)
 
-  def finish(self): self.queue.finish()
+  def finish(self):
+    from tinyspec.compiler.runtime.opencl import check_simulator
+    self.queue.finish()
+    check_simulator()
 
 
 class _Staged:

@@ -84,7 +84,9 @@ class BackendProcess:
     threading.Thread(target=self._drain, args=(self.proc.stderr, self._err), daemon=True).start()
     self.hello = self.request({"cmd": "hello", "protocol": PROTOCOL}, timeout)
     if not self.hello.get("ok"):
-      raise BackendDied("protocol", f"the backend refused hello: {str(self.hello.get('error', self.hello))[:500]}")
+      why = str(self.hello.get('error', self.hello))[:2000]
+      if self.hello.get("rule") == "backend.unavailable": raise BackendDied("unavailable", why)   # its own message says what to do
+      raise BackendDied("protocol", f"the backend refused hello: {why}")
     return self.hello
 
   @staticmethod

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from tinyspec.backends import Unavailable
 
 
 def _rule_of(e: BaseException) -> str | None:
@@ -79,7 +80,9 @@ def serve(backend, stdin=None, stdout=None) -> int:
           from tinyspec.backends import capabilities_of
           caps = capabilities_of(backend).to_json()
           ans = {"ok": True, "protocol": PROTOCOL, "name": getattr(backend, "name", "?"), "capabilities": caps}
-        except Exception as e:   # e.g. no OpenCL device: the backend is unavailable
+        except Unavailable as e:   # e.g. no OpenCL device that builds: its own message says what to do
+          ans = {"ok": False, "error": str(e), "rule": e.rule}
+        except Exception as e:
           ans = {"ok": False, "error": f"{type(e).__name__}: {e}"}
       elif cmd == "run":
         ans = handle_run(backend, msg)

@@ -16,7 +16,7 @@ from tinyspec.compiler.localbanks import ways, warp_items
 from tinyspec.compiler import stage as S
 from tinyspec.compiler import parallel as P
 
-from targets import HAVE_CL
+from targets import HAVE_CL, CL_UNAVAILABLE
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_an_overlapping_pitch_is_refused_by_the_race_proof(h100, monkeypatch):
   assert not k.local_tiled and "__local" not in c.sources[0].body
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("pitch", [17, 20, 31])
 def test_padded_tiles_run_and_agree(pitch, h100, monkeypatch):
   """Whatever pitch A's tile (16 k wide, read as scalars) gets, the staged gemm is the

@@ -14,7 +14,7 @@ from tinyspec.compiler.device import table_device
 from tinyspec.compiler.gpucheck import launch_report, problems
 from tinyspec.refimpl import evaluate
 
-from targets import HAVE_CL
+from targets import HAVE_CL, CL_UNAVAILABLE
 
 RNG = np.random.default_rng(15)
 
@@ -303,7 +303,7 @@ def test_table_device_named_in_the_environment(monkeypatch):
   with pytest.raises(KeyError, match="device_tables"): D.table_device("no such gpu")
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("shape", [(512, 1000), (8, 5000), (3, 7), (4, 300), (8, 129), (6, 258), (4, 3)])
 @pytest.mark.parametrize("f", [softmax, layer_norm, logsumexp_rows], ids=["softmax", "layer_norm", "logsumexp"])
 def test_fused_rows_run_and_agree(f, shape, h100):
@@ -319,7 +319,7 @@ def test_fused_rows_run_and_agree(f, shape, h100):
   np.testing.assert_allclose(np.asarray(got, np.float64).reshape(np.shape(want)), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("shape", [(64, 129), (33, 258), (5, 3)])
 def test_int_rows_minus_their_sum_are_exact(shape, h100):
   """x - x.sum(1, keepdim=True) on int32 is exact: every element of every row, including
@@ -330,7 +330,7 @@ def test_int_rows_minus_their_sum_are_exact(shape, h100):
   np.testing.assert_array_equal(np.asarray(got).reshape(shape), x - x.sum(1, keepdims=True))
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("case", ["sum", "max", "softmax", "gemm"])
 def test_gpu_programs_run_and_agree(case, h100):
   """The programs compiled for the H100 table run on PoCL and equal the reference."""
@@ -368,7 +368,7 @@ def _staged(M, K, N):
   return M % 64 == 0 and N % 64 == 0 and K % 16 == 0 and K >= 32
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("shape", [(128, 64, 128), (192, 96, 320), (1000, 1000, 1000), (33, 70, 129), (13, 64, 64), (17, 64, 128)])
 def test_staged_and_fallback_gemms_run_and_agree(shape, h100):
   """Sizes the block divides are staged; others keep the global-read layout (padded where
@@ -483,7 +483,7 @@ def test_conv3x3_stages_its_windowed_input(h100):
   assert all(a.coalesced for a in k.accesses)
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device (pyopencl/PoCL)")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 @pytest.mark.parametrize("shape", [(64, 32, 64), (64, 16, 20)])
 def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
   """A staged conv (64 output channels, 32 input channels, 64x64) and one the block does

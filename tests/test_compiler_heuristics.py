@@ -14,7 +14,7 @@ from tinyspec.compiler.heuristics import default_opts
 from tinyspec.compiler.optimize import initial_types
 from tinyspec.refimpl import evaluate
 
-from targets import TARGETS, HAVE_CL
+from targets import TARGETS, HAVE_CL, CL_UNAVAILABLE
 CPU4 = Device("c", "test cpu", "cpu", 4, 0, 0, False, 32)
 GPU = Device("opencl", "test gpu", "gpu", 1, 32768, 256, False, 16)
 RNG = np.random.default_rng(5)
@@ -169,7 +169,7 @@ def test_vector_width_is_the_device_preference_capped_by_the_table(target, kind,
   assert vector_bytes(target, kind, device_bytes) == want
 
 
-@pytest.mark.skipif(not HAVE_CL, reason="no OpenCL device")
+@pytest.mark.skipif(not HAVE_CL, reason=f"OpenCL unavailable: {CL_UNAVAILABLE}")
 def test_the_opened_opencl_device_builds_its_widest_vectors():
   """What the heuristics may emit on this device (its widest float vectors, returned from a
   helper function as the tiled kernels do) builds and runs."""

@@ -79,6 +79,13 @@ def value_dtypes() -> frozenset:
   return frozenset(n for n, d in DTYPES.items() if d.cls != "void")
 
 
+class Unavailable(RuntimeError):
+  """The backend cannot run on this machine (no OpenCL device that builds, no C compiler,
+  tinygrad missing): its message says why and what to do. Raised by capabilities() (and by
+  run() when the machine changed since); every entry point refuses once with it, exit 2."""
+  rule = "backend.unavailable"
+
+
 class Backend:
   """Base class: a name, capabilities(), run(graph, inputs). Optional: stages(graph), the
   intermediate graphs of a compiler (stage name -> Graph), which the conformance

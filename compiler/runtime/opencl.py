@@ -1,71 +1,203 @@
-"""The OpenCL runtime through pyopencl (PoCL on a CPU here; any platform works).
+"""The OpenCL runtime through pyopencl (PoCL on a CPU, NVIDIA's or AMD's on a GPU, the
+Oclgrind simulator; any platform works).
 
 POCL_CACHE_DIR is pointed into the tinyspec cache before pyopencl is imported, so PoCL
 keeps its compiled kernels there too; pyopencl's own binary cache (keyed by source and
-options) lives in the same directory. The device: TINYSPEC_OPENCL_DEVICE is
-"P:D" (platform and device indices) or a substring of the device name; default the first
-device of the first platform. "table:NAME" names a device described by a table
-(compiler/device.py table_device): programs compile for it and run on the default device
-(PoCL runs programs compiled for an H100's table: their results are checked here).
+options) lives in the same directory.
+
+The device: TINYSPEC_OPENCL_DEVICE is "P:D" (platform and device indices) or a substring
+of the device's or platform's name; unset, the first device that builds and runs a
+trivial kernel (the pip PoCL's LLVM 14 cannot build on CPUs it does not know, e.g. AMD
+Zen 5, while the distribution's PoCL can: both may be installed). A device that was named
+and cannot build is refused, as is a machine where none can: once, with rule
+backend.unavailable and what to do (OpenCLUnavailable; every entry point exits 2).
+"table:NAME" names a device described by a table (compiler/device.py table_device):
+programs compile for it and run on the default device.
+
+"Oclgrind" (any case) selects the Oclgrind simulator (Debian package oclgrind) with no
+set-up by the user: its ICD is registered for this process only, through OCL_ICD_VENDORS
+pointing at a folder of the cache holding it beside the system's ICD files (never by
+changing system files). Its data-race and uninitialized-read checks are on
+(OCLGRIND_DATA_RACES, OCLGRIND_UNINITIALIZED; set them to 0 to turn one off), its
+diagnostics go to a log this runtime reads after each program, and a diagnostic fails
+the run (rule run.oclgrind): the kernels' adversary on machines without a GPU.
 """
 from __future__ import annotations
 import os
+import shutil
 from functools import lru_cache
+from pathlib import Path
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
 
 os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))   # (the private temporary cache when the configured one is unsafe)
 
+RULE = "backend.unavailable"
+OCLGRIND_ICD = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so", "/usr/lib/x86_64-linux-gnu/oclgrind/liboclgrind-rt-icd.so",
+                "/usr/local/lib/oclgrind/liboclgrind-rt-icd.so")
+ADVICE = ("Install your distribution's PoCL (Debian/Ubuntu: apt-get install pocl-opencl-icd; scripts/setup.sh does it "
+          "when run as root), or pick a device that builds with TINYSPEC_OPENCL_DEVICE=NAME or P:D (`tinyspec backends` "
+          "lists the devices here and whether each builds). The PoCL that pip installs (LLVM 14) cannot build kernels on CPUs "
+          "its LLVM does not know (e.g. AMD Zen 5).")
 
-class OpenCLUnavailable(RuntimeError):
-  pass
+
+from tinyspec.backends import Unavailable
 
 
-@lru_cache(maxsize=None)
-def device():
-  """(context, queue, device) of the selected OpenCL device."""
+class OpenCLUnavailable(Unavailable):
+  """No usable OpenCL device (rule backend.unavailable)."""
+
+
+def wanted() -> str:
+  """TINYSPEC_OPENCL_DEVICE without a table's name (a table's programs run on the default device)."""
+  want = os.environ.get("TINYSPEC_OPENCL_DEVICE", "").strip()
+  return "" if want.startswith("table:") else want
+
+
+def is_oclgrind(want: str) -> bool:
+  return "oclgrind" in want.lower()
+
+
+def oclgrind_library() -> str | None:
+  """Oclgrind's ICD library, where its package put it (None: not installed)."""
+  exe = shutil.which("oclgrind")
+  near = [str(Path(exe).resolve().parent.parent / "lib" / "oclgrind" / "liboclgrind-rt-icd.so")] if exe else []
+  return next((p for p in (*OCLGRIND_ICD, *near) if os.path.isfile(p)), None)
+
+
+def _register_oclgrind() -> None:
+  """OCL_ICD_VENDORS -> a cache folder with Oclgrind's ICD beside the system's, for this
+  process (and the processes it starts); a user's own OCL_ICD_VENDORS is kept."""
+  if os.environ.get("OCL_ICD_VENDORS"): return
+  lib = oclgrind_library()
+  if lib is None:
+    raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={wanted()}: Oclgrind is not installed (Debian/Ubuntu: apt-get install oclgrind) [{RULE}]")
+  d = cache_dir("icd")
+  icds = {"tinyspec-oclgrind.icd": lib + "\n"}
+  for f in sorted(Path("/etc/OpenCL/vendors").glob("*.icd")):
+    try: icds[f.name] = f.read_text()
+    except OSError: pass
+  for name, text in icds.items():
+    f = d / name
+    if not f.is_file() or f.read_text() != text: f.write_text(text)
+  os.environ["OCL_ICD_VENDORS"] = str(d)
+  os.environ.setdefault("OCLGRIND_DATA_RACES", "1")
+  os.environ.setdefault("OCLGRIND_UNINITIALIZED", "1")
+  os.environ.setdefault("OCLGRIND_LOG", str(d / f"oclgrind-{os.getpid()}.log"))
+
+
+def devices() -> list:
+  """Every (platform, device) pyopencl lists here, in platform order."""
+  want = wanted()
+  if is_oclgrind(want): _register_oclgrind()
   try:
     import pyopencl as cl
   except ImportError as e:
-    raise OpenCLUnavailable(f"pyopencl is not installed ({e}); pip install 'pyopencl[pocl]'") from None
+    raise OpenCLUnavailable(f"pyopencl is not installed ({e}); pip install 'pyopencl[pocl]' [{RULE}]") from None
   try:
     plats = cl.get_platforms()
   except cl.Error as e:
-    raise OpenCLUnavailable(f"no OpenCL platform: {e}") from None
-  devs = [(p, d) for p in plats for d in p.get_devices()]
-  if not devs: raise OpenCLUnavailable("no OpenCL device")
-  want = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
-  if want.startswith("table:"): want = ""    # compiled for a table's device, run on the default one
-  pick = devs[0][1]
-  if want:
-    if ":" in want and all(x.isdigit() for x in want.split(":", 1)):
-      pi, di = (int(x) for x in want.split(":", 1))
-      try: pick = plats[pi].get_devices()[di]
-      except IndexError: raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={want}: no such device") from None
-    else:
-      hits = [d for _, d in devs if want.lower() in d.name.lower()]
-      if not hits: raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={want}: no device name contains it")
-      pick = hits[0]
-  ctx = cl.Context([pick])
-  q = cl.CommandQueue(ctx)
-  _warm_up(cl, ctx, q, pick)
-  return ctx, q, pick
+    raise OpenCLUnavailable(f"no OpenCL platform ({str(e)[:200]}). {ADVICE} [{RULE}]") from None
+  return [(p, d) for p in plats for d in p.get_devices()]
 
 
-_WARM = "__kernel void tinyspec_warm_up(__global int* a) { a[0] = 1; }"
+def _matching(devs: list, want: str) -> list:
+  if ":" in want and all(x.isdigit() for x in want.split(":", 1)):
+    pi, di = (int(x) for x in want.split(":", 1))
+    plats = list(dict.fromkeys(p for p, _ in devs))
+    if pi < len(plats):
+      ds = [d for p, d in devs if p == plats[pi]]
+      if di < len(ds): return [(plats[pi], ds[di])]
+    return []
+  w = want.lower()
+  return [(p, d) for p, d in devs if w in d.name.lower() or w in p.name.lower()]
 
 
-def _warm_up(cl, ctx, q, dev):
-  """PoCL does a one-time setup (tens of ms) at the first kernel of a process; doing it
-  here, when the device opens, keeps it out of every program's load time."""
+def label(p, d) -> str:
+  """The device and its platform's implementation: "pthread-Intel(R) ... [OpenCL 3.0 PoCL 3.0-rc2]"."""
+  return f"{d.name.strip()} [{p.version.strip().split('  ')[0][:40]}]"
+
+
+_failed: list = []   # the refusal, once made: every later call repeats it at once
+
+
+def device():
+  """(context, queue, device): the device TINYSPEC_OPENCL_DEVICE names, else the first that
+  builds and runs a trivial kernel; OpenCLUnavailable (rule backend.unavailable) where none does."""
+  if _failed: raise OpenCLUnavailable(_failed[0])
+  try: return _open()
+  except OpenCLUnavailable as e:
+    _failed.append(str(e))
+    raise
+
+
+@lru_cache(maxsize=None)
+def _open():
+  import pyopencl as cl
+  devs, want = devices(), wanted()
+  if not devs: raise OpenCLUnavailable(f"no OpenCL device. {ADVICE} [{RULE}]")
+  cands = _matching(devs, want) if want else devs
+  if not cands:
+    raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={want}: no device matches (a name substring or P:D); here: "
+                            + "; ".join(f"{i}: {label(p, d)}" for i, (p, d) in enumerate(devs)) + f" [{RULE}]")
+  pick, failures = choose(cands, lambda d: trial(cl, d))
+  if pick is not None:
+    ctx = cl.Context([pick])
+    return ctx, cl.CommandQueue(ctx), pick
+  head = (f"TINYSPEC_OPENCL_DEVICE={want}: the device cannot build a kernel" if want else
+          "no OpenCL device here can build a kernel")
+  raise OpenCLUnavailable(f"{head}:\n  " + "\n  ".join(failures) + f"\n{ADVICE} [{RULE}]")
+
+
+def choose(cands: list, try_one) -> tuple:
+  """(the first device of cands for which try_one(device) says nothing is wrong, or None;
+  a line per device passed over: what it said)."""
+  failures = []
+  for p, d in cands:
+    why = try_one(d)
+    if why is None: return d, failures
+    failures.append(f"{label(p, d)}: {why}")
+  return None, list(dict.fromkeys(failures))   # one ICD registered twice lists its device twice
+
+
+_TRIAL = "__kernel void tinyspec_trial(__global int* a) { a[get_global_id(0)] = 7 * (int)get_global_id(0) + 1; }"
+
+
+def trial(cl, dev) -> str | None:
+  """Why the device cannot build and run a trivial kernel (None: it can). The binary is
+  cached, so a device that worked before answers in milliseconds; this also does PoCL's
+  one-time set-up (tens of ms) when the device opens, not at a program's first kernel."""
+  import numpy as np
   try:
-    prg, save = _program(cl, ctx, dev, _WARM, [])
-    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
-    prg.tinyspec_warm_up(q, (1,), None, buf)
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx)
+    prg, save = _program(cl, ctx, dev, _TRIAL, [])
+    out = np.zeros(4, np.int32)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, out.nbytes)
+    prg.tinyspec_trial(q, (4,), None, buf)
+    cl.enqueue_copy(q, out, buf)
     q.finish()
+    if out.tolist() != [1, 8, 15, 22]: return f"the trial kernel ran but wrote {out.tolist()}"
     if save is not None: _write(save, prg)
-  except Exception:   # a device that cannot run it will say so at the first real kernel
-    pass
+    return None
+  except Exception as e:   # (cl.Error, cl.RuntimeError, a driver's own): the device is not usable
+    return _first_error(str(e))
+
+
+def _first_error(log: str) -> str:
+  """The line of a build log that says what went wrong (PoCL: `error: unknown target CPU
+  'generic'`), not pyopencl's own framing of it."""
+  frame = ("clbuildprogram failed", "build on <pyopencl", "(options:", "(source saved")
+  lines = [x.strip() for x in log.splitlines() if x.strip() and not x.strip().lower().startswith(frame)]
+  hit = next((x for x in lines if "error" in x.lower()), None)
+  return (hit or (lines[0] if lines else log.strip().splitlines()[0] if log.strip() else "failed"))[:240]
+
+
+def build_options(dev) -> list:
+  """spec/render.yaml targets.opencl `options`, and `device_options` of the device's kind."""
+  T = render_tables()["targets"]["opencl"]
+  extra = [o for key, opts in (T.get("device_options") or {}).items() if key.lower() in dev.name.lower() for o in opts]
+  return list(T.get("options", [])) + extra
 
 
 def _program(cl, ctx, dev, source: str, opts: list):
@@ -84,6 +216,38 @@ def _write(path, prg):
   store(path, bytes(prg.binaries[0]))
 
 
+_log_seen: dict = {}
+
+
+def _on_oclgrind() -> bool:
+  d = device()[2]
+  return is_oclgrind(d.platform.name + d.name)
+
+
+def simulator_errors() -> str | None:
+  """Oclgrind's diagnostics since the last call (None: none, or not on Oclgrind)."""
+  log = os.environ.get("OCLGRIND_LOG")
+  if not log or not _on_oclgrind(): return None
+  try:
+    with open(log, "rb") as f:
+      f.seek(_log_seen.get(log, 0))
+      new = f.read(1 << 16)
+      _log_seen[log] = f.tell()
+  except OSError:
+    return None
+  text = new.decode(errors="replace").strip()
+  return text or None
+
+
+def check_simulator() -> None:
+  """After a program ran: an Oclgrind diagnostic (a race, an access out of bounds, an
+  uninitialized read, a divergent barrier) fails it, rule run.oclgrind."""
+  text = simulator_errors()
+  if text:
+    from tinyspec.compiler.props import CompileError
+    raise CompileError("run.oclgrind", "Oclgrind reported: " + " | ".join(x for x in text.splitlines() if x.strip())[:1500])
+
+
 def has_fp64() -> bool:
   return "cl_khr_fp64" in device()[2].extensions
 
@@ -95,7 +259,7 @@ class Built:
   def __init__(self, source: str):
     import pyopencl as cl
     ctx, self.queue, dev = device()
-    opts = list(render_tables()["targets"]["opencl"].get("options", []))
+    opts = build_options(dev)
     try:
       self.prg, self._save = _program(cl, ctx, dev, source, opts)
     except cl.RuntimeError as e:
@@ -118,7 +282,11 @@ class CLProgram:
     self.ks = ks
     self.built = shared or Built(source or ks.source)
     self.queue = self.built.queue
-    self.kernel = getattr(self.built.prg, ks.name)
+    try: self.kernel = getattr(self.built.prg, ks.name)
+    except Exception as e:   # built, yet the implementation cannot make the kernel
+      from tinyspec.compiler.runtime import BuildError
+      raise BuildError(f"OpenCL: kernel {ks.name} built but could not be created: {str(e)[:300]}"
+                       + (f" (Oclgrind: {simulator_errors()})" if _on_oclgrind() else "")) from None
 
   def __call__(self, args: list, vals: list[int]):
     from tinyspec.intervals import np_dtype
