@@ -5,7 +5,7 @@
 # wheel installs and works from an unrelated directory (scripts/check-install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh tests
 export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$PWD/.cache/tinyspec}
 .venv/bin/python -m pytest -n 2 "$@"
 .venv/bin/python tools/gen_docs.py --check
