@@ -1,6 +1,6 @@
 """The compiler's targets as backends (`c`, `opencl`; entry point group tinyspec.backends)."""
 from __future__ import annotations
-from tinyspec.backends import Backend, Capabilities, value_dtypes
+from tinyspec.backends import Backend, Capabilities, Unavailable, value_dtypes
 
 
 class CompilerBackend(Backend):
@@ -28,11 +28,41 @@ class CompilerBackend(Backend):
 class CBackend(CompilerBackend):
   target = "c"
 
+  def capabilities(self) -> Capabilities:
+    from tinyspec.compiler.runtime.c import compiler_info
+    compiler_info()   # raises Unavailable without a C compiler
+    return super().capabilities()
+
+  def describe(self) -> dict:
+    from tinyspec.compiler.runtime.c import compiler_info
+    try: cc = compiler_info()
+    except Unavailable as e: return {"status": "unavailable", "why": str(e), "details": []}
+    return {"status": "ok", "details": [f"C compiler: {cc['path']} ({cc['version']})"]}
+
 
 class OpenCLBackend(CompilerBackend):
   target = "opencl"
 
   def capabilities(self) -> Capabilities:
     from tinyspec.compiler.runtime.opencl import device
-    device()   # raises when there is no OpenCL device: the backend is unavailable
+    device()   # raises when no OpenCL device builds a kernel: the backend is unavailable
     return super().capabilities()
+
+  def describe(self) -> dict:
+    from tinyspec.compiler.runtime import opencl as R
+    lines = []
+    try:
+      for row in R.survey():
+        lines.append(f"{row['index']} {row['device']}: " + ("builds" if row["builds"] else f"cannot build ({row['why']})"))
+    except Unavailable as e:
+      lines.append(str(e).splitlines()[0])
+    lib = R.oclgrind_library()
+    lines.append(f"Oclgrind: {lib} (TINYSPEC_OPENCL_DEVICE=Oclgrind selects it)" if lib else
+                 "Oclgrind: not installed (apt-get install oclgrind; the GPU kernels' race and bounds checks use it)")
+    try:
+      _, _, d = R.device()
+      want = R.wanted()
+      head = f"device: {d.name.strip()} [{d.platform.version.strip().split('  ')[0]}]" + (f" (TINYSPEC_OPENCL_DEVICE={want})" if want else " (the first that builds)")
+      return {"status": "ok", "details": [head] + lines}
+    except Unavailable as e:
+      return {"status": "unavailable", "why": str(e), "details": lines}

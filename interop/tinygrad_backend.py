@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import numpy as np
-from tinyspec.backends import Backend, Capabilities
+from tinyspec.backends import Backend, Capabilities, Unavailable, describe_by_capabilities
 from tinyspec.interop.walk import drive
 
 
@@ -47,6 +47,12 @@ def unsupported(device: str) -> dict:
   backend.unsupported: `all` and the device's own)."""
   u = _backend_table()["unsupported"]
   return {**u.get("all", {}), **u.get(_base(device), {})}
+
+
+def _version() -> str:
+  from importlib.metadata import version, PackageNotFoundError
+  try: return version("tinygrad")
+  except PackageNotFoundError: return "?"
 
 
 def have_clang() -> bool:
@@ -114,12 +120,22 @@ class TinygradBackend(Backend):
     return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]), decomposed=True,
                         profile="portable", label=_base(self.device))
 
+  def describe(self) -> dict:
+    try: import tinygrad
+    except ImportError as e: return {"status": "unavailable", "why": f"tinygrad is not installed ({e}): pip install 'tinyspec[tinygrad]'", "details": []}
+    import shutil
+    out = describe_by_capabilities(self)
+    out["details"] = [f"tinygrad {_version()}, device {self.device} (TINYSPEC_TINYGRAD_DEVICE; "
+                      f"expected failures: conformance/manifests/tinygrad-{_base(self.device)}.yaml)",
+                      f"clang for its CPU device: {shutil.which('clang') or 'not installed (apt-get install clang)'}"]
+    return out
+
   def setup(self) -> None:
     """Once: the device must work (CPU needs clang), and the dtypes of the table's
     `emulate` run through tinygrad's own emulation (EMULATED_DTYPES)."""
     if getattr(self, "_ready", False): return
     if _base(self.device) == "CPU" and not have_clang():
-      raise Refused("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON")
+      raise Unavailable("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON [backend.unavailable]")
     if _base(self.device) == "CL": open_cl()
     from tinygrad.helpers import EMULATED_DTYPES
     want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])

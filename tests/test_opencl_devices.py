@@ -118,3 +118,24 @@ def test_a_named_device_that_is_not_here_is_refused_with_the_list():
   out = p.stdout + p.stderr
   assert p.returncode == 2 and "Traceback" not in out
   assert "TINYSPEC_OPENCL_DEVICE=no-such-gpu: no device matches" in out and "[backend.unavailable]" in out
+
+
+def test_backends_lists_what_each_needs(broken_env):
+  import json
+  p = _tinyspec({**broken_env, "CC": "no-such-cc"}, "backends", "--json")
+  assert p.returncode == 0, p.stderr
+  rows = {r["backend"]: r for r in json.loads(p.stdout)["backends"]}
+  assert {"ref", "c", "opencl", "tinygrad"} <= set(rows)
+  assert rows["opencl"]["status"] == "unavailable" and "[backend.unavailable]" in rows["opencl"]["why"]
+  assert any("cannot build" in line for line in rows["opencl"]["details"])
+  assert rows["c"]["status"] == "unavailable" and "no-such-cc" in rows["c"]["why"]
+  assert rows["ref"]["status"] == "ok"
+  p = _tinyspec(os.environ, "backends")
+  assert p.returncode == 0 and "Traceback" not in p.stderr
+  assert p.stdout.splitlines()[0].startswith("c ")
+
+
+def test_no_c_compiler_is_refused_once(tmp_path):
+  p = _tinyspec({**os.environ, "CC": "no-such-cc"}, "conformance", "--backend", "c", cwd=tmp_path)
+  out = p.stdout + p.stderr
+  assert p.returncode == 2 and "Traceback" not in out and out.count("no-such-cc") == 1, out

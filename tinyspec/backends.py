@@ -105,7 +105,21 @@ class Backend:
   def stages(self, graph) -> dict:
     return {}
 
+  def describe(self) -> dict:
+    """What the backend needs on this machine and whether it has it (`tinyspec backends`):
+    {"status": "ok" | "unavailable", "why": ..., "details": [lines]}. The default asks
+    capabilities(); a backend with more to say (devices, compilers) says it."""
+    return describe_by_capabilities(self)
+
   def __repr__(self): return f"<backend {self.name}>"
+
+
+def describe_by_capabilities(backend) -> dict:
+  try:
+    caps = capabilities_of(backend)
+    return {"status": "ok", "details": [f"{len(caps.ops)} ops, {len(caps.dtypes)} dtypes"]}
+  except Exception as e:    # a stranger's backend may raise anything: this is a report, not a run
+    return {"status": "unavailable", "why": str(e) if isinstance(e, Unavailable) else f"{type(e).__name__}: {e}", "details": []}
 
 
 # ------------------------------------------------------------------ the registry

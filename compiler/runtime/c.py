@@ -39,6 +39,17 @@ def _compiler() -> list[str]:
   return [path] + cmd[1:] + (list(T.get("gcc_flags", [])) if _is_gcc(path) else [])
 
 
+@lru_cache(maxsize=None)
+def compiler_info() -> dict:
+  """{"path", "version"} of the C compiler (CC, else the table's); Unavailable without one."""
+  from tinyspec.backends import Unavailable
+  try: path = _compiler()[0]
+  except BuildError as e: raise Unavailable(f"{e}; install one (Debian/Ubuntu: apt-get install gcc) [backend.unavailable]") from None
+  try: out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+  except (OSError, subprocess.SubprocessError) as e: raise Unavailable(f"the C compiler {path} does not run ({e}) [backend.unavailable]") from None
+  return {"path": path, "version": (out.splitlines() or ["?"])[0].strip()}
+
+
 def _is_gcc(path: str) -> bool:
   try: out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
   except (OSError, subprocess.SubprocessError): return False

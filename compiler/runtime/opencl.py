@@ -98,7 +98,8 @@ def devices() -> list:
     plats = cl.get_platforms()
   except cl.Error as e:
     raise OpenCLUnavailable(f"no OpenCL platform ({str(e)[:200]}). {ADVICE} [{RULE}]") from None
-  return [(p, d) for p in plats for d in p.get_devices()]
+  # one ICD file found twice (the system's and pyopencl's own folder) lists one platform twice
+  return list(dict.fromkeys((p, d) for p in dict.fromkeys(plats) for d in p.get_devices()))
 
 
 def _matching(devs: list, want: str) -> list:
@@ -147,6 +148,18 @@ def _open():
   head = (f"TINYSPEC_OPENCL_DEVICE={want}: the device cannot build a kernel" if want else
           "no OpenCL device here can build a kernel")
   raise OpenCLUnavailable(f"{head}:\n  " + "\n  ".join(failures) + f"\n{ADVICE} [{RULE}]")
+
+
+def survey() -> list[dict]:
+  """Every device here, "P:D" indexed, and whether it builds and runs the trial kernel."""
+  import pyopencl as cl
+  devs, rows = devices(), []
+  plats = list(dict.fromkeys(p for p, _ in devs))
+  for p, d in devs:
+    why = trial(cl, d)
+    rows.append({"index": f"{plats.index(p)}:{[x for q, x in devs if q == p].index(d)}", "device": label(p, d),
+                 "builds": why is None, "why": why})
+  return rows
 
 
 def choose(cands: list, try_one) -> tuple:
