@@ -44,6 +44,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# NumPy is timed as a user has it: OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) pin OpenBLAS to
+# another CPU's kernels (Haswell's AVX2 ones on an AVX-512 host: gemm 2x slower), so the
+# benchmark runs itself again without them, before NumPy loads (--keep-openblas-env keeps them)
+PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if __name__ == "__main__" and any(k in os.environ for k in PINS) and "--keep-openblas-env" not in sys.argv[1:]:
+  print(f"note: running without {', '.join(k + '=' + os.environ[k] for k in PINS if k in os.environ)} "
+        "(NumPy's OpenBLAS picks this CPU's own kernels, as a user's would)", file=sys.stderr, flush=True)
+  os.execve(sys.executable, [sys.executable, *sys.argv], {k: v for k, v in os.environ.items() if k not in PINS})
 os.environ.setdefault("DEV", "CPU")       # tinygrad: its CPU (clang) backend
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")   # see the module doc; read when NumPy loads
 import numpy as np  # noqa: E402  (after the environment above)
@@ -164,6 +172,19 @@ def launches(c) -> list:
              "coalesced": all(a.coalesced for a in k.accesses), "local_tiled": getattr(k, "local_tiled", None)} for k in launch_report(c)]
   except Exception as e:
     return [{"error": f"{type(e).__name__}: {str(e)[:80]}"}]
+
+
+def blas_info() -> dict:
+  """NumPy's BLAS as threadpoolctl reads it: library, version, kernel set (corename), threads."""
+  try:
+    from threadpoolctl import threadpool_info
+  except ImportError:
+    return {"kernels": "unknown (pip install threadpoolctl to see which OpenBLAS kernels run)"}
+  for lib in threadpool_info():
+    if lib.get("user_api") == "blas":
+      return {"library": lib.get("internal_api"), "version": lib.get("version"), "kernels": lib.get("architecture"),
+              "threads": lib.get("num_threads")}
+  return {"kernels": "unknown (threadpoolctl found no BLAS)"}
 
 
 def tinygrad_module():
@@ -391,6 +412,8 @@ def main(argv=None) -> int:
   ap.add_argument("--peak", help="the spec/render.yaml device_tables row giving the peaks (default: matched by device name)")
   ap.add_argument("--json", help="write every figure as JSON to this path (- for stdout)")
   ap.add_argument("--scale", type=int, default=1, help="divide the element counts by about this (quick runs)")
+  ap.add_argument("--keep-openblas-env", action="store_true", help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (by default the "
+                                                                     "benchmark runs without them: NumPy with this CPU's own kernels)")
   a = ap.parse_args(argv)
   a.targets = (a.targets or ("opencl" if a.gpu else "c,opencl")).split(",")
   want = a.cases.split(",") if a.cases else None
@@ -401,8 +424,13 @@ def main(argv=None) -> int:
   peak = peak_of(dev.name, a.peak) if a.gpu else None
   out = sys.stderr if a.json == "-" else sys.stdout
   head = {"host": device("c").name, "threads": device("c").threads, "device": dev.name, "heuristics": "BEAM=%d" % a.beam if a.beam else "default",
-          "tinygrad": ("DEV=" + tg[1]) if tg[0] else tg[1], "torch": th[1], "peak": peak, "shared_machine_note": "ratios are measured side by side; the machine may be shared"}
+          "tinygrad": ("DEV=" + tg[1]) if tg[0] else tg[1], "torch": th[1], "peak": peak, "blas": blas_info(),
+          "openblas_env": {k: os.environ[k] for k in PINS if k in os.environ},
+          "shared_machine_note": "ratios are measured side by side; the machine may be shared"}
   print(f"host: {head['host']}, {head['threads']} threads; device: {dev.name}; {head['heuristics']} heuristics; tinygrad: {head['tinygrad']}; torch: {th[1]}", file=out)
+  b = head["blas"]
+  print(f"numpy {np.__version__}, BLAS: {b.get('library', '?')} {b.get('version', '')}, kernels {b['kernels']}, {b.get('threads', '?')} threads"
+        + (f" (pinned: {head['openblas_env']})" if head["openblas_env"] else ""), file=out)
   if peak: print(f"peak ({dev.name}): {peak.get('peak_gbs', 0):.0f} GB/s, {peak.get('peak_gflops', 0):.0f} GFLOPS fp32", file=out)
   if a.gpu:
     try:

@@ -91,3 +91,21 @@ def test_torch_expressions_match_numpy():
   assert set(B.TORCH_EXPR) == {"add", "a*b+c", "sum", "max", "softmax", "gemm", "conv3x3"}
   names = {c[0].split()[0] for c in B.cases(np.random.default_rng(0), 1 << 16)}
   assert names == set(B.TORCH_EXPR)
+
+
+def test_numpy_runs_its_own_kernels_not_pinned_ones(tmp_path):
+  """OPENBLAS_CORETYPE pins OpenBLAS to another CPU's kernels (Haswell's on an AVX-512 host:
+  gemm 2x slower); the benchmark runs itself again without it and says which kernels ran."""
+  import os, subprocess
+  out = tmp_path / "b.json"
+  env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576"}
+  p = subprocess.run([sys.executable, str(Path(B.__file__)), *QUICK, "--cases", "gemm", "--json", str(out)], env=env,
+                     capture_output=True, text=True, timeout=600)
+  assert p.returncode == 0, p.stderr
+  assert "running without OPENBLAS_CORETYPE=Haswell" in p.stderr
+  doc = json.loads(out.read_text())
+  assert doc["openblas_env"] == {} and doc["blas"]["kernels"]
+  p = subprocess.run([sys.executable, str(Path(B.__file__)), *QUICK, "--cases", "gemm", "--json", str(out), "--keep-openblas-env"],
+                     env=env, capture_output=True, text=True, timeout=600)
+  assert json.loads(out.read_text())["openblas_env"] == {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576"}
+  assert json.loads(out.read_text())["blas"]["kernels"] == "Haswell"
