@@ -126,6 +126,7 @@ from tinyspec.refimpl import evaluate
 from tinyspec.conformance.corpus import load_cases, to_disk
 from tinyspec.conformance.execute import judge_positive
 from tinyspec.interop.tinygrad_backend import TinygradBackend, Refused
+from tinyspec.backends import Unavailable
 b = TinygradBackend()
 out = {"device": b.device, "cases": {}, "consts": {}}
 by_id = {c.id: c for c in load_cases()}
@@ -146,7 +147,7 @@ for name, g in graphs.items():
 try:
   TinygradBackend("CPU").run(graphs["CONST"], {})
   out["cpu"] = "ran"
-except Refused as e: out["cpu"] = str(e)
+except (Refused, Unavailable) as e: out["cpu"] = str(e)
 from tinygrad.device import Device
 out["opened"], out["started"] = sorted(Device._opened_devices), started
 print(json.dumps(out))
