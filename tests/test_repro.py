@@ -24,6 +24,7 @@ def _broken_backend(tmp_path) -> str:
   assert '"ADD": lambda s, arg: s[0] + s[1],' in src
   f = tmp_path / "broken_backend.py"
   f.write_text(src.replace('"ADD": lambda s, arg: s[0] + s[1],', '"ADD": lambda s, arg: s[0] - s[1],'))
+  shutil.copy(EXAMPLE.parent / "numpy-example.yaml", tmp_path)   # the manifest its hello names, beside it
   return f"cmd:{shlex.quote(sys.executable)} {shlex.quote(str(f))}"
 
 
