@@ -6,7 +6,7 @@ JSON object per line to its stdin and reads one JSON object per line from its st
 patterns, as in the corpus); paths are absolute.
 
   -> {"cmd": "hello", "protocol": 1}
-  <- {"ok": true, "protocol": 1, "name": "mine",
+  <- {"ok": true, "protocol": 1, "name": "mine", "manifest": "mine-manifest.yaml",
       "capabilities": {"ops": {"ADD": ["tensor"], ...}, "dtypes": ["float32", ...], "devices": ["*"],
                        "decomposed": false}}
   -> {"cmd": "run", "id": "ADD/float32", "graph": "/abs/graph.json",
@@ -14,6 +14,12 @@ patterns, as in the corpus); paths are absolute.
   <- {"id": "ADD/float32", "ok": true, "outputs": {"out0": "/abs/tmp/dir/out0.npy"}}
   <- {"id": "ADD/float32", "ok": false, "error": "why", "rule": "RESHAPE.numel"}   (a refusal; rule optional)
   -> {"cmd": "quit"}                                     (or end of input: exit)
+
+`name` is what results and manifests go by; `manifest` (optional) is the backend's own
+manifest of expected failures and exclusions (conformance/manifest.py), a path absolute or
+relative to the folder of the backend's program. Every op, level and dtype the
+capabilities name must be one the tables have (a misspelt one is refused with the nearest
+name, rule backend.protocol).
 
 Outputs are named as refimpl.evaluate names them (docs/architecture.md): `out{k}` for the
 k-th value root, the input name of every stored buffer for void roots. A backend that
