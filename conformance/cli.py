@@ -237,6 +237,7 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.report import junit_xml
   c = runner.counts(results)
+  a.terminal.corpus = cases_dir if a.cases is not None else None   # (the shipped one goes without saying)
   for line in a.terminal.closing(_rerun(a, names)): print(line)
   print(runner.summary_line(c))
   try:
@@ -258,6 +259,8 @@ def _rerun(a, names) -> str:
   import shlex
   args = ["tinyspec", "conformance"] + [x for n in names for x in ("--backend", n)]
   if a.cases is not None: args += ["--cases", str(a.cases)]
+  if getattr(a, "profile", None): args += ["--profile", a.profile]
+  if not getattr(a, "verify", True): args.append("--no-verify")
   return shlex.join(args)
 
 

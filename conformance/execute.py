@@ -244,9 +244,12 @@ class CaseRunner:
     return self._explained(r, case)
 
   def _explained(self, r: Result, case) -> Result:
-    """A failing positive case's message, made to stand alone (conformance/failures.py)."""
-    if r.status in ("fail", "error", "xpass") and case is not None and case.kind == "positive":
-      from tinyspec.conformance.failures import explain
+    """A failing positive case's message, made to stand alone (conformance/failures.py);
+    every message's paths into the corpus relative to it."""
+    from tinyspec.conformance.failures import explain, relative_to_corpus
+    if case is None: return r
+    r.message = relative_to_corpus(r.message, case)
+    if r.status in ("fail", "error", "xpass") and case.kind == "positive":
       r.message = explain(case, r.message, self.backend_arg, self.profile, self.explicit_profile, self.verify)
     return r
 

@@ -112,6 +112,21 @@ def explain(case, message: str, backend: str, profile: str, explicit_profile: bo
   return head + "".join("\n  " + x for x in lines)
 
 
+def corpus_of(case) -> Path | None:
+  """The corpus folder a case was read from (its folder less its id), or None."""
+  d, parts = Path(case.dir), case.id.split("/")
+  return d.parents[len(parts) - 1] if len(d.parts) > len(parts) and d.parts[-len(parts):] == tuple(parts) else None
+
+
+def relative_to_corpus(message: str, case) -> str:
+  """The message with the paths into the case's corpus written relative to it
+  (`ADD/float32/graph.json`, not a path into site-packages)."""
+  root = corpus_of(case)
+  if root is None or not message: return message
+  for form in dict.fromkeys((str(root.resolve()), str(root))): message = message.replace(form + os.sep, "")
+  return message
+
+
 # ------------------------------------------------------------------ the terminal
 def _key(r) -> str:
   """A result's message without what names its case: identical keys are one message."""
@@ -127,6 +142,7 @@ class Terminal:
     self.verbose, self.write = verbose, write
     self.first: dict = {}   # message key -> the first result that had it
     self.bad: list = []     # unexpected results, in order
+    self.corpus = None      # the corpus folder the case paths in messages are relative to
 
   def show(self, r) -> None:
     from tinyspec.files import printable
@@ -148,7 +164,7 @@ class Terminal:
     if not self.bad: return []
     groups: dict = {}
     for r in self.bad: groups.setdefault((r.backend, _key(r)), []).append(r)
-    lines = [f"failing cases ({len(self.bad)}):"]
+    lines = [f"failing cases ({len(self.bad)}" + (f", in the corpus {self.corpus}" if self.corpus else "") + "):"]
     for n, rs in enumerate(groups.values()):
       if n == limit:
         lines.append(f"  ... and {len(groups) - limit} more (--json FILE lists every result)"); break

@@ -122,3 +122,16 @@ def test_operands_are_named_only_where_they_are_one_element(tmp_path):
   c = _Case(tmp_path, {"buf0": np.array([-0.0, np.nan], np.float32)}, (2,))
   assert operand_lines(c, "out0: 2 of 2 elements differ; at (0,): got 1.0, expected 2.0; at (1,): got 0.0, expected nan") == \
     ["operands of element (0,): buf0[0] = -0.0", "operands of element (1,): buf0[1] = nan"]
+
+
+def test_paths_into_the_corpus_are_relative_to_it(tmp_path, capsys):
+  import shutil
+  corpus = tmp_path / "corpus"
+  shutil.copytree(ROOT / "conformance" / "cases" / "ADD" / "float32", corpus / "ADD" / "float32")
+  (corpus / "ADD" / "float32" / "in.buf0.npy").write_bytes(b"garbage")
+  rc, out, err = run(capsys, "--backend", "ref", "--cases", corpus, "--case", "ADD/float32", "--no-verify")
+  assert rc == 1 and "refused: input: ADD/float32/in.buf0.npy: not a .npy array" in out, out
+  assert f"failing cases (1, in the corpus {corpus}):" in out
+  repro = next(line for line in out.splitlines() if "repro: " in line)
+  assert repro.endswith(f"--case {corpus / 'ADD' / 'float32'} --no-verify"), repro   # the command needs a path that works here
+  assert f"rerun them: tinyspec conformance --backend ref --cases {corpus} --no-verify --case ADD/float32" in out
