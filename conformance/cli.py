@@ -50,7 +50,7 @@ def conformance_command(sub):
                      description="Run the conformance cases through backends. Without --backend (and no backend in "
                                  "pyproject.toml [tool.tinyspec]): the rule corpus shipped with tinyspec through its validator. "
                                  "With --backend NAME (ref, c, opencl, any registered one, cmd:COMMAND or the path of an "
-                                 "executable speaking the JSON-lines protocol: `tinyspec docs`): the case corpus shipped with "
+                                 "executable speaking the JSON-lines protocol of tinyspec.conformance.protocol): the case corpus shipped with "
                                  "tinyspec. Exit 0 when there is no unexpected result, 1 when there is, 2 for bad usage or an "
                                  "unreadable corpus, 5 when no case ran.")
   p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: the shipped case corpus, or the rule corpus for the validator)")

@@ -17,8 +17,9 @@ worker process of its own, so a crash fails one test. Cases the backend's capabi
 not cover are skipped; the backend's manifest (conformance/manifest.py) marks its expected
 failures xfail(strict=True) and its exclusions skip. A failure is `pytest.fail(message,
 pytrace=False)`: the runner's message (differing elements, operands, profile, repro
-command), no traceback. A session in which no case ran (all skipped) exits 5, as pytest
-does when nothing is collected.
+command), no traceback. An unknown backend or a setting that cannot be used is the
+collection's error, its message alone (pytest exits 2). A session in which no case ran
+(all skipped) exits 5, as pytest does when nothing is collected.
 """
 from __future__ import annotations
 from pathlib import Path
@@ -64,7 +65,7 @@ def _refuse(msg: str):
 
 def settings(config) -> dict:
   """The settings (name -> value; None where unset) from the command line, the ini file and
-  [tool.tinyspec], read once; a malformed one ends the session with a usage error."""
+  [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
   if _SETTINGS in config.stash: return config.stash[_SETTINGS]
   from tinyspec.conformance.settings import load_settings, SettingsError
   try: project = load_settings(config.invocation_params.dir)
