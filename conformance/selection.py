@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 
 _TOKEN = re.compile(r"\s*(?:(?P<paren>[()])|(?P<term>[\w:+\-.\[\]\\/*?]+)|(?P<bad>\S))")
 _KEYWORDS = ("and", "or", "not")
+MAX_DEPTH = 100   # nested `not` and parentheses: deeper is refused, not a RecursionError
 
 
 class SelectionError(ValueError):
@@ -47,7 +48,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     if m is None or m.end() == m.start() or (m.lastgroup is None):
       out.append(("end", "", len(text) + 1)); return out
     col = m.start(m.lastgroup) + 1
-    if m.lastgroup == "bad": raise SelectionError(f"-k {text!r}: unexpected character {m.group('bad')!r} at column {col}")
+    if m.lastgroup == "bad": raise SelectionError(f"-k {_short(text)}: unexpected character {m.group('bad')!r} at column {col}")
     v = m.group(m.lastgroup)
     out.append((v if m.lastgroup == "paren" or v in _KEYWORDS else "term", v, col))
     pos = m.end()
@@ -59,7 +60,7 @@ class Expression:
   def __init__(self, text: str):
     self.text = text
     self._toks = _tokens(text)
-    self._at = 0
+    self._at = self._depth = 0
     self._fn = (lambda cid: True) if self._peek("end") else self._or()   # an empty -k is no filter, as in pytest
     if not self._peek("end"): self._fail("end of input")
 
@@ -75,7 +76,7 @@ class Expression:
   def _fail(self, wanted: str):
     kind, v, col = self._toks[self._at]
     got = "end of input" if kind == "end" else repr(v)
-    raise SelectionError(f"-k {self.text!r}: at column {col}: expected {wanted}; got {got}")
+    raise SelectionError(f"-k {_short(self.text)}: at column {col}: expected {wanted}; got {got}")
 
   def _or(self) -> Callable[[str], bool]:
     parts = [self._and()]
@@ -88,6 +89,12 @@ class Expression:
     return parts[0] if len(parts) == 1 else lambda cid: all(p(cid) for p in parts)
 
   def _not(self) -> Callable[[str], bool]:
+    self._depth += 1
+    if self._depth > MAX_DEPTH: raise SelectionError(f"-k {_short(self.text)}: nested more than {MAX_DEPTH} deep")
+    try: return self._unary()
+    finally: self._depth -= 1
+
+  def _unary(self) -> Callable[[str], bool]:
     if self._take("not"):
       inner = self._not()
       return lambda cid: not inner(cid)
@@ -135,3 +142,8 @@ def describe(expressions: Iterable[str] | None, ids: Iterable[str] | None) -> st
   """The selection in words, for `no case matches ...`."""
   parts = [f"-k {e!r}" for e in expressions or ()] + [f"--case {i!r}" for i in ids or ()]
   return " and ".join(parts)
+
+
+def _short(text: str) -> str:
+  """An expression as an error message quotes it: at most 200 characters."""
+  return repr(text) if len(text) <= 200 else repr(text[:200]) + "..."

@@ -140,3 +140,11 @@ def test_a_manifest_may_not_misspell_exclude(tmp_path, capsys):
   m.write_text('exclude:\n  "ADD/float32": ""\n')
   assert main(["conformance", "--backend", "ref", "--manifest", str(m), "--case", "ADD/float32"]) == 2
   assert "with a reason for every entry" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("expr", ["not " * 5000 + "ADD", "(" * 5000 + "ADD" + ")" * 5000, "ADD or " * 3000 + "MUL"])
+def test_a_huge_expression_is_refused_or_evaluated_not_a_traceback(expr, capsys):
+  rc = main(["conformance", "--backend", "ref", "-k", expr, "--list"])
+  out, err = capsys.readouterr()
+  assert rc in (0, 2) and "Traceback" not in err, err
+  if rc == 2: assert "nested more than 100 deep" in err
