@@ -34,7 +34,7 @@ class Settings:
   profile: str | None = None
   manifests: dict = field(default_factory=dict)   # backend name -> Path
 
-  def where(self) -> str: return f"{self.path} [tool.tinyspec]"
+  def where(self) -> str: return f"[tool.tinyspec] of {self.path}"
 
 
 def find_pyproject(start: Path | str | None = None) -> Path | None:

@@ -87,7 +87,7 @@ def test_project_settings_are_used_and_said(tmp_path, capsys, monkeypatch):
   monkeypatch.chdir(tmp_path / "sub")   # found from a folder below
   rc, out, err = run(capsys, "--json", tmp_path / "r.json")
   assert rc == 0 and "1 passed" in out, out + err
-  assert f"backend ref (from {tmp_path / 'pyproject.toml'} [tool.tinyspec])" in err
+  assert f"backend ref (from [tool.tinyspec] of {tmp_path / 'pyproject.toml'})" in err
   assert json.loads((tmp_path / "r.json").read_text())["profile"] == "portable"
   rc, out, err = run(capsys, "--backend", "ref", "--cases", ROOT / "conformance" / "cases", "--case", "ADD/float32")
   assert rc == 0 and "backend ref (from" not in err                 # the command line wins
