@@ -135,3 +135,11 @@ def test_paths_into_the_corpus_are_relative_to_it(tmp_path, capsys):
   repro = next(line for line in out.splitlines() if "repro: " in line)
   assert repro.endswith(f"--case {corpus / 'ADD' / 'float32'} --no-verify"), repro   # the command needs a path that works here
   assert f"rerun them: tinyspec conformance --backend ref --cases {corpus} --no-verify --case ADD/float32" in out
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="needs Node.js (the issue's backend language)")
+def test_a_node_backend_that_cannot_start_says_why(tmp_path, capsys):
+  """Node puts the error on its fifth line and a stack after it: a tail of stderr alone
+  would show the stack and the version, not the error."""
+  rc, out, err = run(capsys, "--backend", f"cmd:node {tmp_path / 'no-such-backend.js'}", "--case", "ADD/float32")
+  assert rc == 2 and f"Error: Cannot find module '{tmp_path / 'no-such-backend.js'}'" in err, err
