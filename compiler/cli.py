@@ -122,9 +122,9 @@ def run_command(sub, run_other=None):
   """`tinyspec run`. run_other(backend, file, inputs, timeout) -> outputs runs any other
   backend (the conformance layer passes its protocol runner: tinyspec.conformance.cli)."""
   p = sub.add_parser("run", help="run a graph on the reference evaluator, a compiled backend or any other backend",
-                     description="Run a graph. Exit 0 success, 1 refused or failed, 2 unreadable input, bad usage or an "
-                                 "unknown or unavailable backend.")
-  p.add_argument("file", metavar="FILE")
+                     description="Run a graph, or judge one conformance case (--case). Exit 0 success, 1 refused or failed, "
+                                 "2 unreadable input, bad usage or an unknown or unavailable backend, 5 a case not run.")
+  p.add_argument("file", metavar="FILE", nargs="?", help="the graph file (or --case: judge a conformance case)")
   p.add_argument("--backend", default="ref", metavar="NAME",
                  help="ref (default), c, opencl, any registered backend (entry point group tinyspec.backends), "
                       "cmd:COMMAND or the path of an executable speaking the protocol (conformance/protocol.py)")
@@ -140,6 +140,7 @@ def run_command(sub, run_other=None):
   def run(a) -> int:
     import numpy as np
     if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
+    if a.file is None: print("tinyspec run: give the graph FILE to run", file=sys.stderr); return EXIT_UNREADABLE
     g, code = _load(a.file)
     if g is None: return code
     try: inputs = _parse_inputs(a.input)

@@ -1,15 +1,19 @@
 """`tinyspec conformance` and `tinyspec fuzz`.
 
   tinyspec conformance                                  # the rule corpus through tinyspec's validator
-  tinyspec conformance --backend c [--cases DIR] [-k PATTERN] [--junit FILE] [--json FILE]
+  tinyspec conformance --backend c [--cases DIR] [-k EXPR] [--case ID] [--junit FILE] [--json FILE]
                        [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
                        [--coverage docs/conformance-results.json]
   tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
   tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...]
 
-Prints the failures (every case with -v) and the line `N passed, N failed, ...`. Exit 0
-when there is no unexpected result (no failure, error or unexpected pass), 1 when there
-is, 2 for bad usage, an unknown or unavailable backend, or a corpus that cannot be read.
+Prints the failures (every case with -v; a message that repeats only once), a closing list
+of the failing ids and the line `N passed, N failed, ...`. Exit 0 when there is no
+unexpected result (no failure, error or unexpected pass), 1 when there is, 2 for bad usage,
+an unknown or unavailable backend, or a corpus that cannot be read, 5 when no case ran
+(none selected, or every one unsupported or excluded). The project's [tool.tinyspec]
+(conformance/settings.py) gives defaults for --backend, --cases, --timeout, --profile and
+the manifests.
 """
 from __future__ import annotations
 import json
@@ -20,9 +24,16 @@ from tinyspec.deadline import sigterm_raises, Terminated
 from tinyspec.files import FileRefused, printable, write_file
 
 
-def _err(msg: str) -> int:
+def _err(msg: str, code: int = EXIT_UNREADABLE) -> int:
   print(printable(f"tinyspec conformance: {msg}"), file=sys.stderr)
-  return EXIT_UNREADABLE
+  return code
+
+
+def _none_selected(a) -> int:
+  from tinyspec.conformance.runner import EXIT_NOTHING_RAN
+  from tinyspec.conformance.selection import describe
+  said = describe(a.patterns, a.case_ids)
+  return _err("no case matches" + (f" {said}" if said else " (the corpus is empty)"), EXIT_NOTHING_RAN)
 
 
 def _is_rule_corpus(d: Path | None) -> bool:
@@ -36,15 +47,19 @@ def _is_rule_corpus(d: Path | None) -> bool:
 def conformance_command(sub):
   from tinyspec.conformance import runner
   p = sub.add_parser("conformance", help="run the conformance suite",
-                     description="Run the conformance cases through backends. Without --backend: the rule corpus "
-                                 "(conformance/rules) through tinyspec's validator. With --backend NAME (ref, c, opencl, any "
-                                 "registered one, cmd:COMMAND or the path of an executable speaking the protocol of "
-                                 "conformance/protocol.py): the case corpus (conformance/cases). Exit 0 when there is no "
-                                 "unexpected result, 1 when there is, 2 for bad usage or an unreadable corpus.")
-  p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: conformance/cases, or conformance/rules for the validator)")
-  p.add_argument("-k", dest="patterns", metavar="PATTERN", action="append",
-                 help="run only cases whose id contains PATTERN (or matches it as a glob); 'not PATTERN' leaves those out; "
-                      "repeat to narrow further")
+                     description="Run the conformance cases through backends. Without --backend (and no backend in "
+                                 "pyproject.toml [tool.tinyspec]): the rule corpus shipped with tinyspec through its validator. "
+                                 "With --backend NAME (ref, c, opencl, any registered one, cmd:COMMAND or the path of an "
+                                 "executable speaking the JSON-lines protocol of tinyspec.conformance.protocol): the case corpus shipped with "
+                                 "tinyspec. Exit 0 when there is no unexpected result, 1 when there is, 2 for bad usage or an "
+                                 "unreadable corpus, 5 when no case ran.")
+  p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: the shipped case corpus, or the rule corpus for the validator)")
+  p.add_argument("-k", dest="patterns", metavar="EXPR", action="append",
+                 help="run only cases whose id matches EXPR, a pytest -k expression: terms are substrings of the id (ignoring "
+                      "case; a term with * or ? is a glob over the whole id), joined by and, or, not and parentheses "
+                      "('MAX or IDIV', 'ADD and not float'); repeat to narrow further")
+  p.add_argument("--case", dest="case_ids", metavar="ID", action="append",
+                 help="run exactly the case ID (repeatable; with -k, both must hold)")
   p.add_argument("--backend", dest="backends", metavar="NAME", action="append",
                  help=f"backend to run (repeatable; default: {', '.join(runner.DEFAULT_BACKENDS)})")
   p.add_argument("--json", metavar="FILE", help="also write every result as JSON to FILE")
@@ -52,9 +67,11 @@ def conformance_command(sub):
   p.add_argument("--html", metavar="DIR", help="also write a report to DIR/index.html: an op x dtype matrix by result, "
                                                "and per failure its graph, inputs, differing elements and repro command")
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
-  p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
+  p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures (default conformance/manifests/<backend>.yaml, or <backend>-<variant>.yaml where the backend names one)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions (default: the project's [tool.tinyspec.manifests] "
+                                                                "entry for the backend, else the one the backend names in its hello, else "
+                                                                "the shipped one for <backend> or <backend>-<variant>)")
   p.add_argument("--profile", choices=["strict", "portable"], default=None,
                  help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
@@ -67,12 +84,14 @@ def conformance_command(sub):
   p.add_argument("--no-verify", dest="verify", action="store_false",
                  help="run cases whose files do not match their sha256 pin (default: such a case is an error, rule case.pin)")
 
-  def show(a, r):
-    if r.status in ("pass", "skip", "unsupported", "xfail") and not a.verbose: return
-    line = f"{r.status.upper():5s} {r.backend} {r.case}"
-    print(printable(line + (f": {r.message}" if r.message else "")), flush=True)   # ids and messages come from files and backends
-
   def run(a) -> int:
+    from tinyspec.conformance.failures import Terminal
+    from tinyspec.conformance.settings import load_settings, SettingsError
+    try: a.settings = load_settings()
+    except SettingsError as e: return _err(str(e))
+    _defaults(a, a.settings)
+    a.terminal = Terminal(a.verbose, lambda line: print(line, flush=True))   # messages come from files and backends: escaped
+    show = lambda a, r: a.terminal.show(r)
     names = a.backends or list(runner.DEFAULT_BACKENDS)
     judges = [n for n in names if n in runner.BACKENDS]
     execs = [n for n in names if n not in runner.BACKENDS]
@@ -83,14 +102,26 @@ def conformance_command(sub):
   return p, run
 
 
+def _defaults(a, settings) -> None:
+  """What the command line leaves out, from [tool.tinyspec] (said on stderr where it
+  picks the backend), else the built-in defaults."""
+  if not a.backends and settings.backend:
+    a.backends = [settings.backend]
+    print(printable(f"tinyspec conformance: backend {settings.backend} (from {settings.where()})"), file=sys.stderr)
+  if a.cases is None and settings.cases is not None: a.cases = settings.cases
+  if a.timeout is None: a.timeout = settings.timeout or 60.0
+  if a.profile is None: a.profile = settings.profile
+
+
 def _run_judges(a, names, show) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.rulecases import CorpusError
+  from tinyspec.conformance.selection import SelectionError
   try:
-    cases = runner.select(runner.load_cases(a.cases), a.patterns)
-  except CorpusError as e:
+    cases = runner.select(runner.load_cases(a.cases), a.patterns, a.case_ids)
+  except (CorpusError, SelectionError) as e:
     return _err(str(e))
-  if not cases: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  if not cases: return _none_selected(a)
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
@@ -124,11 +155,16 @@ def _run_sanitized(a) -> int:
 def _run_execs(a, names, show) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases, CaseError
+  from tinyspec.conformance.selection import SelectionError
   broken: list = []
-  try: cases = runner.select(load_cases(a.cases, broken), a.patterns)
-  except CaseError as e: return _err(str(e))
-  broken = [(cid, msg) for cid, msg in broken if runner.select([_Named(cid)], a.patterns)]
-  if not cases and not broken: return _err("no case matches" + (f" {' and '.join(a.patterns)}" if a.patterns else ""))
+  try:
+    every = load_cases(a.cases, broken)
+    cases = runner.select(every + [_Named(cid) for cid, _ in broken], a.patterns, a.case_ids)
+  except (CaseError, SelectionError) as e: return _err(str(e))
+  chosen = {c.id for c in cases}
+  broken = [(cid, msg) for cid, msg in broken if cid in chosen]
+  cases = [c for c in cases if not isinstance(c, _Named)]
+  if not cases and not broken: return _none_selected(a)
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
@@ -164,14 +200,14 @@ def _run_each(a, names, cases, show, results) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.corpus import load_cases
   from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
-  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  from tinyspec.conformance.manifest import ManifestError
   from tinyspec.conformance.report import Progress, merge_coverage
   for name in names:
     try:
       r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
                      divergence=a.divergence)
       r.capabilities()
-      r.manifest = load_manifest(r.manifest_name, a.manifest)
+      r.use_manifest(a.manifest, a.settings.manifests)
     except (KeyError, ManifestError, BackendUnavailable) as e:
       return _err(str(e).strip('"'))
     bar = Progress(len(cases), r.name, True if a.progress else None)
@@ -201,6 +237,8 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
   from tinyspec.conformance import runner
   from tinyspec.conformance.report import junit_xml
   c = runner.counts(results)
+  a.terminal.corpus = cases_dir if a.cases is not None else None   # (the shipped one goes without saying)
+  for line in a.terminal.closing(_rerun(a, names)): print(line)
   print(runner.summary_line(c))
   try:
     if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
@@ -210,14 +248,31 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
       print(f"wrote {htmlreport.write(a.html, results, {c.id: c for c in cases})}")
   except FileRefused as e:
     return _err(f"{e}")
-  return EXIT_OK if runner.ok(c) else EXIT_INVALID
+  if not runner.ok(c): return EXIT_INVALID
+  if runner.nothing_ran(c):
+    return _err(f"no case ran: {runner.summary_line(c)} (every case selected was unsupported or excluded)", runner.EXIT_NOTHING_RAN)
+  return EXIT_OK
+
+
+def _rerun(a, names) -> str:
+  """The start of the command that runs the failing cases again."""
+  import shlex
+  args = ["tinyspec", "conformance"] + [x for n in names for x in ("--backend", n)]
+  if a.cases is not None: args += ["--cases", str(a.cases)]
+  if getattr(a, "profile", None): args += ["--profile", a.profile]
+  if not getattr(a, "verify", True): args.append("--no-verify")
+  return shlex.join(args)
 
 
 def run_command(sub):
   """`tinyspec run` (compiler/cli.py) with every backend: the ones it does not run itself
-  go through the protocol in their own process."""
+  go through the protocol in their own process; `--case` judges a conformance case
+  (conformance/repro.py)."""
   from tinyspec.compiler.cli import run_command as base
-  return base(sub, run_other=_run_other)
+  from tinyspec.conformance import repro
+  p, run = base(sub, run_other=_run_other)
+  repro.add_options(p)
+  return p, lambda a: repro.judge_case(a) if a.case is not None else run(a)
 
 
 def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:

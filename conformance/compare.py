@@ -74,13 +74,13 @@ def describe(got, want, dt: str, bounds=0.0, limit: int = 3, alternatives=()) ->
   idx = [tuple(int(v) for v in i) for i in np.argwhere(bad)[:limit]] if bad.ndim else [()]
   def fmt(i):
     tol = "" if not _is_float(dt) else (" (bit-exact)" if b[i] == 0 else " (equal, either zero)" if b[i] < 1 else f" (within {b[i]:g} ulp)")
-    also = [_show(np.asarray(a)[i]) for a in alternatives if _show(np.asarray(a)[i]) != _show(want[i])]
+    also = [show_value(np.asarray(a)[i]) for a in alternatives if show_value(np.asarray(a)[i]) != show_value(want[i])]
     alt = f" or {' or '.join(dict.fromkeys(also))}" if also else ""
-    return f"at {i}: got {_show(got[i])}, expected {_show(want[i])}{alt}{tol}"
+    return f"at {i}: got {show_value(got[i])}, expected {show_value(want[i])}{alt}{tol}"
   return f"{int(bad.sum())} of {bad.size} elements differ; " + "; ".join(fmt(i) for i in idx)
 
 
-def _show(v) -> str:
+def show_value(v) -> str:
   v = np.asarray(v)
   if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
     f = float(v)

@@ -41,6 +41,7 @@ class BackendSpec:
   label: str            # the name results and the manifest use
   command: list         # how to start it
   python: bool          # a registered Python backend (served by conformance.worker)
+  home: Path | None = None   # where its program lives: a manifest it names is relative to it
 
 
 def resolve_backend(spec: str) -> BackendSpec:
@@ -49,14 +50,26 @@ def resolve_backend(spec: str) -> BackendSpec:
     try: cmd = split_command(spec[4:])
     except ValueError as e: raise KeyError(f"cmd: cannot split the command line ({e})") from None
     if not cmd: raise KeyError("cmd: needs a command line")
-    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False)
+    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd))
   p = Path(spec)
   if p.is_file() and os.access(p, os.X_OK) and ("/" in spec or os.sep in spec):
-    return BackendSpec(_label(p.stem), [str(p.resolve())], False)
+    return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
-    raise KeyError(f"unknown backend {spec!r} (registered: {', '.join(backend_names())}; or cmd:COMMAND, or the path of an executable)")
+    from tinyspec.conformance.selection import did_you_mean
+    raise KeyError(f"unknown backend {spec!r}{did_you_mean(spec, backend_names())} (registered: {', '.join(backend_names())}; "
+                   "or cmd:COMMAND, or the path of an executable)")
   return BackendSpec(spec, worker_command(spec), True)
+
+
+def _home(cmd: list) -> Path:
+  """The folder of an external backend's program: the first argument naming a file (the
+  script an interpreter runs: `node backend.js`), else the program itself (a path, or
+  found on PATH), else the current directory."""
+  for a in cmd[1:]:
+    if not a.startswith("-") and Path(a).is_file(): return Path(a).resolve().parent
+  found = shutil.which(cmd[0])
+  return Path(found).resolve().parent if found else Path.cwd()
 
 
 def _label(stem: str) -> str:
@@ -96,21 +109,7 @@ def judge_negative(case, answer: dict) -> str | None:
   return None
 
 
-# ------------------------------------------------------------------ reproducing one case
-def repro_command(case, backend: str) -> str:
-  """The one-line shell command that runs `case` alone on `backend` (tinyspec run, its
-  inputs given by path), quoted for a POSIX shell."""
-  import shlex
-  args = ["tinyspec", "run", "--backend", backend, str(case.graph)]
-  for k, (path, _dt) in sorted(case.inputs.items()): args += ["--input", f"{k}={path}"]
-  return shlex.join(args)
-
-
-def where_to_repro(case, backend: str) -> str:
-  """What a failure's message ends with: the case folder and the command."""
-  return f"\n  case: {case.dir}\n  repro: {repro_command(case, backend)}"
-
-
+# ------------------------------------------------------------------ running one graph
 def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
   """Run one graph file on any backend (registered, cmd:COMMAND or an executable) through
   the protocol, in its own process: output name -> array. BackendUnavailable if it does
@@ -160,6 +159,8 @@ class CaseRunner:
     self.on_result = on_result
     self.env = env
     self.caps = None
+    self.own_manifest = None      # the manifest the backend names in its hello
+    self.explicit_profile = profile is not None
     self.name = self.spec.label
     self._lock = threading.Lock()
     self._procs: list[BackendProcess] = []
@@ -185,6 +186,9 @@ class CaseRunner:
         from tinyspec.files import check_name, FileRefused
         try: self.name = check_name(hello["name"], "backend's name")
         except FileRefused as e: raise ValueError(e.message) from None
+      self.own_manifest = self._own_manifest(hello.get("manifest"))
+      unknown = self.caps.unknown_names()
+      if unknown: raise ValueError("its capabilities name what the tables do not have: " + ", ".join(unknown))
     except ValueError as e:
       p.stop()
       raise BackendUnavailable(f"backend {self.name} broke the protocol in its hello: {e} [backend.protocol]") from None
@@ -198,6 +202,23 @@ class CaseRunner:
     self._procs.append(p)
     return self.caps
 
+  def _own_manifest(self, named) -> Path | None:
+    """The manifest the backend names in its hello (`manifest`: a path, relative to where
+    its program lives), or None."""
+    if named is None: return None
+    if not isinstance(named, str) or not named or "\0" in named: raise ValueError("'manifest' must be the path of a file")
+    p = Path(named)
+    return p if p.is_absolute() else (self.spec.home or Path.cwd()) / p
+
+  def use_manifest(self, explicit=None, project: dict | None = None) -> Manifest:
+    """Choose the manifest (conformance/manifest.py find_manifest; after capabilities()):
+    `explicit` (--manifest), the project's [tool.tinyspec.manifests] entry, the backend's own."""
+    from tinyspec.conformance.manifest import find_manifest
+    project = project or {}
+    mine = project.get(self.manifest_name, project.get(self.name))
+    self.manifest = find_manifest(self.manifest_name, explicit, {self.manifest_name: mine} if mine else None, self.own_manifest)
+    return self.manifest
+
   def unsupported(self, case) -> str | None:
     if case.kind == "negative": return None if self.caps.validates else "the backend does not validate its input"
     if case.kind != "positive": return None
@@ -206,8 +227,10 @@ class CaseRunner:
 
   # -- running
   def run_one(self, case) -> Result:
-    """One case on the first worker process (kept running between calls); no manifest,
-    no batching: what the pytest plugin calls per test."""
+    """One case on the first worker process (kept running between calls), judged alone
+    (no batching), its failure's message as the runner's (operands, profile, repro) but
+    not turned into xfail by the manifest: what the pytest plugin (which marks expected
+    failures itself) and `tinyspec run --case` call."""
     self.capabilities()
     self._cases[case.id] = case
     why = self.unsupported(case)
@@ -216,8 +239,19 @@ class CaseRunner:
     if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
     d = Path(tempfile.mkdtemp(dir=self._tmp))
-    try: return self._run_one(self._procs[0], case, d)
+    try: r = self._diverge(self._procs[0], case, self._run_one(self._procs[0], case, d), d, expected=False)
     finally: shutil.rmtree(d, ignore_errors=True)
+    return self._explained(r, case)
+
+  def _explained(self, r: Result, case) -> Result:
+    """A failing positive case's message, made to stand alone (conformance/failures.py);
+    every message's paths into the corpus relative to it."""
+    from tinyspec.conformance.failures import explain, relative_to_corpus
+    if case is None: return r
+    r.message = relative_to_corpus(r.message, case)
+    if r.status in ("fail", "error", "xpass") and case.kind == "positive":
+      r.message = explain(case, r.message, self.backend_arg, self.profile, self.explicit_profile, self.verify)
+    return r
 
   def close(self):
     for p in self._procs: p.stop()
@@ -238,9 +272,11 @@ class CaseRunner:
     self._cases = {c.id: c for c in cases}
     todo = []
     for c in cases:
-      why = self.unsupported(c)
-      bad = None if why else self._pin(c)
-      if why: self._record(results, Result(c.id, self.name, "unsupported", why))
+      out = self.manifest.excluded(c.id)
+      why = None if out else self.unsupported(c)
+      bad = None if out or why else self._pin(c)
+      if out: self._record(results, Result(c.id, self.name, "skip", f"excluded by the manifest: {out}"))
+      elif why: self._record(results, Result(c.id, self.name, "unsupported", why))
       elif bad: self._record(results, Result(c.id, self.name, "error", bad))
       else: todo.append(c)
     units = self._units(todo)
@@ -277,9 +313,7 @@ class CaseRunner:
     if reason is not None:
       if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
       else: r.status, r.message = "xfail", f"{r.message} (expected: {reason})"
-    case = self._cases.get(r.case)
-    if r.status in ("fail", "error", "xpass") and case is not None and case.kind == "positive":
-      r.message += where_to_repro(case, self.backend_arg)
+    self._explained(r, self._cases.get(r.case))
     with self._lock:
       results[r.case] = r
       if self.on_result: self.on_result(r)
@@ -304,10 +338,10 @@ class CaseRunner:
       finally:
         shutil.rmtree(d, ignore_errors=True)
 
-  def _diverge(self, proc, case, r: Result, d: Path) -> Result:
-    """A failing positive case (not one the manifest expects to fail), while fewer than
-    `divergence` have been: its first divergent node, in r.divergence and its message."""
-    if r.status != "fail" or case.kind != "positive" or self.manifest.reason(case.id) is not None: return r
+  def _diverge(self, proc, case, r: Result, d: Path, expected: bool = True) -> Result:
+    """A failing positive case (with `expected`, not one the manifest expects to fail), while
+    fewer than `divergence` have been: its first divergent node, in r.divergence and its message."""
+    if r.status != "fail" or case.kind != "positive" or (expected and self.manifest.reason(case.id) is not None): return r
     with self._lock:
       if self.divergence <= 0: return r
       self.divergence -= 1

@@ -12,6 +12,7 @@ import re
 from html import escape
 from pathlib import Path
 import numpy as np
+from tinyspec.conformance.failures import operand_lines
 
 # worst first: the colour a matrix cell takes when several cases cover it. A pass is split by
 # conformance profile (tinyspec.tolerance.PROFILES): "pass" met the strict profile (the
@@ -40,30 +41,6 @@ p.divergence { margin: .2em 0; }
 .failure { border-top: 1px solid #ccc; margin-top: 1.5em; padding-top: .5em; }
 .failure pre { background: #f6f6f6; padding: .5em; overflow-x: auto; white-space: pre-wrap; }
 """
-
-
-def first_positions(message: str, limit: int = 3) -> list[tuple]:
-  """The element positions a comparison message names (`at (24,)`, `at (0, 3)`)."""
-  out = []
-  for m in re.finditer(r"at \(([\d, ]*)\)", message):
-    out.append(tuple(int(x) for x in m.group(1).replace(" ", "").split(",") if x))
-    if len(out) == limit: break
-  return out
-
-
-def operands_at(case, pos: tuple) -> list[str]:
-  """What each input holds at an output position it reaches per element (broadcast
-  from the right); inputs of another rank or shape are left out."""
-  from tinyspec.conformance.corpus import load_array
-  lines = []
-  for name, (path, dt) in sorted(case.inputs.items()):
-    try: x = np.asarray(load_array(path, dt))
-    except Exception: continue   # an unreadable input: the message has said why the case failed
-    if x.ndim > len(pos) or any(d not in (1, 0) and p >= d for d, p in zip(x.shape, pos[len(pos) - x.ndim:])): continue
-    idx = tuple(p if d > 1 else 0 for d, p in zip(x.shape, pos[len(pos) - x.ndim:]))
-    if 0 in x.shape: continue
-    lines.append(f"{name}[{', '.join(map(str, idx))}] = {x[idx]!r}")
-  return lines
 
 
 def _inputs(case) -> str:
@@ -155,7 +132,7 @@ def render(results, cases: dict, title: str = "tinyspec conformance") -> str:
       sec = [f'<div class="failure" id="{_anchor(backend, r.case)}"><h3>{escape(r.status.upper())} {escape(r.case)}</h3>',
              f"<pre>{escape(r.message)}</pre>"]
       if c is not None and c.kind == "positive":
-        ops = [line for pos in first_positions(r.message) for line in [f"at {pos}:"] + ["  " + x for x in operands_at(c, pos)]]
+        ops = operand_lines(c, r.message)
         if ops: sec.append("<h4>operands at the first differing elements</h4><pre>" + escape("\n".join(ops)) + "</pre>")
         sec.append("<h4>inputs</h4><pre>" + escape(_inputs(c)) + "</pre>")
         sec.append(_divergence(r.divergence))

@@ -1,74 +1,149 @@
 """The pytest plugin of the conformance suite: run the case corpus as tests.
 
-  pytest --pyargs tinyspec.conformance --backend=c [--cases=DIR] [--case-timeout=S] [-n 4]
+  pytest --pyargs tinyspec.conformance --tinyspec-backend=c [--tinyspec-cases=DIR] [--tinyspec-case=ID]
+         [--tinyspec-manifest=FILE] [--tinyspec-case-timeout=S] [--tinyspec-profile=P] [-k EXPR] [-n 4]
 
-Installed as a `pytest11` entry point, so it works from any directory. Each option also
-has a `--tinyspec-` spelling (`--tinyspec-backend=c`), which is the only one added when
-another plugin already owns the short name.
+Installed as a `pytest11` entry point, so it is loaded by every pytest run in the
+environment: it adds only `--tinyspec-*` options and `tinyspec_*` ini keys, and does
+nothing until the corpus's own test (conformance/test_cases.py) is collected, so another
+project's `--backend` or `--cases` is left to it. Settings, first that is given: the
+command line; the ini keys (`tinyspec_backend = c` in pytest.ini, tox.ini, setup.cfg or
+pyproject.toml [tool.pytest.ini_options], paths relative to that file); the project's
+pyproject.toml [tool.tinyspec] (conformance/settings.py); the defaults (backend ref, the
+shipped corpus, 60 s a case).
 
-One test per case (conformance/test_cases.py); each pytest process (each pytest-xdist
-worker) runs the backend in one worker process of its own, so a crash fails one test.
-Cases the backend's capabilities exclude are skipped; the backend's manifest
-(conformance/manifests/<backend>.yaml) marks its entries xfail(strict=True).
+One test per case; each pytest process (each pytest-xdist worker) runs the backend in one
+worker process of its own, so a crash fails one test. Cases the backend's capabilities do
+not cover are skipped; the backend's manifest (conformance/manifest.py) marks its expected
+failures xfail(strict=True) and its exclusions skip. A failure is `pytest.fail(message,
+pytrace=False)`: the runner's message (differing elements, operands, profile, repro
+command), no traceback. An unknown backend or a setting that cannot be used is the
+collection's error, its message alone (pytest exits 2). A session in which no case ran
+(all skipped) exits 5, as pytest does when nothing is collected.
 """
 from __future__ import annotations
+from pathlib import Path
 import pytest
 
-
-OPTIONS = {   # short name -> (keyword arguments of addoption)
-  "backend": dict(default="ref", help="the backend to test: a registered name, cmd:COMMAND, or an executable (default ref)"),
-  "cases": dict(default=None, help="the case corpus folder (default: the corpus shipped with tinyspec)"),
-  "case-timeout": dict(type=float, default=60.0, help="seconds per case before it fails as a hang (default 60)"),
-  "manifest": dict(default=None, help="expected failures (default: the shipped manifests/<backend>.yaml)"),
+OPTIONS = {   # name -> (help, default, type): --tinyspec-NAME on the command line, tinyspec_NAME in the ini file
+  "backend": ("the backend to test: a registered name, cmd:COMMAND, or an executable (default ref)", None, str),
+  "cases": ("the case corpus folder (default: the corpus shipped with tinyspec)", None, Path),
+  "manifest": ("expected failures and exclusions (default: [tool.tinyspec.manifests], the backend's own, the shipped one)", None, Path),
+  "case-timeout": ("seconds per case before it fails as a hang (default 60)", None, float),
+  "profile": ("judge by the canonical results (strict) or any allowed one (portable); default: the backend's", None, str),
 }
+CASE_ID = "tinyspec_case"   # the marker on each corpus test (how the session's end finds them, over pytest-xdist too)
 
 
 def pytest_addoption(parser):
-  g = parser.getgroup("tinyspec conformance")
-  for name, kw in OPTIONS.items():
-    dest = "tinyspec_" + name.replace("-", "_")
-    try: g.addoption(f"--{name}", f"--tinyspec-{name}", dest=dest, **kw)
-    except ValueError: g.addoption(f"--tinyspec-{name}", dest=dest, **kw)   # the short name is another plugin's
+  g = parser.getgroup("tinyspec", "tinyspec conformance (pytest --pyargs tinyspec.conformance)")
+  for name, (help, default, _) in OPTIONS.items():
+    g.addoption(f"--tinyspec-{name}", dest=_dest(name), default=default, metavar=name.split("-")[-1].upper(), help=help)
+    parser.addini(_dest(name), help=f"tinyspec conformance: {help}", default="")
+  g.addoption("--tinyspec-case", dest="tinyspec_case_ids", action="append", metavar="ID", default=None,
+              help="run exactly the case ID (repeatable)")
 
 
-def _opt(config, name: str):
-  return config.getoption("tinyspec_" + name.replace("-", "_"))
+def pytest_configure(config):
+  config.addinivalue_line("markers", f"{CASE_ID}: a case of the tinyspec conformance corpus")
+  config.pluginmanager.register(_Tally(), "tinyspec-tally")
+
+
+def _dest(name: str) -> str: return "tinyspec_" + name.replace("-", "_")
+
+
+_SETTINGS = pytest.StashKey[dict]()
+_RUNNER = pytest.StashKey[object]()
+
+
+def _refuse(msg: str):
+  """A setting that cannot be used: the corpus's collection error, its message alone (no
+  traceback); pytest stops before running anything (exit 2, as `tinyspec conformance`)."""
+  from tinyspec.files import printable
+  raise pytest.Collector.CollectError(printable(f"tinyspec conformance: {msg}")) from None
+
+
+def settings(config) -> dict:
+  """The settings (name -> value; None where unset) from the command line, the ini file and
+  [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
+  if _SETTINGS in config.stash: return config.stash[_SETTINGS]
+  from tinyspec.conformance.settings import load_settings, SettingsError
+  try: project = load_settings(config.invocation_params.dir)
+  except SettingsError as e: _refuse(str(e))
+  ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
+  out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids")}
+  for name, (_, default, kind) in OPTIONS.items():
+    v = config.getoption(_dest(name))
+    ini = config.getini(_dest(name))
+    if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path else ini.strip()
+    if v is None: v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
+    try: out[name] = None if v is None else kind(v)
+    except ValueError: _refuse(f"--tinyspec-{name}: {v!r} is not a {kind.__name__}")
+  if out["profile"] not in (None, "strict", "portable"): _refuse(f"--tinyspec-profile: {out['profile']!r} is neither strict nor portable")
+  if out["case-timeout"] is not None and not out["case-timeout"] > 0: _refuse("--tinyspec-case-timeout: a positive number of seconds")
+  config.stash[_SETTINGS] = out
+  return out
+
+
+def _runner(config):
+  """The session's CaseRunner, started (capabilities read, manifest chosen) when the corpus
+  is first collected; a backend that is unknown or cannot start ends the session."""
+  if _RUNNER in config.stash: return config.stash[_RUNNER]
+  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable
+  from tinyspec.conformance.manifest import ManifestError
+  s = settings(config)
+  try:
+    r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"])
+    r.capabilities()
+    r.use_manifest(s["manifest"], s["manifests"])
+  except (KeyError, BackendUnavailable, ManifestError) as e:
+    _refuse(str(e).strip('"'))
+  config.stash[_RUNNER] = r
+  config.add_cleanup(r.close)
+  return r
 
 
 @pytest.fixture(scope="session")
 def conformance_runner(request):
-  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable
-  try:
-    r = CaseRunner(_opt(request.config, "backend"), timeout=_opt(request.config, "case-timeout"))
-    r.capabilities()
-  except (KeyError, BackendUnavailable) as e:
-    pytest.exit(f"tinyspec conformance: {e}", returncode=2)
-  yield r
-  r.close()
+  return _runner(request.config)
 
 
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus import load_cases
-  from tinyspec.conformance.manifest import load_manifest
+  from tinyspec.conformance.corpus import load_cases, CaseError
+  from tinyspec.conformance.selection import select, SelectionError
   cfg = metafunc.config
-  cases = load_cases(_opt(cfg, "cases"))
-  name = _backend_name(_opt(cfg, "backend"))
-  manifest = load_manifest(name, _opt(cfg, "manifest"))
+  s = settings(cfg)
+  try: cases = select(load_cases(s["cases"]), None, s["case_ids"])
+  except (CaseError, SelectionError) as e: _refuse(str(e))
+  manifest = _runner(cfg).manifest
   params = []
   for c in cases:
-    why = manifest.reason(c.id)
-    marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+    marks = [getattr(pytest.mark, CASE_ID)]
+    out, why = manifest.excluded(c.id), manifest.reason(c.id)
+    if out: marks.append(pytest.mark.skip(reason=f"excluded by the manifest: {out}"))
+    elif why: marks.append(pytest.mark.xfail(reason=why, strict=True))
     params.append(pytest.param(c, id=c.id, marks=marks))
   metafunc.parametrize("conformance_case", params)
 
 
-def _backend_name(spec: str) -> str:
-  """The name the manifest goes by: a registered name, or an external backend's own name
-  from its hello, with the configuration label its capabilities give (asked once)."""
-  from tinyspec.conformance.execute import resolve_backend, CaseRunner
-  s = resolve_backend(spec)
-  r = CaseRunner(spec)
-  try: r.capabilities(); return r.manifest_name
-  except Exception: return s.label
-  finally: r.close()
+class _Tally:
+  """The corpus's tests and how many ran (counted in the process that gets the reports: the
+  controller under pytest-xdist); a session where none ran exits 5, not green."""
+
+  def __init__(self): self.cases = self.ran = 0
+
+  def pytest_runtest_logreport(self, report):
+    if CASE_ID not in report.keywords: return
+    if report.when == "setup": self.cases += 1
+    if report.when == "call" and (not report.skipped or hasattr(report, "wasxfail")): self.ran += 1
+
+  def none_ran(self) -> bool: return self.cases > 0 and self.ran == 0
+
+  def pytest_sessionfinish(self, session, exitstatus):
+    if self.none_ran() and exitstatus == pytest.ExitCode.OK: session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+  def pytest_terminal_summary(self, terminalreporter):
+    if self.none_ran():
+      terminalreporter.write_line(f"tinyspec conformance: none of the {self.cases} cases ran (each unsupported by the backend "
+                                  "or excluded by its manifest): exit 5", red=True)

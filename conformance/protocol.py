@@ -6,7 +6,7 @@ JSON object per line to its stdin and reads one JSON object per line from its st
 patterns, as in the corpus); paths are absolute.
 
   -> {"cmd": "hello", "protocol": 1}
-  <- {"ok": true, "protocol": 1, "name": "mine",
+  <- {"ok": true, "protocol": 1, "name": "mine", "manifest": "mine-manifest.yaml",
       "capabilities": {"ops": {"ADD": ["tensor"], ...}, "dtypes": ["float32", ...], "devices": ["*"],
                        "decomposed": false}}
   -> {"cmd": "run", "id": "ADD/float32", "graph": "/abs/graph.json",
@@ -14,6 +14,12 @@ patterns, as in the corpus); paths are absolute.
   <- {"id": "ADD/float32", "ok": true, "outputs": {"out0": "/abs/tmp/dir/out0.npy"}}
   <- {"id": "ADD/float32", "ok": false, "error": "why", "rule": "RESHAPE.numel"}   (a refusal; rule optional)
   -> {"cmd": "quit"}                                     (or end of input: exit)
+
+`name` is what results and manifests go by; `manifest` (optional) is the backend's own
+manifest of expected failures and exclusions (conformance/manifest.py), a path absolute or
+relative to the folder of the backend's program. Every op, level and dtype the
+capabilities name must be one the tables have (a misspelt one is refused with the nearest
+name, rule backend.protocol).
 
 Outputs are named as refimpl.evaluate names them (docs/architecture.md): `out{k}` for the
 k-th value root, the input name of every stored buffer for void roots. A backend that
@@ -59,6 +65,7 @@ class BackendProcess:
   process stopped (start() makes a new one)."""
 
   STDERR_KEPT = 64 * 1024    # bytes of the backend's stderr kept (its tail; the rest is read and dropped)
+  STDERR_HEAD = 4096         # and its first bytes: where a program that cannot start says why (Node, a shell)
 
   def __init__(self, command: list[str], env: dict | None = None, cwd: str | None = None):
     self.command, self.env, self.cwd = list(command), env, cwd
@@ -66,11 +73,12 @@ class BackendProcess:
     self.lines: queue.Queue = queue.Queue()
     self.hello: dict | None = None
     self._err: bytearray = bytearray()
+    self._head: bytearray = bytearray()
 
   # -- lifecycle
   def start(self, timeout: float = 120.0) -> dict:
     self.stop()
-    self._err = bytearray()
+    self._err, self._head = bytearray(), bytearray()
     try:
       self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env=self.env, cwd=self.cwd, start_new_session=True)
@@ -81,7 +89,8 @@ class BackendProcess:
     self.lines = queue.Queue()
     from tinyspec.limits import limits
     threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, limits().max_line_bytes), daemon=True).start()
-    threading.Thread(target=self._drain, args=(self.proc.stderr, self._err), daemon=True).start()
+    self._drainer = threading.Thread(target=self._drain, args=(self.proc.stderr, self._err, self._head), daemon=True)
+    self._drainer.start()
     self.hello = self.request({"cmd": "hello", "protocol": PROTOCOL}, timeout)
     if not self.hello.get("ok"):
       why = str(self.hello.get('error', self.hello))[:2000]
@@ -104,10 +113,13 @@ class BackendProcess:
     q.put(None)
 
   @classmethod
-  def _drain(cls, stream, keep: bytearray):
-    """Read stderr to its end, keeping the last STDERR_KEPT bytes."""
+  def _drain(cls, stream, keep: bytearray, head: bytearray):
+    """Read stderr to its end, keeping its first STDERR_HEAD and last STDERR_KEPT bytes."""
+    seen = 0
     try:
       for chunk in iter(lambda: stream.read1(65536), b""):
+        if seen < cls.STDERR_HEAD: head += chunk[:cls.STDERR_HEAD - seen]
+        seen += len(chunk)
         keep += chunk
         if len(keep) > 2 * cls.STDERR_KEPT: del keep[:len(keep) - cls.STDERR_KEPT]
     except (OSError, ValueError): pass
@@ -145,6 +157,18 @@ class BackendProcess:
 
   def stderr_tail(self, n: int = 600) -> str:
     return bytes(self._err[-n:]).decode(errors="replace").strip()
+
+  def stderr_summary(self, lines: int = 6, tail: int = 300) -> str:
+    """The first `lines` lines of the backend's stderr and, when there is more, its last
+    `tail` characters (a Python traceback ends with its error, Node's and a shell's
+    start with it)."""
+    head = bytes(self._head).decode(errors="replace").strip()
+    if not head: return ""
+    first = "\n".join(head.splitlines()[:lines])[:1200]
+    whole = bytes(self._err).decode(errors="replace").strip()
+    if len(self._head) < self.STDERR_HEAD and first == head: return first   # all of it
+    end = whole[-tail:]
+    return first if end in first else f"{first}\n...\n{end}"
 
   # -- one exchange
   def request(self, msg: dict, timeout: float) -> dict:
@@ -184,8 +208,9 @@ class BackendProcess:
     try: rc = p.wait(timeout=5)
     except subprocess.TimeoutExpired:
       self._kill(p); rc = p.returncode
-    tail = self.stderr_tail()
-    raise BackendDied(kind, f"the backend {_describe_exit(rc)}" + (f"; stderr: ...{tail[-300:]}" if tail else ""))
+    self._drainer.join(timeout=2)   # what it wrote before dying, read to the end
+    said = self.stderr_summary()
+    raise BackendDied(kind, f"the backend {_describe_exit(rc)}" + (f"; stderr:\n{said}" if said else ""))
 
 
 def worker_command(name: str) -> list[str]:

@@ -12,7 +12,6 @@ the case), xfail / xpass (failed / passed against the backend's manifest),
 unsupported (the backend does not declare an op, dtype or device the case needs).
 """
 from __future__ import annotations
-import fnmatch
 import time
 import traceback
 from dataclasses import dataclass, asdict, field
@@ -21,6 +20,8 @@ from typing import Callable, Iterable
 
 STATUSES = ("pass", "fail", "error", "skip", "xfail", "xpass", "unsupported")
 UNEXPECTED = ("fail", "error", "xpass")   # a run with any of these exits 1
+RAN = ("pass", "fail", "error", "xfail", "xpass")   # a case with one of these ran
+EXIT_NOTHING_RAN = 5   # no case ran (none selected, or all unsupported or excluded): pytest's exit 5
 
 
 @dataclass
@@ -74,16 +75,11 @@ def load_cases(path: Path | str | None = None) -> list:
   return load_rule_cases(path)
 
 
-def select(cases: Iterable, patterns: list[str] | None) -> list:
-  """Cases whose id matches every pattern: a glob (`*`, `?`) or else a substring,
-  case-insensitive; a pattern `not P` excludes the cases P matches (`-k 'not IDIV'`)."""
-  def hit(cid: str, pat: str) -> bool:
-    cid, pat = cid.lower(), pat.lower()
-    return fnmatch.fnmatchcase(cid, pat) if any(ch in pat for ch in "*?[") else pat in cid
-  def keep(cid: str, pat: str) -> bool:
-    neg = pat.strip().lower().startswith("not ")
-    return not hit(cid, pat.strip()[4:].strip()) if neg else hit(cid, pat)
-  return [c for c in cases if all(keep(c.id, p) for p in patterns or ())]
+def select(cases: Iterable, patterns: list[str] | None, ids: list[str] | None = None) -> list:
+  """Cases whose id matches every -k expression (pytest's grammar: `MAX or IDIV`, `not
+  float`, substrings and globs) and, with `ids`, is one of them (conformance/selection.py)."""
+  from tinyspec.conformance.selection import select as chosen
+  return chosen(cases, patterns, ids)
 
 
 def run_case(case, backend: Backend) -> Result:
@@ -114,6 +110,11 @@ def counts(results: Iterable[Result]) -> dict[str, int]:
   c = {s: 0 for s in STATUSES}
   for r in results: c[r.status] += 1
   return c
+
+
+def nothing_ran(c: dict[str, int]) -> bool:
+  """No case ran: every one was unsupported, excluded or skipped (or there was none)."""
+  return not any(c.get(s) for s in RAN)
 
 
 def ok(c: dict[str, int]) -> bool:
@@ -153,6 +154,7 @@ def profile_summary(results: Iterable[Result]) -> dict:
 def profile_line(results: list[Result]) -> str:
   """`meets strict` / `meets portable (not strict: N cases)` / `meets neither`."""
   ps = profile_summary(results)
+  if not any(ps["strict"][k] for k in ("passed", "failed", "expected")): return "profile: not judged (no case ran)"
   xf = ps["strict"]["expected"]
   also = f", {xf} expected failures of the manifest" if xf else ""
   if ps["strict"]["met"]: return f"profile: meets strict (and portable){also}"

@@ -1,8 +1,8 @@
-"""The case corpus as tests (see conformance/plugin.py): `pytest --pyargs tinyspec.conformance --backend=NAME`."""
+"""The case corpus as tests (see conformance/plugin.py): `pytest --pyargs tinyspec.conformance --tinyspec-backend=NAME`."""
 import pytest
 
 
 def test_case(conformance_case, conformance_runner):
   r = conformance_runner.run_one(conformance_case)
   if r.status == "unsupported": pytest.skip(r.message)
-  assert r.status == "pass", f"{r.status}: {r.message}"
+  if r.status != "pass": pytest.fail(f"{r.status}: {r.message}", pytrace=False)

@@ -60,6 +60,17 @@ def handle_run(backend, msg: dict) -> dict:
     return {"id": cid, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "rule": _rule_of(e)}
 
 
+def own_manifest(backend) -> str:
+  """The manifest a Python backend names (its `manifest` attribute), as an absolute path:
+  relative to the file of the module that defines it."""
+  import inspect
+  p = Path(backend.manifest)
+  if p.is_absolute(): return str(p)
+  try: home = Path(inspect.getfile(backend if inspect.isclass(backend) else type(backend))).resolve().parent
+  except (TypeError, OSError): home = Path.cwd()
+  return str(home / p)
+
+
 def serve(backend, stdin=None, stdout=None) -> int:
   from tinyspec.conformance.protocol import PROTOCOL
   stdin = stdin or sys.stdin
@@ -80,6 +91,7 @@ def serve(backend, stdin=None, stdout=None) -> int:
           from tinyspec.backends import capabilities_of
           caps = capabilities_of(backend).to_json()
           ans = {"ok": True, "protocol": PROTOCOL, "name": getattr(backend, "name", "?"), "capabilities": caps}
+          if getattr(backend, "manifest", None): ans["manifest"] = own_manifest(backend)
         except Unavailable as e:   # e.g. no OpenCL device that builds: its own message says what to do
           ans = {"ok": False, "error": str(e), "rule": e.rule}
         except Exception as e:

@@ -50,7 +50,7 @@ tinyspec --version
 graph=$(python -c 'import pathlib, tinyspec.conformance as c; print(pathlib.Path(c.__file__).parent / "cases/ADD/float32/graph.json")')
 tinyspec validate "$graph"
 tinyspec conformance --backend c -k "ADD/*"
-python -m pytest -q -p no:cacheprovider --pyargs tinyspec.conformance --backend=c -k "MUL or negative" 2>&1 | tail -2
+python -m pytest -q -p no:cacheprovider --pyargs tinyspec.conformance --tinyspec-backend=c -k "MUL or negative" 2>&1 | tail -2
 python -c "import spec, compiler; assert spec.MINE and compiler.MINE; from tinyspec.refimpl import evaluate; from tinyspec.compiler import compile_graph; print('the user packages stay theirs')"
 tinyspec docs --out "$work/docs" >/dev/null && ls "$work/docs" | tr '\n' ' ' && echo
 tinyspec show "$graph" -o "$work/show.html" && grep -q "tinyspec-view" "$work/show.html" && grep -q "function setUp" "$work/show.html" \

@@ -224,7 +224,7 @@ class Fuzz:
     st["max_seconds"] = max(st["max_seconds"], seconds)
     st.setdefault("seconds_by_kind", {})[kind] = round(st.get("seconds_by_kind", {}).get(kind, 0) + seconds, 2)
     bad = []
-    if rc not in (0, 1, 2): bad.append(f"exit {rc}")
+    if rc not in (0, 1, 2, 5): bad.append(f"exit {rc}")   # 5: a conformance run in which no case ran
     if "Traceback (most recent call last)" in text: bad.append("a traceback")
     if seconds > 60: bad.append(f"{seconds:.0f} s")
     escaped = self.escapes()

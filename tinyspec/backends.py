@@ -46,6 +46,23 @@ class Capabilities:
     out += [f"device {d}" for d in sorted(set(devices)) if not any(fnmatch.fnmatchcase(d, p) for p in self.devices)]
     return out
 
+  def unknown_names(self) -> list[str]:
+    """The ops, levels and dtypes declared that the tables do not have, each with the
+    nearest known name (`op 'Add' (did you mean 'ADD'?)`): a misspelt name would otherwise
+    make every case that needs it silently unsupported."""
+    import difflib
+    from tinyspec.tables import tables
+    from tinyspec.dtypes import DTYPES
+    T = tables()
+    def near(name, known):
+      lower = {k.lower(): k for k in known}
+      hit = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.6)
+      return f"{name!r} (did you mean {lower[hit[0]]!r}?)" if hit else repr(name)
+    out = [f"op {near(op, T.ops)}" for op in sorted(self.ops) if op not in T.ops]
+    out += [f"level {near(lv, T.levels)} of op {op}" for op, lvs in sorted(self.ops.items()) for lv in sorted(lvs) if lv not in T.levels]
+    out += [f"dtype {near(d, DTYPES)}" for d in sorted(self.dtypes) if d not in DTYPES]
+    return out
+
   def to_json(self) -> dict:
     return {"ops": {k: sorted(v) for k, v in sorted(self.ops.items())}, "dtypes": sorted(self.dtypes), "devices": list(self.devices),
             "decomposed": self.decomposed, "validates": self.validates, "profile": self.profile, "label": self.label}
@@ -90,9 +107,12 @@ class Backend:
   """Base class: a name, capabilities(), run(graph, inputs). Optional: stages(graph), the
   intermediate graphs of a compiler (stage name -> Graph), which the conformance
   properties evaluate with the reference evaluator; `batch`, how many corpus cases the
-  runner may merge into one graph per run (a compiler builds one program instead of many)."""
+  runner may merge into one graph per run (a compiler builds one program instead of many);
+  `manifest`, the path of its conformance manifest (expected failures and exclusions,
+  conformance/manifest.py), relative to the file of the module defining the class."""
   name = "?"
   batch = 1
+  manifest: str | None = None
 
   def capabilities(self) -> Capabilities:
     from tinyspec.tables import tables

@@ -6,7 +6,8 @@ without this module importing it: validate and props (here), eval (refimpl), com
 run (compiler), conformance and fuzz (conformance), import-tinygrad (interop), docs
 (tinyspec.docgen). Only the command that runs is imported.
 
-Exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage.
+Exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage,
+5 a conformance run in which no case ran.
 """
 from __future__ import annotations
 import argparse
@@ -150,7 +151,8 @@ def main(argv=None, owns_process: bool | None = None) -> int:
   # help and usage errors list them all
   chosen = [first] if first in eps else sorted(eps)
   parser = _Parser(prog="tinyspec", description="Executable specification of tinygrad's UOp IR.",
-                   epilog="exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage")
+                   epilog="exit codes: 0 success/valid, 1 invalid graph or failed run, 2 unreadable input or bad usage, "
+                          "5 a conformance run in which no case ran")
   parser.add_argument("--version", action="version", version=version_text())
   sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
   runners = {}

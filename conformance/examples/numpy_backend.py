@@ -7,7 +7,7 @@ through the suite with
 
   tinyspec conformance --backend "cmd:python conformance/examples/numpy_backend.py"
 
-(its expected failures are conformance/manifests/numpy-example.yaml). A backend in C++
+(its manifest, numpy-example.yaml beside it, it names in its hello). A backend in C++
 or Rust follows the same protocol: read a request line, load the graph file and the .npy
 inputs, write the outputs as .npy files, answer with one line.
 """
@@ -73,7 +73,8 @@ def capabilities():
 
 
 def handle(msg):
-  if msg.get("cmd") == "hello": return {"ok": True, "protocol": 1, "name": NAME, "capabilities": capabilities()}
+  if msg.get("cmd") == "hello":   # its manifest (expected failures, exclusions) is relative to this file's folder
+    return {"ok": True, "protocol": 1, "name": NAME, "manifest": "numpy-example.yaml", "capabilities": capabilities()}
   if msg.get("cmd") != "run": return {"ok": False, "error": f"unknown cmd {msg.get('cmd')!r}"}
   try:
     with open(msg["graph"]) as f: doc = json.load(f)
