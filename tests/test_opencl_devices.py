@@ -139,3 +139,12 @@ def test_no_c_compiler_is_refused_once(tmp_path):
   p = _tinyspec({**os.environ, "CC": "no-such-cc"}, "conformance", "--backend", "c", cwd=tmp_path)
   out = p.stdout + p.stderr
   assert p.returncode == 2 and "Traceback" not in out and out.count("no-such-cc") == 1, out
+
+
+def test_the_pytest_plugin_refuses_once(broken_env, tmp_path):
+  p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "tinyspec.conformance",
+                      "--tinyspec-backend=opencl", "-q"], env=broken_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+  out = p.stdout + p.stderr
+  assert p.returncode == 2, out[-3000:]
+  assert out.count("[backend.unavailable]") == 1 and "apt-get install pocl-opencl-icd" in out, out[-3000:]
+  assert "Traceback" not in out and " passed" not in out and " failed" not in out
