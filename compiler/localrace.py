@@ -21,30 +21,30 @@ import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.render import _base, _is_local
+from tinyspec.refimpl.alu import alu, has_alu
 
 LIMIT = 1 << 22    # (item, trip) points enumerated per access; beyond, the access is "every element"
-def _nz(b): return np.where(b == 0, 1, b)
-_BIN = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "MAX": np.maximum, "MIN": np.minimum,
-        "IDIV": lambda a, b: np.sign(a) * np.sign(_nz(b)) * (np.abs(a) // np.abs(_nz(b))),    # C: toward zero
-        "MOD": lambda a, b: np.fmod(a, _nz(b)), "CMPLT": np.less, "CMPNE": np.not_equal, "AND": np.logical_and}
 
 
 def _eval(u: UOp, env: dict, memo: dict):
-  """u's value as an int64 array over the enumerated points (None: not followable)."""
+  """u's value as an int64 array over the enumerated points (None: not followable). Index
+  arithmetic is evaluated by the reference's own units (refimpl/alu.py): IDIV floors, MOD
+  takes the divisor's sign, exactly as the rendered kernel computes them."""
   if u in memo: return memo[u]
+  dt = props(u).dtype
   if u in env: r = env[u]
   elif u.op == "CONST" and isinstance(u.arg["value"], (int, bool)): r = np.int64(int(u.arg["value"]))
   elif u.op == "VCONST" and all(isinstance(v, (int, bool)) for v in u.arg["values"]): r = np.asarray(u.arg["values"], np.int64)   # a vector access's lanes
-  elif u.op == "CAST" and props(u).dtype in ("index", "int32", "int64", "uint32", "uint64"): r = _eval(u.src[0], env, memo)
-  elif u.op in _BIN and len(u.src) == 2:
-    a, b = _eval(u.src[0], env, memo), _eval(u.src[1], env, memo)
-    r = None if a is None or b is None else np.asarray(_BIN[u.op](a, b)).astype(np.int64)
-  elif u.op == "WHERE":
-    c, a, b = (_eval(s, env, memo) for s in u.src)
-    r = None if c is None or a is None or b is None else np.where(c != 0, a, b).astype(np.int64)
+  elif u.op == "CAST" and dt in _INDEXLIKE and props(u.src[0]).dtype in _INDEXLIKE: r = _eval(u.src[0], env, memo)
+  elif has_alu(u.op) and (dt in _INDEXLIKE or dt == "bool") and all(props(s).dtype in _INDEXLIKE or props(s).dtype == "bool" for s in u.src):
+    xs = [_eval(s, env, memo) for s in u.src]
+    r = None if any(x is None for x in xs) else np.asarray(alu(u.op, dt, *xs, src_dtypes=tuple(props(s).dtype for s in u.src))).astype(np.int64)
   else: r = None
   memo[u] = r
   return r
+
+
+_INDEXLIKE = ("index", "int32", "int64", "uint32", "uint64")
 
 
 def local_races(ks, lin: UOp) -> list[str]:
