@@ -255,8 +255,11 @@ class _Converter:
     """tinygrad's Variable (a ParamArg in address space ALU, vmin_vmax its range): the spec's
     symbolic size, a ()-shaped integer PARAM with (min, max) sources. tinygrad gives an
     unbound variable slot -1: it is numbered after the graph's other slots."""
-    self.report.forms["variable"] += 1
     a, dtype = u.arg, self.dtype_of(u, ctx)
+    if a.name in self.m["runtime_vars"] and a.vmin_vmax is not None:   # set per thread by the runtime: a thread index
+      self.report.forms["runtime variable as SPECIAL"] += 1
+      return self._index_typed(u, ctx, self.add("SPECIAL", (self.const(int(a.vmin_vmax[1]) + 1, "index"),), {"name": self.m["runtime_vars"][a.name]}))
+    self.report.forms["variable"] += 1
     slot = int(a.slot) if a.slot >= 0 else self.free_slot(u)
     arg = {"slot": slot, "dtype": dtype, **({"name": str(a.name)} if a.name is not None else {})}
     self._unplaced_fields(a)
@@ -363,12 +366,17 @@ class _Converter:
   def f_store(self, u, ctx):
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
-    dst = u.src[0]
-    while dst.op.name == "RESHAPE" and self.level == "tensor":   # assign into a reshaped buffer: the value reshaped to the buffer
-      self.report.forms["store into a RESHAPE"] += 1
-      dst = dst.src[0]
-      val = self.add("RESHAPE", (val, self.add("VCONST", (), {"values": [int(d) for d in dst.shape], "dtype": "index"})))
+    dst, orders = u.src[0], []
+    if self.level == "tensor":
+      dst, orders = _storage_under_views(dst)
+      if dst is not u.src[0]:   # assign into a reshaped buffer (maybe assigned before): the value reshaped to the buffer
+        self.report.forms["store into a RESHAPE" + (" under AFTER" if orders else "")] += 1
+        val = self.add("RESHAPE", (val, self._vshape(dst.shape)))
     target = yield dst, TARGET
+    for deps in orders:   # innermost first: the store stays ordered after every earlier assign
+      srcs = []
+      for d in deps: srcs.append((yield d, V()))
+      target = self.add("AFTER", [target, *srcs], None, *self.declared(dst, tdtype))
     gates = [self.masks[target]] if target in self.masks else []
     for s in u.src[2:]: gates.append((yield s, V()))
     if len(gates) > 1: gates = [self.add("AND", tuple(gates))]
@@ -513,6 +521,23 @@ def _result_slot(od) -> str | None:
 def _toposort(roots):
   from tinygrad.uop.ops import UOp
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
+
+
+def _storage_under_views(dst):
+  """A tensor-level store target seen through tinygrad's assign views: (the storage the
+  RESHAPEs lead to, the AFTER dependencies met on the way, innermost first), or (dst, [])
+  where no RESHAPE is in the way. tinygrad's assign into a buffer stores into
+  RESHAPE(BUFFER), and into one already assigned in the same realize into
+  AFTER(RESHAPE(BUFFER), STORE ...). The spec's target is storage (rule STORE.target);
+  AFTER is a passthrough of its buffer, so AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)),
+  and the store goes to AFTER(B, d) with the value reshaped to B (seed 001: assign is
+  STORE followed by AFTER)."""
+  base, orders, reshaped = dst, [], False
+  while base.op.name in ("RESHAPE", "AFTER"):
+    if base.op.name == "RESHAPE": reshaped = True
+    else: orders.append(base.src[1:])
+    base = base.src[0]
+  return (base, orders[::-1]) if reshaped else (dst, [])
 
 
 def _is_invalid(v) -> bool: return type(v).__name__ == "InvalidType"

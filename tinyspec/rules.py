@@ -167,6 +167,11 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
     while v.op in through and v.src: v = v.src[0]
     return v if v.op in roots else None
 
+  def under_through(v):
+    """The node below v's chain of INDEX/AFTER/markers (`storage: through`)."""
+    while v.op in through and v.src: v = v.src[0]
+    return v
+
   def after_min_max(src):
     """AFTER(buf, deps...): buf's interval joined with every value its deps store into
     the same storage (through STOREs, and the END/GROUP/BARRIER/IF chains around them);
@@ -233,7 +238,7 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
       stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
     return order
 
-  return {"is_storage": is_storage, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
+  return {"is_storage": is_storage, "under_through": under_through, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
 
 
 def _needs_tables(*_):
@@ -279,7 +284,7 @@ FUNCTIONS = {
   "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
   "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
   "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
-  "is_storage": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "after_min_max": _needs_tables,
+  "is_storage": _needs_tables, "under_through": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "after_min_max": _needs_tables,
   "bitcast_shape": bitcast_shape, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,
