@@ -500,12 +500,16 @@ class _Domain:
 def _unrounded_steps(dt: str) -> frozenset:
   """Ops whose rounding a backend may skip for dtype dt: the inner steps of an op whose
   portable results include the `fused` variant (MULACC = ADD(MUL(A, B), C): tinygrad
-  contracts a*b+c, and so does a C compiler's fp-contract)."""
+  contracts a*b+c, and so does a C compiler's fp-contract), and the ops whose float16 or
+  bfloat16 results may be read unrounded (decision half-intermediates)."""
   from tinyspec import portable as P
+  from tinyspec.refimpl.widen import VARIANT, DECISION
   T, out = tables(), set()
   for op, dts in P.variant_scope("fused").items():
     steps = T.ops[op].decomposition
     if (dts is None or dt in dts) and isinstance(steps, list): out |= {st["op"] for st in steps[:-1]}
+  if any(dts and dt in dts for dts in P.variant_scope(VARIANT).values()):   # a float16/bfloat16 result read unrounded
+    out |= set(T.decisions[DECISION]["ops"])
   return frozenset(out)
 
 

@@ -43,6 +43,8 @@ class Failure:
   dtype: str | None
   message: str
   drawn: Drawn
+  detail: dict | None = field(default=None, repr=False, compare=False)   # values: got, want, bounds, alternatives, operands
+  triage: object = field(default=None, repr=False, compare=False)        # the backend's verdict on it (backend.triage)
 
   @property
   def signature(self) -> tuple:
@@ -91,41 +93,60 @@ def known_values(d: Drawn, outputs: dict) -> dict:
 
 def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
   """The reference evaluator's value of node i's op on the given values of its sources,
-  and those source values (for the tolerance). The node is evaluated alone, at its own
-  level: every value source with a known value becomes an input holding it (a BUFFER; in
-  a kernel, a load from a PARAM over the same loop), constants and shape operands are
-  copied."""
+  and those source values (for the tolerance): local_graph() evaluated. For the variant
+  whose values are read unrounded (wide-intermediates) the sources it covers are
+  computed again in the local graph (from their own sources' values), unrounded."""
   from tinyspec.refimpl import evaluate
+  from tinyspec.refimpl.widen import VARIANT
+  g, inputs, operands, out = local_graph(d, views, i, known, inline=VARIANT in variants)
+  return evaluate(g, inputs, variants=variants)[out], operands
+
+
+def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
+  """Node i alone, at its own level: (graph, inputs, the source values, the output's name).
+  Every value source with a known value becomes an input holding it (a BUFFER; in a
+  kernel, a load from a PARAM over the same loop), constants and shape operands are copied.
+  inline: float16/bfloat16 elementwise sources are computed again, up to 3 levels deep."""
   from tinyspec.tables import tables
+  T = tables()
   g = d.graph
   n = g.nodes[i]
-  o = tables().ops[n.op]
   kernel = d.level == "kernel"
-  nodes, inputs, operands, src = [], {}, [], []
+  nodes, inputs, operands = [], {}, []
   def add(op, srcs=(), arg=None):
     nodes.append(Node(op, list(srcs), arg)); return len(nodes) - 1
   if kernel:
     length = next(int(thaw(g.nodes[x.src[0]].arg)["value"]) for x in g.nodes if x.op == "RANGE")
     rng = add("RANGE", [add("CONST", [], {"value": length, "dtype": "index"})], {"id": 0, "type": "LOOP"})
     vec = add("VCONST", [], {"values": [length], "dtype": "index"})
-  for k, j in enumerate(n.src):
-    slot = o.slot_for(k)
-    if slot.kind == "value" and j in known and g.nodes[j].op != "CONST":
+
+  def source(j: int, depth: int) -> int:
+    m = g.nodes[j]
+    if depth and T.ops[m.op].category in ("elementwise", "decomposed") and views[j].dtype in ("float16", "bfloat16"):
+      return operation(j, depth - 1, [])
+    if j in known and m.op != "CONST":
       v = np.asarray(known[j])
       name = f"param{len(inputs)}" if kernel else f"buf{len(inputs)}"
-      if kernel:
-        src.append(add("INDEX", [add("PARAM", [vec], {"slot": len(inputs), "dtype": views[j].dtype}), rng]))
-      else:
-        src.append(add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs), "dtype": views[j].dtype, "device": "CPU"}))
       inputs[name] = v
-    else:
-      src.append(add(g.nodes[j].op, [], thaw(g.nodes[j].arg)))
-    if slot.kind == "value" and j in known: operands.append(np.asarray(known[j]))
-  node = add(n.op, src, thaw(n.arg))
-  if not kernel: return evaluate(Graph(nodes), inputs, variants=variants)["out0"], operands
+      if kernel: return add("INDEX", [add("PARAM", [vec], {"slot": len(inputs) - 1, "dtype": views[j].dtype}), rng])
+      return add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs) - 1, "dtype": views[j].dtype, "device": "CPU"})
+    return add(m.op, [], thaw(m.arg))
+
+  def operation(j: int, depth: int, values: list) -> int:
+    m = g.nodes[j]
+    o = T.ops[m.op]
+    src = []
+    for k, s in enumerate(m.src):
+      value = o.slot_for(k).kind == "value"
+      src.append(source(s, depth) if value else add(g.nodes[s].op, [], thaw(g.nodes[s].arg)))
+      if value and s in known: values.append(np.asarray(known[s]))
+    return add(m.op, src, thaw(m.arg))
+
+  node = operation(i, 3 if inline else 0, operands)
+  if not kernel: return Graph(nodes), inputs, operands, "out0"
   out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
   add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
-  return evaluate(Graph(nodes, level="kernel"), inputs, variants=variants)[f"param{len(inputs)}"], operands
+  return Graph(nodes, level="kernel"), inputs, operands, f"param{len(inputs)}"
 
 
 def _same_as_trace(got, ref) -> bool:
@@ -173,7 +194,8 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
         try: alts.append(np.broadcast_to(local_reference(d, views, i, known, (v,))[0], np.shape(want)))
         except Exception: pass
     msg = describe(got, want, dt, bounds, alternatives=alts)
-    if msg: return Failure("values", i, n.op, dt, msg, d)
+    if msg: return Failure("values", i, n.op, dt, msg, d, {"got": got, "want": want, "bounds": bounds, "alternatives": alts, "operands": operands,
+                                                        "sources": {j: known[j] for j in n.src if j in known}})
   return None
 
 
@@ -370,6 +392,8 @@ class FuzzReport:
   refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
   written: list = field(default_factory=list)     # case folders written
   unwritten: list = field(default_factory=list)   # FileRefused: a failure that could not be written under out
+  known: list = field(default_factory=list)       # failures the backend's triage matched to a documented bug (not failures)
+  unsupported: dict = field(default_factory=dict) # what the backend's triage found beyond its adapter -> count (not failures)
 
 
 EXPLORE_PER_ROUND = 4   # examples per focus after the first pass
@@ -456,6 +480,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
     except (KeyError, TypeError): stage_backend = None
   decomposed = runner.caps.decomposed
+  triage = _triage_of(backend, runner)
   levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
   if not levels and strategy is None:
     runner.stop()
@@ -515,6 +540,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
       elif f.prop == "values": f = _one_element(f, runner, decomposed)
       seen.add(f.signature)
+      if _triaged(rep, f, triage, out, log): continue
       rep.failures.append(f)
       if log: log(f"FAIL {f}")
       if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
@@ -522,6 +548,34 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     runner.stop()
   rep.seconds = time.monotonic() - t0
   return rep
+
+
+def _triage_of(backend, runner):
+  """The backend's triage(failure, out) -> verdict, where it has one (tinyspec.backends:
+  sorting findings into documented bugs, limits of its adapter and new ones), else None."""
+  obj = getattr(runner, "backend", None)
+  if obj is None and isinstance(backend, str):
+    from tinyspec.backends import get_backend
+    try: obj = get_backend(backend)
+    except (KeyError, TypeError, ValueError): obj = None
+  return getattr(obj, "triage", None)
+
+
+def _triaged(rep: FuzzReport, f: Failure, triage, out, log) -> bool:
+  """Ask the backend's triage about f: True when it is no failure (a documented bug, or a
+  limit of the backend's adapter), else False (new: its verdict, and any repro it wrote, on f)."""
+  if triage is None or f.prop == "mutant": return False
+  f.triage = v = triage(f, Path(out) if out is not None else None)
+  kind = getattr(v, "kind", None)
+  if kind == "documented":
+    rep.known.append(f)
+    if log: log(f"KNOWN {v.bug}: {f}")
+    return True
+  if kind == "unsupported":
+    rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
+    if log: log(f"UNSUPPORTED {v.why}: {f}")
+    return True
+  return False
 
 
 def _fewer_outputs(f: Failure, runner, stage_backend, decomposed) -> Failure:

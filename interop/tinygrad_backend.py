@@ -30,6 +30,11 @@ from tinyspec.backends import Backend, Capabilities
 from tinyspec.interop.walk import drive
 
 
+class Unexpressed(NotImplementedError):
+  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
+  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
+
+
 class Refused(Exception):
   """The backend does not run this graph; `rule` names the broken rule, if any."""
   def __init__(self, message: str, rule: str | None = None):
@@ -126,6 +131,12 @@ class TinygradBackend(Backend):
     EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
     self._ready = True
 
+  def triage(self, failure, out):
+    """A fuzz finding sorted: a documented tinygrad bug, a limit of this adapter, or new (with
+    a tinygrad-only repro.py written under out and checked to fail): interop/hunt.py."""
+    from tinyspec.interop.hunt import triage
+    return triage(failure, out, _base(self.device))
+
   def run(self, graph, inputs: dict) -> dict:
     from tinyspec.validate import validate
     self.setup()
@@ -133,10 +144,13 @@ class TinygradBackend(Backend):
     if not res.ok:
       d = res.diagnostics[0]
       raise Refused(d.format(), d.rule)
-    if res.level not in ("tensor", "kernel"): raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend")
+    if res.level not in ("tensor", "kernel"): raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend", "backend.unsupported")
     with _device_context(self.device):
-      if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
-      return _KernelBuilder(self, graph, res, inputs).outputs()
+      try:
+        if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
+        return _KernelBuilder(self, graph, res, inputs).outputs()
+      except Unexpressed as e:   # the adapter's own limit, not tinygrad's failure
+        raise Refused(str(e), "backend.unsupported") from None
 
 
 def _device_context(device: str):
@@ -186,7 +200,7 @@ def _device_map(backend_device: str):
   names: dict[str, str] = {}
   def dev(name):
     if name is None: return None
-    if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
+    if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend", "backend.unsupported")
     if name not in names:
       names[name] = backend_device if name == "CPU" else _instance(backend_device, 1 + sum(k != "CPU" for k in names))
     return names[name]
@@ -289,7 +303,7 @@ class _TensorBuilder:
     return self.t_unsupported(i, env, n)
 
   def t_unsupported(self, i, env, n):
-    raise NotImplementedError(f"node {i} ({n.op}): not built by the tinygrad backend")
+    raise Unexpressed(f"node {i} ({n.op}): not built by the tinygrad backend")
     yield
 
   # ---- sources
@@ -391,7 +405,7 @@ class _TensorBuilder:
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg))
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
-    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    if op is None: raise Unexpressed(f"{n.op}: no tinygrad op")
     return srcs[0].alu(op, *srcs[1:])
 
   def t_marker(self, i, env, n):
@@ -447,7 +461,7 @@ class _TensorBuilder:
   def t_STORE(self, i, env, n):
     target = self._root(n.src[0])
     if self.g.nodes[n.src[0]].op == "INDEX":
-      raise NotImplementedError(f"node {i} (STORE): a store through INDEX at tensor level")
+      raise Unexpressed(f"node {i} (STORE): a store through INDEX at tensor level")
     old = yield n.src[0], env
     val = yield n.src[1], env
     val = val._broadcast_to(tuple(old.shape)) if tuple(val.shape) != tuple(old.shape) else val
@@ -505,7 +519,10 @@ class _KernelBuilder:
     tensors = []
     for slot in range(max(params) + 1 if params else 0):
       i = params.get(slot)
-      if i is None: raise Refused(f"kernel PARAM slot {slot} is not used: the slots must be 0..n-1")
+      from tinygrad import Tensor
+      if i is None:   # a slot the kernel does not use (tinygrad's kernels bind every slot): a one-element placeholder
+        tensors.append((f"param{slot}", None, None, Tensor.zeros(1, device=self.dev("CPU")).contiguous()))
+        continue
       v = self.views[i]
       name = self.g.nodes[i].arg.get("name") or f"param{slot}"
       from tinygrad import Tensor
@@ -515,7 +532,8 @@ class _KernelBuilder:
       tensors.append((name, v.dtype, v.shape, t))
     outs = self.run_on([t for *_, t in tensors])
     stored = self.stored_slots()
-    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs)) if k in stored}
+    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs))
+            if k in stored and dt is not None}
 
   def stored_slots(self) -> set:
     """The PARAM slots some STORE writes."""
@@ -529,7 +547,7 @@ class _KernelBuilder:
 
   def run_on(self, tensors: list) -> list:
     from tinygrad import Tensor
-    if not tensors: raise Refused("a kernel without PARAMs")
+    if not tensors: raise Refused("a kernel without PARAMs", "backend.unsupported")
     def fxn(*placeholders):
       self.placeholders = placeholders
       return drive(self.root, self._gen, {})
@@ -546,7 +564,7 @@ class _KernelBuilder:
     return self.k_unsupported(i, n)
 
   def k_unsupported(self, i, n):
-    raise NotImplementedError(f"node {i} ({n.op}): not built in a kernel by the tinygrad backend")
+    raise Unexpressed(f"node {i} ({n.op}): not built in a kernel by the tinygrad backend")
     yield
 
   def k_PARAM(self, i, n):
@@ -602,7 +620,7 @@ class _KernelBuilder:
     reads zero where the gate is false; alt elsewhere than zero is a WHERE after it."""
     if len(n.src) == 1: return (yield n.src[0])
     idx_node = self.g.nodes[n.src[0]]
-    if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (LOAD): a gated load of {idx_node.op}")
+    if idx_node.op != "INDEX": raise Unexpressed(f"node {i} (LOAD): a gated load of {idx_node.op}")
     alt = yield n.src[1]
     gate = yield n.src[2]
     x = yield from self._access(idx_node, gate)
@@ -612,7 +630,7 @@ class _KernelBuilder:
     idx_node = self.g.nodes[n.src[0]]
     val = yield n.src[1]
     if len(n.src) == 3:
-      if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (STORE): a gated store to {idx_node.op}")
+      if idx_node.op != "INDEX": raise Unexpressed(f"node {i} (STORE): a gated store to {idx_node.op}")
       gate = yield n.src[2]
       return (yield from self._access(idx_node, gate)).store(val)
     target = yield n.src[0]
@@ -631,6 +649,12 @@ class _KernelBuilder:
     for s in n.src[1:]: rngs.append((yield s))
     return UOp(Ops.REDUCE, x.dtype, (x, *rngs), (Ops[n.arg["op"]], 0))
 
+  def k_GROUP(self, i, n):
+    from tinygrad.uop.ops import UOp
+    srcs = []
+    for s in n.src: srcs.append((yield s))
+    return UOp.group(*srcs)
+
   def k_SINK(self, i, n):
     from tinygrad.uop.ops import UOp, KernelInfo
     srcs = []
@@ -644,5 +668,5 @@ class _KernelBuilder:
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg, kernel=True))
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
-    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    if op is None: raise Unexpressed(f"{n.op}: no tinygrad op")
     return srcs[0].alu(op, *srcs[1:])
