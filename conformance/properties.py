@@ -458,7 +458,7 @@ def foci(caps, levels, seed: int) -> list[Focus]:
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
          stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0,
-         profile: str | None = None) -> FuzzReport:
+         profile: str | None = None, triage=None) -> FuzzReport:
   """Run the properties on `examples` drawn graphs (split over the levels). Each failure
   is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
   written as a corpus case; the search then goes on, skipping failures of the same
@@ -467,7 +467,10 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
   and dtype class of the backend, shuffled by the seed): a first pass draws one example
   of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
-  passes let Hypothesis explore each focus for a few examples."""
+  passes let Hypothesis explore each focus for a few examples.
+
+  Each failure is put to the backend's `triage(failure, out)` where it has one (or to
+  `triage`): documented bugs and limits of its adapter are counted apart, not as failures."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase, strategies as st
   from hypothesis.errors import Unsatisfiable
   t0 = time.monotonic()
@@ -480,7 +483,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
     except (KeyError, TypeError): stage_backend = None
   decomposed = runner.caps.decomposed
-  triage = _triage_of(backend, runner)
+  triage = triage or _triage_of(backend, runner)
   levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
   if not levels and strategy is None:
     runner.stop()
@@ -542,7 +545,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       seen.add(f.signature)
       if _triaged(rep, f, triage, out, log): continue
       rep.failures.append(f)
-      if log: log(f"FAIL {f}")
+      if log and getattr(f.triage, "kind", None) != "new": log(f"FAIL {f}")
       if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
   finally:
     runner.stop()
@@ -569,12 +572,14 @@ def _triaged(rep: FuzzReport, f: Failure, triage, out, log) -> bool:
   kind = getattr(v, "kind", None)
   if kind == "documented":
     rep.known.append(f)
-    if log: log(f"KNOWN {v.bug}: {f}")
+    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {v.repro} (fails on tinygrad)" if getattr(v, "repro", None) else ""))
     return True
   if kind == "unsupported":
     rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
     if log: log(f"UNSUPPORTED {v.why}: {f}")
     return True
+  if kind == "new" and log:
+    log(f"NEW {f}\n  " + (f"repro: {v.repro} (fails on tinygrad)" if getattr(v, "repro", None) else f"no repro kept: {getattr(v, 'note', '')}"[:400]))
   return False
 
 

@@ -1,9 +1,9 @@
 """Sorting what `tinyspec fuzz --backend tinygrad` finds: a documented tinygrad bug (matched by
 a signature of interop/tinygrad_bugs.yaml: op, dtype, device, kind of difference), a limit of
-tinyspec's own tinygrad adapter (reported as unsupported, never as a failure), or new. For a
-new one a standalone tinygrad-only repro.py is written (interop/repro.py), shrunk to the
-failing op on the values tinygrad gave it where that still fails, and kept only once it has
-failed on tinygrad when run with plain python.
+tinyspec's own tinygrad adapter (reported as unsupported, never as a failure), or new. For
+each (with an output folder) a standalone tinygrad-only repro.py is written (interop/repro.py),
+shrunk to the failing op on the values tinygrad gave it where that still fails, and kept
+only once it has failed on tinygrad the same way when run with plain python.
 
     v = triage(failure, out, device)   # Verdict(kind, bug, why, repro, facts)
 
@@ -74,10 +74,11 @@ def facts_of(f, device: str) -> dict:
     srcs = [j for j in g.nodes[f.node].src if isinstance(getattr(validate(g).views[j], "dtype", None), str)] if f.node < len(g.nodes) else []
     first = next((np.asarray(v).dtype.name for v in det["operands"]), None)
     out.update(kind=difference_kind(det["got"], det["want"], f.dtype, bad) if bad.any() else "ulp",
-               ops={f.op}, dtypes={x for x in (f.dtype, first) if x}, sources={g.nodes[j].op for j in srcs})
+               ops={f.op}, dtypes={x for x in (f.dtype, first) if x}, result={f.dtype}, operand={first} if first else set(),
+               sources={g.nodes[j].op for j in srcs})
   else:
-    out.update(kind=run_kind(f.message), ops={n.op for n in d.graph.nodes},
-               dtypes={v.dtype for v in views if isinstance(getattr(v, "dtype", None), str) and v.dtype != "void"}, sources=set())
+    dts = {v.dtype for v in views if isinstance(getattr(v, "dtype", None), str) and v.dtype != "void"}
+    out.update(kind=run_kind(f.message), ops={n.op for n in d.graph.nodes}, dtypes=dts, result=dts, operand=dts, sources=set())
   out["classes"] = {DTYPES[x].cls for x in out["dtypes"] if x in DTYPES}
   return out
 
@@ -93,19 +94,28 @@ def run_kind(message: str) -> str:
 
 
 def matches(sig: dict, facts: dict) -> bool:
+  """Whether a signature (interop/tinygrad_bugs.yaml, whose header says what each key means) matches."""
+  from tinyspec.dtypes import DTYPES
+  def with_classes(names): return set(names) | {DTYPES[x].cls for x in names if x in DTYPES}
   kinds = sig.get("kind")
   if kinds is not None and facts["kind"] not in (kinds if isinstance(kinds, list) else [kinds]): return False
   if "ops" in sig and not facts["ops"] & set(sig["ops"]): return False
-  if "dtypes" in sig and not (facts["dtypes"] | facts["classes"]) & set(sig["dtypes"]): return False
-  if "sources" in sig and not facts["sources"] & set(sig["sources"]): return False
+  for key, fact in (("dtypes", "dtypes"), ("result", "result"), ("operand", "operand")):
+    if key in sig and not with_classes(facts[fact]) & set(sig[key]): return False
+  if "sources" in sig and not any({g} <= facts["sources"] if isinstance(g, str) else set(g) <= facts["sources"] for g in sig["sources"]): return False
   if "devices" in sig and facts["device"] not in sig["devices"]: return False
   if "message" in sig and not re.search(sig["message"], facts["message"]): return False
   return True
 
 
 def documented(facts: dict) -> str | None:
-  """The id of the documented bug whose signature matches, or None."""
-  return next((bug for bug, sigs in signatures().items() if any(matches(s, facts) for s in sigs)), None)
+  """The id of the documented bug whose signature matches (the most specific one: the
+  matching signature with the most keys), or None."""
+  def specificity(sig):   # its keys, a source group of several ops counting each
+    groups = [g for g in sig.get("sources", ()) if not isinstance(g, str)]
+    return len(sig) + max([len(g) - 1 for g in groups], default=0)
+  hits = [(specificity(s), bug) for bug, sigs in signatures().items() for s in sigs if matches(s, facts)]
+  return max(hits, key=lambda h: h[0])[1] if hits else None
 
 
 # ------------------------------------------------------------------ the verdict
@@ -117,10 +127,9 @@ def triage(f, out: Path | None, device: str) -> Verdict | None:
   if f.prop == "run" and "[backend.unsupported]" in f.message:   # the adapter's limit (normally refused before this)
     return Verdict("unsupported", why=f.message.split(": ", 2)[-1][:160], facts=facts)
   bug = documented(facts)
-  if bug is not None: return Verdict("documented", bug, facts=facts)
-  v = Verdict("new", why=str(f), facts=facts)
+  v = Verdict("documented", bug, facts=facts) if bug is not None else Verdict("new", why=str(f), facts=facts)
   if out is None: v.note = "no --out: no repro written"; return v
-  v.repro, v.note = keep_repro(f, facts, Path(out), device)
+  v.repro, v.note = keep_repro(f, facts, Path(out), device)   # a documented bug's too: the finding's own repro
   return v
 
 

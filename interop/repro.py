@@ -207,16 +207,20 @@ def ordered(bits, width):   # float bits as integers in the order of the values 
   b = bits.astype(np.int64)
   return np.where(b >> (width - 1) & 1, -(b & ((1 << (width - 1)) - 1)) - 1, b)
 
-def as_float(bits, dtype):
-  return (bits.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else bits.view(dtype)
+def as_float(b, dtype):
+  return (b.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else b.view(dtype)
+
+def bits(a):   # a float array's bits (bfloat16 comes as its uint16 bits already)
+  return a if a.dtype.kind in "ui" else a.view(f"uint{8 * a.dtype.itemsize}")
 
 def acceptable(got, want, ulps, dtype):   # the same bits (any NaN for a NaN), within ulps, or anything where ulps is inf
   if dtype == "bool" or not dtype.startswith(("float", "bfloat")): return (got == want) | np.isinf(ulps)
-  width = 8 * got.dtype.itemsize
-  g, w = as_float(got, dtype).astype(np.float64), as_float(want, dtype).astype(np.float64)
+  gb, wb = bits(got), bits(want)
+  width = 8 * gb.dtype.itemsize
+  g, w = as_float(gb, dtype).astype(np.float64), as_float(wb, dtype).astype(np.float64)
   both_nan = np.isnan(g) & np.isnan(w)
-  dist = np.abs(ordered(got, width) - ordered(want, width))
-  return np.isinf(ulps) | both_nan | np.where(ulps == 0, got == want, ~np.isnan(g) & ~np.isnan(w) & (dist <= ulps))
+  dist = np.abs(ordered(gb, width) - ordered(wb, width))
+  return np.isinf(ulps) | both_nan | np.where(ulps == 0, gb == wb, ~np.isnan(g) & ~np.isnan(w) & (dist <= ulps))
 '''
 
 

@@ -137,6 +137,11 @@ class TinygradBackend(Backend):
     from tinyspec.interop.hunt import triage
     return triage(failure, out, _base(self.device))
 
+  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print):
+    """Hunt on each device for `minutes` (interop/campaign.py); prints each new bug once."""
+    from tinyspec.interop.campaign import campaign
+    return campaign(minutes, devices, out, seed, log)
+
   def run(self, graph, inputs: dict) -> dict:
     from tinyspec.validate import validate
     self.setup()
