@@ -16,7 +16,9 @@ For a drawn graph (every op node an output):
   mutant     the graph broken by one mutation of strategies.yaml is rejected by the
              validator with the mutation's rule id at the mutated node.
 A failure names its property, the node and the op; `Failure.case` is the minimal graph
-(the failing node and what it reads).
+(the failing node and what it reads). A backend with a `triage(failure, out)` method sorts
+each failure: a documented bug of its target or a limit of its adapter is counted apart
+(FuzzReport.known, .unsupported), not as a failure (the tinygrad backend's: interop/hunt.py).
 """
 from __future__ import annotations
 import tempfile
@@ -33,6 +35,7 @@ from tinyspec.files import load_npy
 from tinyspec.conformance.protocol import answer_outputs as _answer_outputs
 from tinyspec.conformance.compare import describe, element_bounds
 from tinyspec.conformance.strategies import Drawn
+from tinyspec.conformance.localcheck import local_reference
 
 
 @dataclass
@@ -89,64 +92,6 @@ def known_values(d: Drawn, outputs: dict) -> dict:
   for name, i in d.outputs.items():
     if name in outputs: known[i] = np.asarray(outputs[name])
   return known
-
-
-def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
-  """The reference evaluator's value of node i's op on the given values of its sources,
-  and those source values (for the tolerance): local_graph() evaluated. For the variant
-  whose values are read unrounded (wide-intermediates) the sources it covers are
-  computed again in the local graph (from their own sources' values), unrounded."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.refimpl.widen import VARIANT
-  g, inputs, operands, out = local_graph(d, views, i, known, inline=VARIANT in variants)
-  return evaluate(g, inputs, variants=variants)[out], operands
-
-
-def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
-  """Node i alone, at its own level: (graph, inputs, the source values, the output's name).
-  Every value source with a known value becomes an input holding it (a BUFFER; in a
-  kernel, a load from a PARAM over the same loop), constants and shape operands are copied.
-  inline: float16/bfloat16 elementwise sources are computed again, up to 3 levels deep."""
-  from tinyspec.tables import tables
-  T = tables()
-  g = d.graph
-  n = g.nodes[i]
-  kernel = d.level == "kernel"
-  nodes, inputs, operands = [], {}, []
-  def add(op, srcs=(), arg=None):
-    nodes.append(Node(op, list(srcs), arg)); return len(nodes) - 1
-  if kernel:
-    length = next(int(thaw(g.nodes[x.src[0]].arg)["value"]) for x in g.nodes if x.op == "RANGE")
-    rng = add("RANGE", [add("CONST", [], {"value": length, "dtype": "index"})], {"id": 0, "type": "LOOP"})
-    vec = add("VCONST", [], {"values": [length], "dtype": "index"})
-
-  def source(j: int, depth: int) -> int:
-    m = g.nodes[j]
-    if depth and T.ops[m.op].category in ("elementwise", "decomposed") and views[j].dtype in ("float16", "bfloat16"):
-      return operation(j, depth - 1, [])
-    if j in known and m.op != "CONST":
-      v = np.asarray(known[j])
-      name = f"param{len(inputs)}" if kernel else f"buf{len(inputs)}"
-      inputs[name] = v
-      if kernel: return add("INDEX", [add("PARAM", [vec], {"slot": len(inputs) - 1, "dtype": views[j].dtype}), rng])
-      return add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs) - 1, "dtype": views[j].dtype, "device": "CPU"})
-    return add(m.op, [], thaw(m.arg))
-
-  def operation(j: int, depth: int, values: list) -> int:
-    m = g.nodes[j]
-    o = T.ops[m.op]
-    src = []
-    for k, s in enumerate(m.src):
-      value = o.slot_for(k).kind == "value"
-      src.append(source(s, depth) if value else add(g.nodes[s].op, [], thaw(g.nodes[s].arg)))
-      if value and s in known: values.append(np.asarray(known[s]))
-    return add(m.op, src, thaw(m.arg))
-
-  node = operation(i, 3 if inline else 0, operands)
-  if not kernel: return Graph(nodes), inputs, operands, "out0"
-  out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
-  add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
-  return Graph(nodes, level="kernel"), inputs, operands, f"param{len(inputs)}"
 
 
 def _same_as_trace(got, ref) -> bool:
@@ -467,10 +412,8 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
   and dtype class of the backend, shuffled by the seed): a first pass draws one example
   of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
-  passes let Hypothesis explore each focus for a few examples.
-
-  Each failure is put to the backend's `triage(failure, out)` where it has one (or to
-  `triage`): documented bugs and limits of its adapter are counted apart, not as failures."""
+  passes let Hypothesis explore each focus for a few examples. Failures are triaged (see
+  the module docstring; `triage` overrides the backend's own)."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase, strategies as st
   from hypothesis.errors import Unsatisfiable
   t0 = time.monotonic()
@@ -526,9 +469,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
         with warnings.catch_warnings():   # Hypothesis's repr of a failing example (dataclasses of arrays): unused here
           warnings.filterwarnings("ignore", message="Generating overly large repr")
           prop()
-      except PropertyFailed:
-        pass
-      except Unsatisfiable:   # the focus could not be drawn (every attempt refused): the next one
+      except (PropertyFailed, Unsatisfiable):   # Unsatisfiable: the focus could not be drawn (every attempt refused)
         pass
       except Exception as e:   # Hypothesis could not replay the failure (flaky): keep what it found
         if last[0] is None: raise
@@ -543,10 +484,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
       elif f.prop == "values": f = _one_element(f, runner, decomposed)
       seen.add(f.signature)
-      if _triaged(rep, f, triage, out, log): continue
-      rep.failures.append(f)
-      if log and getattr(f.triage, "kind", None) != "new": log(f"FAIL {f}")
-      if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
+      _record(rep, f, triage, out, log)
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
@@ -554,8 +492,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
 
 
 def _triage_of(backend, runner):
-  """The backend's triage(failure, out) -> verdict, where it has one (tinyspec.backends:
-  sorting findings into documented bugs, limits of its adapter and new ones), else None."""
+  """The backend's triage(failure, out) -> verdict, where it has one, else None."""
   obj = getattr(runner, "backend", None)
   if obj is None and isinstance(backend, str):
     from tinyspec.backends import get_backend
@@ -564,23 +501,21 @@ def _triage_of(backend, runner):
   return getattr(obj, "triage", None)
 
 
-def _triaged(rep: FuzzReport, f: Failure, triage, out, log) -> bool:
-  """Ask the backend's triage about f: True when it is no failure (a documented bug, or a
-  limit of the backend's adapter), else False (new: its verdict, and any repro it wrote, on f)."""
-  if triage is None or f.prop == "mutant": return False
-  f.triage = v = triage(f, Path(out) if out is not None else None)
-  kind = getattr(v, "kind", None)
+def _record(rep: FuzzReport, f: Failure, triage, out, log) -> None:
+  """A found failure into the report, after the backend's triage: a documented bug or a
+  limit of its adapter is counted apart; anything else is a failure (kept under out)."""
+  v = f.triage = triage(f, Path(out) if out is not None else None) if triage is not None and f.prop != "mutant" else None
+  kind, repro = getattr(v, "kind", None), getattr(v, "repro", None)
   if kind == "documented":
     rep.known.append(f)
-    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {v.repro} (fails on tinygrad)" if getattr(v, "repro", None) else ""))
-    return True
-  if kind == "unsupported":
+    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {repro} (fails on tinygrad)" if repro else ""))
+  elif kind == "unsupported":
     rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
     if log: log(f"UNSUPPORTED {v.why}: {f}")
-    return True
-  if kind == "new" and log:
-    log(f"NEW {f}\n  " + (f"repro: {v.repro} (fails on tinygrad)" if getattr(v, "repro", None) else f"no repro kept: {getattr(v, 'note', '')}"[:400]))
-  return False
+  else:
+    rep.failures.append(f)
+    if log: log(f"NEW {f}\n  " + (f"repro: {repro} (fails on tinygrad)" if repro else f"no repro kept: {v.note}"[:400]) if kind == "new" else f"FAIL {f}")
+    if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
 
 
 def _fewer_outputs(f: Failure, runner, stage_backend, decomposed) -> Failure:

@@ -47,8 +47,9 @@ class CampaignReport:
   seconds: float = 0.0
 
 
-def campaign(minutes: float, devices, out, seed: int = 0, log=print) -> CampaignReport:
-  from tinyspec.interop.tinygrad_backend import TinygradBackend, have_clang
+def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=None) -> CampaignReport:
+  """triage_for(device): the backend's triage on that device (TinygradBackend.campaign passes it)."""
+  from tinyspec.interop.tinygrad_device import have_clang
   devices = list(devices or [d for d in DEVICES if d != "CPU" or have_clang()])
   bad = [d for d in devices if d not in DEVICES]
   if bad: raise ValueError(f"--devices: no tinygrad device {', '.join(bad)} here (there are {', '.join(DEVICES)})")
@@ -64,7 +65,7 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print) -> Campaign
       why = _unavailable(dev)
       if why:
         log(f"{dev}: skipped ({why})"); devices = [d for d in devices if d != dev]; continue
-      triage = TinygradBackend(dev).triage
+      triage = triage_for(dev)
       with _device(dev):
         if turn % 2 == 0: _fuzz_turn(rep, dev, seed + turn, out / dev, triage, log)
         else: _program_turn(rep, dev, rng, out / dev, triage, log, deadline)
@@ -81,7 +82,7 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print) -> Campaign
 
 
 def _unavailable(dev: str) -> str | None:
-  from tinyspec.interop.tinygrad_backend import have_clang
+  from tinyspec.interop.tinygrad_device import have_clang
   if dev == "CPU" and not have_clang(): return "tinygrad's CPU device needs clang"
   if dev == "CL":
     try: import pyopencl  # noqa: F401
@@ -183,7 +184,7 @@ def hunt_program(src: str, device: str, out: Path, triage) -> list:
   folder = make_dir(Path(out) / "programs" / name)
   script = folder / "program.py"
   write_file(script, src)
-  from tinyspec.interop.tinygrad_backend import _backend_table
+  from tinyspec.interop.tinygrad_names import _backend_table
   env = {**os.environ, "DEV": device}
   env.pop("TINYSPEC_TINYGRAD_DEVICE", None)
   emulate = [x for x in env.get("EMULATED_DTYPES", "").split(",") if x] + list(_backend_table()["emulate"])   # as the backend runs them

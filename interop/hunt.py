@@ -119,9 +119,10 @@ def documented(facts: dict) -> str | None:
 
 
 # ------------------------------------------------------------------ the verdict
-def triage(f, out: Path | None, device: str) -> Verdict | None:
+def triage(f, out: Path | None, device: str, kernel_uops=None) -> Verdict | None:
   """The verdict on a fuzz failure (conformance/properties.Failure) found on `device`;
-  None for a failure that is not tinygrad's (the validator's, the reference's, min_max)."""
+  None for a failure that is not tinygrad's (the validator's, the reference's, min_max).
+  kernel_uops: the backend's kernel builder, for kernel-level repros."""
   if f.prop not in ("values", "run"): return None
   facts = facts_of(f, device)
   if f.prop == "run" and "[backend.unsupported]" in f.message:   # the adapter's limit (normally refused before this)
@@ -129,11 +130,11 @@ def triage(f, out: Path | None, device: str) -> Verdict | None:
   bug = documented(facts)
   v = Verdict("documented", bug, facts=facts) if bug is not None else Verdict("new", why=str(f), facts=facts)
   if out is None: v.note = "no --out: no repro written"; return v
-  v.repro, v.note = keep_repro(f, facts, Path(out), device)   # a documented bug's too: the finding's own repro
+  v.repro, v.note = keep_repro(f, facts, Path(out), device, kernel_uops)   # a documented bug's too: the finding's own repro
   return v
 
 
-def keep_repro(f, facts: dict, out: Path, device: str) -> tuple[Path | None, str]:
+def keep_repro(f, facts: dict, out: Path, device: str, kernel_uops=None) -> tuple[Path | None, str]:
   """Write repro.py for f under out/repros/NAME/ and run it: (its path, "") when it fails on
   tinygrad as the finding did, else (None, why not). The smallest that fails is kept: the
   failing op alone on the values tinygrad gave it (one element where the op is
@@ -145,7 +146,7 @@ def keep_repro(f, facts: dict, out: Path, device: str) -> tuple[Path | None, str
   name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{f.op or 'graph'}-{f.dtype or 'any'}-{facts['kind']}-{device}-{h}")
   folder = make_dir(out / "repros" / name)
   why = []
-  for title, make in _candidates(f, device):
+  for title, make in _candidates(f, device, kernel_uops):
     try: src = make()
     except NoRepro as e: why.append(f"{title}: {e}"); continue
     path = folder / "repro.py"
@@ -158,19 +159,19 @@ def keep_repro(f, facts: dict, out: Path, device: str) -> tuple[Path | None, str
   return None, "; ".join(why)
 
 
-def _candidates(f, device: str):
+def _candidates(f, device: str, ku):
   """(title, a function making a repro's source) in the order tried."""
   from tinyspec.interop.repro import Check, repro_source
   d = f.case()
   title = f"{f} (device {device})"
   if f.prop == "values" and f.detail is not None:
     det = f.detail
-    yield "the op alone", lambda: _op_alone(f, device, title)
+    yield "the op alone", lambda: _op_alone(f, device, title, ku)
     check = Check(f.dtype, np.asarray(det["want"]), det["bounds"], list(det["alternatives"]))
-    yield "the minimal graph", lambda: repro_source(d.graph, d.inputs, _output_of(d, f.node), device, check, title, "its check fails")
+    yield "the minimal graph", lambda: repro_source(d.graph, d.inputs, _output_of(d, f.node), device, check, title, "its check fails", ku)
   else:
     for k in range(len(d.outputs)):
-      yield f"output {k} of the minimal graph", (lambda k=k: repro_source(d.graph, d.inputs, _output_name(d, k), device, None, title, facts_kind(f)))
+      yield f"output {k} of the minimal graph", (lambda k=k: repro_source(d.graph, d.inputs, _output_name(d, k), device, None, title, facts_kind(f), ku))
 
 
 def facts_kind(f) -> str:
@@ -187,10 +188,10 @@ def _output_of(d, node: int) -> str:
   return max(d.outputs, key=d.outputs.get)
 
 
-def _op_alone(f, device: str, title: str) -> str:
+def _op_alone(f, device: str, title: str, ku) -> str:
   """The failing op on the values tinygrad gave its sources (conformance/properties
   local_graph), cut to the first failing element where every value is elementwise."""
-  from tinyspec.conformance.properties import local_graph
+  from tinyspec.conformance.localcheck import local_graph
   from tinyspec.conformance.compare import mismatches
   from tinyspec.interop.repro import Check, NoRepro, repro_source
   from tinyspec.validate import validate
@@ -206,7 +207,7 @@ def _op_alone(f, device: str, title: str) -> str:
     g, inputs = _at(g, inputs, pos, want.shape)
     pick = lambda a: np.asarray(np.broadcast_to(np.asarray(a), want.shape)[pos]).reshape((1,) * want.ndim)
     want, bounds, alts = pick(want), pick(np.broadcast_to(np.asarray(bounds, np.float64), want.shape)), [pick(a) for a in alts]
-  return repro_source(g, inputs, out, device, Check(f.dtype, want, bounds, alts), title, "its check fails")
+  return repro_source(g, inputs, out, device, Check(f.dtype, want, bounds, alts), title, "its check fails", ku)
 
 
 def _elementwise_only(g) -> bool:

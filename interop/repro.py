@@ -10,7 +10,8 @@ A tensor-level graph becomes tinygrad Tensor API calls, one line per node (the b
 translation: movement ops by their Tensor methods, elementwise ops by tinygrad's op of the
 same meaning, `Tensor.alu` or the method of the map table's `backend.methods`). A
 kernel-level graph becomes `Tensor.custom_kernel` over a kernel of UOps: the backend's own
-kernel builder makes the UOps and tinygrad's `pyrender` writes them as code.
+kernel builder makes the UOps (passed in: TinygradBackend.kernel_uops) and tinygrad's
+`pyrender` writes them as code.
 
 The check (`Check`) is the fuzz's own judgement of the value: the reference's value, the
 per-element bound in ulps (0: the same bits, either NaN; inf: anything) and the other results
@@ -45,8 +46,8 @@ class Check:
 
 # ------------------------------------------------------------------ literals
 def _tg(name: str, kernel: bool = False) -> str:
-  """`dtypes.NAME` of a tinyspec dtype: the attribute tinygrad_backend.tg_dtype looks up."""
-  from tinyspec.interop.tinygrad_backend import _backend_table
+  """`dtypes.NAME` of a tinyspec dtype: the attribute tinygrad_names.tg_dtype looks up."""
+  from tinyspec.interop.tinygrad_names import _backend_table
   B = _backend_table()
   return f"dtypes.{(B['kernel_dtypes'] if kernel else {}).get(name) or B['dtypes'].get(name, name)}"
 
@@ -123,7 +124,7 @@ class _TensorCode:
     return [s for k, s in enumerate(n.src) if od.slot_for(k).kind == "value"]
 
   def expr(self, i: int) -> str:
-    from tinyspec.interop.tinygrad_backend import _backend_table, tg_op
+    from tinyspec.interop.tinygrad_names import _backend_table, tg_op
     n, v = self.g.nodes[i], self.views[i]
     od = self.T.ops[n.op]
     s = [self.done.get(j, "") for j in n.src]
@@ -169,24 +170,12 @@ def _tensor_lines(graph, views, inputs, node: int) -> tuple[list[str], str]:
 
 
 # ------------------------------------------------------------------ kernel level
-def _kernel_lines(graph, res, inputs, device: str) -> tuple[list[str], list[tuple[str, str, tuple]]]:
+def _kernel_lines(graph, res, inputs, kernel_uops) -> tuple[list[str], list[tuple[str, str, tuple]]]:
   """(lines defining `kernel(*params)` and the input tensors `ins`, [(input name, dtype,
-  shape) per PARAM slot]) for a kernel-level graph, built by the backend's kernel builder
-  and written by tinygrad's pyrender."""
-  from tinygrad.uop.ops import UOp
+  shape) per PARAM slot]) for a kernel-level graph: kernel_uops(graph, res, inputs) is the
+  backend's kernel builder (TinygradBackend.kernel_uops), tinygrad's pyrender writes it."""
   from tinygrad.uop.render import pyrender
-  from tinyspec.interop.tinygrad_backend import TinygradBackend, _KernelBuilder, tg_dtype
-  from tinyspec.interop.walk import drive
-  kb = _KernelBuilder(TinygradBackend(device), graph, res, inputs)
-  params = kb.params()
-  slots = []
-  for slot in range(max(params) + 1 if params else 0):
-    i = params.get(slot)
-    if i is None: slots.append((None, "float32", (1,))); continue
-    v = res.views[i]
-    slots.append((graph.nodes[i].arg.get("name") or f"param{slot}", v.dtype, tuple(v.shape)))
-  kb.placeholders = [UOp.placeholder((int(np.prod(sh)),), tg_dtype(dt), k) for k, (_, dt, sh) in enumerate(slots)]
-  try: sink = drive(kb.root, kb._gen, {})
+  try: sink, slots = kernel_uops(graph, res, inputs)
   except NotImplementedError as e: raise NoRepro(str(e)) from None
   body = []
   for line in pyrender(sink).splitlines():
@@ -224,10 +213,12 @@ def acceptable(got, want, ulps, dtype):   # the same bits (any NaN for a NaN), w
 '''
 
 
-def repro_source(graph, inputs: dict, output: str, device: str, check: Check | None, title: str, expect: str = "") -> str:
+def repro_source(graph, inputs: dict, output: str, device: str, check: Check | None, title: str, expect: str = "",
+                 kernel_uops=None) -> str:
   """The text of repro.py for the graph's output `output` (out0 at tensor level; a PARAM's
   input name at kernel level) on `device`. With a check, the script judges the value;
-  without (a crash or an exception), computing it is the repro."""
+  without (a crash or an exception), computing it is the repro. A kernel-level graph
+  needs the backend's kernel builder (kernel_uops)."""
   from tinyspec.validate import validate
   res = validate(graph)
   if not res.ok: raise NoRepro(f"invalid graph: {res.diagnostics[0].format()}")
@@ -246,7 +237,8 @@ def repro_source(graph, inputs: dict, output: str, device: str, check: Check | N
     dt = res.views[node].dtype
     lines += [f"t = {x} if {x}.device is not None else {x}.contiguous().clone(DEV)   # a value of constants only: on DEV"]
   else:
-    lines, slots = _kernel_lines(graph, res, inputs, device)
+    if kernel_uops is None: raise NoRepro("a kernel-level repro needs the backend's kernel builder")
+    lines, slots = _kernel_lines(graph, res, inputs, kernel_uops)
     slot = next(k for k, (name, _, _) in enumerate(slots) if name == output)
     dt = slots[slot][1]
     lines += [f"t = outs[{slot}]"]

@@ -28,23 +28,9 @@ import shutil
 import numpy as np
 from tinyspec.backends import Backend, Capabilities
 from tinyspec.interop.walk import drive
-
-
-class Unexpressed(NotImplementedError):
-  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
-  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
-
-
-class Refused(Exception):
-  """The backend does not run this graph; `rule` names the broken rule, if any."""
-  def __init__(self, message: str, rule: str | None = None):
-    super().__init__(message + (f" [{rule}]" if rule else ""))
-    self.rule = rule
-
-
-def _backend_table() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
-  return mapping()["backend"]
+from tinyspec.interop.tinygrad_names import _backend_table, tg_dtype, tg_op  # noqa: F401 (tg_dtype, tg_op: the backend's API)
+from tinyspec.interop.tinygrad_device import (Refused, Unexpressed, _base, _device_context, _device_map,  # noqa: F401 (the
+                                             have_clang, open_cl, tinygrad_device)  # backend's API: Refused, have_clang, open_cl)
 
 
 def unsupported(device: str) -> dict:
@@ -52,44 +38,6 @@ def unsupported(device: str) -> dict:
   backend.unsupported: `all` and the device's own)."""
   u = _backend_table()["unsupported"]
   return {**u.get("all", {}), **u.get(_base(device), {})}
-
-
-def have_clang() -> bool:
-  """Whether tinygrad's CPU device can open: CPUDevice.__init__ compiles its runtime helpers
-  with ClangCompiler, which runs `clang` (tinygrad/runtime/ops_cpu.py, compiler_cpu.py)."""
-  return shutil.which("clang") is not None
-
-
-_warned: set = set()
-
-
-def tinygrad_device() -> str:
-  """TINYSPEC_TINYGRAD_DEVICE; unset, CPU where clang is on PATH, else PYTHON."""
-  dev = os.environ.get("TINYSPEC_TINYGRAD_DEVICE")
-  if dev: return dev
-  if have_clang(): return "CPU"
-  if "PYTHON" not in _warned:
-    _warned.add("PYTHON")
-    import sys
-    print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
-          "its expected failures are conformance/manifests/tinygrad-PYTHON.yaml; the CPU device needs clang)", file=sys.stderr)
-  return "PYTHON"
-
-
-def _base(device: str) -> str:
-  return device.split(":")[0].upper()
-
-
-def open_cl() -> None:
-  """tinygrad's CL device on PoCL: its ctypes loader needs OPENCL_PATH (pyopencl's wheel
-  ships libOpenCL in pyopencl/.libs), and the ICD only initializes once pyopencl has
-  loaded it (opening CL first segfaults in clGetPlatformIDs)."""
-  import glob
-  try: import pyopencl
-  except ImportError as e: raise Refused(f"tinygrad's CL device here needs pyopencl with PoCL ({e})") from None
-  if not os.environ.get("OPENCL_PATH"):
-    libs = sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "libOpenCL*")))
-    if libs: os.environ["OPENCL_PATH"] = libs[0]
 
 
 class TinygradBackend(Backend):
@@ -135,12 +83,24 @@ class TinygradBackend(Backend):
     """A fuzz finding sorted: a documented tinygrad bug, a limit of this adapter, or new (with
     a tinygrad-only repro.py written under out and checked to fail): interop/hunt.py."""
     from tinyspec.interop.hunt import triage
-    return triage(failure, out, _base(self.device))
+    return triage(failure, out, _base(self.device), self.kernel_uops)
 
   def campaign(self, minutes: float, devices, out, seed: int = 0, log=print):
     """Hunt on each device for `minutes` (interop/campaign.py); prints each new bug once."""
     from tinyspec.interop.campaign import campaign
-    return campaign(minutes, devices, out, seed, log)
+    return campaign(minutes, devices, out, seed, log, lambda d: TinygradBackend(d).triage)
+
+  def kernel_uops(self, graph, res, inputs: dict):
+    """(the kernel's SINK of UOps over placeholders, [(input name, dtype, shape) per PARAM
+    slot]): what run() would give Tensor.custom_kernel (a repro writes it with pyrender)."""
+    from tinygrad.uop.ops import UOp
+    kb = _KernelBuilder(self, graph, res, inputs)
+    params, slots = kb.params(), []
+    for slot in range(max(params) + 1 if params else 0):
+      i = params.get(slot)
+      slots.append((None, "float32", (1,)) if i is None else (graph.nodes[i].arg.get("name") or f"param{slot}", res.views[i].dtype, tuple(res.views[i].shape)))
+    kb.placeholders = [UOp.placeholder((int(np.prod(sh)),), tg_dtype(dt), k) for k, (_, dt, sh) in enumerate(slots)]
+    return drive(kb.root, kb._gen, {}), slots
 
   def run(self, graph, inputs: dict) -> dict:
     from tinyspec.validate import validate
@@ -158,67 +118,11 @@ class TinygradBackend(Backend):
         raise Refused(str(e), "backend.unsupported") from None
 
 
-def _device_context(device: str):
-  """tinygrad's default device (Device.DEFAULT, from DEV) set to the backend's device while
-  a graph runs, where it is another one: the backend names the device of every tensor it
-  makes, this covers any default tinygrad falls back to inside. Unchanged (a no-op) where
-  DEV already names the device, so DEV's renderer choice (DEV=CPU:LLVM) is kept."""
-  import contextlib
-  from tinygrad.helpers import DEV, Context
-  if (DEV.device or "").upper() == _base(device): return contextlib.nullcontext()
-  return Context(DEV=_base(device))
-
-
 # ------------------------------------------------------------------ shared helpers
-def tg_dtype(name: str, kernel: bool = False):
-  """The tinygrad DType of a tinyspec dtype name."""
-  from tinygrad import dtypes
-  B = _backend_table()
-  name = (B["kernel_dtypes"] if kernel else {}).get(name) or B["dtypes"].get(name, name)
-  return getattr(dtypes, name)
-
-
-def tg_op(op: str):
-  """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map
-  (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
-  from tinygrad.uop.ops import Ops
-  name = _inverse_renames().get(op, op)
-  return Ops[name] if name in Ops.__members__ else None
-
-
-def _inverse_renames() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
-  m = mapping()
-  return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}
-
-
 def _spec_const(v, dtype: str):
   if isinstance(v, str): return float(v)     # "nan", "inf", "-inf"
   if dtype == "bool": return bool(v)
   return v
-
-
-def _device_map(backend_device: str):
-  """spec device name -> tinygrad device: CPU is the backend's device, any other name its
-  own instance of it (DEV:1, DEV:2 ... in order of appearance), or the device itself where
-  there is no other instance (an OpenCL platform with one device: a copy to itself)."""
-  names: dict[str, str] = {}
-  def dev(name):
-    if name is None: return None
-    if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend", "backend.unsupported")
-    if name not in names:
-      names[name] = backend_device if name == "CPU" else _instance(backend_device, 1 + sum(k != "CPU" for k in names))
-    return names[name]
-  return dev
-
-
-def _instance(device: str, k: int) -> str:
-  from tinygrad import Device
-  try:
-    Device[f"{device}:{k}"]
-    return f"{device}:{k}"
-  except Exception:   # noqa: BLE001 (no such instance: tinygrad raises what its runtime raises)
-    return device
 
 
 def _to_tensor(a: np.ndarray, dtype: str, shape, device):

@@ -21,14 +21,13 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 import yaml
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
 from tinyspec.interop.walk import drive
+from tinyspec.interop.importreport import ImportReport
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -52,30 +51,6 @@ def dtype_name(dt) -> str | None:
 
 
 def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
-
-
-# ------------------------------------------------------------------ the report
-@dataclass
-class ImportReport:
-  """What an import did beyond one-to-one: `renamed` ("RECIPROCAL -> RECIP"), `forms`
-  (name -> count, see the table's `forms`) and `unmapped` (what the spec lacks: "op GETADDR",
-  "dtype float8_e4m3", "AxisType DEVICE", "ParamArg.axis" ... -> count)."""
-  renamed: Counter = field(default_factory=Counter)
-  forms: Counter = field(default_factory=Counter)
-  unmapped: Counter = field(default_factory=Counter)
-
-  def merge(self, other: "ImportReport") -> "ImportReport":
-    self.renamed.update(other.renamed); self.forms.update(other.forms); self.unmapped.update(other.unmapped)
-    return self
-
-  def to_json(self) -> dict:
-    return {k: dict(sorted(getattr(self, k).items())) for k in ("renamed", "forms", "unmapped")}
-
-  def lines(self) -> list[str]:
-    out = []
-    for title, c in (("unmapped (the spec has no counterpart)", self.unmapped), ("forms", self.forms), ("renamed", self.renamed)):
-      if c: out.append(f"{title}: " + ", ".join(f"{k} x{n}" for k, n in sorted(c.items())))
-    return out
 
 
 # ------------------------------------------------------------------ contexts
@@ -524,14 +499,10 @@ def _toposort(roots):
 
 
 def _storage_under_views(dst):
-  """A tensor-level store target seen through tinygrad's assign views: (the storage the
-  RESHAPEs lead to, the AFTER dependencies met on the way, innermost first), or (dst, [])
-  where no RESHAPE is in the way. tinygrad's assign into a buffer stores into
-  RESHAPE(BUFFER), and into one already assigned in the same realize into
-  AFTER(RESHAPE(BUFFER), STORE ...). The spec's target is storage (rule STORE.target);
-  AFTER is a passthrough of its buffer, so AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)),
-  and the store goes to AFTER(B, d) with the value reshaped to B (seed 001: assign is
-  STORE followed by AFTER)."""
+  """tinygrad's assign target RESHAPE(B), or AFTER(RESHAPE(B), STORE ...) for a buffer
+  assigned before in the same realize: (B, the AFTER deps, innermost first); (dst, [])
+  without a RESHAPE. A target is storage (STORE.target) and AFTER passes its buffer on:
+  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (seed 001: assign is STORE then AFTER)."""
   base, orders, reshaped = dst, [], False
   while base.op.name in ("RESHAPE", "AFTER"):
     if base.op.name == "RESHAPE": reshaped = True

@@ -91,6 +91,11 @@ def _imports(path: Path) -> set:
   return out
 
 
+def _triage(f, out):
+  from tinyspec.interop.tinygrad_backend import TinygradBackend
+  return TinygradBackend(DEVICE).triage(f, out)
+
+
 def _finding(d, isolate=False):
   runner = Isolated("tinygrad", 120) if isolate else InProcess("tinygrad")
   runner.profile = "portable"
@@ -106,7 +111,7 @@ def test_a_hidden_bug_comes_back_new_with_a_repro_that_fails(tmp_path, monkeypat
   assert f is not None and f.prop == "values" and f.op == "MUL"
   sigs = {k: v for k, v in hunt.signatures().items() if k != "mul-zero-fold"}
   monkeypatch.setattr(hunt, "signatures", lambda: sigs)
-  v = hunt.triage(f, tmp_path, DEVICE)
+  v = _triage(f, tmp_path)
   assert v.kind == "new" and v.facts["kind"] == "not-nan" and v.repro is not None, v.note
   assert _imports(v.repro) <= ALLOWED_IMPORTS
   text = v.repro.read_text()
@@ -114,7 +119,7 @@ def test_a_hidden_bug_comes_back_new_with_a_repro_that_fails(tmp_path, monkeypat
   ok, out = reproduces(v.repro, DEVICE, "value")
   assert ok and "expected:" in out and "actual:" in out and MARK in out
   monkeypatch.undo()
-  v2 = hunt.triage(f, tmp_path / "again", DEVICE)
+  v2 = _triage(f, tmp_path / "again")
   assert v2.kind == "documented" and v2.bug == "mul-zero-fold" and v2.repro is not None
 
 
@@ -129,7 +134,7 @@ def test_a_repro_that_does_not_fail_is_not_kept(tmp_path, monkeypatch):
   f = Failure("values", 3, "ADD", "float32", "planted", d, {"got": got, "want": np.array([2.0, 3.0], np.float32), "bounds": 0.0,
               "alternatives": [], "operands": [np.array([1.0, 2.0], np.float32)], "sources": {1: np.array([1.0, 2.0], np.float32)}})
   monkeypatch.setattr(hunt, "signatures", lambda: {})
-  v = hunt.triage(f, tmp_path, DEVICE)
+  v = _triage(f, tmp_path)
   assert v.kind == "new" and v.repro is None and "does not fail" in v.note
   assert not list(tmp_path.rglob("repro.py")) and list(tmp_path.rglob("not-reproduced.txt"))
 
@@ -143,7 +148,7 @@ def test_a_crash_and_a_kernel_level_finding_get_repros(tmp_path, monkeypatch):
   d = Drawn(Graph(nodes, None, "tensor"), {"buf0": x, "buf1": z}, "tensor", {"out0": 3}, {1: x, 2: z})
   f = _finding(d, isolate=True)
   assert f is not None and "SIGFPE" in f.message
-  v = hunt.triage(f, tmp_path, "CPU")
+  v = _triage(f, tmp_path)
   assert v.kind == "new" and v.facts["kind"] == "signal:SIGFPE" and v.repro is not None, v.note
   # kernel level: SIN over a PARAM, through Tensor.custom_kernel
   nodes = [Node("CONST", [], {"value": 1, "dtype": "index"}), Node("RANGE", [0], {"id": 0, "type": "LOOP"}),
@@ -154,7 +159,7 @@ def test_a_crash_and_a_kernel_level_finding_get_repros(tmp_path, monkeypatch):
   d = Drawn(Graph(nodes, None, "kernel"), {"param0": x}, "kernel", {"param1": 5}, {4: x})   # the load reads x
   f = _finding(d)
   assert f is not None and f.op == "SIN", f
-  v = hunt.triage(f, tmp_path / "k", "CPU")
+  v = _triage(f, tmp_path / "k")
   assert v.kind == "new" and v.repro is not None, v.note
   assert "Tensor.custom_kernel" in v.repro.read_text() and _imports(v.repro) <= ALLOWED_IMPORTS
 
@@ -200,7 +205,8 @@ def test_campaign_prints_each_new_bug_once(tmp_path, monkeypatch, capsys):
   monkeypatch.setattr(C, "FUZZ_EXAMPLES", 4)
   monkeypatch.setattr(C, "PROGRAMS_PER_TURN", 1)
   lines = []
-  rep = C.campaign(0.3, ["PYTHON"], tmp_path, seed=1, log=lines.append)
+  from tinyspec.interop.tinygrad_backend import TinygradBackend
+  rep = TinygradBackend("PYTHON").campaign(0.3, ["PYTHON"], tmp_path, seed=1, log=lines.append)
   assert rep.examples >= 1 and rep.programs >= 1
   assert any(line.startswith("campaign:") for line in lines)
   from tinyspec.interop.hunt import Verdict

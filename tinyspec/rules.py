@@ -159,18 +159,13 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
   through = frozenset(n for n, s in storage.items() if s == "through")
   bodies = {n: frozenset(k) for n, k in body_slots.items() if k}
 
-  def is_storage(v) -> bool:
-    while v.op in through and v.src: v = v.src[0]
-    return v.op in roots
-
-  def storage_root(v):
-    while v.op in through and v.src: v = v.src[0]
-    return v if v.op in roots else None
-
-  def under_through(v):
-    """The node below v's chain of INDEX/AFTER/markers (`storage: through`)."""
+  def under_through(v):   # the node below v's chain of INDEX/AFTER/markers (`storage: through`)
     while v.op in through and v.src: v = v.src[0]
     return v
+
+  def is_storage(v) -> bool: return under_through(v).op in roots
+
+  def storage_root(v): return v if (v := under_through(v)).op in roots else None
 
   def after_min_max(src):
     """AFTER(buf, deps...): buf's interval joined with every value its deps store into
