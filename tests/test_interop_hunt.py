@@ -226,3 +226,30 @@ def test_fuzz_cli_campaign_usage_errors(capsys):
   assert "no tinygrad device NOPE" in capsys.readouterr().err
   assert main(["fuzz", "--backend", "ref", "--campaign", "1"]) == 2
   assert "has no campaign" in capsys.readouterr().err
+
+
+def test_a_half_product_read_unrounded_is_allowed_and_a_dropped_cast_is_not():
+  """Decision half-intermediates: tinygrad's CAST(MUL(a, b) float16, float32) is the exact
+  product (its __fp16 / float32 emulation); the fuzz's per-node check accepts it (the
+  variant recomputes the product unrounded), and under strict it is a failure. An explicit
+  CAST to float16 that tinygrad drops (image-cast-fold) stays a failure in both."""
+  a = np.array([1 + 2.0**-10, 3.0, 0.1], np.float16)
+  nodes = [Node("VCONST", [], {"values": [3], "dtype": "index"}), Node("BUFFER", [0], {"slot": 0, "dtype": "float16", "device": "CPU"}),
+           Node("BUFFER", [0], {"slot": 1, "dtype": "float16", "device": "CPU"}), Node("MUL", [1, 2]), Node("CAST", [3], "float32")]
+  d = Drawn(Graph(nodes, [3, 4], "tensor"), {"buf0": a, "buf1": a}, "tensor", {"out0": 3, "out1": 4}, {1: a, 2: a})
+  runner = InProcess("tinygrad")
+  runner.profile = "portable"
+  got = runner.run(d)["out1"]
+  if np.array_equal(got, (a.astype(np.float32) * a).astype(np.float16).astype(np.float32)):
+    pytest.skip("this device rounds the half product (the canonical answer)")
+  assert check_example(d, runner, None, True) is None
+  runner.profile = "strict"
+  f = check_example(d, runner, None, True)
+  assert f is not None and f.op == "CAST"
+  x = np.array([3.7, 1 + 2.0**-12], np.float32)
+  nodes = [Node("VCONST", [], {"values": [2], "dtype": "index"}), Node("BUFFER", [0], {"slot": 0, "dtype": "float32", "device": "CPU"}),
+           Node("CAST", [1], "float16"), Node("CAST", [2], "float32")]
+  runner.profile = "portable"
+  d = Drawn(Graph(nodes, [2, 3], "tensor"), {"buf0": x}, "tensor", {"out0": 2, "out1": 3}, {1: x})
+  f = check_example(d, runner, None, True)
+  assert f is not None and f.op == "CAST" and hunt.documented(hunt.facts_of(f, DEVICE)) == "image-cast-fold"
