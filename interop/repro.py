@@ -148,6 +148,9 @@ class _TensorCode:
       return f"{s[0]}.flip({axes})" if axes else s[0]
     if n.op == "STACK": return f"Tensor.stack({', '.join(s)})"
     if n.op == "BITCAST": return f"{s[0]}.bitcast({_tg(n.arg)})"
+    if n.op == "INDEX" and len(n.src) == 2:   # the backend's outer indexing, a negative index masked to 0 (index-oob)
+      idx, rest = s[1], len(self.views[n.src[0]].shape) - 1
+      return f"({idx} < 0).reshape(*{idx}.shape, *[1] * {rest}).where({s[0]}[{idx}].zeros_like(), {s[0]}[{idx}])"
     if n.op == "REDUCE":
       axes = tuple(n.arg.get("axes", ()))
       return f"{s[0]}._rop(Ops.{n.arg['op']}, {axes}).reshape({tuple(v.shape)})" if axes else s[0]
@@ -226,6 +229,9 @@ def repro_source(graph, inputs: dict, output: str, device: str, check: Check | N
   head = [f'"""{_doc(title)}', "", f"tinygrad 0.14, device {device} (DEV); numpy. Written and checked by tinyspec (`tinyspec fuzz --backend tinygrad`):",
           "it exits non-zero while the bug is there" + (f" ({expect})" if expect else "") + '."""',
           "import math, os, sys", f"os.environ.setdefault('DEV', {device!r})"]
+  if device.split(":")[0] == "CL":   # this host's OpenCL is PoCL through pyopencl's own libOpenCL (interop/tinygrad_device.open_cl)
+    head += ["import glob, pyopencl   # loads the ICD before tinygrad opens CL",
+             "os.environ.setdefault('OPENCL_PATH', (sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), '.libs', 'libOpenCL*'))) or [''])[0])"]
   if "bfloat16" in dts:   # the backend runs bfloat16 through tinygrad's own emulation (map table backend.emulate)
     head.append("os.environ.setdefault('EMULATED_DTYPES', 'bfloat16')   # clang before 17 has no __bf16: tinygrad emulates it")
   head += ["import numpy as np", "from tinygrad import Tensor, dtypes", "from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo",

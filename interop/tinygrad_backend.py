@@ -284,12 +284,17 @@ class _TensorBuilder:
     return x.bitcast(tg_dtype(n.arg))
 
   def t_INDEX(self, i, env, n):
-    """Outer indexing from the left: a ()-shaped index drops its axis, a (k,) one makes it k."""
+    """Outer indexing from the left: a ()-shaped index drops its axis, a (k,) one makes it k.
+    tinygrad's getitem reads a negative index from the end (Python's rule) and one past the
+    end as 0; the spec reads both as 0 (decision index-oob): a negative one is masked."""
     x = yield n.src[0], env
     axis = 0
     for s in n.src[1:]:
       idx = yield s, env
+      rest = len(x.shape) - axis - 1
       x = x[(slice(None),) * axis + (idx,)]
+      neg = (idx < 0).reshape((1,) * axis + tuple(idx.shape) + (1,) * rest)
+      x = neg.where(x.zeros_like(), x)
       if len(self.views[s].shape) == 1: axis += 1
     return x
 
