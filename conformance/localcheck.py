@@ -59,6 +59,7 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
       value = o.slot_for(k).kind == "value"
       src.append(source(s, depth) if value else add(g.nodes[s].op, [], thaw(g.nodes[s].arg)))
       if value and s in known: values.append(np.asarray(known[s]))
+      elif value and g.nodes[s].op == "CONST": values.append(_const_value(thaw(g.nodes[s].arg)))
     return add(m.op, src, thaw(m.arg))
 
   node = operation(i, 3 if inline else 0, operands)
@@ -66,3 +67,10 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
   out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
   add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
   return Graph(nodes, level="kernel"), inputs, operands, f"param{len(inputs)}"
+
+
+def _const_value(arg: dict) -> np.ndarray:
+  """A CONST's value as a ()-shaped array of its dtype (an operand of the checked op)."""
+  from tinyspec.refimpl.numeric import np_dtype
+  v = arg["value"]
+  return np.asarray(float(v) if isinstance(v, str) else v).astype(np_dtype(arg["dtype"]))

@@ -189,8 +189,14 @@ def hunt_program(src: str, device: str, out: Path, triage) -> list:
   env.pop("TINYSPEC_TINYGRAD_DEVICE", None)
   emulate = [x for x in env.get("EMULATED_DTYPES", "").split(",") if x] + list(_backend_table()["emulate"])   # as the backend runs them
   env["EMULATED_DTYPES"] = ",".join(dict.fromkeys(emulate))
+  cmd = [sys.executable, "-m", "tinyspec.cli"]
+  if device == "CL":   # PoCL through pyopencl's libOpenCL: loaded before tinygrad opens CL (tinygrad_device.open_cl)
+    from tinyspec.interop.tinygrad_device import open_cl
+    open_cl()
+    env["OPENCL_PATH"] = os.environ.get("OPENCL_PATH", "")
+    cmd = [sys.executable, "-c", "import sys, pyopencl; from tinyspec.cli import main; sys.exit(main(sys.argv[1:]))"]
   try:
-    p = subprocess.run([sys.executable, "-m", "tinyspec.cli", "import-tinygrad", str(script), "--out", str(folder / "import"), "--json"],
+    p = subprocess.run([*cmd, "import-tinygrad", str(script), "--out", str(folder / "import"), "--json"],
                        capture_output=True, text=True, env=env, timeout=PROGRAM_TIMEOUT, cwd=str(folder))
   except subprocess.TimeoutExpired:
     return []   # too slow to judge here (the graph fuzz covers hangs)

@@ -286,5 +286,5 @@ def reproduces(path: Path, device: str, expect: str, timeout: float = 300) -> tu
   kind, _, what = expect.partition(":")
   if kind == "value": return p.returncode != 0 and MARK in p.stderr, out
   if kind == "signal": return p.returncode == -getattr(signal, what, 0), out
-  if kind == "error": return p.returncode != 0 and re.search(rf"^{re.escape(what)}\b", p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "") is not None, out
+  if kind == "error": return p.returncode != 0 and re.search(rf"^(\w+\.)*{re.escape(what)}\b", p.stderr, re.M) is not None, out   # the traceback's last line (a runtime may print after it)
   return p.returncode != 0, out

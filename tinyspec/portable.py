@@ -113,7 +113,7 @@ def alternatives(op: str, arg, dt: str, operands: list, want, bounds, reduced_ax
       mask = where_mask(e, op, dt, operands, want.shape)
       if reduced_axes: mask = np.logical_or.reduce(mask, axis=reduced_axes, keepdims=True) if mask.ndim else mask
       mask = np.broadcast_to(mask, want.shape)
-    except (ValueError, TypeError, IndexError):   # operands that do not line up with the result: the whole result
+    except (ValueError, TypeError, IndexError, NameError):   # operands that do not line up with the result (or are missing): the whole result
       mask = np.ones(want.shape, bool)
     if not mask.any() and e.get("where") is not None: continue
     slots = [s.name for s in tables().ops[op].slots][:len(operands)]
