@@ -95,10 +95,9 @@ class TinygradBackend(Backend):
     slot]): what run() would give Tensor.custom_kernel (a repro writes it with pyrender)."""
     from tinygrad.uop.ops import UOp
     kb = _KernelBuilder(self, graph, res, inputs)
-    params, slots = kb.params(), []
-    for slot in range(max(params) + 1 if params else 0):
-      i = params.get(slot)
-      slots.append((None, "float32", (1,)) if i is None else (graph.nodes[i].arg.get("name") or f"param{slot}", res.views[i].dtype, tuple(res.views[i].shape)))
+    params = kb.params()
+    kb.slot_index = {slot: k for k, slot in enumerate(sorted(params))}   # as outputs() numbers them
+    slots = [(graph.nodes[params[s]].arg.get("name") or f"param{s}", res.views[params[s]].dtype, tuple(res.views[params[s]].shape)) for s in sorted(params)]
     kb.placeholders = [UOp.placeholder((int(np.prod(sh)),), tg_dtype(dt), k) for k, (_, dt, sh) in enumerate(slots)]
     return drive(kb.root, kb._gen, {}), slots
 
@@ -429,25 +428,22 @@ class _KernelBuilder:
     return out
 
   def outputs(self) -> dict:
+    """Run the kernel on the inputs: tinygrad binds one tensor per PARAM it uses, so the
+    slots the graph uses are numbered 0..k-1 for tinygrad (a slot the graph skips binds nothing)."""
+    from tinygrad import Tensor
     params = self.params()
+    self.slot_index = {slot: k for k, slot in enumerate(sorted(params))}
     tensors = []
-    for slot in range(max(params) + 1 if params else 0):
-      i = params.get(slot)
-      from tinygrad import Tensor
-      if i is None:   # a slot the kernel does not use (tinygrad's kernels bind every slot): a one-element placeholder
-        tensors.append((f"param{slot}", None, None, Tensor.zeros(1, device=self.dev("CPU")).contiguous()))
-        continue
-      v = self.views[i]
-      name = self.g.nodes[i].arg.get("name") or f"param{slot}"
-      from tinygrad import Tensor
+    for slot in sorted(params):
+      v = self.views[params[slot]]
+      name = self.g.nodes[params[slot]].arg.get("name") or f"param{slot}"
       size = int(np.prod(v.shape))
       t = (_to_tensor(self.inputs[name], v.dtype, (size,), self.dev("CPU")) if name in self.inputs
            else Tensor.zeros(size, dtype=tg_dtype(v.dtype), device=self.dev("CPU")).contiguous())
-      tensors.append((name, v.dtype, v.shape, t))
+      tensors.append((slot, name, v.dtype, v.shape, t))
     outs = self.run_on([t for *_, t in tensors])
     stored = self.stored_slots()
-    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs))
-            if k in stored and dt is not None}
+    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for (slot, name, dt, shape, _), o in zip(tensors, outs) if slot in stored}
 
   def stored_slots(self) -> set:
     """The PARAM slots some STORE writes."""
@@ -482,7 +478,8 @@ class _KernelBuilder:
     yield
 
   def k_PARAM(self, i, n):
-    return self.placeholders[n.arg["slot"]]
+    slot = n.arg["slot"]
+    return self.placeholders[getattr(self, "slot_index", {}).get(slot, slot)]
     yield
 
   def k_CONST(self, i, n):
