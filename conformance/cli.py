@@ -287,6 +287,29 @@ def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
     return EXIT_INVALID
 
 
+def _run_campaign(a) -> int:
+  """--campaign: the backend's own hunt (tinygrad: interop/campaign.py); exit 1 when it found a new bug."""
+  from tinyspec.backends import get_backend
+  try: b = get_backend(a.backend)
+  except KeyError as e:
+    print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
+  if not callable(getattr(b, "campaign", None)):
+    print(f"tinyspec fuzz: --campaign: backend {a.backend} has no campaign", file=sys.stderr); return EXIT_UNREADABLE
+  if not a.campaign > 0: print("tinyspec fuzz: --campaign needs a positive number of minutes", file=sys.stderr); return EXIT_UNREADABLE
+  devices = [d for d in (a.devices or "").split(",") if d] or None
+  try:
+    with sigterm_raises():
+      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True))
+  except ValueError as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
+  except (KeyboardInterrupt, Terminated) as e:
+    from tinyspec.deadline import kill_children
+    kill_children()
+    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
+    return getattr(e, "exit_code", 130)
+  return EXIT_INVALID if rep.new else EXIT_OK
+
+
 def fuzz_command(sub):
   p = sub.add_parser("fuzz", help="property-based differential testing of a backend",
                      description="Draw valid graphs from the tables (conformance/strategies.py) and check the backend's value "
@@ -309,6 +332,10 @@ def fuzz_command(sub):
                       "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
   p.add_argument("--families", metavar="F,...", default=None,
                  help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
+  p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
+                 help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
+                      "distinct new bug once, with its repro")
+  p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
 
   def run(a) -> int:
     from tinyspec.conformance.properties import fuzz, NoDrawableOps
@@ -316,6 +343,7 @@ def fuzz_command(sub):
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
     if a.sanitize: return _run_sanitized(a)
+    if a.campaign is not None: return _run_campaign(a)
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:
@@ -335,6 +363,10 @@ def fuzz_command(sub):
       print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
     if rep.refused:
       print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+    if rep.unsupported:
+      print("unsupported by the backend's adapter (not failures): " + "; ".join(f"{k} x{v}" for k, v in sorted(rep.unsupported.items())))
+    if rep.known:
+      print("documented bugs (not failures): " + ", ".join(sorted({f.triage.bug for f in rep.known})))
     print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
     return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

@@ -209,11 +209,16 @@ class _Shadow:
     if n.op in _unrounded_steps(dt): k = max(k, 1)   # a backend may contract it into a fused op
     from tinyspec import portable as P
     flush = P.applies("flush", n.op, dt)
-    if k == 0 and not flush and dom is None and exact: return None
+    inner = self.unrounded_inner_steps(n, dt)
+    if k == 0 and not flush and dom is None and exact and not inner: return None
     v = self.f64(i)
     tiny_sub = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)
     e = self.add("MUL", (self.abs(v), self.const(k * 2.0 ** -d.mantissa)))
     e = self.add("ADD", (e, self.const(k * tiny_sub)))
+    if inner:   # a variant that skips the inner roundings (fused, wide): each skipped one, and the result's rounding twice
+      e = self.add("ADD", (e, self.add("ADD", (self.add("MUL", (self.abs(v), self.const(2 * 2.0 ** -d.mantissa))), self.const(2 * tiny_sub)))))
+      for x in inner:
+        e = self.add("ADD", (e, self.add("ADD", (self.add("MUL", (self.abs(x), self.const(2.0 ** -d.mantissa))), self.const(tiny_sub)))))
     if not exact:
       one = self.add("ADD", (self.add("MUL", (self.abs(v), self.const(2.0 ** -d.mantissa))), self.const(tiny_sub)))
       e = self.add("ADD", (e, self.add("WHERE", (self.add("CMPLT", (self.const(0.0), moved)), one, self.const(0.0)))))
@@ -230,6 +235,21 @@ class _Shadow:
     is_inf = self.add("CMPEQ", (self.abs(v), self.const(INF)))
     e = self.add("WHERE", (is_inf, self.add("WHERE", (overflow, self.const(INF), self.const(0.0))), e))
     return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
+
+  def unrounded_inner_steps(self, n, dt: str) -> list[int]:
+    """The inner steps of n's decomposition (float64 nodes of their exact values) where a
+    decision lets a backend skip their rounding (a `fused` or `wide` variant of n in dtype
+    dt: MULACC's product, decision mulacc-rounding); [] where none does."""
+    from tinyspec import portable as P
+    steps = self.T.ops[n.op].decomposition
+    if not isinstance(steps, list) or not any(P.applies(v, n.op, dt) for v in ("fused", "wide")): return []
+    env = {s.name: self.f64(j) for s, j in zip(self.T.ops[n.op].slots, n.src)}
+    out = []
+    for st in steps[:-1]:
+      x = self.add(st["op"], [env[a] for a in st["src"]])
+      if "as" in st: env[st["as"]] = x
+      out.append(x)
+    return out
 
   # -- reductions
   def s_REDUCE(self, i, n):
@@ -291,8 +311,11 @@ class _Shadow:
 
   def s_AFTER(self, i, n):
     root = _root(self.g, i, self.T)
-    if root is None and (view := self._view_of_stored(n.src[0])) is not None:   # AFTER(RESHAPE(buffer), STORE ...)
-      self.E[i] = self.add("AFTER", [view, *n.src[1:]]); return
+    if root is None:   # AFTER(RESHAPE(buffer), STORE ...), AFTER(AFTER(RESHAPE(buffer), STORE), STORE) ...
+      j, deps = n.src[0], list(n.src[1:])
+      while self.g.nodes[j].op == "AFTER": deps += self.g.nodes[j].src[1:]; j = self.g.nodes[j].src[0]
+      if (view := self._view_of_stored(j)) is not None:
+        self.E[i] = self.add("AFTER", [view, *deps]); return
     if root is not None and root in self.shadow_root and n.src[0] not in self.store_of: self.storage_shadow(root)
     if n.src[0] in self.store_of: return self.chain(i, n)
     if root is not None and root not in self.shadow_root:   # stored into later (a loop's carried read): shadow it now
@@ -477,12 +500,16 @@ class _Domain:
 def _unrounded_steps(dt: str) -> frozenset:
   """Ops whose rounding a backend may skip for dtype dt: the inner steps of an op whose
   portable results include the `fused` variant (MULACC = ADD(MUL(A, B), C): tinygrad
-  contracts a*b+c, and so does a C compiler's fp-contract)."""
+  contracts a*b+c, and so does a C compiler's fp-contract), and the ops whose float16 or
+  bfloat16 results may be read unrounded (decision half-intermediates)."""
   from tinyspec import portable as P
+  from tinyspec.refimpl.widen import VARIANT, DECISION
   T, out = tables(), set()
   for op, dts in P.variant_scope("fused").items():
     steps = T.ops[op].decomposition
     if (dts is None or dt in dts) and isinstance(steps, list): out |= {st["op"] for st in steps[:-1]}
+  if any(dts and dt in dts for dts in P.variant_scope(VARIANT).values()):   # a float16/bfloat16 result read unrounded
+    out |= set(T.decisions[DECISION]["ops"])
   return frozenset(out)
 
 

@@ -16,7 +16,9 @@ For a drawn graph (every op node an output):
   mutant     the graph broken by one mutation of strategies.yaml is rejected by the
              validator with the mutation's rule id at the mutated node.
 A failure names its property, the node and the op; `Failure.case` is the minimal graph
-(the failing node and what it reads).
+(the failing node and what it reads). A backend with a `triage(failure, out)` method sorts
+each failure: a documented bug of its target or a limit of its adapter is counted apart
+(FuzzReport.known, .unsupported), not as a failure (the tinygrad backend's: interop/hunt.py).
 """
 from __future__ import annotations
 import tempfile
@@ -33,6 +35,7 @@ from tinyspec.files import load_npy
 from tinyspec.conformance.protocol import answer_outputs as _answer_outputs
 from tinyspec.conformance.compare import describe, element_bounds
 from tinyspec.conformance.strategies import Drawn
+from tinyspec.conformance.localcheck import local_reference
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Failure:
   dtype: str | None
   message: str
   drawn: Drawn
+  detail: dict | None = field(default=None, repr=False, compare=False)   # values: got, want, bounds, alternatives, operands
+  triage: object = field(default=None, repr=False, compare=False)        # the backend's verdict on it (backend.triage)
 
   @property
   def signature(self) -> tuple:
@@ -87,45 +92,6 @@ def known_values(d: Drawn, outputs: dict) -> dict:
   for name, i in d.outputs.items():
     if name in outputs: known[i] = np.asarray(outputs[name])
   return known
-
-
-def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
-  """The reference evaluator's value of node i's op on the given values of its sources,
-  and those source values (for the tolerance). The node is evaluated alone, at its own
-  level: every value source with a known value becomes an input holding it (a BUFFER; in
-  a kernel, a load from a PARAM over the same loop), constants and shape operands are
-  copied."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.tables import tables
-  g = d.graph
-  n = g.nodes[i]
-  o = tables().ops[n.op]
-  kernel = d.level == "kernel"
-  nodes, inputs, operands, src = [], {}, [], []
-  def add(op, srcs=(), arg=None):
-    nodes.append(Node(op, list(srcs), arg)); return len(nodes) - 1
-  if kernel:
-    length = next(int(thaw(g.nodes[x.src[0]].arg)["value"]) for x in g.nodes if x.op == "RANGE")
-    rng = add("RANGE", [add("CONST", [], {"value": length, "dtype": "index"})], {"id": 0, "type": "LOOP"})
-    vec = add("VCONST", [], {"values": [length], "dtype": "index"})
-  for k, j in enumerate(n.src):
-    slot = o.slot_for(k)
-    if slot.kind == "value" and j in known and g.nodes[j].op != "CONST":
-      v = np.asarray(known[j])
-      name = f"param{len(inputs)}" if kernel else f"buf{len(inputs)}"
-      if kernel:
-        src.append(add("INDEX", [add("PARAM", [vec], {"slot": len(inputs), "dtype": views[j].dtype}), rng]))
-      else:
-        src.append(add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs), "dtype": views[j].dtype, "device": "CPU"}))
-      inputs[name] = v
-    else:
-      src.append(add(g.nodes[j].op, [], thaw(g.nodes[j].arg)))
-    if slot.kind == "value" and j in known: operands.append(np.asarray(known[j]))
-  node = add(n.op, src, thaw(n.arg))
-  if not kernel: return evaluate(Graph(nodes), inputs, variants=variants)["out0"], operands
-  out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
-  add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
-  return evaluate(Graph(nodes, level="kernel"), inputs, variants=variants)[f"param{len(inputs)}"], operands
 
 
 def _same_as_trace(got, ref) -> bool:
@@ -173,7 +139,8 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
         try: alts.append(np.broadcast_to(local_reference(d, views, i, known, (v,))[0], np.shape(want)))
         except Exception: pass
     msg = describe(got, want, dt, bounds, alternatives=alts)
-    if msg: return Failure("values", i, n.op, dt, msg, d)
+    if msg: return Failure("values", i, n.op, dt, msg, d, {"got": got, "want": want, "bounds": bounds, "alternatives": alts, "operands": operands,
+                                                        "sources": {j: known[j] for j in n.src if j in known}})
   return None
 
 
@@ -370,6 +337,8 @@ class FuzzReport:
   refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
   written: list = field(default_factory=list)     # case folders written
   unwritten: list = field(default_factory=list)   # FileRefused: a failure that could not be written under out
+  known: list = field(default_factory=list)       # failures the backend's triage matched to a documented bug (not failures)
+  unsupported: dict = field(default_factory=dict) # what the backend's triage found beyond its adapter -> count (not failures)
 
 
 EXPLORE_PER_ROUND = 4   # examples per focus after the first pass
@@ -434,7 +403,7 @@ def foci(caps, levels, seed: int) -> list[Focus]:
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
          stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0,
-         profile: str | None = None) -> FuzzReport:
+         profile: str | None = None, triage=None) -> FuzzReport:
   """Run the properties on `examples` drawn graphs (split over the levels). Each failure
   is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
   written as a corpus case; the search then goes on, skipping failures of the same
@@ -443,7 +412,8 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
   and dtype class of the backend, shuffled by the seed): a first pass draws one example
   of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
-  passes let Hypothesis explore each focus for a few examples."""
+  passes let Hypothesis explore each focus for a few examples. Failures are triaged (see
+  the module docstring; `triage` overrides the backend's own)."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase, strategies as st
   from hypothesis.errors import Unsatisfiable
   t0 = time.monotonic()
@@ -456,6 +426,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
     try: stage_backend = runner.backend if isinstance(runner, InProcess) else get_backend(backend)
     except (KeyError, TypeError): stage_backend = None
   decomposed = runner.caps.decomposed
+  triage = triage or _triage_of(backend, runner)
   levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
   if not levels and strategy is None:
     runner.stop()
@@ -498,9 +469,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
         with warnings.catch_warnings():   # Hypothesis's repr of a failing example (dataclasses of arrays): unused here
           warnings.filterwarnings("ignore", message="Generating overly large repr")
           prop()
-      except PropertyFailed:
-        pass
-      except Unsatisfiable:   # the focus could not be drawn (every attempt refused): the next one
+      except (PropertyFailed, Unsatisfiable):   # Unsatisfiable: the focus could not be drawn (every attempt refused)
         pass
       except Exception as e:   # Hypothesis could not replay the failure (flaky): keep what it found
         if last[0] is None: raise
@@ -515,13 +484,38 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
       if f.node is None: f = _fewer_outputs(f, runner, stage_backend, decomposed)
       elif f.prop == "values": f = _one_element(f, runner, decomposed)
       seen.add(f.signature)
-      rep.failures.append(f)
-      if log: log(f"FAIL {f}")
-      if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
+      _record(rep, f, triage, out, log)
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
   return rep
+
+
+def _triage_of(backend, runner):
+  """The backend's triage(failure, out) -> verdict, where it has one, else None."""
+  obj = getattr(runner, "backend", None)
+  if obj is None and isinstance(backend, str):
+    from tinyspec.backends import get_backend
+    try: obj = get_backend(backend)
+    except (KeyError, TypeError, ValueError): obj = None
+  return getattr(obj, "triage", None)
+
+
+def _record(rep: FuzzReport, f: Failure, triage, out, log) -> None:
+  """A found failure into the report, after the backend's triage: a documented bug or a
+  limit of its adapter is counted apart; anything else is a failure (kept under out)."""
+  v = f.triage = triage(f, Path(out) if out is not None else None) if triage is not None and f.prop != "mutant" else None
+  kind, repro = getattr(v, "kind", None), getattr(v, "repro", None)
+  if kind == "documented":
+    rep.known.append(f)
+    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {repro} (fails on tinygrad)" if repro else ""))
+  elif kind == "unsupported":
+    rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
+    if log: log(f"UNSUPPORTED {v.why}: {f}")
+  else:
+    rep.failures.append(f)
+    if log: log(f"NEW {f}\n  " + (f"repro: {repro} (fails on tinygrad)" if repro else f"no repro kept: {v.note}"[:400]) if kind == "new" else f"FAIL {f}")
+    if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
 
 
 def _fewer_outputs(f: Failure, runner, stage_backend, decomposed) -> Failure:

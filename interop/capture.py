@@ -65,7 +65,10 @@ def read_buffer(buf, shape=None) -> np.ndarray | None:
   or None when it is not allocated."""
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.interop.tinygrad_import import dtype_name
-  if buf is None or not buf.is_initialized(): return None
+  if buf is None: return None
+  if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
+    buf.ensure_allocated()   # a view (an offset into a realized buffer) is opened lazily: its base holds the data
+  if not buf.is_initialized(): return None
   a = np.frombuffer(bytes(buf.as_memoryview()), dtype=np_dtype(dtype_name(buf.dtype))).copy()
   return a if shape is None else a.reshape(shape)
 
@@ -79,8 +82,7 @@ def _tensor_value(t) -> np.ndarray:
   """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes."""
   try: buf = t.uop.buffer
   except RuntimeError: buf = None   # a view that is not contiguous
-  if buf is not None and buf.size == t.numel():
-    return read_buffer(buf, t.shape)
+  if buf is not None and buf.size == t.numel() and (a := read_buffer(buf, t.shape)) is not None: return a
   return np.asarray(t.numpy())
 
 

@@ -28,18 +28,9 @@ import shutil
 import numpy as np
 from tinyspec.backends import Backend, Capabilities, Unavailable, describe_by_capabilities
 from tinyspec.interop.walk import drive
-
-
-class Refused(Exception):
-  """The backend does not run this graph; `rule` names the broken rule, if any."""
-  def __init__(self, message: str, rule: str | None = None):
-    super().__init__(message + (f" [{rule}]" if rule else ""))
-    self.rule = rule
-
-
-def _backend_table() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
-  return mapping()["backend"]
+from tinyspec.interop.tinygrad_names import _backend_table, tg_dtype, tg_op  # noqa: F401 (tg_dtype, tg_op: the backend's API)
+from tinyspec.interop.tinygrad_device import (Refused, Unexpressed, _base, _device_context, _device_map,  # noqa: F401 (the
+                                             have_clang, open_cl, tinygrad_device)  # backend's API: Refused, have_clang, open_cl)
 
 
 def unsupported(device: str) -> dict:
@@ -53,44 +44,6 @@ def _version() -> str:
   from importlib.metadata import version, PackageNotFoundError
   try: return version("tinygrad")
   except PackageNotFoundError: return "?"
-
-
-def have_clang() -> bool:
-  """Whether tinygrad's CPU device can open: CPUDevice.__init__ compiles its runtime helpers
-  with ClangCompiler, which runs `clang` (tinygrad/runtime/ops_cpu.py, compiler_cpu.py)."""
-  return shutil.which("clang") is not None
-
-
-_warned: set = set()
-
-
-def tinygrad_device() -> str:
-  """TINYSPEC_TINYGRAD_DEVICE; unset, CPU where clang is on PATH, else PYTHON."""
-  dev = os.environ.get("TINYSPEC_TINYGRAD_DEVICE")
-  if dev: return dev
-  if have_clang(): return "CPU"
-  if "PYTHON" not in _warned:
-    _warned.add("PYTHON")
-    import sys
-    print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
-          "its expected failures are conformance/manifests/tinygrad-PYTHON.yaml; the CPU device needs clang)", file=sys.stderr)
-  return "PYTHON"
-
-
-def _base(device: str) -> str:
-  return device.split(":")[0].upper()
-
-
-def open_cl() -> None:
-  """tinygrad's CL device on PoCL: its ctypes loader needs OPENCL_PATH (pyopencl's wheel
-  ships libOpenCL in pyopencl/.libs), and the ICD only initializes once pyopencl has
-  loaded it (opening CL first segfaults in clGetPlatformIDs)."""
-  import glob
-  try: import pyopencl
-  except ImportError as e: raise Refused(f"tinygrad's CL device here needs pyopencl with PoCL ({e})") from None
-  if not os.environ.get("OPENCL_PATH"):
-    libs = sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "libOpenCL*")))
-    if libs: os.environ["OPENCL_PATH"] = libs[0]
 
 
 class TinygradBackend(Backend):
@@ -142,6 +95,28 @@ class TinygradBackend(Backend):
     EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
     self._ready = True
 
+  def triage(self, failure, out):
+    """A fuzz finding sorted: a documented tinygrad bug, a limit of this adapter, or new (with
+    a tinygrad-only repro.py written under out and checked to fail): interop/hunt.py."""
+    from tinyspec.interop.hunt import triage
+    return triage(failure, out, _base(self.device), self.kernel_uops)
+
+  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print):
+    """Hunt on each device for `minutes` (interop/campaign.py); prints each new bug once."""
+    from tinyspec.interop.campaign import campaign
+    return campaign(minutes, devices, out, seed, log, lambda d: TinygradBackend(d).triage)
+
+  def kernel_uops(self, graph, res, inputs: dict):
+    """(the kernel's SINK of UOps over placeholders, [(input name, dtype, shape) per PARAM
+    slot]): what run() would give Tensor.custom_kernel (a repro writes it with pyrender)."""
+    from tinygrad.uop.ops import UOp
+    kb = _KernelBuilder(self, graph, res, inputs)
+    params = kb.params()
+    kb.slot_index = {slot: k for k, slot in enumerate(sorted(params))}   # as outputs() numbers them
+    slots = [(graph.nodes[params[s]].arg.get("name") or f"param{s}", res.views[params[s]].dtype, tuple(res.views[params[s]].shape)) for s in sorted(params)]
+    kb.placeholders = [UOp.placeholder((int(np.prod(sh)),), tg_dtype(dt), k) for k, (_, dt, sh) in enumerate(slots)]
+    return drive(kb.root, kb._gen, {}), slots
+
   def run(self, graph, inputs: dict) -> dict:
     from tinyspec.validate import validate
     self.setup()
@@ -149,73 +124,20 @@ class TinygradBackend(Backend):
     if not res.ok:
       d = res.diagnostics[0]
       raise Refused(d.format(), d.rule)
-    if res.level not in ("tensor", "kernel"): raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend")
+    if res.level not in ("tensor", "kernel"): raise Refused(f"{res.level}-level graphs are not run by the tinygrad backend", "backend.unsupported")
     with _device_context(self.device):
-      if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
-      return _KernelBuilder(self, graph, res, inputs).outputs()
-
-
-def _device_context(device: str):
-  """tinygrad's default device (Device.DEFAULT, from DEV) set to the backend's device while
-  a graph runs, where it is another one: the backend names the device of every tensor it
-  makes, this covers any default tinygrad falls back to inside. Unchanged (a no-op) where
-  DEV already names the device, so DEV's renderer choice (DEV=CPU:LLVM) is kept."""
-  import contextlib
-  from tinygrad.helpers import DEV, Context
-  if (DEV.device or "").upper() == _base(device): return contextlib.nullcontext()
-  return Context(DEV=_base(device))
+      try:
+        if res.level == "tensor": return _TensorBuilder(self, graph, res, inputs).outputs()
+        return _KernelBuilder(self, graph, res, inputs).outputs()
+      except Unexpressed as e:   # the adapter's own limit, not tinygrad's failure
+        raise Refused(str(e), "backend.unsupported") from None
 
 
 # ------------------------------------------------------------------ shared helpers
-def tg_dtype(name: str, kernel: bool = False):
-  """The tinygrad DType of a tinyspec dtype name."""
-  from tinygrad import dtypes
-  B = _backend_table()
-  name = (B["kernel_dtypes"] if kernel else {}).get(name) or B["dtypes"].get(name, name)
-  return getattr(dtypes, name)
-
-
-def tg_op(op: str):
-  """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map
-  (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
-  from tinygrad.uop.ops import Ops
-  name = _inverse_renames().get(op, op)
-  return Ops[name] if name in Ops.__members__ else None
-
-
-def _inverse_renames() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
-  m = mapping()
-  return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}
-
-
 def _spec_const(v, dtype: str):
   if isinstance(v, str): return float(v)     # "nan", "inf", "-inf"
   if dtype == "bool": return bool(v)
   return v
-
-
-def _device_map(backend_device: str):
-  """spec device name -> tinygrad device: CPU is the backend's device, any other name its
-  own instance of it (DEV:1, DEV:2 ... in order of appearance), or the device itself where
-  there is no other instance (an OpenCL platform with one device: a copy to itself)."""
-  names: dict[str, str] = {}
-  def dev(name):
-    if name is None: return None
-    if isinstance(name, (list, tuple)): raise Refused(f"n-tuple device {tuple(name)} (sharding) is not run by the tinygrad backend")
-    if name not in names:
-      names[name] = backend_device if name == "CPU" else _instance(backend_device, 1 + sum(k != "CPU" for k in names))
-    return names[name]
-  return dev
-
-
-def _instance(device: str, k: int) -> str:
-  from tinygrad import Device
-  try:
-    Device[f"{device}:{k}"]
-    return f"{device}:{k}"
-  except Exception:   # noqa: BLE001 (no such instance: tinygrad raises what its runtime raises)
-    return device
 
 
 def _to_tensor(a: np.ndarray, dtype: str, shape, device):
@@ -305,7 +227,7 @@ class _TensorBuilder:
     return self.t_unsupported(i, env, n)
 
   def t_unsupported(self, i, env, n):
-    raise NotImplementedError(f"node {i} ({n.op}): not built by the tinygrad backend")
+    raise Unexpressed(f"node {i} ({n.op}): not built by the tinygrad backend")
     yield
 
   # ---- sources
@@ -377,12 +299,17 @@ class _TensorBuilder:
     return x.bitcast(tg_dtype(n.arg))
 
   def t_INDEX(self, i, env, n):
-    """Outer indexing from the left: a ()-shaped index drops its axis, a (k,) one makes it k."""
+    """Outer indexing from the left: a ()-shaped index drops its axis, a (k,) one makes it k.
+    tinygrad's getitem reads a negative index from the end (Python's rule) and one past the
+    end as 0; the spec reads both as 0 (decision index-oob): a negative one is masked."""
     x = yield n.src[0], env
     axis = 0
     for s in n.src[1:]:
       idx = yield s, env
+      rest = len(x.shape) - axis - 1
       x = x[(slice(None),) * axis + (idx,)]
+      neg = (idx < 0).reshape((1,) * axis + tuple(idx.shape) + (1,) * rest)
+      x = neg.where(x.zeros_like(), x)
       if len(self.views[s].shape) == 1: axis += 1
     return x
 
@@ -407,7 +334,7 @@ class _TensorBuilder:
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg))
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
-    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    if op is None: raise Unexpressed(f"{n.op}: no tinygrad op")
     return srcs[0].alu(op, *srcs[1:])
 
   def t_marker(self, i, env, n):
@@ -463,7 +390,7 @@ class _TensorBuilder:
   def t_STORE(self, i, env, n):
     target = self._root(n.src[0])
     if self.g.nodes[n.src[0]].op == "INDEX":
-      raise NotImplementedError(f"node {i} (STORE): a store through INDEX at tensor level")
+      raise Unexpressed(f"node {i} (STORE): a store through INDEX at tensor level")
     old = yield n.src[0], env
     val = yield n.src[1], env
     val = val._broadcast_to(tuple(old.shape)) if tuple(val.shape) != tuple(old.shape) else val
@@ -517,21 +444,22 @@ class _KernelBuilder:
     return out
 
   def outputs(self) -> dict:
+    """Run the kernel on the inputs: tinygrad binds one tensor per PARAM it uses, so the
+    slots the graph uses are numbered 0..k-1 for tinygrad (a slot the graph skips binds nothing)."""
+    from tinygrad import Tensor
     params = self.params()
+    self.slot_index = {slot: k for k, slot in enumerate(sorted(params))}
     tensors = []
-    for slot in range(max(params) + 1 if params else 0):
-      i = params.get(slot)
-      if i is None: raise Refused(f"kernel PARAM slot {slot} is not used: the slots must be 0..n-1")
-      v = self.views[i]
-      name = self.g.nodes[i].arg.get("name") or f"param{slot}"
-      from tinygrad import Tensor
+    for slot in sorted(params):
+      v = self.views[params[slot]]
+      name = self.g.nodes[params[slot]].arg.get("name") or f"param{slot}"
       size = int(np.prod(v.shape))
       t = (_to_tensor(self.inputs[name], v.dtype, (size,), self.dev("CPU")) if name in self.inputs
            else Tensor.zeros(size, dtype=tg_dtype(v.dtype), device=self.dev("CPU")).contiguous())
-      tensors.append((name, v.dtype, v.shape, t))
+      tensors.append((slot, name, v.dtype, v.shape, t))
     outs = self.run_on([t for *_, t in tensors])
     stored = self.stored_slots()
-    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for k, ((name, dt, shape, _), o) in enumerate(zip(tensors, outs)) if k in stored}
+    return {name: _from_tensor(o, dt, self.backend.device).reshape(shape) for (slot, name, dt, shape, _), o in zip(tensors, outs) if slot in stored}
 
   def stored_slots(self) -> set:
     """The PARAM slots some STORE writes."""
@@ -545,7 +473,7 @@ class _KernelBuilder:
 
   def run_on(self, tensors: list) -> list:
     from tinygrad import Tensor
-    if not tensors: raise Refused("a kernel without PARAMs")
+    if not tensors: raise Refused("a kernel without PARAMs", "backend.unsupported")
     def fxn(*placeholders):
       self.placeholders = placeholders
       return drive(self.root, self._gen, {})
@@ -562,11 +490,12 @@ class _KernelBuilder:
     return self.k_unsupported(i, n)
 
   def k_unsupported(self, i, n):
-    raise NotImplementedError(f"node {i} ({n.op}): not built in a kernel by the tinygrad backend")
+    raise Unexpressed(f"node {i} ({n.op}): not built in a kernel by the tinygrad backend")
     yield
 
   def k_PARAM(self, i, n):
-    return self.placeholders[n.arg["slot"]]
+    slot = n.arg["slot"]
+    return self.placeholders[getattr(self, "slot_index", {}).get(slot, slot)]
     yield
 
   def k_CONST(self, i, n):
@@ -618,7 +547,7 @@ class _KernelBuilder:
     reads zero where the gate is false; alt elsewhere than zero is a WHERE after it."""
     if len(n.src) == 1: return (yield n.src[0])
     idx_node = self.g.nodes[n.src[0]]
-    if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (LOAD): a gated load of {idx_node.op}")
+    if idx_node.op != "INDEX": raise Unexpressed(f"node {i} (LOAD): a gated load of {idx_node.op}")
     alt = yield n.src[1]
     gate = yield n.src[2]
     x = yield from self._access(idx_node, gate)
@@ -628,7 +557,7 @@ class _KernelBuilder:
     idx_node = self.g.nodes[n.src[0]]
     val = yield n.src[1]
     if len(n.src) == 3:
-      if idx_node.op != "INDEX": raise NotImplementedError(f"node {i} (STORE): a gated store to {idx_node.op}")
+      if idx_node.op != "INDEX": raise Unexpressed(f"node {i} (STORE): a gated store to {idx_node.op}")
       gate = yield n.src[2]
       return (yield from self._access(idx_node, gate)).store(val)
     target = yield n.src[0]
@@ -647,6 +576,12 @@ class _KernelBuilder:
     for s in n.src[1:]: rngs.append((yield s))
     return UOp(Ops.REDUCE, x.dtype, (x, *rngs), (Ops[n.arg["op"]], 0))
 
+  def k_GROUP(self, i, n):
+    from tinygrad.uop.ops import UOp
+    srcs = []
+    for s in n.src: srcs.append((yield s))
+    return UOp.group(*srcs)
+
   def k_SINK(self, i, n):
     from tinygrad.uop.ops import UOp, KernelInfo
     srcs = []
@@ -660,5 +595,5 @@ class _KernelBuilder:
     if n.op == "CAST": return srcs[0].cast(tg_dtype(n.arg, kernel=True))
     if n.op in B["methods"]: return getattr(srcs[0], B["methods"][n.op])(*srcs[1:])
     op = tg_op(n.op)
-    if op is None: raise NotImplementedError(f"{n.op}: no tinygrad op")
+    if op is None: raise Unexpressed(f"{n.op}: no tinygrad op")
     return srcs[0].alu(op, *srcs[1:])

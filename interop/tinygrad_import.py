@@ -21,14 +21,13 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 import yaml
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
 from tinyspec.interop.walk import drive
+from tinyspec.interop.importreport import ImportReport
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -52,30 +51,6 @@ def dtype_name(dt) -> str | None:
 
 
 def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
-
-
-# ------------------------------------------------------------------ the report
-@dataclass
-class ImportReport:
-  """What an import did beyond one-to-one: `renamed` ("RECIPROCAL -> RECIP"), `forms`
-  (name -> count, see the table's `forms`) and `unmapped` (what the spec lacks: "op GETADDR",
-  "dtype float8_e4m3", "AxisType DEVICE", "ParamArg.axis" ... -> count)."""
-  renamed: Counter = field(default_factory=Counter)
-  forms: Counter = field(default_factory=Counter)
-  unmapped: Counter = field(default_factory=Counter)
-
-  def merge(self, other: "ImportReport") -> "ImportReport":
-    self.renamed.update(other.renamed); self.forms.update(other.forms); self.unmapped.update(other.unmapped)
-    return self
-
-  def to_json(self) -> dict:
-    return {k: dict(sorted(getattr(self, k).items())) for k in ("renamed", "forms", "unmapped")}
-
-  def lines(self) -> list[str]:
-    out = []
-    for title, c in (("unmapped (the spec has no counterpart)", self.unmapped), ("forms", self.forms), ("renamed", self.renamed)):
-      if c: out.append(f"{title}: " + ", ".join(f"{k} x{n}" for k, n in sorted(c.items())))
-    return out
 
 
 # ------------------------------------------------------------------ contexts
@@ -255,8 +230,11 @@ class _Converter:
     """tinygrad's Variable (a ParamArg in address space ALU, vmin_vmax its range): the spec's
     symbolic size, a ()-shaped integer PARAM with (min, max) sources. tinygrad gives an
     unbound variable slot -1: it is numbered after the graph's other slots."""
-    self.report.forms["variable"] += 1
     a, dtype = u.arg, self.dtype_of(u, ctx)
+    if a.name in self.m["runtime_vars"] and a.vmin_vmax is not None:   # set per thread by the runtime: a thread index
+      self.report.forms["runtime variable as SPECIAL"] += 1
+      return self._index_typed(u, ctx, self.add("SPECIAL", (self.const(int(a.vmin_vmax[1]) + 1, "index"),), {"name": self.m["runtime_vars"][a.name]}))
+    self.report.forms["variable"] += 1
     slot = int(a.slot) if a.slot >= 0 else self.free_slot(u)
     arg = {"slot": slot, "dtype": dtype, **({"name": str(a.name)} if a.name is not None else {})}
     self._unplaced_fields(a)
@@ -363,12 +341,17 @@ class _Converter:
   def f_store(self, u, ctx):
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
-    dst = u.src[0]
-    while dst.op.name == "RESHAPE" and self.level == "tensor":   # assign into a reshaped buffer: the value reshaped to the buffer
-      self.report.forms["store into a RESHAPE"] += 1
-      dst = dst.src[0]
-      val = self.add("RESHAPE", (val, self.add("VCONST", (), {"values": [int(d) for d in dst.shape], "dtype": "index"})))
+    dst, orders = u.src[0], []
+    if self.level == "tensor":
+      dst, orders = _storage_under_views(dst)
+      if dst is not u.src[0]:   # assign into a reshaped buffer (maybe assigned before): the value reshaped to the buffer
+        self.report.forms["store into a RESHAPE" + (" under AFTER" if orders else "")] += 1
+        val = self.add("RESHAPE", (val, self._vshape(dst.shape)))
     target = yield dst, TARGET
+    for deps in orders:   # innermost first: the store stays ordered after every earlier assign
+      srcs = []
+      for d in deps: srcs.append((yield d, V()))
+      target = self.add("AFTER", [target, *srcs], None, *self.declared(dst, tdtype))
     gates = [self.masks[target]] if target in self.masks else []
     for s in u.src[2:]: gates.append((yield s, V()))
     if len(gates) > 1: gates = [self.add("AND", tuple(gates))]
@@ -513,6 +496,19 @@ def _result_slot(od) -> str | None:
 def _toposort(roots):
   from tinygrad.uop.ops import UOp
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
+
+
+def _storage_under_views(dst):
+  """tinygrad's assign target RESHAPE(B), or AFTER(RESHAPE(B), STORE ...) for a buffer
+  assigned before in the same realize: (B, the AFTER deps, innermost first); (dst, [])
+  without a RESHAPE. A target is storage (STORE.target) and AFTER passes its buffer on:
+  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (seed 001: assign is STORE then AFTER)."""
+  base, orders, reshaped = dst, [], False
+  while base.op.name in ("RESHAPE", "AFTER"):
+    if base.op.name == "RESHAPE": reshaped = True
+    else: orders.append(base.src[1:])
+    base = base.src[0]
+  return (base, orders[::-1]) if reshaped else (dst, [])
 
 
 def _is_invalid(v) -> bool: return type(v).__name__ == "InvalidType"

@@ -88,6 +88,11 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   from tinyspec.portable import variants as known
   bad = sorted(set(variants) - known())
   if bad: raise EvalError(f"unknown variant {', '.join(bad)} (the tables' variants: {', '.join(sorted(known()))})", rule="eval.input", exit_code=2)
+  from tinyspec.refimpl.widen import VARIANT, widen_intermediates
+  if VARIANT in variants:   # a graph-wide variant: evaluated as the graph it rewrites to
+    g = widen_intermediates(g, res.views)
+    res = validate(g, level)
+    if not res.ok: raise EvalError(f"internal error: the {VARIANT} graph is invalid: {res.diagnostics[0].format()}", rule="eval.internal")
   m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   m.variants = frozenset(variants)
   m.zeros, m.cast = bool(zeros), bool(cast)

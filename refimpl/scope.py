@@ -379,13 +379,16 @@ class Scope:
     return x
 
   def after_view(self, ctx):
-    """AFTER of movement ops over storage (tinygrad's AFTER(RESHAPE(buf), STORE(buf, v))):
-    the storage as its deps leave it, seen through the same movement ops; AFTER of any
-    other value passes it through."""
+    """AFTER of movement ops over storage (tinygrad's AFTER(RESHAPE(buf), STORE(buf, v)),
+    and AFTER(AFTER(RESHAPE(buf), STORE), STORE) of a buffer assigned twice): the storage
+    as its deps leave it (every AFTER's, merged in ctx.eff), seen through the same movement
+    ops; AFTER of any other value passes it through."""
     m, nodes = self.m, self.m.nodes
     chain, j = [], ctx.node.src[0]
-    while j not in self.plan.root and m.T.ops[nodes[j].op].category == "movement" and role(nodes[j].op) is None:
-      chain.append(j); j = nodes[j].src[0]
+    while j not in self.plan.root:
+      if role(nodes[j].op) == "after": j = nodes[j].src[0]
+      elif m.T.ops[nodes[j].op].category == "movement" and role(nodes[j].op) is None: chain.append(j); j = nodes[j].src[0]
+      else: break
     if j not in self.plan.root or not chain: return ctx.value(0)
     st = self.storage(self.plan.root[j])
     ver = (ctx.eff or {}).get(st.key) or st.base

@@ -112,6 +112,28 @@ def test_a_fused_multiply_add_is_within_the_bound():
   assert not within(fused * 3 + 1e-30, got["out0"], bounds["out0"]).all()
 
 
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "float16"])
+def test_an_explicit_mulacc_of_exact_operands_holds_its_fused_and_wide_results(dt):
+  """An explicit MULACC (tinygrad's lowered programs, its PYTHON device) of inputs: no operand
+  error, yet decision mulacc-rounding allows the fused and the wide results, which differ from
+  the canonical one where a*b + c cancels. The bound holds both, and not a planted error."""
+  from tinyspec.refimpl.numeric import np_dtype
+  n, T = 256, np_dtype(dt)
+  a, bb = (rng.standard_normal(n).astype(np.float32).astype(T) for _ in range(2))
+  c = (-(a.astype(np.float64) * bb.astype(np.float64))).astype(T)
+  b = Builder()
+  xs = [b.param((n,), dt, k, name=nm) for k, nm in enumerate("abc")]
+  g = b.graph([b.MULACC(*xs)], level="tensor")
+  ins = {"a": a, "b": bb, "c": c}
+  got, bounds = evaluate_with_bounds(g, ins)
+  for v in ("fused", "wide"):
+    alt = evaluate(g, ins, variants=(v,))["out0"]
+    assert (alt != got["out0"]).any(), f"the {v} result must differ somewhere"
+    assert within(alt, got["out0"], bounds["out0"]).all(), v
+  wrong = (got["out0"].astype(np.float64) + 4 * np.abs(a.astype(np.float64) * bb.astype(np.float64)) * 2.0 ** -7 + 1).astype(T)
+  assert not within(wrong, got["out0"], bounds["out0"]).all()
+
+
 def test_outside_an_ops_domain_the_bound_is_inf_nan_is_a_class_and_exact_integers_get_zero():
   b = Builder()
   x = b.param((4,), F32, 0, name="x"); i = b.param((4,), "int32", 1, name="i")

@@ -183,7 +183,7 @@ def test_without_clang_constant_graphs_run_on_the_python_device(tmp_path, order)
 
 
 def test_default_device_is_cpu_with_clang_else_python(monkeypatch):
-  from tinyspec.interop import tinygrad_backend as tb
+  from tinyspec.interop import tinygrad_device as tb
   monkeypatch.delenv("TINYSPEC_TINYGRAD_DEVICE", raising=False)
   monkeypatch.setattr(tb, "have_clang", lambda: True)
   assert tb.tinygrad_device() == "CPU"

@@ -1,5 +1,6 @@
-"""docs/tinygrad-bugs.md against tinygrad and the manifests: every expected failure of the
-tinygrad backend names a bug there, and every bug's repro (a Python block run on tinygrad
+"""docs/tinygrad-bugs.md against tinygrad, the manifests and the hunt's signatures: every
+expected failure of the tinygrad backend names a bug there, every bug has a signature in
+interop/tinygrad_bugs.yaml, and every bug's repro (a Python block run on tinygrad
 alone, on each device its `# devices:` line lists) still reproduces: it fails, raises or
 dies by a signal. The PYTHON and CPU repros run by default (a second or two each); CL
 (PoCL) ones with TINYSPEC_TINYGRAD_LONG=1."""
@@ -37,6 +38,15 @@ def bugs() -> dict[str, list[tuple[list[str], str | None, str]]]:
 def test_the_doc_lists_every_bug_it_describes():
   table = set(re.findall(r"^\| \[([a-z0-9-]+)\]\(#", DOC.read_text(), flags=re.M))
   assert table == set(bugs())
+
+
+def test_every_bug_has_a_signature_and_every_signature_a_bug():
+  """interop/tinygrad_bugs.yaml (how `tinyspec fuzz --backend tinygrad` recognizes a finding
+  as documented) names exactly the bugs of the doc, each with at least one signature."""
+  sigs = yaml.safe_load((ROOT / "interop" / "tinygrad_bugs.yaml").read_text())["bugs"]
+  assert set(sigs) == set(bugs()), f"in the doc only: {set(bugs()) - set(sigs)}; in the signatures only: {set(sigs) - set(bugs())}"
+  for bug, entries in sigs.items():
+    assert entries and all(isinstance(e, dict) and "kind" in e for e in entries), bug
 
 
 def test_every_manifest_entry_is_a_documented_bug():

@@ -257,6 +257,27 @@ def test_decision_mulacc_rounding():
   assert evaluate(bld.graph(), ins, variants=["wide"])["out0"].tolist() == [2.0**-24]
 
 
+def test_decision_half_intermediates():
+  """Every float16 result is rounded (canonical); the `wide-intermediates` variant keeps a
+  half product in float32 where an elementwise op reads it (a CAST to float32 sees the
+  exact product, as tinygrad's __fp16 and its emulation give), and rounds what is output
+  or cast to float16 explicitly."""
+  h = np.float16
+  a, b = np.array([1 + 2.0**-10, 3.0], h), np.array([1 + 2.0**-10, 1 + 2.0**-10], h)
+  bld = Builder()
+  x, y = bld.buffer((2,), "float16", 0), bld.buffer((2,), "float16", 1)
+  m = bld.MUL(x, y)
+  wide32 = bld.CAST(m, arg=F32)
+  g = bld.graph([m, wide32, bld.CAST(bld.CAST(wide32, arg="float16"), arg=F32)], level="tensor")
+  exact = a.astype(np.float64) * b
+  canon = evaluate(g, {0: a, 1: b})
+  assert canon["out1"].tolist() == exact.astype(h).astype(np.float32).tolist()
+  wide = evaluate(g, {0: a, 1: b}, variants=["wide-intermediates"])
+  assert wide["out0"].tolist() == canon["out0"].tolist() and wide["out0"].dtype == h   # the output itself is rounded
+  assert wide["out1"].tolist() == exact.astype(np.float32).tolist() != canon["out1"].tolist()
+  assert wide["out2"].tolist() == canon["out2"].tolist()   # an explicit CAST to float16 rounds
+
+
 def test_decision_reduce_empty():
   for dt, op, want in (("float32", "ADD", 0.0), ("float32", "MUL", 1.0), ("float32", "MAX", -math.inf), ("int8", "MAX", -128),
                        ("uint16", "MAX", 0), ("bool", "MAX", False), ("int32", "MUL", 1)):

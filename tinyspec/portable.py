@@ -106,13 +106,14 @@ def alternatives(op: str, arg, dt: str, operands: list, want, bounds, reduced_ax
   want = np.asarray(want)
   b = np.array(np.broadcast_to(np.asarray(bounds, np.float64), want.shape))
   alts, names = [], []
+  seen = {dt} | {np.asarray(x).dtype.name for x in operands}   # a comparison's entry names its operands' dtypes
   for _, e in entries(op, arg):
-    if e.get("dtypes") and dt not in e["dtypes"]: continue
+    if e.get("dtypes") and not seen & set(e["dtypes"]): continue
     try:
       mask = where_mask(e, op, dt, operands, want.shape)
       if reduced_axes: mask = np.logical_or.reduce(mask, axis=reduced_axes, keepdims=True) if mask.ndim else mask
       mask = np.broadcast_to(mask, want.shape)
-    except (ValueError, TypeError, IndexError):   # operands that do not line up with the result: the whole result
+    except (ValueError, TypeError, IndexError, NameError):   # operands that do not line up with the result (or are missing): the whole result
       mask = np.ones(want.shape, bool)
     if not mask.any() and e.get("where") is not None: continue
     slots = [s.name for s in tables().ops[op].slots][:len(operands)]

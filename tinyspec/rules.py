@@ -159,13 +159,13 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
   through = frozenset(n for n, s in storage.items() if s == "through")
   bodies = {n: frozenset(k) for n, k in body_slots.items() if k}
 
-  def is_storage(v) -> bool:
+  def under_through(v):   # the node below v's chain of INDEX/AFTER/markers (`storage: through`)
     while v.op in through and v.src: v = v.src[0]
-    return v.op in roots
+    return v
 
-  def storage_root(v):
-    while v.op in through and v.src: v = v.src[0]
-    return v if v.op in roots else None
+  def is_storage(v) -> bool: return under_through(v).op in roots
+
+  def storage_root(v): return v if (v := under_through(v)).op in roots else None
 
   def after_min_max(src):
     """AFTER(buf, deps...): buf's interval joined with every value its deps store into
@@ -233,7 +233,7 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
       stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
     return order
 
-  return {"is_storage": is_storage, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
+  return {"is_storage": is_storage, "under_through": under_through, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
 
 
 def _needs_tables(*_):
@@ -279,7 +279,7 @@ FUNCTIONS = {
   "require": require, "numel": numel, "shape_value": shape_value, "broadcast": broadcast, "collapse": collapse,
   "index_shape": index_shape, "index_axis": index_axis, "device_of": device_of, "is_multi": is_multi,
   "first_device": first_device, "inherit_axis": inherit_axis, "reshape_axis": reshape_axis, "is_tuple": is_tuple,
-  "is_storage": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "after_min_max": _needs_tables,
+  "is_storage": _needs_tables, "under_through": _needs_tables, "params_of": _needs_tables, "call_axis": _needs_tables, "after_min_max": _needs_tables,
   "bitcast_shape": bitcast_shape, "linear_order_ok": linear_order_ok, "binary_len": binary_len,
   "representable": representable, "itemsize": itemsize, "dtype_class": dtype_class,
   "dtype_range": iv.dtype_range, "iv_const": iv.iv_const, "iv_consts": iv.iv_consts, "iv_zero": iv.iv_zero,

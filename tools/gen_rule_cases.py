@@ -489,6 +489,9 @@ def _():
   yield invalid("after-of-computed", g, n, "AFTER orders a buffer (or a view of one), not a computed value")
   g = G(); b = g.buffer([3]); st = g.add("STORE", [b, g.buffer([3])]); g.add("AFTER", [b, st]); g.add("AFTER", [g.add("RESHAPE", [b, g.shape(3, 1)]), st])
   yield valid("after-of-buffer-and-view", g, "a BUFFER, and a RESHAPE of it")
+  g = G(); b = g.buffer([3]); st = g.add("STORE", [b, g.buffer([3])]); v = g.add("AFTER", [g.add("RESHAPE", [b, g.shape(3, 1)]), st])
+  g.add("AFTER", [v, g.add("STORE", [g.add("AFTER", [b, st]), g.buffer([3])])])
+  yield valid("after-of-assigned-view", g, "a view of a buffer assigned twice: AFTER(AFTER(RESHAPE(BUFFER), STORE), STORE), as tinygrad's assign makes it")
 
 
 @rule("GROUP.src")
