@@ -403,6 +403,9 @@ class Renderer:
     # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
     self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
     self._acc_update_of = {v: b for b, vs in self._acc_updates.items() for v in vs}
+    self.trips = 1     # iterations of all the kernel's loops: more than any accumulator's updates (render.yaml `contract`)
+    for u in instrs:
+      if u.op == "RANGE": self.trips *= max(1, int(props(u.src[0]).min_max[1]))
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -841,7 +844,20 @@ class Renderer:
       else: terms.append(x)
     cur = [t for t in terms if _reads_acc(t, acc)]
     if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
-    return cur[0], [t for t in terms if t is not cur[0]]
+    rest = [t for t in terms if t is not cur[0]]
+    if not self.cannot_overflow(rest, props(u).dtype): return None
+    return cur[0], rest
+
+  def cannot_overflow(self, terms: list, dt: str) -> bool:
+    """Do the operands' intervals prove that no product of `terms`, and no partial sum of
+    them over every loop trip, rounded or not, leaves dt's finite range? Only then does
+    fusing change no result's class (render.yaml `contract`)."""
+    D = _dt(dt)
+    big = D.normal_range[1]
+    per = sum(_finite_bound(t.src[0]) * _finite_bound(t.src[1]) if t.op == "MUL" else _finite_bound(t) for t in terms)
+    n = self.trips * len(terms)
+    drift = n * 2.0 ** -D.mantissa       # each rounded step may grow a partial sum by at most this factor, in all
+    return drift < 1 and per * n * math.exp(2 * drift) < big
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""
@@ -893,6 +909,20 @@ def _base(u: UOp) -> UOp:
 def _is_reg(u: UOp) -> bool:
   u = _base(u)
   return u.op == "BUFFER" and props(u).addrspace == "REG"
+
+
+def _finite_bound(u: UOp) -> float:
+  """A bound on |v| for every finite value v of u (inf where none is known): its interval
+  where that is finite, the finite range of its dtype, and through a CAST the bound of
+  what it converts (float16 -> float32: 65504; a rounding cast may add half an ulp)."""
+  D = _dt(props(u).dtype)
+  mm = props(u).min_max
+  b = max(abs(float(mm[0])), abs(float(mm[1]))) if mm and all(math.isfinite(float(x)) for x in mm) else math.inf
+  if D.cls == "float":
+    b = min(b, D.normal_range[1])
+    if u.op == "CAST" and u.src and isinstance(props(u.src[0]).dtype, str) and _dt(props(u.src[0]).dtype).cls in ("float", "int", "uint", "index"):
+      b = min(b, _finite_bound(u.src[0]) * (1 + 2.0 ** -D.mantissa))
+  return b
 
 
 def _reads_acc(u: UOp, acc: UOp) -> bool:
