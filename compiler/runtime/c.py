@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from tinyspec import environment
 from tinyspec.compiler.runtime import BuildError
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
@@ -159,7 +160,7 @@ class CProgram:
       def run(_keep=scratch): fn(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
       return run
     total = launch_size(t, vals)
-    if os.environ.get("TINYSPEC_SLICE_ORDER") == "reversed":   # an independence check (module doc)
+    if environment.choice("TINYSPEC_SLICE_ORDER", ("reversed",)) == "reversed":   # an independence check (module doc)
       def backwards(_keep=scratch):
         for i in reversed(range(total)): fn(bufs, vv, i, i + 1, 0)
         if tail: fn(bufs, vv, 0, 0, 1)
