@@ -1,30 +1,19 @@
-"""The TINYSPEC_* environment variables: what each means and how its value is read.
+"""The TINYSPEC_* environment variables and how their values are read.
 
 A value a variable cannot mean (TINYSPEC_BEAM=1e9, TINYSPEC_THREADS=two, a device table
 that does not exist) is refused with rule env.value (exit 2), never ignored or guessed
 at: the command line checks every variable before it runs a command (`check_all`), and
 the library reads each through `integer` / `choice`, which raise the same error.
-README.md's Environment table lists these variables (tests/test_readme.py).
+README.md's Environment table says what each means (tests/test_environment.py holds it to VARIABLES).
 """
 from __future__ import annotations
 import os
 
 RULE = "env.value"
 
-# name -> (what it means, the values it takes)
-VARIABLES = {
-  "TINYSPEC_CACHE": ("compiled-program cache (default `~/.cache/tinyspec`); PoCL's cache is put inside it", "a directory"),
-  "TINYSPEC_EVAL_BUDGET": ("memory budget (loading graph files, inputs, evaluating, running compiled programs) in bytes or with "
-                           "K/M/G/T (default a quarter of the smallest of RAM, `RLIMIT_AS` and the cgroup's limit)", "bytes"),
-  "TINYSPEC_OPENCL_DEVICE": ("which OpenCL device the `opencl` backend uses; `table:NAME` compiles for a GPU of spec/render.yaml "
-                             "`device_tables` (h100, a100, mi250, any case; mi250x too)", "a device"),
-  "TINYSPEC_CFLAGS": ("extra flags for the C backend's compiler (e.g. sanitizers)", "flags"),
-  "TINYSPEC_BEAM": ("BEAM width used when a compile does not say (`--beam N`; 0: the default heuristics)", "0 .. 2^31"),
-  "TINYSPEC_THREADS": ("worker threads of the C backend (default: the cores this process may use)", "1 .. 1024"),
-  "TINYSPEC_SLICE_ORDER": ("`reversed`: run a threaded axis one iteration at a time, last first (an independence check the "
-                           "sanitizer fuzzer uses; results must not change)", "reversed"),
-  "TINYSPEC_TINYGRAD_DEVICE": ("tinygrad's device for the `tinygrad` backend (interop/README.md: CPU, PYTHON)", "a tinygrad device"),
-}
+# every variable tinyspec reads (what each means: README.md's Environment table)
+VARIABLES = ("TINYSPEC_CACHE", "TINYSPEC_EVAL_BUDGET", "TINYSPEC_OPENCL_DEVICE", "TINYSPEC_CFLAGS", "TINYSPEC_BEAM", "TINYSPEC_THREADS",
+             "TINYSPEC_SLICE_ORDER", "TINYSPEC_TINYGRAD_DEVICE")
 MAX_BEAM = 2 ** 31
 MAX_THREADS = 1024
 

@@ -1,0 +1,75 @@
+"""The TINYSPEC_* variables (tinyspec/environment.py) and the option values of issue 21's
+item 8: a value a variable or option cannot mean is a clear error with a rule id and
+exit 2 (or the refusal's exit 1 for OptOps), never a traceback; the README's spellings of
+the device tables work. tests/cli_fuzz.py draws every variable and option with hostile
+values."""
+from __future__ import annotations
+import re
+import subprocess
+import sys
+from pathlib import Path
+import numpy as np
+import pytest
+from hostile import cli
+from tinyspec import environment
+from tinyspec.tensor import Tensor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_readme_lists_every_variable():
+  table = (ROOT / "README.md").read_text().split("## Environment", 1)[1].split("\n## ", 1)[0]
+  assert set(re.findall(r"^\| `(TINYSPEC_\w+)` \|", table, re.M)) == set(environment.VARIABLES)
+
+
+@pytest.fixture
+def gemm_file(tmp_path):
+  t = Tensor(np.ones((13, 64), np.float32)).reshape(13, 64, 1) * Tensor(np.ones((64, 64), np.float32)).reshape(1, 64, 64)
+  f = tmp_path / "g.json"
+  t.sum(1).graph().save(f)
+  return f
+
+
+@pytest.mark.parametrize("var,value", [("TINYSPEC_BEAM", "1e9"), ("TINYSPEC_BEAM", "-1"), ("TINYSPEC_BEAM", "9" * 30),
+                                       ("TINYSPEC_THREADS", "two"), ("TINYSPEC_THREADS", "0"), ("TINYSPEC_THREADS", "100000"),
+                                       ("TINYSPEC_SLICE_ORDER", "up"), ("TINYSPEC_EVAL_BUDGET", "lots"), ("TINYSPEC_EVAL_BUDGET", "-5G"),
+                                       ("TINYSPEC_OPENCL_DEVICE", "table:nope"), ("TINYSPEC_OPENCL_DEVICE", "table:")])
+@pytest.mark.parametrize("command", ["compile", "validate"])
+def test_a_value_a_variable_cannot_mean_is_refused(var, value, command, gemm_file, monkeypatch):
+  monkeypatch.setenv(var, value)
+  rc, text = cli(command, gemm_file, *(["--target", "opencl"] if command == "compile" else []))
+  assert rc == 2 and "[env.value]" in text and var in text, text
+
+
+@pytest.mark.parametrize("name", ["h100", "H100", "mi250x", "MI250X", "mi250", "A100"])
+def test_device_tables_answer_to_the_readmes_spellings(name, gemm_file, monkeypatch):
+  from tinyspec.compiler import device as D
+  assert D.table_device(name).kind == "gpu"
+  monkeypatch.setenv("TINYSPEC_OPENCL_DEVICE", f"table:{name}")
+  D.device.cache_clear()
+  try:
+    rc, text = cli("compile", gemm_file, "--target", "opencl")
+    assert rc == 0 and "__kernel" in text, text      # the gemm of item 7 (13 rows: prime) compiles for the table too
+  finally:
+    D.device.cache_clear()
+
+
+def test_a_negative_seed_draws_graphs(tmp_path):
+  rc, text = cli("fuzz", "--backend", "ref", "--examples", "2", "--seed", "-5", "--out", tmp_path / "f")
+  assert rc == 0 and "2 examples, 0 failures" in text and "seed -5" in text, text
+
+
+@pytest.mark.parametrize("opt,rule", [("[[]]", "opt.unsupported"), ('[[["PADTO"]]]', "opt.unsupported"), ("[null]", "opt.unsupported"),
+                                      ('[["PADTO", 0, 99999999999999999999999]]', "opt.divisible"),
+                                      ('[["PADTO", 0, 1099511627777]]', "opt.divisible"), ('[["PADTO", 0, true]]', "opt.divisible")])
+def test_optops_that_mean_nothing_are_refused(opt, rule, gemm_file):
+  rc, text = cli("compile", gemm_file, "--opt", opt)
+  assert rc == 1 and f"[{rule}]" in text, text
+
+
+def test_the_pytest_plugin_refuses_an_unknown_backend(tmp_path):
+  r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "tinyspec.conformance", "--backend=nonexistent", "-q", "-p", "no:cacheprovider"],
+                     capture_output=True, text=True, timeout=300, cwd=tmp_path)
+  out = r.stdout + r.stderr
+  assert r.returncode == 4 and "unknown backend 'nonexistent'" in out, out    # pytest's usage error
+  assert "Traceback" not in out and "KeyError" not in out and "plugin.py" not in out, out
