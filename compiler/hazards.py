@@ -23,9 +23,8 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.schedule import Kernel, Schedule
+from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.parallel import hazards, WRITES
-from tinyspec.intervals import np_dtype
 
 
 def copy_kernel(shape: tuple, dtype: str, name: str) -> UOp:
@@ -64,39 +63,20 @@ def _read_from(sink: UOp, reads: set, old: UOp, new: UOp) -> UOp:
   return memo[sink]
 
 
-def _extent(storage: UOp) -> tuple | None:
-  """(the storage under any BUFFER_VIEWs, first byte, end byte) of a kernel argument, or
-  None for one that is no memory (a size passed by value)."""
-  if storage.op == "CONST" or (storage.op == "PARAM" and len(storage.src) == 3): return None
-  pr = props(storage)
-  n = np_dtype(pr.dtype).itemsize
-  for d in pr.shape: n *= d
-  offset = 0
-  while storage.op == "BUFFER_VIEW":
-    offset += storage.arg["offset"]
-    storage = storage.src[0]
-  return storage, offset, offset + n
-
-
-def _overlap(a, b) -> bool:
-  return a is not None and b is not None and a[0] is b[0] and a[1] < b[2] and b[1] < a[2]
-
-
 def separate_aliases(s: Schedule) -> Schedule:
   """Kernels whose written arguments overlap another argument (module doc): snapshots of
   the read-only slots that overlap what they write, private copies of written slots
   that overlap each other."""
   out: list[Kernel] = []
   for k in s.kernels:
-    ext = [_extent(a) for a in k.args]
-    slots = range(len(k.args))
-    private = sorted(w for w in k.writes if any(_overlap(ext[w], ext[j]) for j in k.writes if j != w))
-    snapshot = [j for j in slots if j not in k.writes and any(_overlap(ext[j], ext[w]) for w in k.writes if w not in private)]
+    a = k.args
+    private = sorted(w for w in k.writes if any(overlap(a[w], a[j]) for j in k.writes if j != w))
+    snapshot = [j for j in range(len(a)) if j not in k.writes and any(overlap(a[j], a[w]) for w in k.writes if w not in private)]
     if not private and not snapshot: out.append(k); continue
     args, after = list(k.args), []
     for j in private + snapshot:
       pr = props(args[j])
-      copy = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": s.free_slot(), "dtype": pr.dtype, "device": _device(_extent(args[j])[0])})
+      copy = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": s.free_slot(), "dtype": pr.dtype, "device": _device(extent(args[j])[0])})
       s.intermediates.add(copy)
       name = f"{'private' if j in private else 'snapshot'}_{k.name}_{j}"
       out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, name), [copy, args[j]], {0}, name))

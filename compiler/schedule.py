@@ -87,3 +87,25 @@ class Schedule:
 def _base(storage: UOp) -> UOp:
   while storage.op == "BUFFER_VIEW": storage = storage.src[0]
   return storage
+
+
+def extent(storage: UOp) -> tuple | None:
+  """(the storage under any BUFFER_VIEWs, first byte, end byte) of a kernel argument, or
+  None for one that is no memory (a size passed by value)."""
+  from tinyspec.compiler.props import props
+  from tinyspec.intervals import np_dtype
+  if storage.op == "CONST" or (storage.op == "PARAM" and len(storage.src) == 3): return None
+  pr = props(storage)
+  n = np_dtype(pr.dtype).itemsize
+  for d in pr.shape: n *= d
+  offset = 0
+  while storage.op == "BUFFER_VIEW":
+    offset += storage.arg["offset"]
+    storage = storage.src[0]
+  return storage, offset, offset + n
+
+
+def overlap(a: UOp, b: UOp) -> bool:
+  """Do kernel arguments a and b share some byte of memory (one storage, or views of it)?"""
+  ea, eb = extent(a), extent(b)
+  return ea is not None and eb is not None and ea[0] is eb[0] and ea[1] < eb[2] and eb[1] < ea[2]
