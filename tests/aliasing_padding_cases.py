@@ -15,7 +15,7 @@ tests/test_compiler_aliasing_padding.py and its AddressSanitizer child.
   4. alias         CALL(kernel, b, b) and overlapping views: the kernel reads the
                    arguments as they were at the call, and the last written slot wins
   5. view_store    a STORE through a BUFFER_VIEW of an input: the buffer changes, as the
-                   graph's root and for a read after it
+                   graph's root and for a read after it (also of a view of all of it)
 """
 from __future__ import annotations
 import numpy as np
@@ -105,17 +105,19 @@ def alias(form: str = "same"):
 
 def view_store(form: str = "root"):
   """root: STORE(B[2:6], x + x) is the root (B is the output); read: B read after it;
-  overlap: STORE(B[2:6], B[1:5] + 100), the read overlapping what is written."""
+  overlap: STORE(B[2:6], B[1:5] + 100), the read overlapping what is written; whole: a
+  view of all of B stored, then B read (two kernels of one shape: they may not merge)."""
   b = Builder()
   B = b.buffer((8,), "int32", 0)
-  V = b.BUFFER_VIEW(B, arg={"size": 4, "dtype": "int32", "offset": 8})
+  V = b.BUFFER_VIEW(B, arg={"size": 8, "dtype": "int32", "offset": 0} if form == "whole" else {"size": 4, "dtype": "int32", "offset": 8})
   inputs = {"buf0": np.arange(8, dtype=np.int32)}
   if form == "overlap":
     R = b.BUFFER_VIEW(B, arg={"size": 4, "dtype": "int32", "offset": 4})
     hundred = b.add("EXPAND", b.add("RESHAPE", b.const(100, "int32"), b.shape(1)), b.shape(4))
     return b.graph([b.STORE(V, b.ADD(R, hundred))]), inputs
-  X = b.buffer((4,), "int32", 1)
-  inputs["buf1"] = np.full(4, 10, np.int32)
+  n = 8 if form == "whole" else 4
+  X = b.buffer((n,), "int32", 1)
+  inputs["buf1"] = np.arange(n, dtype=np.int32) - 3
   st = b.STORE(V, b.ADD(X, X))
   if form == "root": return b.graph([st]), inputs
   after = b.AFTER(B, st)
@@ -128,6 +130,7 @@ CASES = {
   "contract": contract, "contract-rows": lambda: contract(True),
   "alias-same": alias, "alias-views": lambda: alias("views"), "alias-writers": lambda: alias("writers"),
   "view-store-root": view_store, "view-store-read": lambda: view_store("read"), "view-store-overlap": lambda: view_store("overlap"),
+  "view-store-whole": lambda: view_store("whole"),
 }
 
 

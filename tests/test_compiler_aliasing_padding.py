@@ -64,7 +64,7 @@ def test_aliased_arguments_get_snapshots_and_private_copies():
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_store_through_a_view_is_the_buffers_output_and_its_stages_agree(target):
   from tinyspec.compiler.check import check_stages
-  for form in ("root", "read", "overlap"):
+  for form in ("root", "read", "overlap", "whole"):
     g, inputs = view_store(form)
     check_stages(g, inputs, target)
 

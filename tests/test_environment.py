@@ -73,3 +73,14 @@ def test_the_pytest_plugin_refuses_an_unknown_backend(tmp_path):
   out = r.stdout + r.stderr
   assert r.returncode == 4 and "unknown backend 'nonexistent'" in out, out    # pytest's usage error
   assert "Traceback" not in out and "KeyError" not in out and "plugin.py" not in out, out
+
+
+@pytest.mark.parametrize("flags", ["-fsanitize=address", "-fsanitize=thread", "-fsanitize=address,undefined", "--no-such-flag"])
+def test_cflags_that_cannot_build_or_load_are_a_clear_error(flags, gemm_file, monkeypatch, tmp_path):
+  """A sanitizer whose runtime this process has not preloaded (loading its library would
+  end the process, or fail) and a flag the compiler refuses: exit 1, the reason said."""
+  monkeypatch.setenv("TINYSPEC_CFLAGS", flags)
+  monkeypatch.setenv("TINYSPEC_CACHE", str(tmp_path / "cache"))
+  rc, text = cli("run", gemm_file, "--backend", "c")
+  assert rc == 1 and "BuildError" in text, text
+  if "sanitize" in flags: assert "LD_PRELOAD" in text

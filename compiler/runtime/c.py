@@ -103,8 +103,26 @@ def load(source: str) -> ctypes.CDLL:
   written to a file of this process's private folder first, never reopened from the cache."""
   key = _build_key(source)[0]
   lib = _LIBS.get(key)
-  if lib is None: lib = _LIBS[key] = _dlopen(build(source), key)
+  if lib is None:
+    _sanitizer_runtime_loaded()
+    try: lib = _LIBS[key] = _dlopen(build(source), key)
+    except OSError as e: raise BuildError(f"the kernels' library does not load: {e} (TINYSPEC_CFLAGS={os.environ.get('TINYSPEC_CFLAGS', '')!r})") from None
   return lib
+
+
+_RUNTIMES = {"address": ("__asan_init", "asan"), "thread": ("__tsan_init", "tsan")}
+
+
+def _sanitizer_runtime_loaded() -> None:
+  """A library built with -fsanitize=address or thread needs that sanitizer's runtime
+  loaded first (LD_PRELOAD): without it, loading ends the process (ASan) or fails. Say
+  so before loading it."""
+  asked = {k for f in _flags() if f.startswith("-fsanitize=") for k in f[len("-fsanitize="):].split(",")}
+  for kind in sorted(asked & set(_RUNTIMES)):
+    symbol, lib = _RUNTIMES[kind]
+    if not hasattr(ctypes.CDLL(None), symbol):
+      raise BuildError(f"TINYSPEC_CFLAGS builds the kernels with -fsanitize={kind}, whose runtime this process has not loaded: "
+                       f"start it with LD_PRELOAD=$(cc -print-file-name=lib{lib}.so)")
 
 
 _LOADED: dict = {"dir": None}
