@@ -32,6 +32,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.contract import cannot_overflow
 
 TARGETS = ("c", "opencl")
 _FIELD = re.compile(r"\{([A-Za-z_]+)\}")
@@ -845,19 +846,8 @@ class Renderer:
     cur = [t for t in terms if _reads_acc(t, acc)]
     if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
     rest = [t for t in terms if t is not cur[0]]
-    if not self.cannot_overflow(rest, props(u).dtype): return None
+    if not cannot_overflow(rest, props(u).dtype, self.trips): return None
     return cur[0], rest
-
-  def cannot_overflow(self, terms: list, dt: str) -> bool:
-    """Do the operands' intervals prove that no product of `terms`, and no partial sum of
-    them over every loop trip, rounded or not, leaves dt's finite range? Only then does
-    fusing change no result's class (render.yaml `contract`)."""
-    D = _dt(dt)
-    big = D.normal_range[1]
-    per = sum(_finite_bound(t.src[0]) * _finite_bound(t.src[1]) if t.op == "MUL" else _finite_bound(t) for t in terms)
-    n = self.trips * len(terms)
-    drift = n * 2.0 ** -D.mantissa       # each rounded step may grow a partial sum by at most this factor, in all
-    return drift < 1 and per * n * math.exp(2 * drift) < big
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""
@@ -909,20 +899,6 @@ def _base(u: UOp) -> UOp:
 def _is_reg(u: UOp) -> bool:
   u = _base(u)
   return u.op == "BUFFER" and props(u).addrspace == "REG"
-
-
-def _finite_bound(u: UOp) -> float:
-  """A bound on |v| for every finite value v of u (inf where none is known): its interval
-  where that is finite, the finite range of its dtype, and through a CAST the bound of
-  what it converts (float16 -> float32: 65504; a rounding cast may add half an ulp)."""
-  D = _dt(props(u).dtype)
-  mm = props(u).min_max
-  b = max(abs(float(mm[0])), abs(float(mm[1]))) if mm and all(math.isfinite(float(x)) for x in mm) else math.inf
-  if D.cls == "float":
-    b = min(b, D.normal_range[1])
-    if u.op == "CAST" and u.src and isinstance(props(u.src[0]).dtype, str) and _dt(props(u.src[0]).dtype).cls in ("float", "int", "uint", "index"):
-      b = min(b, _finite_bound(u.src[0]) * (1 + 2.0 ** -D.mantissa))
-  return b
 
 
 def _reads_acc(u: UOp, acc: UOp) -> bool:

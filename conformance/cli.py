@@ -253,7 +253,7 @@ def fuzz_command(sub):
                  help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
                       "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
   p.add_argument("--families", metavar="F,...", default=None,
-                 help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
+                 help="with --sanitize: the example families to draw (default all of conformance/hostile.py FAMILIES)")
 
   def run(a) -> int:
     from tinyspec.conformance.properties import fuzz, NoDrawableOps
