@@ -134,6 +134,35 @@ CASES = {
 }
 
 
+def _int_rows(n: int):
+  from tinyspec.tensor import Tensor
+  x = Tensor((np.arange(6 * n).reshape(6, n) % 17 - 8).astype(np.int32))
+  t = x - x.sum(1, keepdim=True)
+  return t.graph(), t.inputs()
+
+
+def _softmax_rows(n: int):
+  from tinyspec.tensor import Tensor
+  x = Tensor(np.random.default_rng(n).standard_normal((4, n)).astype(np.float32) * 4)
+  e = (x - x.max(1, keepdim=True)).exp()
+  t = e / e.sum(1, keepdim=True)
+  return t.graph(), t.inputs()
+
+
+def _gemm13():
+  from tinyspec.tensor import Tensor
+  rng = np.random.default_rng(13)
+  a, w = Tensor(rng.integers(-4, 5, (13, 64)).astype(np.float32)), Tensor(rng.integers(-4, 5, (64, 64)).astype(np.float32))
+  t = (a.reshape(13, 64, 1) * w.reshape(1, 64, 64)).sum(1)
+  return t.graph(), t.inputs()
+
+
+# the GPU tables' own (name -> (make, ulps allowed)): work-groups of 2^k + 1 items whose tree
+# combine must not race, and a gemm whose 13 rows find no register tile
+GPU_CASES = {"rows-int-129": (lambda: _int_rows(129), 0), "rows-int-258": (lambda: _int_rows(258), 0),
+             "softmax-258": (lambda: _softmax_rows(258), 64), "gemm-13x64x64": (_gemm13, 0)}
+
+
 def agree(name: str, target: str) -> str | None:
   """None when the compiled run of case `name` gives the reference's outputs bit for bit
   (NaNs alike), else what differs."""

@@ -69,6 +69,49 @@ def test_a_store_through_a_view_is_the_buffers_output_and_its_stages_agree(targe
     check_stages(g, inputs, target)
 
 
+OCLGRIND = r'''
+import json, sys
+import numpy as np
+from aliasing_padding_cases import CASES, GPU_CASES
+from tinyspec.refimpl import evaluate
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.device import table_device
+from tinyspec.compiler.runtime.opencl import device
+try: name = device()[2].name
+except Exception as e: name = f"none ({type(e).__name__}: {e})"
+if "oclgrind" not in name.lower(): print(json.dumps({"unavailable": name})); sys.exit(0)
+bad = []
+for table in ("h100", "a100", "mi250"):
+  for case, (make, ulp) in {**{n: (f, 0) for n, f in CASES.items()}, **GPU_CASES}.items():
+    g, inputs = make()
+    print(f"== {case} {table}", file=sys.stderr, flush=True)
+    want = evaluate(g, inputs)
+    got = compile_graph(g, "opencl", keep_stages=False, device=table_device(table)).run(inputs)
+    if (m := compare_outputs(got, want, default_ulp=ulp)): bad.append([case, table, m])
+print(json.dumps({"bad": bad}))
+'''
+
+
+def test_every_case_runs_on_oclgrind_for_every_table():
+  """Each case above and the GPU tables' own (rows of 2^k + 1 work items, a gemm of 13
+  rows), compiled for the H100, A100 and MI250X tables, run on the Oclgrind simulator
+  with its race detector: the reference's outputs, no race, no access out of bounds."""
+  import json
+  env = dict(os.environ, TINYSPEC_OPENCL_DEVICE="Oclgrind", OCLGRIND_DATA_RACES="1",
+             PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
+  r = subprocess.run([sys.executable, "-c", OCLGRIND], env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+  assert r.returncode == 0, r.stderr[-4000:]
+  out = json.loads(r.stdout.strip().splitlines()[-1])
+  if "unavailable" in out: pytest.skip(f"Oclgrind does not open as an OpenCL device (TINYSPEC_OPENCL_DEVICE=Oclgrind: {out['unavailable']})")
+  assert out["bad"] == []
+  reports, case = [], None
+  for line in r.stderr.splitlines():
+    if line.startswith("== "): case = line[3:]
+    elif ("data race" in line or "Invalid" in line) and case not in reports: reports.append(case)
+  assert reports == [], r.stderr[-4000:]
+
+
 CHILD = r'''
 from aliasing_padding_cases import CASES, agree
 bad = [(n, m) for n in sorted(CASES) if (m := agree(n, "c")) is not None]
