@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph
+from tinyspec.intervals import np_dtype
+from tinyspec.compiler.props import props
 
 
 @dataclass
@@ -92,8 +94,6 @@ def _base(storage: UOp) -> UOp:
 def extent(storage: UOp) -> tuple | None:
   """(the storage under any BUFFER_VIEWs, first byte, end byte) of a kernel argument, or
   None for one that is no memory (a size passed by value)."""
-  from tinyspec.compiler.props import props
-  from tinyspec.intervals import np_dtype
   if storage.op == "CONST" or (storage.op == "PARAM" and len(storage.src) == 3): return None
   pr = props(storage)
   n = np_dtype(pr.dtype).itemsize
