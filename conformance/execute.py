@@ -51,8 +51,9 @@ def resolve_backend(spec: str) -> BackendSpec:
     if not cmd: raise KeyError("cmd: needs a command line")
     return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False)
   p = Path(spec)
-  if p.is_file() and os.access(p, os.X_OK) and ("/" in spec or os.sep in spec):
-    return BackendSpec(_label(p.stem), [str(p.resolve())], False)
+  try: executable = ("/" in spec or os.sep in spec) and p.is_file() and os.access(p, os.X_OK)
+  except OSError: executable = False     # a name the file system cannot hold is no program
+  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
     raise KeyError(f"unknown backend {spec!r} (registered: {', '.join(backend_names())}; or cmd:COMMAND, or the path of an executable)")

@@ -84,3 +84,18 @@ def test_cflags_that_cannot_build_or_load_are_a_clear_error(flags, gemm_file, mo
   rc, text = cli("run", gemm_file, "--backend", "c")
   assert rc == 1 and "BuildError" in text, text
   if "sanitize" in flags: assert "LD_PRELOAD" in text
+
+
+@pytest.mark.parametrize("argv", [["docs", "--out", "x" * 300], ["docs", "--check", "--out", "x" * 300], ["run", "G", "--backend", "x" * 300],
+                                  ["conformance", "--backend", "ref", "--cases", "x" * 300]])
+def test_names_too_long_for_the_file_system_are_clear_errors(argv, gemm_file, tmp_path, monkeypatch):
+  """Found by the CLI fuzz's option kind: a path the file system cannot hold (ENAMETOOLONG)."""
+  monkeypatch.chdir(tmp_path)
+  rc, text = cli(*[str(gemm_file) if a == "G" else a for a in argv])
+  assert rc in (1, 2), text
+
+
+def test_a_budget_too_small_for_the_reference_ends_the_fuzz_clearly(tmp_path, monkeypatch):
+  monkeypatch.setenv("TINYSPEC_EVAL_BUDGET", "1")
+  rc, text = cli("fuzz", "--backend", "ref", "--examples", "2", "--out", tmp_path / "f")
+  assert rc == 1 and "[eval.budget]" in text, text
