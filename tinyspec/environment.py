@@ -49,14 +49,20 @@ def choice(name: str, values: tuple, default: str = "") -> str:
   return raw.strip()
 
 
-def device_table(name: str, rows: dict) -> str:
+def table_key(name: str, rows: dict) -> str | None:
   """The key of `rows` (spec/render.yaml device_tables) that `name` names: its key or one
-  of its `aliases`, in any case."""
+  of its `aliases`, in any case; None when none does."""
   want = name.strip().lower()
-  for key, row in rows.items():
-    if want == key.lower() or want in (a.lower() for a in row.get("aliases", ())): return key
-  raise EnvironmentValue("TINYSPEC_OPENCL_DEVICE", f"table:{name}", f"no device table {name!r} (spec/render.yaml device_tables: "
-                         f"{', '.join(sorted(rows))})")
+  return next((key for key, row in rows.items() if want == key.lower() or want in (a.lower() for a in row.get("aliases", ()))), None)
+
+
+def device_table(name: str, rows: dict) -> str:
+  """table_key of TINYSPEC_OPENCL_DEVICE=table:name, refused (env.value) when no row has it."""
+  key = table_key(name, rows)
+  if key is None:
+    raise EnvironmentValue("TINYSPEC_OPENCL_DEVICE", f"table:{name}", f"no device table {name!r} (spec/render.yaml device_tables: "
+                           f"{', '.join(sorted(rows))})")
+  return key
 
 
 def check_all() -> None:
