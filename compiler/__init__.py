@@ -16,7 +16,7 @@ what a kernel writes their kernel-loops value, compiler/bounds.py proves or guar
 access, compiler/symbolic.py rewrites only under preconditions that hold modulo 2^bits.
 """
 from tinyspec.compiler.props import CompileError
-import os
+from tinyspec import environment
 from tinyspec.compiler.pipeline import lower, Compiled, STAGES
 from tinyspec.compiler.support import supported_ops
 
@@ -27,7 +27,7 @@ def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False
   default -- the heuristics, or with beam=N (default $TINYSPEC_BEAM) a BEAM search of
   width N, its winner cached on disk (compiler/beam.py). device: a compiler.device.Device
   to compile for instead of the target's own (table_device("h100"): static GPU checks)."""
-  if beam is None: beam = int(os.environ.get("TINYSPEC_BEAM", "0") or 0)
+  if beam is None: beam = environment.integer("TINYSPEC_BEAM", 0, 0, environment.MAX_BEAM)
   search = None
   if beam > 0:
     from tinyspec.compiler.beam import best_opts

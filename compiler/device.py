@@ -17,6 +17,7 @@ import platform
 from pathlib import Path
 from dataclasses import dataclass
 from functools import lru_cache
+from tinyspec import environment
 from tinyspec.compiler.tables import render_tables
 
 
@@ -82,17 +83,19 @@ def _cpu_name() -> str:
 
 
 def host_threads() -> int:
-  env = os.environ.get("TINYSPEC_THREADS", "")
-  if env.isdigit() and int(env) > 0: return int(env)
-  try: return max(1, len(os.sched_getaffinity(0)))
-  except (AttributeError, OSError): return max(1, os.cpu_count() or 1)
+  """TINYSPEC_THREADS, else the cores this process may use."""
+  try: cores = max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError): cores = max(1, os.cpu_count() or 1)
+  return environment.integer("TINYSPEC_THREADS", cores, 1, environment.MAX_THREADS)
 
 
 def table_device(name: str) -> Device:
-  """The device row `name` of spec/render.yaml `device_tables`."""
+  """The device row `name` of spec/render.yaml `device_tables` (its key or an alias, any
+  case; KeyError for another name)."""
   rows = render_tables().get("device_tables", {})
-  if name not in rows: raise KeyError(f"no device table {name!r} (spec/render.yaml device_tables: {', '.join(sorted(rows))})")
-  R = rows[name]
+  key = environment.table_key(name, rows)
+  if key is None: raise KeyError(f"no device table {name!r} (spec/render.yaml device_tables: {', '.join(sorted(rows))})")
+  R = rows[key]
   T = render_tables()["devices"][R["target"]]
   return Device(R["target"], R["name"], R["kind"], int(R["compute_units"]), int(R["local_mem"]), int(R["max_local"]), bool(T["tensor_cores"]),
                 vector_bytes(R["target"], R["kind"], int(R["vector_bytes"])), int(R.get("warp", 1)), float(R.get("peak_gflops", 0)), float(R.get("peak_gbs", 0)))
@@ -113,7 +116,8 @@ def _nvidia_warp(d) -> int:
 @lru_cache(maxsize=None)
 def device(target: str) -> Device:
   want = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
-  if target == "opencl" and want.startswith("table:"): return table_device(want[len("table:"):])
+  if target == "opencl" and want.startswith("table:"):
+    return table_device(environment.device_table(want[len("table:"):], render_tables().get("device_tables", {})))
   T = render_tables()["devices"][target]
   if target == "c":
     return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]),

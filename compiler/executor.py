@@ -219,7 +219,7 @@ class Executable:
         check_size(name, vals[u], *props(u).min_max)
       elif u.op == "CONST":
         vals[u] = int(u.arg["value"])
-      else:
+      elif u not in handles:   # (a view listed before its base has bound the base already: one storage, bound once)
         handles[u] = self._input(u, inputs)
     launches = []
     for k, prog in zip(s.kernels, self.programs):
@@ -326,7 +326,7 @@ class Bound:
     if any(o.kind == "void" for o in s.outputs):
       for k in s.kernels:
         for slot in k.writes:
-          a = k.args[slot]
+          a = _view_base(k.args[slot])[0]   # a store through a view writes its base buffer: that is the output
           if a in s.intermediates or a.op not in ("BUFFER", "PARAM"): continue
           pr = props(a)
           out[input_name(a)] = mem.download(handles[a], pr.shape, pr.dtype)

@@ -9,12 +9,21 @@ kernel of its own -- what rangeify does for a tensor STORE that reads its own ta
 A read ordered after some stores that the loops cannot reproduce (`hazards`) is
 refused (rule compile.order). Kernels rangeify builds have no such reads; the pass
 matters for kernels the user writes (a kernel-level graph, the body of a CALL).
+
+Aliased parameters are the same hazard between two PARAMs: a CALL may pass one buffer
+(or overlapping views of one) to several slots, and a tensor STORE through a view may
+read the buffer under it. The reference binds every PARAM to its argument's contents
+at the call and writes each written PARAM back after the kernel, in slot order
+(refimpl: copy in, copy out). So where a written argument's bytes overlap another
+argument's (`separate_aliases`), a read-only slot reads a snapshot taken before the
+kernel, and where two written slots overlap each gets a private copy (copied in before
+the kernel, out after it, in slot order).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.schedule import Kernel, Schedule
+from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.parallel import hazards, WRITES
 
 
@@ -54,8 +63,34 @@ def _read_from(sink: UOp, reads: set, old: UOp, new: UOp) -> UOp:
   return memo[sink]
 
 
+def separate_aliases(s: Schedule) -> Schedule:
+  """Kernels whose written arguments overlap another argument (module doc): snapshots of
+  the read-only slots that overlap what they write, private copies of written slots
+  that overlap each other."""
+  out: list[Kernel] = []
+  for k in s.kernels:
+    a = k.args
+    private = sorted(w for w in k.writes if any(overlap(a[w], a[j]) for j in k.writes if j != w))
+    snapshot = [j for j in range(len(a)) if j not in k.writes and any(overlap(a[j], a[w]) for w in k.writes if w not in private)]
+    if not private and not snapshot: out.append(k); continue
+    args, after = list(k.args), []
+    for j in private + snapshot:
+      pr = props(args[j])
+      copy = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": s.free_slot(), "dtype": pr.dtype, "device": _device(extent(args[j])[0])})
+      s.intermediates.add(copy)
+      name = f"{'private' if j in private else 'snapshot'}_{k.name}_{j}"
+      out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, name), [copy, args[j]], {0}, name))
+      if j in private: after.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, f"{name}_out"), [args[j], copy], {0}, f"{name}_out"))
+      args[j] = copy
+    out.append(Kernel(k.sink, args, set(k.writes), k.name))
+    out.extend(after)    # written back in slot order: where they overlap the last slot's contents stay, as in the reference
+  return Schedule(out, s.outputs, s.intermediates, dict(s.meta))
+
+
 def separate_reads(s: Schedule) -> Schedule:
-  """Every kernel's hazardous reads (see the module doc) read a snapshot instead."""
+  """Every kernel's hazardous reads (see the module doc) read a snapshot instead; aliased
+  arguments first get their copies (separate_aliases)."""
+  s = separate_aliases(s)
   out: list[Kernel] = []
   for k in s.kernels:
     if k.sink.op != "SINK": out.append(k); continue

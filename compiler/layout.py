@@ -154,17 +154,40 @@ def _bound_dim(c: UOp, ii: list, shape) -> int | None:
   return None
 
 
+def _covers(ii: list, shape) -> bool:
+  """Do the indices ii, over their loops, reach every element of `shape`? Each is a
+  mixed-radix sum of constant-size RANGEs (coefficients 1, n1, n1*n2, ...: every value
+  from 0 to the product minus one, each once), with no RANGE in two of them: then the
+  loops visit their whole product, which holds every element. An index of data (a
+  scatter) or of a constant (one row) reaches only some."""
+  used: set = set()
+  for i, n in zip(ii, shape):
+    lf = exact_linear(i)
+    if lf is None or lf[1] != 0: return False
+    terms = sorted(lf[0].items(), key=lambda tk: tk[1])
+    reach = 1
+    for t, k in terms:
+      if t.op != "RANGE" or t in used or k != reach or size(t) is None: return False
+      used.add(t)
+      reach *= size(t)
+    if reach < n: return False
+  return True
+
+
 def _padded_shape(st: UOp) -> tuple | None:
   """The padded shape an output STORE could write ungated, or None: the store is
   STORE(INDEX(PARAM, i...), v, gate) where every conjunct of the gate states exactly the
   upper bound of one dim (_bound_dim, each dim once), every other index is in bounds and
   no index is ever negative; a false gate then means an index out of bounds, so storing
-  there too (in the padded buffer) changes no element of the output."""
+  there too (in the padded buffer) changes no element of the output. And its loops
+  store every element of the output (_covers): the copy after the kernel writes every
+  element, which must then be one the kernel stored (an element it leaves alone keeps
+  what it held before)."""
   if len(st.src) != 3 or st.src[0].op != "INDEX" or st.src[0].src[0].op != "PARAM": return None
   idx = st.src[0]
   shape = props(idx.src[0]).shape
   ii = list(idx.src[1:])
-  if len(ii) != len(shape) or props(st.src[1]).shape: return None
+  if len(ii) != len(shape) or props(st.src[1]).shape or not _covers(ii, shape): return None
   bound = set()
   for c in _conjuncts(st.src[2]):
     d = _bound_dim(c, ii, shape)
@@ -179,13 +202,28 @@ def _padded_shape(st: UOp) -> tuple | None:
   return tuple(out) if bound else None
 
 
+def _of_loops(i: UOp) -> bool:
+  """Is index i a function of constant-size loops alone (no data, no symbolic size)?
+  Then its interval is the loops' shape; an index of data has its dtype's whole range."""
+  for u in toposort(i):
+    if u.op in ("RANGE", "SPECIAL"):
+      if u.src[0].op != "CONST": return False
+    elif u.op in ("INDEX", "LOAD") or (not u.src and u.op not in ("CONST", "VCONST")): return False
+  return True
+
+
 def _read_padding(p: UOp, nodes: list) -> tuple | None:
-  """The shape p's reads reach when some go past its high edge and none below 0, else None."""
+  """The shape p's reads reach when some go past its high edge and none below 0, else None.
+  Only reads indexed by the loops count: a gathered read (an index of data, of any dtype
+  and range) reaches what its data says, which the padding must not be sized by; it stays
+  guarded, and past p's edge it reads the padding's zeros, as it read zero there before
+  (decision index-oob)."""
   shape = props(p).shape
   reach = list(shape)
   for u in nodes:
     if u.op != "INDEX" or u.src[0] is not p: continue
     if len(u.src) - 1 != len(shape): return None
+    if not all(_of_loops(i) for i in u.src[1:]): continue
     for d, i in enumerate(u.src[1:]):
       lo, hi = props(i).min_max
       if not isinstance(lo, int) or not isinstance(hi, int) or lo < 0: return None

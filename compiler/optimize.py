@@ -42,6 +42,7 @@ LOCAL, THREAD) say.
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
+from tinyspec.limits import limits
 from tinyspec.compiler.props import props, const, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild
 from tinyspec.compiler.symbolic import simplify
@@ -168,8 +169,10 @@ def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   """Grow r to a multiple of m; the added iterations store nothing and reduce nothing."""
   n = size(r)
   if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be padded")
-  if not isinstance(m, int) or m <= 0: raise CompileError("opt.divisible", f"PADTO needs a positive multiple, not {m!r}")
+  if not isinstance(m, int) or isinstance(m, bool) or m <= 0: raise CompileError("opt.divisible", f"PADTO needs a positive multiple, not {m!r}")
   padded = -(-n // m) * m
+  if padded > limits().max_numel:   # (an index must stay far from int64 overflow, as a shape's)
+    raise CompileError("opt.divisible", f"PADTO to a multiple of {m} makes axis {r.arg['id']} {padded:,} long, more than limits.max_numel")
   if padded == n: return sink
   r2 = UOp("RANGE", (const(padded, "index"),), r.arg)
   valid = UOp("CMPLT", (r2, const(n, "index")))
@@ -222,7 +225,7 @@ def _workgroup(sink: UOp) -> int:
 
 def _parse(opt):
   opt = list(opt) if isinstance(opt, (list, tuple)) else [opt]
-  op, axis, arg = (opt + [None, None])[:3]
+  op, axis, arg = (opt + [None, None, None])[:3]
   return op, axis, arg
 
 
@@ -257,7 +260,7 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
     raise CompileError("opt.unsupported", f"OptOps are a list of [op, axis, arg], not {type(opts).__name__}")
   for n, opt in enumerate(opts or ()):
     op, axis, arg = _parse(opt)
-    if op not in T: raise CompileError("opt.unsupported", f"unknown OptOp {op!r}")
+    if not isinstance(op, str) or op not in T: raise CompileError("opt.unsupported", f"unknown OptOp {op!r}")
     if T[op].get("must_be_first") and n != 0: raise CompileError("opt.first", f"{op} must be the first OptOp")
     if op == "NOLOCALS": no_locals = True; continue
     if op == "TC":

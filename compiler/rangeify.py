@@ -36,7 +36,7 @@ from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import Matcher, Pat
-from tinyspec.compiler.schedule import Kernel, Output, Schedule
+from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
 from tinyspec.compiler.symbolic import simplify, build_sum
 from tinyspec.compiler.tables import policy, is_alu
 from tinyspec.compiler.bounds import gate_memory
@@ -797,16 +797,17 @@ def _merge(a: Kernel, b: Kernel) -> Kernel:
 def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
   """Merge each kernel into the latest earlier kernel of the same shape when both are
   simple loop nests and the kernel commutes with every kernel from that one on (it reads
-  nothing they write and writes nothing they touch), so moving it there is invisible."""
+  nothing they write and writes nothing they touch: no byte in common, a view and the
+  buffer under it included), so moving it there is invisible."""
   out: list[Kernel] = []
   for k in kernels:
     nest = getattr(k, "nest", None)
-    kr, kw = set(k.args), {k.args[w] for w in k.writes}
+    kw = [k.args[w] for w in k.writes]
     target = None
     for j in range(len(out) - 1, -1, -1):
       o = out[j]
-      ow = {o.args[w] for w in o.writes}
-      if (ow & kr) or (kw & set(o.args)): break
+      ow = [o.args[w] for w in o.writes]
+      if any(overlap(a, b) for a in ow for b in k.args) or any(overlap(a, b) for a in kw for b in o.args): break
       if nest is not None and getattr(o, "nest", None) is not None and o.nest[0] == nest[0]: target = j; break
     if target is None: out.append(k)
     else: out[target] = _merge(out[target], k)

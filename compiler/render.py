@@ -32,6 +32,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.contract import cannot_overflow
 
 TARGETS = ("c", "opencl")
 _FIELD = re.compile(r"\{([A-Za-z_]+)\}")
@@ -403,6 +404,9 @@ class Renderer:
     # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
     self.reg_arrays = {_base(u.src[0]) for u in instrs if u.op == "INDEX" and _is_reg(u.src[0])}
     self._acc_update_of = {v: b for b, vs in self._acc_updates.items() for v in vs}
+    self.trips = 1     # iterations of all the kernel's loops: more than any accumulator's updates (render.yaml `contract`)
+    for u in instrs:
+      if u.op == "RANGE": self.trips *= max(1, int(props(u.src[0]).min_max[1]))
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
@@ -841,7 +845,9 @@ class Renderer:
       else: terms.append(x)
     cur = [t for t in terms if _reads_acc(t, acc)]
     if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
-    return cur[0], [t for t in terms if t is not cur[0]]
+    rest = [t for t in terms if t is not cur[0]]
+    if not cannot_overflow(rest, props(u).dtype, self.trips): return None
+    return cur[0], rest
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph
+from tinyspec.intervals import np_dtype
+from tinyspec.compiler.props import props
 
 
 @dataclass
@@ -47,29 +49,32 @@ class Schedule:
 
   def free_slot(self) -> int:
     """A BUFFER slot no kernel argument or intermediate uses (for buffers a pass adds)."""
-    used = [u.arg["slot"] for k in self.kernels for u in k.args if u.op == "BUFFER"]
+    used = [_base(u).arg["slot"] for k in self.kernels for u in k.args if _base(u).op == "BUFFER"]
+    used += [_base(o.storage).arg["slot"] for o in self.outputs if o.storage is not None and _base(o.storage).op == "BUFFER"]
     return max(used + [u.arg["slot"] for u in self.intermediates if u.op == "BUFFER"] + [-1]) + 1
 
   def graph(self, body=lambda k: k.sink) -> Graph:
     """The tensor-level graph of the schedule; `body(kernel)` is what each CALL calls."""
-    last_write: dict[UOp, UOp] = {}
+    last_write: dict[UOp, UOp] = {}      # keyed by the storage under any views: a view's write is its base's
     readers: dict[UOp, list[UOp]] = {}
     calls: list[UOp] = []
     for k in self.kernels:
       args = []
       for slot, s in enumerate(k.args):
-        deps = [last_write[s]] if s in last_write else []
-        if slot in k.writes: deps += [c for c in readers.get(s, []) if c not in deps]
+        b = _base(s)
+        deps = [last_write[b]] if b in last_write else []
+        if slot in k.writes: deps += [c for c in readers.get(b, []) if c not in deps]
         args.append(UOp("AFTER", (s, *deps)) if deps else s)
       call = UOp("CALL", (body(k), *args))
       calls.append(call)
       for slot, s in enumerate(k.args):
-        if slot in k.writes: last_write[s], readers[s] = call, []
-        else: readers.setdefault(s, []).append(call)
+        if slot in k.writes: last_write[_base(s)], readers[_base(s)] = call, []
+        else: readers.setdefault(_base(s), []).append(call)
     roots, tuples = [], {}
     for o in self.outputs:
       if o.kind == "value":
-        v = UOp("AFTER", (o.storage, last_write[o.storage])) if o.storage in last_write else o.storage
+        b = _base(o.storage)
+        v = UOp("AFTER", (o.storage, last_write[b])) if b in last_write else o.storage
         if o.name and "." in o.name:   # element of a tuple root: the root is the TUPLE of them
           k = o.name.split(".")[0]
           if k not in tuples: tuples[k] = len(roots); roots.append([])
@@ -79,3 +84,28 @@ class Schedule:
         roots.append(UOp("SINK", tuple(calls)) if calls else UOp("SINK", ()))
     roots = [UOp("TUPLE", tuple(r)) if isinstance(r, list) else r for r in roots]
     return Graph.from_uops(*roots, level="tensor")
+
+
+def _base(storage: UOp) -> UOp:
+  while storage.op == "BUFFER_VIEW": storage = storage.src[0]
+  return storage
+
+
+def extent(storage: UOp) -> tuple | None:
+  """(the storage under any BUFFER_VIEWs, first byte, end byte) of a kernel argument, or
+  None for one that is no memory (a size passed by value)."""
+  if storage.op == "CONST" or (storage.op == "PARAM" and len(storage.src) == 3): return None
+  pr = props(storage)
+  n = np_dtype(pr.dtype).itemsize
+  for d in pr.shape: n *= d
+  offset = 0
+  while storage.op == "BUFFER_VIEW":
+    offset += storage.arg["offset"]
+    storage = storage.src[0]
+  return storage, offset, offset + n
+
+
+def overlap(a: UOp, b: UOp) -> bool:
+  """Do kernel arguments a and b share some byte of memory (one storage, or views of it)?"""
+  ea, eb = extent(a), extent(b)
+  return ea is not None and eb is not None and ea[0] is eb[0] and ea[1] < eb[2] and eb[1] < ea[2]

@@ -331,7 +331,7 @@ def fuzz_command(sub):
                  help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
                       "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
   p.add_argument("--families", metavar="F,...", default=None,
-                 help="with --sanitize: the example families to draw (default all: chain,gated,sizes,axes,drawn)")
+                 help="with --sanitize: the example families to draw (default all of conformance/hostile.py FAMILIES)")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
@@ -340,6 +340,7 @@ def fuzz_command(sub):
   def run(a) -> int:
     from tinyspec.conformance.properties import fuzz, NoDrawableOps
     from tinyspec.conformance.execute import BackendUnavailable
+    from tinyspec.refimpl import EvalError
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
     if a.sanitize: return _run_sanitized(a)
@@ -353,6 +354,9 @@ def fuzz_command(sub):
     except (KeyError, BackendUnavailable, NoDrawableOps) as e:
       print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr)
       return EXIT_UNREADABLE
+    except EvalError as e:   # the oracle itself cannot run (a memory budget too small for any graph)
+      print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
+      return EXIT_INVALID
     except (KeyboardInterrupt, Terminated) as e:
       from tinyspec.deadline import kill_children
       kill_children()

@@ -181,8 +181,9 @@ def load_cases(root: Path | str | None = None, broken: list | None = None) -> li
   folder raises CaseError, or with `broken` (a list) is left out and appended to it as
   (its folder relative to root, the message): the other cases still run."""
   root = Path(root) if root is not None else CASES_DIR
-  if not root.is_dir(): raise CaseError(f"{root}: no such directory")
-  try: paths = sorted(root.rglob(CASE_FILE))
+  try:
+    if not root.is_dir(): raise CaseError(f"{root}: no such directory")
+    paths = sorted(root.rglob(CASE_FILE))
   except OSError as e: raise CaseError(f"{root}: cannot be listed ({e.strerror or e}) [file.read]") from None
   out = []
   for p in paths:

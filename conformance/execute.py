@@ -52,8 +52,9 @@ def resolve_backend(spec: str) -> BackendSpec:
     if not cmd: raise KeyError("cmd: needs a command line")
     return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd))
   p = Path(spec)
-  if p.is_file() and os.access(p, os.X_OK) and ("/" in spec or os.sep in spec):
-    return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
+  try: executable = ("/" in spec or os.sep in spec) and p.is_file() and os.access(p, os.X_OK)
+  except OSError: executable = False     # a name the file system cannot hold is no program
+  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
     from tinyspec.conformance.selection import did_you_mean

@@ -17,6 +17,19 @@ beyond their bounds, axis types and OptOps that ask for parallelism:
            wider, or as a CONST argument
   axes     a loop typed THREAD, GLOBAL, LOCAL, UPCAST or LOOP (or a SPECIAL) whose
            stores may collide (out[r % m], out[0]) and read what they write
+  padded   a reduce kernel storing under a gate to all or part of its output (one row,
+           every other row, past an offset, a scatter through an index of a narrow
+           dtype), its output axes padded (PADTO): a padded copy may store only what the
+           kernel stores; also as the body of a tensor CALL
+  gather   a gemm of x[idx], idx of any integer dtype and edge values (out of range,
+           negative), sizes the tile pads: padding is sized by the loops, not by idx
+  contract (a*b).sum over rows whose products overflow when rounded (2^64 * 2^64 in
+           float32), meet -2^127 or an infinity, or are NaN, among small exact ones, and
+           rows of bounded operands (narrow integers converted): a fused multiply-add
+           may not change which results are NaN or infinite
+  alias    a CALL passing one buffer, or overlapping views of it, to several slots of a
+           kernel that reads and writes them; a STORE through a view of a buffer, read
+           after it or reading the buffer itself
   drawn    any graph of conformance/strategies.py (tensor or kernel level)
 Every family also draws OptOps (SPLIT into any AxisType, PADTO, SWAP) that the fuzzer's
 child applies where they are legal.
@@ -32,7 +45,7 @@ from tinyspec.conformance import values as V
 
 NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
 SIGNED_NARROW = ["int8", "int16"]
-FAMILIES = ("chain", "gated", "sizes", "axes", "drawn")
+FAMILIES = ("chain", "gated", "sizes", "axes", "padded", "gather", "contract", "alias", "drawn")
 
 
 @dataclass
@@ -203,6 +216,124 @@ def axes(draw) -> Example:
   return Example("axes", b.graph([b.SINK(body)]), inputs, optops(draw))
 
 
+def padding_opts(draw, axes: int) -> list:
+  """PADTO on some of the first `axes` axes (to multiples the sizes rarely divide), then
+  the usual OptOps."""
+  pads = [["PADTO", a, draw(st.sampled_from([4, 8, 16]))] for a in range(axes) if draw(st.integers(0, 3))]
+  return draw(st.permutations(pads)) + optops(draw)
+
+
+@st.composite
+def padded(draw) -> Example:
+  """out[row(r), c] = sum_k x[r, c, k] under a gate that bounds the row; the rows a form
+  does not reach keep out's earlier contents (-7)."""
+  R, C, K = draw(st.integers(2, 9)), draw(st.integers(2, 13)), draw(st.integers(1, 6))
+  form = draw(st.sampled_from(["all", "row", "even", "offset", "scatter"]))
+  b = Builder()
+  out = b.param((R, C), "float32", 0); x = b.param((R, C, K), "float32", 1)
+  r, c, k = b.range(R, 0), b.range(C, 1), b.range(K, 2, type="REDUCE")
+  red = b.REDUCE(b.INDEX(x, r, c, k), k, arg={"op": "ADD"})
+  inputs = {"param0": np.full((R, C), -7, np.float32), "param1": np.arange(R * C * K, dtype=np.float32).reshape(R, C, K) % 13 - 6}
+  if form == "all": row = r
+  elif form == "row": row = b.const(draw(st.integers(0, R - 1)), "index")
+  elif form == "even": row = b.MUL(r, b.const(2, "index"))
+  elif form == "offset": row = b.ADD(r, b.const(draw(st.integers(1, 2)), "index"))
+  else:
+    dt = draw(st.sampled_from(NARROW))
+    idx = b.param((R,), dt, 2)
+    inputs["param2"] = edge_array(draw, dt, R)
+    row = b.CAST(b.INDEX(idx, r), arg="index")
+  gate = b.CMPLT(row, b.const(R, "index"))
+  if form == "scatter": gate = b.AND(b.CMPNE(b.CMPLT(row, b.const(0, "index")), b.const(True, "bool")), gate)
+  kern = b.SINK(b.END(b.STORE(b.INDEX(out, row, c), red, gate), r, c))
+  if draw(st.integers(0, 3)) == 0 and form != "scatter":   # the kernel as the body of a tensor CALL
+    O, X = b.buffer((R, C), "float32", 0), b.buffer((R, C, K), "float32", 1)
+    return Example("padded", b.graph([b.SINK(b.CALL(kern, O, X))]), {"buf0": inputs["param0"], "buf1": inputs["param1"]}, padding_opts(draw, 2))
+  return Example("padded", b.graph(), inputs, padding_opts(draw, 2))
+
+
+@st.composite
+def gather(draw) -> Example:
+  """(x[idx]) @ w: idx of any integer dtype, edge values (past x's rows or negative: zeros)."""
+  M, K, N, rows = draw(st.integers(2, 13)), draw(st.integers(1, 9)), draw(st.integers(2, 13)), draw(st.integers(1, 8))
+  dt = draw(st.sampled_from(NARROW + ["uint64", "uint32", "uint32", "uint16"]))    # (unsigned ones reach far past x's rows)
+  b = Builder()
+  X, I, W = b.buffer((rows, K), "float32", 0), b.buffer((M,), dt, 1), b.buffer((K, N), "float32", 2)
+  a = b.add("EXPAND", b.add("RESHAPE", b.INDEX(X, I), b.shape(M, K, 1)), b.shape(M, K, N))
+  w = b.add("EXPAND", b.add("RESHAPE", W, b.shape(1, K, N)), b.shape(M, K, N))
+  s = b.add("REDUCE", b.MUL(a, w), arg={"op": "ADD", "axes": [1]})
+  idx = np.where(np.arange(M) % 2 == 0, np.arange(M) % rows, 0).astype(np.int64)   # half in range, half edge values
+  edges = V.edge_dense(dt, M, np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))))   # (one draw: a cheap example to make)
+  inputs = {"buf0": (np.arange(rows * K) % 7 - 3).astype(np.float32).reshape(rows, K), "buf1": np.where(np.arange(M) % 2 == 0, idx.astype(edges.dtype), edges),
+            "buf2": (np.arange(K * N) % 5 - 2).astype(np.float32).reshape(K, N)}
+  return Example("gather", b.graph([s]), inputs, [["PADTO", 0, draw(st.sampled_from([8, 16]))]] + padding_opts(draw, 2))
+
+
+@st.composite
+def contract(draw) -> Example:
+  """Rows of (a*b).sum(1): small exact products, and per row perhaps one product that
+  overflows when rounded, one of -max/2 (whose sum with it a fused step keeps finite), an
+  infinity or a NaN (the reference's class is the same in any order of the sum)."""
+  from tinyspec.tensor import Tensor
+  dt = draw(st.sampled_from(["float32", "float32", "float64"]))
+  M, K, N = draw(st.integers(1, 6)), draw(st.integers(2, 12)), draw(st.integers(1, 6))
+  half = 2.0 ** (2 ** (DTYPES[dt].exponent - 2))     # 2^64 for float32: its square overflows, its square / 2 does not
+  a = (np.arange(M * K) % 7 - 3).astype(np.float64).reshape(M, K)
+  w = (np.arange(K * N) % 5 - 2).astype(np.float64).reshape(K, N)
+  rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))     # (one draw: a cheap example to make)
+  for m in range(M):
+    what = rng.choice(["overflow", "halfmax", "inf", "-inf", "nan"], rng.integers(0, 4), replace=False)
+    for j, kind in zip(rng.permutation(K), what):
+      if kind == "overflow": a[m, j], w[j, :] = half * rng.choice([1, -1]), half
+      elif kind == "halfmax": a[m, j], w[j, :] = -half / 2, half * rng.choice([1, -1])
+      else: a[m, j] = float(kind)
+  if draw(st.integers(0, 3)) == 0:     # operands of bounded intervals: the fused path runs
+    src = draw(st.sampled_from(["int8", "int16"]))
+    a, w = (np.clip(np.nan_to_num(v), -100, 100).astype(src) for v in (a, w))
+    t = (Tensor(a).cast(dt).reshape(M, K, 1) * Tensor(w).cast(dt).reshape(1, K, N)).sum(1)
+  else:
+    t = (Tensor(a.astype(dt)).reshape(M, K, 1) * Tensor(w.astype(dt)).reshape(1, K, N)).sum(1)
+  return Example("contract", t.graph(), t.inputs(), optops(draw))
+
+
+def _alias_kernel(b, n: int, form: str):
+  """A kernel over PARAMs 0 and 1 of n int32 elements that reads one and writes the other,
+  or writes both."""
+  p0, p1 = b.param((n,), "int32", 0), b.param((n,), "int32", 1)
+  r = b.range(n, 0)
+  if form == "reverse": return b.SINK(b.END(b.STORE(b.INDEX(p0, r), b.INDEX(p1, b.SUB(b.const(n - 1, "index"), r))), r))
+  if form == "shift": return b.SINK(b.END(b.STORE(b.INDEX(p0, r), b.ADD(b.INDEX(p1, b.MOD(b.ADD(r, b.const(1, "index")), b.const(n, "index"))), b.const(1, "int32"))), r))
+  if form == "accumulate": return b.SINK(b.END(b.STORE(b.INDEX(p0, r), b.ADD(b.INDEX(p0, r), b.INDEX(p1, r))), r))
+  r2 = b.range(n, 1)
+  s0 = b.END(b.STORE(b.INDEX(p0, r), b.CAST(r, arg="int32")), r)
+  s1 = b.END(b.STORE(b.INDEX(p1, r2), b.ADD(b.INDEX(p1, b.SUB(b.const(n - 1, "index"), r2)), b.const(10, "int32"))), r2)
+  return b.SINK(s0, s1)
+
+
+@st.composite
+def alias(draw) -> Example:
+  """CALL(kernel, u, v) with u and v one buffer, overlapping or disjoint views of it, or
+  another buffer; or a STORE through a view of a buffer (the root, or read after)."""
+  n = draw(st.integers(2, 9))
+  L = n + draw(st.integers(0, 6))
+  b = Builder()
+  B = b.buffer((L,), "int32", 0)
+  inputs = {"buf0": (np.arange(L, dtype=np.int32) * 7) % 23}
+  def view(off): return b.BUFFER_VIEW(B, arg={"size": n, "dtype": "int32", "offset": 4 * off})
+  if draw(st.booleans()):
+    kern = _alias_kernel(b, n, draw(st.sampled_from(["reverse", "shift", "accumulate", "writers"])))
+    args = [B if L == n and draw(st.booleans()) else view(draw(st.integers(0, L - n))) for _ in range(2)]
+    return Example("alias", b.graph([b.SINK(b.CALL(kern, *args))]), inputs, optops(draw))
+  dst = view(draw(st.integers(0, L - n)))
+  src = view(draw(st.integers(0, L - n))) if draw(st.booleans()) else b.buffer((n,), "int32", 1)
+  if b.nodes[src].op == "BUFFER": inputs["buf1"] = np.arange(n, dtype=np.int32) - 3
+  one = b.add("EXPAND", b.add("RESHAPE", b.const(100, "int32"), b.shape(1)), b.shape(n))
+  st_ = b.STORE(dst, b.ADD(src, one))
+  if draw(st.booleans()): return Example("alias", b.graph([st_]), inputs, optops(draw))
+  after = b.AFTER(B, st_)
+  return Example("alias", b.graph([b.ADD(after, after)]), inputs, optops(draw))
+
+
 def drawn(max_ops: int = 5):
   from tinyspec.conformance.strategies import graphs
   from tinyspec.backends import get_backend, capabilities_of
@@ -219,5 +350,6 @@ def drawn(max_ops: int = 5):
 
 def examples(families=FAMILIES):
   """Examples of the given families, each family equally likely."""
-  table = {"chain": chain(), "gated": gated(), "sizes": sizes(), "axes": axes()}
+  table = {"chain": chain(), "gated": gated(), "sizes": sizes(), "axes": axes(), "padded": padded(), "gather": gather(),
+           "contract": contract(), "alias": alias()}
   return st.one_of(*[table[f] if f != "drawn" else drawn() for f in families])

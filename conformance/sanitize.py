@@ -65,7 +65,10 @@ def child_env(kind: str, cache: Path, extra: dict | None = None) -> dict:
   lib = runtime_library("asan" if kind == "asan" else "tsan")
   env.update(LD_PRELOAD=lib or "", TINYSPEC_CACHE=str(cache / kind),
              TINYSPEC_CFLAGS=ASAN_CFLAGS if kind == "asan" else TSAN_CFLAGS,
-             ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:allocator_may_return_null=1:redzone=2048",
+             # (a small quarantine and short allocation stacks: the child's Python allocates all the time, and ASan's
+             # defaults, 256 MB of freed memory held back and 30 frames per malloc, made a third of the slice's time)
+             ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:allocator_may_return_null=1:redzone=2048:"
+                          "quarantine_size_mb=16:thread_local_quarantine_size_kb=64:malloc_context_size=4",
              UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1", TSAN_OPTIONS="halt_on_error=1:report_signal_unsafe=0")
   env.update(extra or {})
   return env
@@ -270,58 +273,77 @@ def check(ex, runner, refused: dict) -> "Failure | None":
 
 
 # ------------------------------------------------------------------ the search
+def shares(examples: int, families) -> dict:
+  """Examples per family: an even split (the first ones take the remainder). Each family
+  is its own search, seeded by its place in hostile.FAMILIES: the examples a family draws
+  in a run of all families are the ones a run of that family alone with its share draws."""
+  per, extra = divmod(examples, len(families))
+  return {f: per + (k < extra) for k, f in enumerate(families)}
+
+
 def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, families=None, log=None,
                    timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True):
-  """Run `examples` hostile examples (conformance/hostile.py families) through the
-  sanitized C backend; each failure is shrunk (unless not `shrink`) and (with `out`)
-  written as a case. The search goes on after a failure, skipping failures of the same
-  kind, until the examples are spent (or the first, with stop_at_first). `extra_env`:
-  more environment for the children. Returns a properties.FuzzReport; its `drawn`
-  attribute counts the examples drawn (shrinking runs aside) per family."""
-  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-  from tinyspec.conformance.properties import FuzzReport, PropertyFailed
+  """Run `examples` hostile examples (conformance/hostile.py families, each its share:
+  `shares`) through the sanitized C backend; each failure is shrunk (unless not
+  `shrink`) and (with `out`) written as a case. The search goes on after a failure,
+  skipping failures of the same kind, until the examples are spent (or the first, with
+  stop_at_first). `extra_env`: more environment for the children. Returns a
+  properties.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
+  aside) per family."""
+  from tinyspec.conformance.properties import FuzzReport
   from tinyspec.conformance import hostile
   t0 = time.monotonic()
   runner = SanitizedC(extra_env, timeout)
   rep = FuzzReport(runner.name)
   rep.drawn = {}
-  strat = hostile.examples(tuple(families or hostile.FAMILIES))
+  fams = tuple(dict.fromkeys(families or hostile.FAMILIES))
   seen: set = set()
-  budget, round_ = examples, 0
   try:
-    while budget > 0:
-      count, last = [0], [None]
-
-      @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
-                suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
-      @hseed(seed + round_)
-      @given(strat)
-      def prop(ex):
-        count[0] += 1
-        if last[0] is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
-        f = check(ex, runner, rep.refused)
-        if f is not None and f.signature not in seen:
-          last[0] = f
-          raise PropertyFailed(f)
-      try: prop()
-      except PropertyFailed: pass
-      except Exception as e:
-        if last[0] is None: raise
-        if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
-      rep.examples += count[0]
-      budget -= count[0]
-      round_ += 1
-      f = last[0]
-      if f is None: break
-      seen.add(f.signature)
-      rep.failures.append(f)
-      if log: log(f"FAIL {f}")
-      if out is not None: rep.written.append(write_example(f, Path(out)))
-      if stop_at_first: break
+    for fam, n in shares(examples, fams).items():
+      at = seed + 1009 * (hostile.FAMILIES.index(fam) if fam in hostile.FAMILIES else 0)
+      _hunt(rep, runner, hostile.examples((fam,)), n, at, seen, out, log, stop_at_first, shrink)
+      if stop_at_first and rep.failures: break
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
   return rep
+
+
+def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_at_first: bool, shrink: bool) -> None:
+  """Draw `budget` examples of strat (a Hypothesis search per failure found, each shrunk),
+  adding the failures of kinds not `seen` to rep."""
+  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
+  from tinyspec.conformance.properties import PropertyFailed
+  round_ = 0
+  while budget > 0:
+    count, last = [0], [None]
+
+    @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
+    @hseed(seed + round_)
+    @given(strat)
+    def prop(ex):
+      count[0] += 1
+      if last[0] is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
+      f = check(ex, runner, rep.refused)
+      if f is not None and f.signature not in seen:
+        last[0] = f
+        raise PropertyFailed(f)
+    try: prop()
+    except PropertyFailed: pass
+    except Exception as e:
+      if last[0] is None: raise
+      if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
+    rep.examples += count[0]
+    budget -= count[0]
+    round_ += 1
+    f = last[0]
+    if f is None: return
+    seen.add(f.signature)
+    rep.failures.append(f)
+    if log: log(f"FAIL {f}")
+    if out is not None: rep.written.append(write_example(f, Path(out)))
+    if stop_at_first: return
 
 
 def write_example(f, out: Path) -> Path:

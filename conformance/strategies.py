@@ -96,7 +96,8 @@ def arrays(dt: str, shape: tuple, salt: int = 0):
   elements, every element drawn. (Drawing each element of larger arrays overruns
   Hypothesis's choice buffer: it then discards the example and draws again, slowly.)"""
   n = int(np.prod(shape)) if shape else 1
-  fill = st.integers(0, 2**32 - 1).map(lambda k: V.edge_dense(dt, n, np.random.default_rng([k, salt])).reshape(shape))
+  key = salt % 2**64   # a seed entropy word is never negative (a negative --seed makes a negative salt)
+  fill = st.integers(0, 2**32 - 1).map(lambda k: V.edge_dense(dt, n, np.random.default_rng([k, key])).reshape(shape))
   if n > DRAWN_ELEMENTS: return fill
   return st.one_of(fill, st.lists(values(dt), min_size=n, max_size=n).map(lambda vs: V.as_array(vs, dt).reshape(shape)))
 

@@ -1,7 +1,7 @@
 """A Hypothesis-driven fuzz of the `tinyspec` command line over hostile inputs (the driver
 of tests/test_hostile_fuzz.py; also a script: `python tests/cli_fuzz.py --count N`).
 
-Each example is one mutated input, of four kinds:
+Each example is one mutated input, of five kinds:
   graph     a graph file (a corpus graph mutated at the JSON level -- hostile values,
             swapped ops, dropped keys -- or at the byte level, as JSON or YAML) through
             validate, props, show, eval, compile or run;
@@ -9,7 +9,10 @@ Each example is one mutated input, of four kinds:
   case      a case folder (case.json, graph, arrays mutated, FIFOs, links to devices and
             folders) run by the conformance runner, many folders per runner call;
   protocol  a line a backend writes (hello, answers: mutated JSON, lines without end,
-            outputs outside the run's folder, crashes, hangs), many per runner call.
+            outputs outside the run's folder, crashes, hangs), many per runner call;
+  option    a command with hostile values for some of its options (every option of every
+            subcommand, read from tinyspec's own parsers) and for some TINYSPEC_*
+            variables (tinyspec.environment.VARIABLES), on a small valid graph.
 Commands run in this process through tinyspec.cli.main (a command that would hang in
 native code past its --timeout ends the process through the CLI's watchdog: the parent
 sees exit 1 with [run.timeout], counts that input as stopped in time and starts a new
@@ -38,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).resolve().parent / "fake_backend.py"
-KINDS = (("graph", 62), ("npy", 16), ("case", 14), ("protocol", 8))   # kind, share in percent
+KINDS = (("graph", 59), ("npy", 16), ("case", 13), ("protocol", 8), ("option", 4))   # kind, share in percent
 CASE_BATCH, PROTO_BATCH = 100, 50
 CMD_TIMEOUT = "10"    # --timeout of every command (seconds)
 CASE_TIMEOUT = "5"    # the runner's --timeout per case
@@ -59,6 +62,37 @@ def hostile_values(work: Path) -> list:
           [], [0], [1, 1], [2 ** 20, 2 ** 20], [0, 2 ** 40, 2 ** 40], [1] * 65, [3] * 40, [-1], [[]], deep, {}, {"a": deep},
           {"slot": 0.0, "dtype": "float32", "device": "CPU"}, {"value": 1, "dtype": "int32"}, {"op": "ADD"}, [None, True, "x"],
           ] + hostile_names(work)
+
+
+def hostile_options(work: Path) -> list:
+  """Values for any option: numbers at and past every edge, words, JSON, the README's
+  spellings, a path inside the directory given (an --out elsewhere is where the user asks)."""
+  return ["-1", "0", "1", "2", "-5", "1e9", "1e-9", "nan", "inf", "-inf", "", " ", "99999999999999999999999", "0x10", "3.5", "two",
+          "[[]]", "[]", "{}", '[["PADTO", 0, 1e30]]', '[["PADTO", 0, 99999999999999999999999]]', '[["SPLIT", 0, [4, "THREAD"]]]',
+          '[["STAGE", 0, 16]]', '[["SWAP", 0, 1]]', '{"E_2": [["UPCAST"]]}', "[null]", "x" * 300, "\x1b[2J", "c", "opencl", "ref",
+          "nonexistent", "cmd:false", "table:mi250x", "chain,gated", "nope", "*", "not ADD", str(work / "out" / "e" / "given"),
+          "tensor", "kernel", "both", "portable", "strict", "on", "off"]
+
+
+def hostile_environment(work: Path) -> list:
+  """Values for any TINYSPEC_* variable (absolute paths only: a relative cache would be
+  the current directory, which the user gave)."""
+  return ["", "0", "1", "-1", "1e9", "two", "99999999999999999999999", "reversed", "up", "table:h100", "table:H100", "table:mi250x",
+          "table:nope", "table:", "Oclgrind", "99:99", "nope", "lots", "-5G", "1T", "64K", "2G", "-fsanitize=address", "--bogus-flag",
+          "-O0", "PYTHON", "CPU", "x" * 300, str(work / "out" / "e" / "cache"), str(work / "in" / "g.json"), "/proc/self", "/dev/null"]
+
+
+def command_options() -> dict:
+  """Subcommand -> [(option string, argparse action)] for every option of tinyspec's
+  parsers, read from the parsers themselves."""
+  import argparse
+  from tinyspec.cli import _commands, _Parser
+  sub = _Parser(prog="tinyspec").add_subparsers(dest="cmd", parser_class=_Parser)
+  out = {}
+  for name, ep in sorted(_commands().items()):
+    p, _ = ep.load()(sub)
+    out[name] = [(a.option_strings[0], a) for a in p._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+  return out
 
 
 # ------------------------------------------------------------------ seeds
@@ -141,7 +175,27 @@ def strategies(work: Path):
   def protocol_line(draw):
     return draw(st.sampled_from(PROTO_KINDS)), draw(st.integers(0, 2 ** 16))
 
-  return {"graph": graph_file(), "npy": npy_file(), "case": case_folder(), "protocol": protocol_line()}
+  options = command_options()
+  opt_values = st.sampled_from(hostile_options(work))
+
+  @st.composite
+  def option_call(draw):
+    """(command, [(option, value or None for a flag)], {variable: value})"""
+    cmd = draw(st.sampled_from(sorted(options)))
+    picked = []
+    for flag, action in draw(st.lists(st.sampled_from(options[cmd]), max_size=3, unique_by=lambda fa: fa[0])) if options[cmd] else []:
+      if action.nargs == 0: picked.append((flag, None))
+      elif action.choices and draw(st.booleans()): picked.append((flag, str(draw(st.sampled_from(sorted(map(str, action.choices)))))))
+      else: picked.append((flag, draw(opt_values)))
+    env = draw(st.dictionaries(st.sampled_from(sorted(environment_variables())), st.sampled_from(hostile_environment(work)), max_size=2))
+    return cmd, picked, env
+
+  return {"graph": graph_file(), "npy": npy_file(), "case": case_folder(), "protocol": protocol_line(), "option": option_call()}
+
+
+def environment_variables() -> tuple:
+  from tinyspec.environment import VARIABLES
+  return VARIABLES
 
 
 def _pick(draw, doc):
@@ -239,14 +293,14 @@ class Fuzz:
     out += [str(p) for p in w.parent.glob("escape*")]
     return out
 
-  def cli(self, argv: list) -> tuple:
-    """main(argv) in this process: (exit code, stdout + stderr, seconds); an exception out
-    of main is a traceback."""
+  def cli(self, argv: list, cwd: Path | None = None) -> tuple:
+    """main(argv) in this process, in `cwd` (default the empty work/cwd that nothing may
+    write to): (exit code, stdout + stderr, seconds); an exception out of main is a traceback."""
     from tinyspec.cli import main
     buf = io.StringIO()
     t0 = time.monotonic()
     old = os.getcwd()
-    os.chdir(self.work / "cwd")
+    os.chdir(cwd or self.work / "cwd")
     try:
       with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
         try: rc = main(argv, owns_process=True) if _OWNS else main(argv)
@@ -314,6 +368,30 @@ class Fuzz:
     rc, text, secs = self.cli(cmd + (["--timeout", CMD_TIMEOUT] if _OWNS else []))
     self.record("npy", rc, text, secs, " ".join(cmd) + " <- " + repr(raw[:200]))
 
+  def run_option(self, data):
+    cmd, picked, env = data
+    g = self.work / "in" / "small.json"
+    if not g.exists(): g.write_text(json.dumps(SMALL_GRAPH))
+    out = self.fresh_out()
+    base = {"validate": [str(g)], "props": [str(g)], "show": [str(g), "-o", str(out / "g.svg")], "eval": [str(g), "--out", str(out)],
+            "compile": [str(g)], "run": [str(g), "--backend", "c", "--out", str(out)],
+            "conformance": ["--backend", "ref", "-k", "NEG/float32", "--junit", str(out / "j.xml")],
+            "fuzz": ["--backend", "ref", "--examples", "2", "--out", str(out / "f")], "docs": ["--out", str(out / "docs")],
+            "import-tinygrad": [str(self.work / "in" / "missing.py"), "--out", str(out / "t")]}.get(cmd, [])
+    argv = [cmd] + base
+    for flag, value in picked: argv += [flag] if value is None else [flag, value]
+    if _OWNS and cmd in ("validate", "props", "show", "eval", "compile", "run"): argv += ["--timeout", CMD_TIMEOUT]   # the last one counts
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try: rc, text, secs = self.cli(argv, cwd=out)     # (a relative path an option names is the user's: inside out)
+    finally:
+      for k, v in saved.items():
+        if v is None: os.environ.pop(k, None)
+        else: os.environ[k] = v
+      from tinyspec.compiler.device import device
+      device.cache_clear()     # (a device read under the drawn variables)
+    self.record("option", rc, text, secs, " ".join(f"{k}={v!r}" for k, v in env.items()) + " tinyspec " + " ".join(map(repr, argv)))
+
   def run_case(self, data):
     self.pending["case"].append(data)
     if len(self.pending["case"]) >= CASE_BATCH: self.flush_cases()
@@ -379,6 +457,11 @@ class Fuzz:
         if p.name != "case.json": os.link(p, f / p.name)
       (f / "case.json").write_text(json.dumps({**meta, "id": f"proto/{k:03d}"}))
     return d
+
+
+SMALL_GRAPH = [{"op": "VCONST", "arg": {"values": [3, 5], "dtype": "index"}},
+               {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
+               {"op": "REDUCE", "src": [1], "arg": {"op": "ADD", "axes": [1]}}]
 
 
 def _owns() -> bool:

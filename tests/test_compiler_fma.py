@@ -1,7 +1,9 @@
 """Contraction (render.yaml `contract`): a float REDUCE(ADD) over products accumulates
-with fused multiply-adds (one rounding) -- within REDUCE's tolerance -- while a MULACC,
-a MUL then ADD outside a reduction, and a user kernel's own accumulator keep their two
-roundings (tests/test_compiler_support.py test_mulacc_is_not_fused)."""
+with fused multiply-adds (one rounding) -- within REDUCE's tolerance -- where the
+operands' intervals prove that no product and no partial sum can overflow (so no result
+changes class: NaN, infinite, finite), while a MULACC, a MUL then ADD outside a
+reduction, and a user kernel's own accumulator keep their two roundings
+(tests/test_compiler_support.py test_mulacc_is_not_fused)."""
 from __future__ import annotations
 import numpy as np
 import pytest
@@ -47,22 +49,60 @@ E = 2.0 ** -12
 A = np.array([-(1 + 2 * E), 1 + E], np.float32)
 B = np.array([1.0, 1 + E], np.float32)
 FUSED, TWICE = 2.0 ** -24, float(np.float32(np.float32(A[0] * B[0]) + np.float32(A[1] * B[1])))
+# the same sum scaled by 2^24, of int32 operands converted to float32: their interval
+# (|x| <= 2^31) proves that no product or sum of two overflows, so it may be fused
+AI, BI = (A * 2.0 ** 12).astype(np.int32), (B * 2.0 ** 12).astype(np.int32)
+
+
+def _bounded_dot():
+  return (Tensor(AI).cast("float32") * Tensor(BI).cast("float32")).sum()
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_reduce_of_products_is_fused(target):
+def test_reduce_of_bounded_products_is_fused(target):
   assert TWICE != FUSED
-  t = (Tensor(A) * Tensor(B)).sum()
+  t = _bounded_dot()
   out = compile_graph(t.graph(), target).run(t.inputs())["out0"]
   fused = _cl_fast_fma() if target == "opencl" else _host_has_fma()   # fma where it is fast (FP_FAST_FMAF)
-  assert float(np.asarray(out).reshape(())) == (FUSED if fused else TWICE)
+  assert float(np.asarray(out).reshape(())) * 2.0 ** -24 == (FUSED if fused else TWICE)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_products_that_may_overflow_are_not_fused(target):
+  """float32 operands of any value: a product may overflow where its exact value does not
+  (1e30 * 1e10), and -inf + inf is NaN where the fused -inf + 1e40 is -inf. Not fused:
+  the reference's class, NaN, and its value everywhere else."""
+  a = np.array([-np.inf, 1e30, 3.0, 1.7e38], np.float32); b = np.array([1.0, 1e10, 2.0, 10.0], np.float32)
+  t = (Tensor(a) * Tensor(b)).sum()
+  c = compile_graph(t.graph(), target)
+  assert "fma_float32" not in c.source()
+  assert np.isnan(c.run(t.inputs())["out0"])
+  assert "fma_float32" not in compile_graph((Tensor(A) * Tensor(B)).sum().graph(), target).source()
+
+
+def test_the_overflow_proof_counts_every_trip():
+  """int32 operands: a product is at most 2^62, and 2^62 x 2^12 trips is still far below
+  float32's range (fused); float64 operands converted to float32 may hold float32's largest
+  values, whose products overflow (not fused)."""
+  from tinyspec.compiler.contract import finite_bound
+  n = 1 << 12
+  ints = Tensor(np.ones(n, np.int32)).cast("float32")
+  assert "fma_float32" in compile_graph((ints * ints).sum().graph(), "c", keep_stages=False).source()
+  wide = Tensor(np.ones(n, np.float64)).cast("float32")
+  assert "fma_float32" not in compile_graph((wide * wide).sum().graph(), "c", keep_stages=False).source()
+  assert finite_bound(Tensor(np.ones(2, np.float16)).cast("float32").uop) == pytest.approx(65504, rel=1e-6)
 
 
 @pytest.mark.parametrize("target", ["c", "opencl"])
 def test_gemm_source_uses_fma(target):
-  src = compile_graph(gemm(Tensor(np.ones((64, 64), np.float32)), Tensor(np.ones((64, 64), np.float32))).graph(), target, keep_stages=False).source()
+  """A gemm of int16 data converted to float32: its products and sums are bounded, so it
+  accumulates with fma where the target's fma is fast; a float32 gemm does not."""
+  x = Tensor(np.ones((64, 64), np.int16)).cast("float32")
+  src = compile_graph(gemm(x, x).graph(), target, keep_stages=False).source()
   assert "fma_float32" in src and "FP_FAST_FMAF" in src    # fused where the target's fma is fast
   assert "-ffast-math" not in src and "FP_CONTRACT OFF" in src     # everything else keeps its roundings
+  f = Tensor(np.ones((64, 64), np.float32))
+  assert "fma_float32" not in compile_graph(gemm(f, f).graph(), target, keep_stages=False).source()
 
 
 def test_sum_and_elementwise_products_are_not_fused():

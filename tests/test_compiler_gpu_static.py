@@ -499,3 +499,48 @@ def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
   got = c.run(t.inputs())
   got = np.asarray(got["out0"] if isinstance(got, dict) else got, np.float64).reshape(co, hw, hw)
   np.testing.assert_allclose(got, conv_np(x.astype(np.float64), w.astype(np.float64)), rtol=1e-4, atol=1e-4 * np.sqrt(9 * ci))
+
+
+GEMM_ROWS = [1, 2, 3, 5, 7, 13, 17, 31, 37, 61, 64, 67, 97, 127, 131]     # primes >= 13 have no register tile
+
+
+def _gemm_sweep(tables=("h100", "a100", "mi250")) -> list:
+  """Every gemm of GEMM_ROWS x K x N (N multiples of 64 and not, K a multiple of the
+  staging step and not) compiled for each table: (table, shape, what went wrong)."""
+  from tinyspec.compiler import CompileError
+  from tinyspec.compiler.localrace import local_races
+  bad = []
+  for table in tables:
+    dev = table_device(table)
+    for M in GEMM_ROWS:
+      for N in (64, 128, 192, 50):
+        for K in (16, 64, 100):
+          t = gemm(Tensor(np.ones((M, K), np.float32)), Tensor(np.ones((K, N), np.float32)))
+          try:
+            c = compile_graph(t.graph(), "opencl", keep_stages=False, device=dev)
+            races = [r for ks, lin in zip(c.sources, c.linear) for r in local_races(ks, lin)]
+            if races: bad.append((table, (M, K, N), races[0]))
+          except CompileError as e: bad.append((table, (M, K, N), e.rule))
+  return bad
+
+
+def test_awkward_gemms_compile_for_every_table():
+  """Item 7's adversary: the local-tile heuristic sees gemms whose rows find no register
+  tile (13 x 64 @ 64 x 64 used to end in a StopIteration) on every table; each compiles
+  without a race on local memory."""
+  assert _gemm_sweep() == []
+
+
+def test_the_gemm_sweep_finds_the_planted_stop_iteration(monkeypatch):
+  """The heuristic as it was (the register tile's split assumed found) is caught by the sweep."""
+  import inspect, textwrap
+  from tinyspec.compiler import heuristics as H
+  src = textwrap.dedent(inspect.getsource(H._local_tile))
+  fixed = "cut = next((n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == [\"SPLIT\", m_ax] and A.opts[n][2][1] == \"UPCAST\"), None)"
+  assert fixed in src
+  planted = src.replace(fixed, fixed.replace("cut = next((", "cut = next(").replace("), None)", ")"))
+  scope: dict = {}
+  exec(compile(planted, "<planted _local_tile>", "exec"), H.__dict__, scope)
+  monkeypatch.setattr(H, "_local_tile", scope["_local_tile"])
+  with pytest.raises(StopIteration):
+    _gemm_sweep(("h100",))

@@ -1,8 +1,10 @@
 """`tinyspec fuzz --sanitize`: the sanitizer fuzzer finds a planted bug of each class of
-issue 12 within the CI slice's examples (conformance/sanitize.py CI_EXAMPLES, CI_SEED;
-scripts/test.sh runs that slice), and reports nothing on the compiler as it is. The
-plants (tests/plants/sitecustomize.py) go into the fuzzer's child only, through
-PYTHONPATH and $TINYSPEC_PLANT; the reference stays the oracle.
+issues 12 and 21 within the CI slice's examples (conformance/sanitize.py CI_EXAMPLES,
+CI_SEED; scripts/test.sh runs that slice), and reports nothing on the compiler as it is.
+The plants (tests/plants/sitecustomize.py) go into the fuzzer's child only, through
+PYTHONPATH and $TINYSPEC_PLANT; the reference stays the oracle. Each family of the slice
+is a search of its own (sanitize.shares): a plant is hunted by its family alone, with the
+share and the seed that family has in the slice, which draws the slice's examples of it.
 """
 from __future__ import annotations
 import subprocess
@@ -16,14 +18,40 @@ PLANTS = ROOT / "tests" / "plants"
 needs_sanitizers = pytest.mark.skipif(sanitize.unavailable() is not None, reason=str(sanitize.unavailable()))
 
 
+PLANT_FAMILY = {"literal": "chain", "gate-wrap": "gated", "sizes": "sizes", "parallel": "axes", "call-const": "sizes",
+                "call-const-buffer": "sizes", "pad-partial": "padded", "pad-gather": "gather", "contract": "contract",
+                "alias": "alias", "view-store": "alias"}
+
+
 @needs_sanitizers
-@pytest.mark.parametrize("plant", ["literal", "gate-wrap", "sizes", "parallel", "call-const", "call-const-buffer"])
+@pytest.mark.parametrize("plant", sorted(PLANT_FAMILY))
 def test_a_planted_bug_is_found_within_the_ci_slice(plant, tmp_path):
-  rep = sanitize.fuzz_sanitized(sanitize.CI_EXAMPLES, sanitize.CI_SEED, tmp_path, stop_at_first=True, shrink=False,
+  from tinyspec.conformance.hostile import FAMILIES
+  fam = PLANT_FAMILY[plant]
+  share = sanitize.shares(sanitize.CI_EXAMPLES, FAMILIES)[fam]
+  rep = sanitize.fuzz_sanitized(share, sanitize.CI_SEED, tmp_path, families=[fam], stop_at_first=True, shrink=False,
                                 extra_env={"PYTHONPATH": str(PLANTS), "TINYSPEC_PLANT": plant})
-  assert rep.failures, f"the planted {plant} bug survived {rep.examples} examples"
-  assert sum(rep.drawn.values()) <= sanitize.CI_EXAMPLES
+  assert rep.failures, f"the planted {plant} bug survived the {rep.examples} examples of family {fam} in the CI slice"
+  assert sum(rep.drawn.values()) <= share
   assert rep.written and (rep.written[0] / "case.json").is_file()
+
+
+def test_a_family_alone_draws_what_it_draws_in_the_slice():
+  """The equivalence the plant hunts rest on: a family's examples depend on its share and
+  seed only (hostile.examples of one family, seeded by its place in FAMILIES)."""
+  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
+  from tinyspec.conformance import hostile
+  def drawn(fam, n):
+    got = []
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @hseed(sanitize.CI_SEED + 1009 * hostile.FAMILIES.index(fam))
+    @given(hostile.examples((fam,)))
+    def prop(ex): got.append(ex.graph.dumps())
+    prop()
+    return got
+  assert drawn("padded", 5) == drawn("padded", 5) and drawn("alias", 3) == drawn("alias", 3)
+  assert set(sanitize.shares(sanitize.CI_EXAMPLES, hostile.FAMILIES).values()) <= {sanitize.CI_EXAMPLES // len(hostile.FAMILIES),
+                                                                                     sanitize.CI_EXAMPLES // len(hostile.FAMILIES) + 1}
 
 
 @needs_sanitizers

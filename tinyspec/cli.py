@@ -166,7 +166,10 @@ def main(argv=None, owns_process: bool | None = None) -> int:
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE
-  from tinyspec import deadline
+  from tinyspec import deadline, environment
+  try: environment.check_all()
+  except environment.EnvironmentValue as e:
+    print(f"tinyspec {a.cmd}: {e}", file=sys.stderr); return EXIT_UNREADABLE
   limit = getattr(a, "time_limit", None)
   if hasattr(a, "time_limit") and limit is None: limit = deadline.default_seconds()
   try:

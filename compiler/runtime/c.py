@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from tinyspec import environment
 from tinyspec.compiler.runtime import BuildError
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
@@ -113,8 +114,26 @@ def load(source: str) -> ctypes.CDLL:
   written to a file of this process's private folder first, never reopened from the cache."""
   key = _build_key(source)[0]
   lib = _LIBS.get(key)
-  if lib is None: lib = _LIBS[key] = _dlopen(build(source), key)
+  if lib is None:
+    _sanitizer_runtime_loaded()
+    try: lib = _LIBS[key] = _dlopen(build(source), key)
+    except OSError as e: raise BuildError(f"the kernels' library does not load: {e} (TINYSPEC_CFLAGS={os.environ.get('TINYSPEC_CFLAGS', '')!r})") from None
   return lib
+
+
+_RUNTIMES = {"address": ("__asan_init", "asan"), "thread": ("__tsan_init", "tsan")}
+
+
+def _sanitizer_runtime_loaded() -> None:
+  """A library built with -fsanitize=address or thread needs that sanitizer's runtime
+  loaded first (LD_PRELOAD): without it, loading ends the process (ASan) or fails. Say
+  so before loading it."""
+  asked = {k for f in _flags() if f.startswith("-fsanitize=") for k in f[len("-fsanitize="):].split(",")}
+  for kind in sorted(asked & set(_RUNTIMES)):
+    symbol, lib = _RUNTIMES[kind]
+    if not hasattr(ctypes.CDLL(None), symbol):
+      raise BuildError(f"TINYSPEC_CFLAGS builds the kernels with -fsanitize={kind}, whose runtime this process has not loaded: "
+                       f"start it with LD_PRELOAD=$(cc -print-file-name=lib{lib}.so)")
 
 
 _LOADED: dict = {"dir": None}
@@ -170,7 +189,7 @@ class CProgram:
       def run(_keep=scratch): fn(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
       return run
     total = launch_size(t, vals)
-    if os.environ.get("TINYSPEC_SLICE_ORDER") == "reversed":   # an independence check (module doc)
+    if environment.choice("TINYSPEC_SLICE_ORDER", ("reversed",)) == "reversed":   # an independence check (module doc)
       def backwards(_keep=scratch):
         for i in reversed(range(total)): fn(bufs, vv, i, i + 1, 0)
         if tail: fn(bufs, vv, 0, 0, 1)

@@ -9,6 +9,13 @@ bug to plant in the fuzzer's sanitized child (the compiler as it was before the 
   parallel   every axis counts as conflict-free (a THREAD axis the graph names is kept)
   call-const a CONST size argument is realized into a buffer the launch reads as 0
   call-const-buffer  every CONST argument is passed by value, also to a buffer PARAM
+and one per class of issue 21:
+  pad-partial  a padded output is copied back whole though the kernel stores only part of it
+  pad-gather   an input is padded to the reach of every index, a gathered one's dtype range too
+  contract     every REDUCE(ADD) of products is fused, whatever its operands' intervals
+  alias        a kernel's arguments that share memory are neither snapshotted nor copied
+  view-store   the executor binds a view's base a second time (its stores are lost) and
+               reads no output back through a view
 """
 import os
 
@@ -77,6 +84,43 @@ def _call_const_buffer():
   R._size_slots = lambda body: {u.arg["slot"] for u in R._walk(body) if u.op == "PARAM"}
 
 
+def _pad_partial():
+  from tinyspec.compiler import layout as L
+  L._covers = lambda ii, shape: True
+
+
+def _pad_gather():
+  from tinyspec.compiler import layout as L
+  L._of_loops = lambda i: True
+
+
+def _contract():
+  from tinyspec.compiler import render as R
+  R.cannot_overflow = lambda terms, dt, trips: True
+
+
+def _alias():
+  from tinyspec.compiler import hazards as H
+  H.separate_aliases = lambda s: s
+
+
+def _replace_in(cls, name: str, old: str, new: str):
+  """cls.name recompiled from its source with `old` replaced by `new`."""
+  import inspect, textwrap, sys
+  src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
+  assert old in src, (name, old)
+  scope: dict = {}
+  exec(compile(src.replace(old, new), f"<planted {name}>", "exec"), sys.modules[cls.__module__].__dict__, scope)
+  setattr(cls, name, scope[name])
+
+
+def _view_store():
+  from tinyspec.compiler import executor as E
+  _replace_in(E.Executable, "bind", "elif u not in handles:", "else:")
+  _replace_in(E.Bound, "outputs", "a = _view_base(k.args[slot])[0]", "a = k.args[slot]")
+
+
 if PLANT:
   {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
-   "call-const-buffer": _call_const_buffer}[PLANT]()
+   "call-const-buffer": _call_const_buffer, "pad-partial": _pad_partial, "pad-gather": _pad_gather, "contract": _contract,
+   "alias": _alias, "view-store": _view_store}[PLANT]()

@@ -39,9 +39,11 @@ def _committed(p: Path, text: str) -> str:
   """The file at p as text ("" if missing; read as a regular file, and only as far as
   needed: a file much longer than `text` differs from it anyway)."""
   from tinyspec.files import FileRefused, read_text
-  if not p.exists(): return ""
-  try: return read_text(p, limit=2 * len(text.encode()) + (1 << 20))
+  try:
+    if not p.exists(): return ""
+    return read_text(p, limit=2 * len(text.encode()) + (1 << 20))
   except FileRefused as e: return f"({e})"
+  except OSError as e: return f"({p}: {e.strerror})"     # a name too long, a folder that cannot be searched
 
 
 def stale(docs: dict[str, str], out: Path) -> list[tuple[str, list[str]]]:
@@ -89,4 +91,7 @@ def docs_command(sub):
     except FileRefused as e:
       print(f"tinyspec docs: {e}", file=sys.stderr)
       return e.exit_code
+    except OSError as e:   # what make_dir and output_path do not catch (a name too long for the file system)
+      print(f"tinyspec docs: {a.out}: {e.strerror or e} [path.write]", file=sys.stderr)
+      return 2
   return p, run
