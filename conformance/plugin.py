@@ -103,15 +103,6 @@ def _runner(config):
   return r
 
 
-def pytest_configure(config):
-  """A backend no one registered is a usage error, said before anything is collected."""
-  spec = _opt(config, "backend")
-  if spec == OPTIONS["backend"]["default"]: return    # (another project's pytest run pays nothing)
-  from tinyspec.conformance.execute import resolve_backend
-  try: resolve_backend(spec)
-  except KeyError as e: raise pytest.UsageError(f"tinyspec conformance: {e.args[0]}") from None
-
-
 @pytest.fixture(scope="session")
 def conformance_runner(request):
   return _runner(request.config)

@@ -68,10 +68,10 @@ def test_optops_that_mean_nothing_are_refused(opt, rule, gemm_file):
 
 
 def test_the_pytest_plugin_refuses_an_unknown_backend(tmp_path):
-  r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "tinyspec.conformance", "--backend=nonexistent", "-q", "-p", "no:cacheprovider"],
+  r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "tinyspec.conformance", "--tinyspec-backend=nonexistent", "-q", "-p", "no:cacheprovider"],
                      capture_output=True, text=True, timeout=300, cwd=tmp_path)
   out = r.stdout + r.stderr
-  assert r.returncode == 4 and "unknown backend 'nonexistent'" in out, out    # pytest's usage error
+  assert r.returncode == 2 and "unknown backend 'nonexistent'" in out, out    # the collection refused, before any test
   assert "Traceback" not in out and "KeyError" not in out and "plugin.py" not in out, out
 
 
