@@ -82,8 +82,10 @@ def check(name, build, arrays, dev) -> dict:
 def plant(name: str) -> dict:
   """A staged gemm (64x32 @ 32x64 on the H100 table) with a bug planted in its source:
   `barrier` (the BARRIER after the multiply loop removed: the next step's copy races with
-  this step's reads) or `tile` (the A tile's first copy store one slot off: items race and
-  one slot is read before any write). Oclgrind must report it: {"rule": "run.oclgrind"}."""
+  this step's reads), `tile` (the B tile's float4 copy one element off: neighbouring items'
+  stores overlap and the last runs past the tile) or `tile-uninit` (the A tile's first copy
+  store one slot off, which leaves a slot unwritten: found with OCLGRIND_UNINITIALIZED=1).
+  Oclgrind must report it: {"rule": "run.oclgrind"}."""
   from tinyspec.tensor import Tensor
   from tinyspec.compiler import compile_graph, CompileError
   from tinyspec.compiler.device import table_device
@@ -96,9 +98,13 @@ def plant(name: str) -> dict:
   if name == "barrier":
     at = src.rindex(fence)
     bad = src[:at] + src[at + len(fence):]
-  elif name == "tile":
+  elif name == "tile":            # the B tile's float4 copy one element off: overlapping stores, the last one past the tile
+    at = src.index("vstore4(", src.index("__local"))
+    end = src.index(");", at)
+    bad = src[:at] + src[at:end] + " + 1L" + src[end:]
+  elif name == "tile-uninit":     # the A tile's first copy store one slot off: one slot read unwritten
     import re
-    m = re.search(r"l0\[(v\d+)\] = ", src)      # the first store of the A tile copy
+    m = re.search(r"l0\[(v\d+)\] = ", src)
     bad = src[:m.start()] + f"l0[{m.group(1)} + 1L] = " + src[m.end():]
   else:
     raise SystemExit(f"no plant {name!r}")

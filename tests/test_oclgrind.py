@@ -26,10 +26,11 @@ def _oclgrind_missing() -> str | None:
 pytestmark = pytest.mark.skipif(_oclgrind_missing() is not None, reason=str(_oclgrind_missing()))
 
 
-def _child(*args, timeout=900) -> list[dict]:
+def _child(*args, timeout=900, **extra) -> list[dict]:
   env = {**os.environ, "TINYSPEC_OPENCL_DEVICE": "Oclgrind"}
   env.pop("OCL_ICD_VENDORS", None)
-  for k in ("OCLGRIND_DATA_RACES", "OCLGRIND_UNINITIALIZED", "OCLGRIND_LOG"): env.pop(k, None)   # the runtime's defaults: every check on
+  for k in ("OCLGRIND_DATA_RACES", "OCLGRIND_UNINITIALIZED", "OCLGRIND_LOG"): env.pop(k, None)   # the runtime's defaults: races, bounds, barriers
+  env.update(extra)
   p = subprocess.run([sys.executable, str(CHILD), *args], env=env, capture_output=True, text=True, timeout=timeout)
   assert p.returncode == 0, p.stderr[-3000:]
   return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
@@ -47,8 +48,9 @@ def test_gpu_table_programs_pass_oclgrind(table, only):
   assert any(r.get("local_bytes") for r in rows if r["program"].startswith("gemm")), "no gemm staged through local memory"
 
 
-@pytest.mark.parametrize("plant,finding", [("barrier", "data race"), ("tile", "")])
-def test_planted_local_memory_bugs_are_caught(plant, finding):
-  (r,) = _child("plant", plant)
+@pytest.mark.parametrize("plant,finding,extra", [("barrier", "data race", {}), ("tile", "invalid write", {}),
+                                                ("tile-uninit", "uninitialized", {"OCLGRIND_UNINITIALIZED": "1"})])
+def test_planted_local_memory_bugs_are_caught(plant, finding, extra):
+  (r,) = _child("plant", plant, **extra)
   assert r["rule"] == "run.oclgrind", r
   assert finding.lower() in r["message"].lower()

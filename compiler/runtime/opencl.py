@@ -17,10 +17,11 @@ programs compile for it and run on the default device.
 "Oclgrind" (any case) selects the Oclgrind simulator (Debian package oclgrind) with no
 set-up by the user: its ICD is registered for this process only, through OCL_ICD_VENDORS
 pointing at a folder of the cache holding it beside the system's ICD files (never by
-changing system files). Its data-race and uninitialized-read checks are on
-(OCLGRIND_DATA_RACES, OCLGRIND_UNINITIALIZED; set them to 0 to turn one off), its
-diagnostics go to a log this runtime reads after each program, and a diagnostic fails
-the run (rule run.oclgrind): the kernels' adversary on machines without a GPU.
+changing system files). Its data-race check is on (OCLGRIND_DATA_RACES; its bounds and
+barrier checks always are; OCLGRIND_UNINITIALIZED=1 adds its uninitialized-value check,
+which also flags bytes a buffer copy wrote), its diagnostics go to a log this runtime reads
+after each program, and a diagnostic fails the run (rule run.oclgrind): the kernels'
+adversary on machines without a GPU.
 """
 from __future__ import annotations
 import os
@@ -82,7 +83,8 @@ def _register_oclgrind() -> None:
     if not f.is_file() or f.read_text() != text: f.write_text(text)
   os.environ["OCL_ICD_VENDORS"] = str(d)
   os.environ.setdefault("OCLGRIND_DATA_RACES", "1")
-  os.environ.setdefault("OCLGRIND_UNINITIALIZED", "1")
+  # (its uninitialized-value check stays off unless asked for: it counts bytes a buffer copy
+  # or an earlier kernel wrote as uninitialized, a report against a correct program)
   os.environ.setdefault("OCLGRIND_LOG", str(d / f"oclgrind-{os.getpid()}.log"))
 
 
@@ -244,8 +246,8 @@ def simulator_errors() -> str | None:
   try:
     with open(log, "rb") as f:
       f.seek(_log_seen.get(log, 0))
-      new = f.read(1 << 16)
-      _log_seen[log] = f.tell()
+      new = f.read(1 << 16)                      # (the first 64 KiB say what went wrong)
+      _log_seen[log] = f.seek(0, os.SEEK_END)    # the rest belongs to this run too, not to the next one
   except OSError:
     return None
   text = new.decode(errors="replace").strip()
