@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tinyspec.graph import Graph
 from tinyspec.tables import tables
+from tinyspec.dispatch import input_name
 from tinyspec.uop import UOp
 from tinyspec.validate import validate
 from tinyspec.refimpl.errors import EvalError
@@ -132,7 +133,7 @@ class Machine:
   def _inputs(self, inputs) -> dict:
     out = {}
     for k, v in (inputs or {}).items():
-      name = f"buf{k}" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else str(k)
+      name = input_name("BUFFER", {"slot": int(k)}) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else str(k)
       if name in out: raise EvalError(f"input {name!r} is given twice", rule="eval.input", exit_code=2)
       if isinstance(v, np.ndarray): self.budget.external(v, f"input {name!r}")   # inputs count from the start
       out[name] = v
@@ -140,7 +141,7 @@ class Machine:
 
   def input_name(self, i) -> str:
     n = self.nodes[i]
-    return n.arg.get("name") or (f"buf{n.arg['slot']}" if n.op == "BUFFER" else f"param{n.arg['slot']}")
+    return input_name(n.op, n.arg)
 
   def global_storage(self, i) -> Storage:
     view = self.views[i]

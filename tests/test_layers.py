@@ -23,7 +23,7 @@ LAYERS = [   # lowest first; a module belongs to the first entry that is it or a
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",
             "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.uop", "tinyspec.graph", "tinyspec.validate",
             "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.portable", "tinyspec.plugins", "tinyspec.backends",
-            "tinyspec.limits", "tinyspec.files", "tinyspec.deadline", "tinyspec.environment")),
+            "tinyspec.limits", "tinyspec.files", "tinyspec.deadline", "tinyspec.environment", "tinyspec.dispatch")),
   ("evaluator, front end and pictures", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor", "tinyspec.show")),
   ("compiler", ("tinyspec.compiler",)),
   ("conformance and interop", ("tinyspec.conformance", "tinyspec.interop")),

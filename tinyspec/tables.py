@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 import yaml
 import jsonschema
@@ -325,6 +325,32 @@ class Tables:
 
   def ops_in(self, category: str) -> list[str]:
     return [n for n, o in self.ops.items() if o.category == category]
+
+  # Op facts the passes ask for by kind, never by listing names (one source of truth):
+  @cached_property
+  def storage_ops(self) -> frozenset:
+    """Ops that are storage roots (`storage: true`: BUFFER, PARAM, BUFFER_VIEW ...)."""
+    return frozenset(n for n, o in self.ops.items() if o.storage is True)
+
+  @cached_property
+  def through_ops(self) -> frozenset:
+    """Ops that pass src[0]'s storage on (`storage: through`: INDEX, AFTER, the markers ...)."""
+    return frozenset(n for n, o in self.ops.items() if o.storage == "through")
+
+  @cached_property
+  def marker_ops(self) -> frozenset:
+    """Identity-on-data ops (category marker)."""
+    return frozenset(self.ops_in("marker"))
+
+  @cached_property
+  def alu_ops(self) -> frozenset:
+    """Elementwise ops, primitive and decomposed: what an ALU evaluates."""
+    return frozenset(n for n, o in self.ops.items() if o.category in ("elementwise", "decomposed"))
+
+  def body_slots(self, op: str) -> tuple:
+    """The source positions of op's closed function bodies (`kind: body`; () for most ops)."""
+    o = self.ops.get(op)
+    return o.body_slots if o is not None else ()
 
   def graph_schema(self) -> dict:
     with open(spec.path("graph.schema.json")) as f: return json.load(f)

@@ -51,8 +51,9 @@ def data_of(u: UOp) -> np.ndarray | None:
 
 
 def input_name(arg) -> str:
-  """The name an input BUFFER is passed under (docs/architecture.md)."""
-  return arg.get("name") or f"buf{arg['slot']}"
+  """The name an input BUFFER is passed under (tinyspec/dispatch.py input_name)."""
+  from tinyspec.dispatch import input_name as named
+  return named("BUFFER", arg)
 
 
 def export(roots) -> tuple[Graph, dict]:
