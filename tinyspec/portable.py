@@ -20,6 +20,8 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.tables import tables
 
 ZERO_SIGN = 0.5   # a bound that lets +0 and -0 (ulp distance 0) match and nothing else
+WIDE_VARIANT = "wide-intermediates"    # float16/bfloat16 results read unrounded (refimpl/widen.py) ...
+WIDE_DECISION = "half-intermediates"   # ... as this decision allows: its `ops` may stay wide
 
 
 @lru_cache(maxsize=None)
