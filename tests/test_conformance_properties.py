@@ -1,4 +1,4 @@
-"""conformance/properties.py: the reference passes its own properties; a wrong value is
+"""conformance/fuzz/checks.py: the reference passes its own properties; a wrong value is
 reported at the first node that differs (not at the nodes that read it); a planted
 renderer bug (IDIV truncating instead of flooring) is found by fuzzing and shrunk to a
 graph of at most 4 nodes; failures are written as corpus cases that the runner replays."""
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from tinyspec.refimpl.backend import RefBackend
 from tinyspec.compiler.backend import CBackend
-from tinyspec.conformance.strategies import graphs
-from tinyspec.conformance.properties import fuzz, check_example, InProcess, check_values
+from tinyspec.conformance.fuzz.graphs import graphs
+from tinyspec.conformance.fuzz.checks import fuzz, check_example, InProcess, check_values
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -48,7 +48,7 @@ class _WrongMul(RefBackend):
 def _chain():
   """NEG(ADD(MUL(a, b), a)) on int32 buffers, every op node an output."""
   from tinyspec.refimpl.build import Builder
-  from tinyspec.conformance.strategies import Drawn
+  from tinyspec.conformance.fuzz.graphs import Drawn
   b = Builder()
   x, y = b.buffer((3,), "int32", 0), b.buffer((3,), "int32", 1)
   m = b.MUL(x, y); s = b.ADD(m, x); n = b.NEG(s)
@@ -106,7 +106,7 @@ def test_the_unplanted_renderer_passes_the_same_search():
 
 
 def test_failures_are_written_as_corpus_cases_and_replayed(tmp_path, capsys):
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.corpus.cases import load_cases
   from tinyspec.cli import main
   rep = fuzz(_WrongMul(), examples=40, seed=3, isolate=False, stages=False, out=tmp_path,
              strategy=graphs("tensor", ops=["MUL"], dtypes=["int16"], max_ops=2))
@@ -140,7 +140,7 @@ def test_failures_that_cannot_be_written_are_reported(tmp_path):
 
 def test_the_fuzz_command_exits_2_when_a_failure_cannot_be_written(monkeypatch, capsys):
   from tinyspec.cli import main
-  from tinyspec.conformance import properties
+  from tinyspec.conformance.fuzz import checks as properties
   from tinyspec.files import FileRefused
   def found_but_unwritten(*a, **kw):
     return properties.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])

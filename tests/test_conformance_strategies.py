@@ -1,4 +1,4 @@
-"""conformance/strategies.py: the drawn graphs are valid, the mutants break their tagged
+"""conformance/fuzz/graphs.py: the drawn graphs are valid, the mutants break their tagged
 rule at their tagged node, an op added to the tables is drawn without a Python change,
 and a failing case is cut down to the failing node and what it reads."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, HealthCheck, find, assume
 from tinyspec.tables import tables, Tables
 from tinyspec.validate import validate
-from tinyspec.conformance.strategies import graphs, invalid_graphs, drawable_ops, mutation_rules, hints
+from tinyspec.conformance.fuzz.graphs import graphs, invalid_graphs, drawable_ops, mutation_rules, hints
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -135,7 +135,7 @@ def test_a_new_op_is_mutated_by_rule(hypot):
 def test_index_is_drawn_with_out_of_range_indices_and_the_c_backend_agrees():
   """INDEX (gathers with data-dependent indices, decision index-oob) is drawn like any op:
   some draws index out of range, and the C backend matches the reference on them."""
-  from tinyspec.conformance.properties import check_example, InProcess
+  from tinyspec.conformance.fuzz.checks import check_example, InProcess
   runner = InProcess("c")
   seen = {"index": 0, "outside": 0}
 

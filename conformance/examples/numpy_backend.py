@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny conformance backend that knows nothing of tinyspec: Python and NumPy only.
 
-It speaks the JSON-lines protocol of conformance/protocol.py on stdin/stdout, declares
+It speaks the JSON-lines protocol of conformance/run/protocol.py on stdin/stdout, declares
 the few ops and dtypes it implements, and evaluates tensor-level graphs of them. Put it
 through the suite with
 

@@ -11,7 +11,7 @@ slots allow, found from the tables alone:
   example's dtype becomes the case's dtype, inputs are filled with edge values, and an
   op whose arg is a dtype gets one root per dtype (BITCAST: every same-size target);
   plus an empty and a size-1 variant (the first dim of the example's buffers 0 or 1);
-* templates (conformance/templates.yaml): extra graphs in the example form for dtypes or
+* templates (conformance/corpus/templates.yaml): extra graphs in the example form for dtypes or
   shapes an example cannot reach by retyping.
 
 A retyped graph that the validator rejects is no case (the dtype is not allowed there);
@@ -29,7 +29,7 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node, from_document
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from tinyspec.conformance import values as V
+from tinyspec.conformance.corpus import values as V
 
 GENERATOR_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent / "templates.yaml"
@@ -315,7 +315,7 @@ def example_drafts(op: str) -> list[Draft]:
 
 
 def template_drafts(op: str) -> list[Draft]:
-  """Cases from conformance/templates.yaml (graphs in example form)."""
+  """Cases from conformance/corpus/templates.yaml (graphs in example form)."""
   out = []
   for k, t in enumerate(load_templates().get(op, [])):
     g, diags = from_document(t["nodes"])
@@ -386,7 +386,7 @@ def expected(d: Draft) -> tuple[dict, dict]:
   ulp_decomposed, portable) bounds: the strict profile's, and the portable profile's
   {ulp, ulp_decomposed, alternatives} (tinyspec.portable)."""
   from tinyspec.refimpl import evaluate
-  from tinyspec.conformance.compare import element_bounds
+  from tinyspec.conformance.run.compare import element_bounds
   from tinyspec.tolerance import tolerance
   from tinyspec import portable as P
   res = validate(d.graph)
@@ -458,7 +458,7 @@ def devices_used(g: Graph) -> list[str]:
 # ------------------------------------------------------------------ writing the corpus
 def write_draft(d: Draft, root: Path) -> dict:
   """Evaluate a draft and write it as a positive case under root/<id>/."""
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.cases import write_case
   res = validate(d.graph)
   outs, bounds = expected(d)
   dts = output_dtypes(d.graph, res.views)
@@ -491,8 +491,8 @@ def uniform(d: Draft) -> Draft:
 def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
   """A negative case per invalid graph of the rule corpus: (folder, metadata, graph file)."""
   import os
-  from tinyspec.conformance.rulecases import load_rule_cases
-  from tinyspec.conformance.corpus import CASES_DIR
+  from tinyspec.conformance.corpus.rulecases import load_rule_cases
+  from tinyspec.conformance.corpus.cases import CASES_DIR
   out = []
   for c in load_rule_cases():
     if c.valid: continue
@@ -507,7 +507,7 @@ def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
 
 def write_corpus(root: Path, ops: list[str] | None = None, log=None) -> int:
   """Write every case under root (which should be empty). Returns the number of cases."""
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.cases import write_case
   n = 0
   from tinyspec.refimpl import EvalError
   for d in all_drafts(ops):

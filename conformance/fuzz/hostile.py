@@ -1,8 +1,8 @@
-"""Graphs a hostile user would write, for the sanitizer fuzzer (conformance/sanitize.py).
+"""Graphs a hostile user would write, for the sanitizer fuzzer (conformance/fuzz/sanitize.py).
 
 Each family is a Hypothesis strategy of `Example`s (a graph, its inputs, and OptOps to
 try), dense in what breaks compilers: edge values (MIN, MAX, -1, 0, 1, powers of two;
-NaN, +-inf, subnormals for floats: conformance/values.py), narrow integer dtypes,
+NaN, +-inf, subnormals for floats: conformance/corpus/values.py), narrow integer dtypes,
 nested ops whose rewrites must respect wrapping, data-dependent indices, sizes at and
 beyond their bounds, axis types and OptOps that ask for parallelism:
 
@@ -30,7 +30,7 @@ beyond their bounds, axis types and OptOps that ask for parallelism:
   alias    a CALL passing one buffer, or overlapping views of it, to several slots of a
            kernel that reads and writes them; a STORE through a view of a buffer, read
            after it or reading the buffer itself
-  drawn    any graph of conformance/strategies.py (tensor or kernel level)
+  drawn    any graph of conformance/fuzz/graphs.py (tensor or kernel level)
 Every family also draws OptOps (SPLIT into any AxisType, PADTO, SWAP) that the fuzzer's
 child applies where they are legal.
 """
@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.refimpl.build import Builder
-from tinyspec.conformance import values as V
+from tinyspec.conformance.corpus import values as V
 
 NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
 SIGNED_NARROW = ["int8", "int16"]
@@ -335,9 +335,9 @@ def alias(draw) -> Example:
 
 
 def drawn(max_ops: int = 5):
-  from tinyspec.conformance.strategies import graphs
+  from tinyspec.conformance.fuzz.graphs import graphs
   from tinyspec.backends import get_backend, capabilities_of
-  from tinyspec.conformance.properties import backend_strategy
+  from tinyspec.conformance.fuzz.checks import backend_strategy
   caps = capabilities_of(get_backend("c"))
   levels = st.sampled_from(["tensor", "kernel"])
   @st.composite

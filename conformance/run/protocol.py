@@ -16,7 +16,7 @@ patterns, as in the corpus); paths are absolute.
   -> {"cmd": "quit"}                                     (or end of input: exit)
 
 `name` is what results and manifests go by; `manifest` (optional) is the backend's own
-manifest of expected failures and exclusions (conformance/manifest.py), a path absolute or
+manifest of expected failures and exclusions (conformance/corpus/manifest.py), a path absolute or
 relative to the folder of the backend's program. Every op, level and dtype the
 capabilities name must be one the tables have (a misspelt one is refused with the nearest
 name, rule backend.protocol).
@@ -26,7 +26,7 @@ k-th value root, the input name of every stored buffer for void roots. A backend
 crashes, hangs past the runner's time limit or answers with something that is not a
 protocol line fails the case it was running; the runner starts it again for the next.
 `conformance/examples/numpy_backend.py` is a small backend written against this protocol
-alone; `python -m conformance.worker --backend NAME` serves any registered Python backend.
+alone; `python -m tinyspec.conformance.run.worker --backend NAME` serves any registered Python backend.
 """
 from __future__ import annotations
 import json
@@ -215,7 +215,7 @@ class BackendProcess:
 
 def worker_command(name: str) -> list[str]:
   """The command serving registered Python backend `name` over the protocol."""
-  return [sys.executable, "-m", "tinyspec.conformance.worker", "--backend", name]
+  return [sys.executable, "-m", "tinyspec.conformance.run.worker", "--backend", name]
 
 
 def split_command(spec: str) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 
-CASES_DIR = Path(__file__).resolve().parent / "cases"
+CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASE_FILE = "case.json"
 FORMAT = "tinyspec-case"
 VERSION = 1

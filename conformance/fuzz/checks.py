@@ -1,4 +1,4 @@
-"""The properties a backend is held to on drawn graphs (conformance/strategies.py), and
+"""The properties a backend is held to on drawn graphs (conformance/fuzz/graphs.py), and
 `fuzz()`, which runs them under Hypothesis and keeps each minimal failing case.
 
 For a drawn graph (every op node an output):
@@ -8,7 +8,7 @@ For a drawn graph (every op node an output):
   values     the backend's value of every node equals the reference evaluator's value
              of that node's op applied to the backend's own values of its sources:
              integers and bools bit-exact, floats within the op's tolerance
-             (conformance/compare.py, ops.yaml `tolerances`). Checking each node against
+             (conformance/run/compare.py, ops.yaml `tolerances`). Checking each node against
              its own inputs keeps tolerances from compounding along a chain and names
              the first node whose value differs;
   stages     (backends with stages(), i.e. the compiler) every stage's graph is valid
@@ -32,10 +32,10 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
 from tinyspec.files import load_npy
-from tinyspec.conformance.protocol import answer_outputs as _answer_outputs
-from tinyspec.conformance.compare import describe, element_bounds
-from tinyspec.conformance.strategies import Drawn
-from tinyspec.conformance.localcheck import local_reference
+from tinyspec.conformance.run.protocol import answer_outputs as _answer_outputs
+from tinyspec.conformance.run.compare import describe, element_bounds
+from tinyspec.conformance.fuzz.graphs import Drawn
+from tinyspec.conformance.fuzz.localcheck import local_reference
 
 
 @dataclass
@@ -104,7 +104,7 @@ def _same_as_trace(got, ref) -> bool:
   if ref.dtype != got.dtype: return False
   if got.dtype.kind == "f" or got.dtype.name == "bfloat16":
     a, b = got.astype(np.float64), ref.astype(np.float64)
-    from tinyspec.conformance.compare import _bits
+    from tinyspec.conformance.run.compare import _bits
     return bool(np.all((_bits(got) == _bits(ref)) | (np.isnan(a) & np.isnan(b))))
   return bool(np.array_equal(got, ref))
 
@@ -191,7 +191,7 @@ def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None)
     if name == "input": continue
     res = validate(g)
     if not res.ok: return Failure(f"stage {name}", None, None, None, "invalid stage graph: " + res.diagnostics[0].format(), d)
-    from tinyspec.conformance.casegen import input_names
+    from tinyspec.conformance.corpus.casegen import input_names
     names = input_names(g, res.views)   # a stage may drop a buffer nothing reads: its graph's own inputs
     try: outs = evaluate(g, {k: v for k, v in d.inputs.items() if k in names})
     except EvalError as e:
@@ -220,7 +220,7 @@ def with_mutants(base, offset: int = 0):
   """Pairs (drawn graph, a mutant of it or None): the fuzz draws both. offset rotates
   the rule list (the zero choice takes its first: each round breaks another rule)."""
   from hypothesis import strategies as st
-  from tinyspec.conformance.strategies import mutation_rules, _apply, _DrawAdapter, _tables
+  from tinyspec.conformance.fuzz.graphs import mutation_rules, _apply, _DrawAdapter, _tables
 
   @st.composite
   def pairs(draw):
@@ -255,7 +255,7 @@ class InProcess:
 class Isolated:
   """A backend behind the protocol, in its own process: a crash or hang is a finding."""
   def __init__(self, spec: str, timeout: float = 60.0):
-    from tinyspec.conformance.execute import CaseRunner
+    from tinyspec.conformance.run.execute import CaseRunner
     self.runner = CaseRunner(spec, timeout=timeout)
     self.caps = self.runner.capabilities()
     self.name = self.runner.name
@@ -264,8 +264,8 @@ class Isolated:
     self.n = 0
 
   def run(self, d: Drawn) -> dict:
-    from tinyspec.conformance.corpus import save_array, dtype_of_array, from_disk
-    from tinyspec.conformance.protocol import BackendDied
+    from tinyspec.conformance.corpus.cases import save_array, dtype_of_array, from_disk
+    from tinyspec.conformance.run.protocol import BackendDied
     self.n += 1
     w = self.tmp / f"e{self.n % 4}"
     w.mkdir(exist_ok=True)
@@ -352,7 +352,7 @@ class NoDrawableOps(ValueError):
 def backend_ops(caps, level: str, ops=None) -> list[str]:
   """The ops drawn at `level` for a backend: drawable there, run by the backend and by
   the reference evaluator at that level."""
-  from tinyspec.conformance.strategies import drawable_ops
+  from tinyspec.conformance.fuzz.graphs import drawable_ops
   from tinyspec.refimpl import supported_ops
   ref = supported_ops()
   return [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
@@ -361,7 +361,7 @@ def backend_ops(caps, level: str, ops=None) -> list[str]:
 def backend_strategy(caps, level: str, max_ops: int = 6, ops=None, focus=None, salt: int = 0):
   """graphs() restricted to what the backend and the reference evaluator both run;
   focus (a Focus): the last op drawn is its op, its first source of its dtypes."""
-  from tinyspec.conformance.strategies import graphs, value_dtypes
+  from tinyspec.conformance.fuzz.graphs import graphs, value_dtypes
   dts = [x for x in value_dtypes() if x in caps.dtypes]
   if focus is None: return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts)
   return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts, final_op=focus.op,
@@ -384,7 +384,7 @@ def foci(caps, levels, seed: int) -> list[Focus]:
   the ~90 ops x dtype classes; the fuzz gives each its own round instead."""
   import random
   from tinyspec.tables import tables
-  from tinyspec.conformance.strategies import value_dtypes
+  from tinyspec.conformance.fuzz.graphs import value_dtypes
   T = tables()
   out = []
   rng = random.Random(seed)
@@ -584,7 +584,7 @@ def _keep(rep: FuzzReport, f: Failure, out: Path) -> None:
 
 def write_failure(f: Failure, out: Path) -> Path:
   """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
-  from tinyspec.conformance.casegen import Draft, write_draft
+  from tinyspec.conformance.corpus.casegen import Draft, write_draft
   from tinyspec.files import make_dir
   make_dir(out)   # FileRefused path.write where it cannot be made
   m = f.case()

@@ -1,7 +1,7 @@
 """`tinyspec fuzz --sanitize --backend c`: hostile graphs through C kernels built with
 sanitizers, against the reference evaluator.
 
-Examples come from conformance/hostile.py (edge-dense inputs, narrow integer dtypes,
+Examples come from conformance/fuzz/hostile.py (edge-dense inputs, narrow integer dtypes,
 data-dependent gathers and scatters, gated accesses, symbolic sizes at and beyond their
 bounds, parallel axis types, random OptOps). Each runs in a child Python process whose
 kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer (without
@@ -17,8 +17,8 @@ under --out as a corpus case (negative when the reference refuses) that
 `tinyspec conformance --backend c --cases DIR` replays. A refusal of the compiler's own
 (compile.*, opt.*) is a documented limitation, counted.
 
-The child: `python -m tinyspec.conformance.sanitize --serve` (JSON lines as in
-conformance/protocol.py, plus the OptOps, the thread count, the slice order and the
+The child: `python -m tinyspec.conformance.fuzz.sanitize --serve` (JSON lines as in
+conformance/run/protocol.py, plus the OptOps, the thread count, the slice order and the
 file its stderr goes to during the run).
 """
 from __future__ import annotations
@@ -94,8 +94,8 @@ def _legal_prefix(opts: list):
 def handle(msg: dict) -> dict:
   """Compile and run one example with stderr (where sanitizers report) in msg["stderr"]."""
   from tinyspec.graph import load_file
-  from tinyspec.conformance.corpus import from_disk
-  from tinyspec.conformance.protocol import write_outputs
+  from tinyspec.conformance.corpus.cases import from_disk
+  from tinyspec.conformance.run.protocol import write_outputs
   from tinyspec.compiler.pipeline import lower
   g, _ = load_file(msg["graph"])
   dts = msg.get("dtypes", {})
@@ -149,13 +149,13 @@ class Child:
   RESTART = 200
 
   def __init__(self, kind: str, work: Path, extra_env: dict | None, timeout: float):
-    from tinyspec.conformance.protocol import BackendProcess
+    from tinyspec.conformance.run.protocol import BackendProcess
     self.kind, self.work, self.timeout = kind, work, timeout
-    self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
+    self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.fuzz.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
     self.n = 0
 
   def run(self, graph_file: Path, inputs: dict, dtypes: dict, opts, threads=None, slice_order="") -> Answer:
-    from tinyspec.conformance.protocol import BackendDied
+    from tinyspec.conformance.run.protocol import BackendDied
     self.n += 1
     out_dir = self.work / f"{self.kind}-out"
     out_dir.mkdir(exist_ok=True)
@@ -203,7 +203,7 @@ class SanitizedC:
     self.tsan = Child("tsan", self.work, extra_env, timeout) if runtime_library("tsan") else None
 
   def run(self, ex) -> Answer:
-    from tinyspec.conformance.corpus import save_array, dtype_of_array
+    from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
     d = self.work / "example"
     d.mkdir(exist_ok=True)
     gf = d / "graph.json"
@@ -238,8 +238,8 @@ def reference(ex):
 def check(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
-  from tinyspec.conformance.properties import Failure
-  from tinyspec.conformance.strategies import Drawn
+  from tinyspec.conformance.fuzz.checks import Failure
+  from tinyspec.conformance.fuzz.graphs import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
   def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where
     first, _, rest = msg.partition("\n")
@@ -259,8 +259,8 @@ def check(ex, runner, refused: dict) -> "Failure | None":
       return None
     return fail("refusal", f"refused with {got.rule} an input the reference accepts: {got.message}")
   if ex.drawn is not None:
-    from tinyspec.conformance.properties import check_values, reference_trace, _views
-    from tinyspec.conformance.corpus import from_disk
+    from tinyspec.conformance.fuzz.checks import check_values, reference_trace, _views
+    from tinyspec.conformance.corpus.cases import from_disk
     views = _views(ex.graph)
     outs = {k: from_disk(v, views[ex.drawn.outputs[k]].dtype) if k in ex.drawn.outputs else v for k, v in got.outputs.items()}
     trace, _ = reference_trace(ex.drawn)
@@ -283,15 +283,15 @@ def shares(examples: int, families) -> dict:
 
 def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, families=None, log=None,
                    timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True):
-  """Run `examples` hostile examples (conformance/hostile.py families, each its share:
+  """Run `examples` hostile examples (conformance/fuzz/hostile.py families, each its share:
   `shares`) through the sanitized C backend; each failure is shrunk (unless not
   `shrink`) and (with `out`) written as a case. The search goes on after a failure,
   skipping failures of the same kind, until the examples are spent (or the first, with
   stop_at_first). `extra_env`: more environment for the children. Returns a
   properties.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
   aside) per family."""
-  from tinyspec.conformance.properties import FuzzReport
-  from tinyspec.conformance import hostile
+  from tinyspec.conformance.fuzz.checks import FuzzReport
+  from tinyspec.conformance.fuzz import hostile
   t0 = time.monotonic()
   runner = SanitizedC(extra_env, timeout)
   rep = FuzzReport(runner.name)
@@ -313,7 +313,7 @@ def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_
   """Draw `budget` examples of strat (a Hypothesis search per failure found, each shrunk),
   adding the failures of kinds not `seen` to rep."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-  from tinyspec.conformance.properties import PropertyFailed
+  from tinyspec.conformance.fuzz.checks import PropertyFailed
   round_ = 0
   while budget > 0:
     count, last = [0], [None]
@@ -350,10 +350,10 @@ def write_example(f, out: Path) -> Path:
   """The minimal failing example as a corpus case under out/sanitize/<kind>-<hash>/: a
   positive case with the reference's outputs, or a negative one with its refusal."""
   import hashlib
-  from tinyspec.conformance.casegen import Draft, write_draft
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.casegen import Draft, write_draft
+  from tinyspec.conformance.corpus.cases import write_case
   from tinyspec.validate import validate
-  from tinyspec.conformance.casegen import input_names
+  from tinyspec.conformance.corpus.casegen import input_names
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"sanitize/{f.prop}-{h}"
@@ -373,11 +373,11 @@ def write_example(f, out: Path) -> Path:
 
 def m_example(d):
   """A Drawn as an Example (for the reference run)."""
-  from tinyspec.conformance.hostile import Example
+  from tinyspec.conformance.fuzz.hostile import Example
   return Example("case", d.graph, dict(d.inputs))
 
 
 if __name__ == "__main__":
   if sys.argv[1:] == ["--serve"]: sys.exit(serve())
-  print("usage: python -m tinyspec.conformance.sanitize --serve  (the child of tinyspec fuzz --sanitize)", file=sys.stderr)
+  print("usage: python -m tinyspec.conformance.fuzz.sanitize --serve  (the child of tinyspec fuzz --sanitize)", file=sys.stderr)
   sys.exit(2)

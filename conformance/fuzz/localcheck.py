@@ -1,5 +1,5 @@
 """A drawn graph's node evaluated alone, on the values its sources had: what the fuzz
-(conformance/properties.py) checks a backend's value of each node against, one node at a
+(conformance/fuzz/checks.py) checks a backend's value of each node against, one node at a
 time, so that tolerances do not compound along a chain and the first differing node is
 named; the tinygrad triage (interop/hunt.py) writes the same graph as a repro.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
-from tinyspec.conformance.strategies import Drawn
+from tinyspec.conformance.fuzz.graphs import Drawn
 
 
 def local_reference(d: Drawn, views, i: int, known: dict, variants=()):

@@ -1,7 +1,7 @@
 """The first divergent node of a failing case: where, in the case's graph, the backend's
 values first leave the reference's.
 
-Works for any backend through the protocol (conformance/protocol.py), without asking it
+Works for any backend through the protocol (conformance/run/protocol.py), without asking it
 for anything new: the case's graph is *cut* at a candidate node (the nodes up to it, that
 node the only root) and the cut graph is run like any other graph. The reference's value
 of every node comes from one traced evaluation (refimpl `trace=True`). A node diverges
@@ -146,8 +146,8 @@ def _check(s: _Search, i: int):
   if i in s.seen: return s.seen[i]
   from tinyspec.graph import Graph
   from tinyspec.validate import validate
-  from tinyspec.conformance.compare import describe, element_bounds
-  from tinyspec.conformance.corpus import from_disk, storage_dtype
+  from tinyspec.conformance.run.compare import describe, element_bounds
+  from tinyspec.conformance.corpus.cases import from_disk, storage_dtype
   cut = Graph(list(s.graph.nodes[:i + 1]), None, s.graph.level)
   if not validate(cut).ok: s.seen[i] = _UNRUNNABLE; return _UNRUNNABLE
   f = s.tmp / f"cut{i}.json"

@@ -1,12 +1,12 @@
 """Hypothesis strategies for tinyspec graphs, drawn from the tables.
 
-    from tinyspec.conformance.strategies import graphs, invalid_graphs
+    from tinyspec.conformance.fuzz.graphs import graphs, invalid_graphs
     @given(graphs("tensor"))            # valid by construction; .graph, .inputs, .outputs
     @given(invalid_graphs("tensor"))    # .graph breaks .rule at .node
 
 `graphs(level)` builds a graph node by node. Each step picks an op the tables allow at
 the level (spec/ops.yaml `levels`, not untrusted, required sources of kind value or shape
-only, minus the `skip` list of conformance/strategies.yaml), fills its slots in order (a
+only, minus the `skip` list of conformance/fuzz/strategies.yaml), fills its slots in order (a
 `same` slot takes the dtype of the slot it names; a value slot takes a node already drawn
 or a fresh leaf of a dtype its group allows, broadcastable with the op's other sources
 when the op applies per element; optional slots sometimes; variadic ones 1 to 3 times),
@@ -18,7 +18,7 @@ level: one loop over n elements) and CONSTs, their values mixed from the dtype's
 values and random ones; a fresh leaf of an op with a `domain` in ops.yaml `tolerances`
 is moved into the domain where it can be. Every op node is an output (a root at tensor
 level, a STORE into its own PARAM at kernel level), so a backend's value of every node
-can be checked on its own (conformance/properties.py). Hypothesis shrinks toward fewer
+can be checked on its own (conformance/fuzz/checks.py). Hypothesis shrinks toward fewer
 steps, earlier ops and simpler values; `Drawn.minimal(node)` keeps only a node and what
 it reads (the dead nodes go).
 
@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
-from tinyspec.conformance import values as V
+from tinyspec.conformance.corpus import values as V
 
 HINTS_FILE = Path(__file__).resolve().parent / "strategies.yaml"
 PER_ELEMENT = ("elementwise", "decomposed")   # categories whose ops broadcast their value sources
