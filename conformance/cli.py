@@ -277,7 +277,8 @@ def run_command(sub):
 
 def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
   """Outputs of the graph file on `backend`, or the exit code after saying why not."""
-  from tinyspec.conformance.run.execute import run_graph, BackendUnavailable
+  from tinyspec.conformance.run.client import run_graph
+  from tinyspec.conformance.run.execute import BackendUnavailable
   try: return run_graph(backend, file, inputs, float(timeout) if timeout else 60.0)
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE

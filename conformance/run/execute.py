@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from tinyspec.conformance.run.runner import Result
-from tinyspec.conformance.run.protocol import BackendProcess, BackendDied, BadAnswer, answer_outputs, worker_command, split_command
+from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, read_outputs, run_message, worker_command,
+                                              split_command)
 from tinyspec.files import FileRefused
 from tinyspec.conformance.corpus.cases import from_disk, load_array, storage_dtype
 from tinyspec.conformance.run.compare import describe
@@ -108,36 +109,6 @@ def judge_negative(case, answer: dict) -> str | None:
   if got and want and got != want and case.expect.get("only", True):
     return f"refused with rule {got}, expected {want}"
   return None
-
-
-# ------------------------------------------------------------------ running one graph
-def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
-  """Run one graph file on any backend (registered, cmd:COMMAND or an executable) through
-  the protocol, in its own process: output name -> array. BackendUnavailable if it does
-  not start; RuntimeError (with .rule where the backend gave one) if it refuses, dies or
-  hangs."""
-  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
-  runner = CaseRunner(spec, timeout=timeout)
-  runner.capabilities()
-  proc = runner._procs[0]
-  tmp = Path(tempfile.mkdtemp(prefix="tinyspec-run-"))
-  try:
-    ins, dts = {}, {}
-    for k, v in inputs.items():
-      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
-      save_array(tmp / f"in.{k}.npy", v, dt); ins[k] = str(tmp / f"in.{k}.npy"); dts[k] = dt
-    msg = {"cmd": "run", "id": "run", "graph": str(Path(graph_file).resolve()), "inputs": ins, "dtypes": dts, "out_dir": str(tmp)}
-    try: ans = proc.request(msg, runner.timeout)
-    except BackendDied as e: raise RuntimeError(f"backend {runner.name} {e.kind}: {e}") from None
-    if not ans.get("ok"):
-      err = RuntimeError(f"backend {runner.name} refused: {ans.get('error', 'no reason given')}")
-      err.rule = ans.get("rule") if isinstance(ans.get("rule"), str) else None
-      raise err
-    try: return _read_outputs(ans, tmp)
-    except (FileRefused, BadAnswer) as e: raise RuntimeError(f"backend {runner.name}: unreadable output: {e}") from None
-  finally:
-    proc.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ the runner
@@ -349,12 +320,10 @@ class CaseRunner:
     from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
-      msg = {"cmd": "run", "id": f"{case.id} (cut)", "graph": str(graph_file), "out_dir": str(sub),
-             "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}}
-      try: ans = self._request(proc, msg, self.timeout)
+      try: ans = self._request(proc, run_message(f"{case.id} (cut)", graph_file, inputs, sub), self.timeout)
       except BackendDied as e: raise RuntimeError(f"{e.kind}: {e}") from None
       if not ans.get("ok"): raise RuntimeError(str(ans.get("error", "refused"))[:200])
-      return _read_outputs(ans, sub)
+      return read_outputs(ans, sub)
     try: dv = first_divergent(case, run, self.decomposed, self.profile, message=r.message)
     except Exception as e:   # the search is a help: it never loses the result
       r.message += f"\n  first divergent node: not searched ({type(e).__name__}: {str(e)[:200]})"
@@ -372,10 +341,8 @@ class CaseRunner:
 
   def _run_one(self, proc, case, d: Path) -> Result:
     t0 = time.perf_counter()
-    msg = {"cmd": "run", "id": case.id, "graph": str(case.graph), "out_dir": str(d),
-           "inputs": {k: str(p) for k, (p, _) in case.inputs.items()}, "dtypes": {k: dt for k, (_, dt) in case.inputs.items()}}
     try:
-      ans = self._request(proc, msg, self.timeout)
+      ans = self._request(proc, run_message(case.id, case.graph, case.inputs, d), self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
     st, msg, prof = self._judge(case, ans, d)
@@ -389,7 +356,7 @@ class CaseRunner:
       return st, why or "", {p: st for p in PROFILES}
     if not ans.get("ok"):
       return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000], {p: "fail" for p in PROFILES}
-    try: outs = _read_outputs(ans, d)
+    try: outs = read_outputs(ans, d)
     except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}", {p: "fail" for p in PROFILES}
     return self._verdict(judge_profiles(case, outs, self.decomposed))
 
@@ -406,14 +373,12 @@ class CaseRunner:
     m = merge(unit)
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]
     path = write(m, d)
-    msg = {"cmd": "run", "id": f"batch of {len(unit)}", "graph": str(path), "out_dir": str(d),
-           "inputs": {k: str(p) for k, (p, _) in m.inputs.items()}, "dtypes": {k: dt for k, (p, dt) in m.inputs.items()}}
     try:
-      ans = self._request(proc, msg, self.timeout * (1 + len(unit) / 16))
+      ans = self._request(proc, run_message(f"batch of {len(unit)}", path, m.inputs, d), self.timeout * (1 + len(unit) / 16))
     except BackendDied as e:
       return [Result(c.id, self.name, "error", str(e)) for c in unit]
     if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
-    try: outs = m.split(_read_outputs(ans, d))
+    try: outs = m.split(read_outputs(ans, d))
     except (FileRefused, BadAnswer) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
     dt = (time.perf_counter() - t0) / len(unit)
     out = []
@@ -421,12 +386,6 @@ class CaseRunner:
       st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
       out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
-
-
-def _read_outputs(ans: dict, d: Path) -> dict:
-  """The arrays a run answer names: files in the run's folder, read as checked .npy files."""
-  from tinyspec.files import load_npy
-  return {k: load_npy(p) for k, p in answer_outputs(ans, d).items()}
 
 
 # ------------------------------------------------------------------ coverage

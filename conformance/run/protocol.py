@@ -241,6 +241,35 @@ def answer_outputs(ans: dict, out_dir) -> dict:
   return outs
 
 
+def run_message(rid: str, graph, inputs: dict, out_dir, **extra) -> dict:
+  """A run request: `inputs` as name -> (.npy path, dtype), as write_inputs() and the
+  corpus's cases give them; `extra`: fields of a protocol extension (the sanitizer child's)."""
+  return {"cmd": "run", "id": rid, "graph": str(graph), "out_dir": str(out_dir),
+          "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}, **extra}
+
+
+def write_inputs(inputs: dict, folder: Path) -> dict:
+  """Arrays as protocol .npy files in folder (bfloat16 as its uint16 bit patterns, as in
+  the corpus): name -> (path, dtype), what run_message takes."""
+  import numpy as np
+  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
+  out = {}
+  for k, v in inputs.items():
+    v = np.asarray(v)
+    dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
+    p = Path(folder) / f"in.{k}.npy"
+    save_array(p, v, dt)
+    out[k] = (p, dt)
+  return out
+
+
+def read_outputs(ans: dict, out_dir) -> dict:
+  """The arrays a run answer names: files in the run's folder, read as checked .npy files
+  (tinyspec.files; FileRefused or BadAnswer where they are not)."""
+  from tinyspec.files import load_npy
+  return {k: load_npy(p) for k, p in answer_outputs(ans, out_dir).items()}
+
+
 def write_outputs(outputs: dict, out_dir: Path) -> dict:
   """Save a backend's outputs as protocol .npy files in out_dir: name -> path. Names are
   sanitized (tinyspec.files: an output named `../../x` is refused, rule path.name)."""
