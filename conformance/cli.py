@@ -339,7 +339,7 @@ def fuzz_command(sub):
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
 
   def run(a) -> int:
-    from tinyspec.conformance.fuzz.checks import fuzz, NoDrawableOps
+    from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
     from tinyspec.conformance.run.execute import BackendUnavailable
     from tinyspec.refimpl import EvalError
     if a.examples < 1 or a.max_ops < 1: 

@@ -3,7 +3,7 @@ bugs on each device for a while and print each distinct new one once, with its r
 
 Two kinds of search take turns on each device, until the time is spent:
 
-* graphs: `tinyspec fuzz` rounds (conformance/fuzz/checks.py) drawn from the tables, every op
+* graphs: `tinyspec fuzz` rounds (conformance/fuzz/driver.py) drawn from the tables, every op
   in every dtype class, each finding sorted by interop/hunt.py;
 * programs: tensor programs drawn the way models use tinygrad (`draw_program`: matmuls,
   conv-like windows, pooling, softmax, cumsum, reductions, movement, float16/bfloat16 and
@@ -120,7 +120,7 @@ def record(rep: CampaignReport, f, log) -> None:
 
 
 def _fuzz_turn(rep, dev, seed, out, triage, log) -> None:
-  from tinyspec.conformance.fuzz.checks import fuzz
+  from tinyspec.conformance.fuzz.driver import fuzz
   r = fuzz("tinygrad", FUZZ_EXAMPLES, seed, out, stages=False, triage=triage, timeout=120)
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
@@ -177,7 +177,7 @@ def draw_program(rng: random.Random) -> str:
 
 def hunt_program(src: str, device: str, out: Path, triage) -> list:
   """Run a drawn program through `tinyspec import-tinygrad` on device: [] when every graph
-  matches; else the findings (conformance/properties.Failure, sorted by triage)."""
+  matches; else the findings (conformance/fuzz/checks.Failure, sorted by triage)."""
   import hashlib
   from tinyspec.files import make_dir, write_file
   name = "program-" + hashlib.sha256(src.encode()).hexdigest()[:10]
@@ -232,7 +232,8 @@ def _localize(folder: Path, name: str, device: str, triage, out):
   from tinyspec.files import load_npz
   from tinyspec.validate import validate
   from tinyspec.conformance.fuzz.graphs import Drawn
-  from tinyspec.conformance.fuzz.checks import Isolated, check_example
+  from tinyspec.conformance.fuzz.runners import Isolated
+  from tinyspec.conformance.fuzz.checks import check_example
   g = Graph.loads((folder / f"{name}.json").read_text())
   inputs = dict(load_npz(folder / f"{name}.inputs.npz")) if (folder / f"{name}.inputs.npz").exists() else {}
   res = validate(g)

@@ -7,7 +7,7 @@ only once it has failed on tinygrad the same way when run with plain python.
 
     v = triage(failure, out, device)   # Verdict(kind, bug, why, repro, facts)
 
-The tinygrad backend's `triage` method calls this (conformance/fuzz/checks.py asks every
+The tinygrad backend's `triage` method calls this (conformance/fuzz/driver.py asks every
 backend that has one).
 """
 from __future__ import annotations
@@ -120,7 +120,7 @@ def documented(facts: dict) -> str | None:
 
 # ------------------------------------------------------------------ the verdict
 def triage(f, out: Path | None, device: str, kernel_uops=None) -> Verdict | None:
-  """The verdict on a fuzz failure (conformance/properties.Failure) found on `device`;
+  """The verdict on a fuzz failure (conformance/fuzz/checks.Failure) found on `device`;
   None for a failure that is not tinygrad's (the validator's, the reference's, min_max).
   kernel_uops: the backend's kernel builder, for kernel-level repros."""
   if f.prop not in ("values", "run"): return None
@@ -189,7 +189,7 @@ def _output_of(d, node: int) -> str:
 
 
 def _op_alone(f, device: str, title: str, ku) -> str:
-  """The failing op on the values tinygrad gave its sources (conformance/properties
+  """The failing op on the values tinygrad gave its sources (conformance/fuzz/localcheck.py
   local_graph), cut to the first failing element where every value is elementwise."""
   from tinyspec.conformance.fuzz.localcheck import local_graph
   from tinyspec.conformance.run.compare import mismatches

@@ -1,4 +1,4 @@
-"""conformance/fuzz/checks.py: the reference passes its own properties; a wrong value is
+"""conformance/fuzz/ (checks.py, driver.py): the reference passes its own properties; a wrong value is
 reported at the first node that differs (not at the nodes that read it); a planted
 renderer bug (IDIV truncating instead of flooring) is found by fuzzing and shrunk to a
 graph of at most 4 nodes; failures are written as corpus cases that the runner replays."""
@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from tinyspec.refimpl.backend import RefBackend
 from tinyspec.compiler.backend import CBackend
-from tinyspec.conformance.fuzz.graphs import graphs
-from tinyspec.conformance.fuzz.checks import fuzz, check_example, InProcess, check_values
+from tinyspec.conformance.strategies import graphs
+from tinyspec.conformance.fuzz.checks import check_example, check_values
+from tinyspec.conformance.fuzz.runners import InProcess
+from tinyspec.conformance.fuzz.driver import fuzz
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -48,7 +50,7 @@ class _WrongMul(RefBackend):
 def _chain():
   """NEG(ADD(MUL(a, b), a)) on int32 buffers, every op node an output."""
   from tinyspec.refimpl.build import Builder
-  from tinyspec.conformance.fuzz.graphs import Drawn
+  from tinyspec.conformance.strategies import Drawn
   b = Builder()
   x, y = b.buffer((3,), "int32", 0), b.buffer((3,), "int32", 1)
   m = b.MUL(x, y); s = b.ADD(m, x); n = b.NEG(s)
@@ -140,10 +142,10 @@ def test_failures_that_cannot_be_written_are_reported(tmp_path):
 
 def test_the_fuzz_command_exits_2_when_a_failure_cannot_be_written(monkeypatch, capsys):
   from tinyspec.cli import main
-  from tinyspec.conformance.fuzz import checks as properties
+  from tinyspec.conformance.fuzz import driver
   from tinyspec.files import FileRefused
   def found_but_unwritten(*a, **kw):
-    return properties.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
-  monkeypatch.setattr(properties, "fuzz", found_but_unwritten)
+    return driver.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
+  monkeypatch.setattr(driver, "fuzz", found_but_unwritten)
   assert main(["fuzz", "--backend", "ref", "--examples", "3", "--out", "/proc/nope"]) == 2
   assert "/proc/nope: cannot create the directory [path.write]" in capsys.readouterr().err

@@ -36,6 +36,12 @@ def test_a_planted_bug_is_found_within_the_ci_slice(plant, tmp_path):
   assert rep.written and (rep.written[0] / "case.json").is_file()
 
 
+def test_every_family_is_registered_and_listed():
+  """FAMILIES (whose order seeds each family's search) names every family of the registry, and only those."""
+  from tinyspec.conformance.fuzz import hostile
+  assert sorted(hostile.FAMILIES) == hostile.FAMILY.names()
+
+
 def test_a_family_alone_draws_what_it_draws_in_the_slice():
   """The equivalence the plant hunts rest on: a family's examples depend on its share and
   seed only (hostile.examples of one family, seeded by its place in FAMILIES)."""

@@ -1,17 +1,18 @@
 """Hypothesis strategies for tinyspec graphs, drawn from the tables.
 
-    from tinyspec.conformance.fuzz.graphs import graphs, invalid_graphs
+    from tinyspec.conformance.strategies import graphs, invalid_graphs   # (the public names)
     @given(graphs("tensor"))            # valid by construction; .graph, .inputs, .outputs
     @given(invalid_graphs("tensor"))    # .graph breaks .rule at .node
 
 `graphs(level)` builds a graph node by node. Each step picks an op the tables allow at
 the level (spec/ops.yaml `levels`, not untrusted, required sources of kind value or shape
-only, minus the `skip` list of conformance/fuzz/strategies.yaml), fills its slots in order (a
+only, minus the `skip` list of strategies.yaml), fills its slots in order (a
 `same` slot takes the dtype of the slot it names; a value slot takes a node already drawn
 or a fresh leaf of a dtype its group allows, broadcastable with the op's other sources
 when the op applies per element; optional slots sometimes; variadic ones 1 to 3 times),
 draws its shape operands and arg (the named draw forms of strategies.yaml where an op's
-checks constrain them: permutations, reshapes, pads...; else from the arg's JSON Schema)
+checks constrain them: permutations, reshapes, pads...; else from the arg's JSON Schema:
+drawforms.py)
 and keeps the node only if the validator's node check (tinyspec.validate.check_node)
 accepts it. Leaves are BUFFERs (tensor level) or INDEX(PARAM, RANGE) loads (kernel
 level: one loop over n elements) and CONSTs, their values mixed from the dtype's edge
@@ -22,38 +23,29 @@ can be checked on its own (conformance/fuzz/checks.py). Hypothesis shrinks towar
 steps, earlier ops and simpler values; `Drawn.minimal(node)` keeps only a node and what
 it reads (the dead nodes go).
 
-`invalid_graphs(level)` draws a valid graph and breaks it with one mutation of the
-`mutations` table of strategies.yaml, tagged with the rule id it must break; mutations
-touch only a node nothing else reads, so no other node's rules change.
+`invalid_graphs(level)` (mutations.py) draws a valid graph and breaks it with one
+mutation of the `mutations` table of strategies.yaml, tagged with the rule id it must break.
 
 Passing `tables=` (a tinyspec.tables.Tables) draws from other tables: an op added to
 ops.yaml is drawn without a change here.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 import numpy as np
-import yaml
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
+from tinyspec.dispatch import input_name
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
+from tinyspec.tables import tables as shipped_tables
+from tinyspec.validate import check_node, validate
 from tinyspec.conformance.corpus import values as V
-
-HINTS_FILE = Path(__file__).resolve().parent / "strategies.yaml"
-PER_ELEMENT = ("elementwise", "decomposed")   # categories whose ops broadcast their value sources
+from tinyspec.conformance.fuzz.drawforms import hints, draw_arg, draw_shapes
 
 
-@lru_cache(maxsize=None)
-def hints() -> dict:
-  return yaml.safe_load(HINTS_FILE.read_text())
-
-
-def _tables(T):
-  if T is not None: return T
-  from tinyspec.tables import tables
-  return tables()
+def tables_or_shipped(T):
+  """T, or the shipped tables where it is None."""
+  return T if T is not None else shipped_tables()
 
 
 def value_dtypes() -> list[str]:
@@ -68,7 +60,6 @@ def value_dtypes() -> list[str]:
 # Hypothesis tries the all-zero choice first and shrinks toward it, so zero choices draw
 # a useful example (dims of MAX_LEAF_DIM, an edge-dense fill seeded by the leaf) rather
 # than an empty or one-element one; every other choice shrinks toward the small.
-MAX_DIM = 4           # the dims EXPAND draws for a size-1 axis
 MAX_LEAF_DIM = 8      # the dims of a drawn input: 1 to 8 (the zero choice: 8)
 MAX_ELEMENTS = 96     # an input's elements at most (dims are halved until it fits)
 ZERO_STEPS = 3        # ops in the zero choice's graph
@@ -161,15 +152,11 @@ class Drawn:
     new = {old: k for k, old in enumerate(order)}
     nodes = [Node(n.op, [new[j] for j in n.src], thaw(n.arg)) for n in (self.graph.nodes[i] for i in order)]
     roots = [new[i] for i in out_nodes]
-    used = {_input_name(self.graph.nodes[i]) for i in order if self.graph.nodes[i].op in ("BUFFER", "PARAM")}
+    inputs_of = tables_or_shipped(self.tables).input_ops
+    used = {input_name(n.op, n.arg) for n in (self.graph.nodes[i] for i in order) if n.op in inputs_of}
     return Drawn(Graph(nodes, roots if roots != [len(nodes) - 1] else None, self.level),
                  {k: v for k, v in self.inputs.items() if k in used}, self.level,
                  {f"out{k}": new[i] for k, i in enumerate(out_nodes)}, {new[i]: v for i, v in self.values.items() if i in new}, self.tables)
-
-
-def _input_name(n: Node) -> str:
-  a = n.arg
-  return a.get("name") or (f"buf{a['slot']}" if n.op == "BUFFER" else f"param{a['slot']}")
 
 
 class _Builder:
@@ -185,13 +172,12 @@ class _Builder:
     self.memo: dict = {}
     self.leaves: set = set()    # nodes that are inputs or constants (not outputs)
     self.helpers: set = set()   # structure (shape operands, loop, loads)
-    self.slots = {"buf": 0, "param": 0}
+    self.slots: dict = {}       # input op -> its next free slot
     self.n = 1                  # kernel level: the loop's length
     self.salt = salt            # mixed into the seed of every fill (fuzz rounds differ at the zero choice)
     self.range = None
 
   def add(self, op: str, src: list, arg=None, level: str | None = None):
-    from tinyspec.validate import check_node
     v = check_node(op, [self.views[j] for j in src], arg, level=level or self.level, tables=self.T, index=len(self.nodes))
     if isinstance(v, list): return None
     self.nodes.append(Node(op, list(src), arg))
@@ -219,22 +205,27 @@ class _Builder:
       return self.const(data.draw(values(dt)), dt)
     if self.level == "kernel": return self._load(data, dt)
     arr = data.draw(arrays(dt, shape, self.salt * 1000 + len(self.nodes)))
-    slot = self.slots["buf"]; self.slots["buf"] += 1
-    i = self.add("BUFFER", [self.shape_node(shape)], {"slot": slot, "dtype": dt, "device": "CPU"})
-    self.inputs[f"buf{slot}"] = arr
+    i = self.input("BUFFER", shape, arr, {"dtype": dt, "device": "CPU"})
     self.known[i] = arr
     self.leaves.add(i)
     return i
 
   def _load(self, data, dt: str) -> int:
     arr = data.draw(arrays(dt, (self.n,), self.salt * 1000 + len(self.nodes)))
-    slot = self.slots["param"]; self.slots["param"] += 1
-    p = self.add("PARAM", [self.shape_node((self.n,))], {"slot": slot, "dtype": dt})
+    p = self.input("PARAM", (self.n,), arr, {"dtype": dt})
     i = self.add("INDEX", [p, self.range])
-    self.inputs[f"param{slot}"] = arr
     self.helpers.add(p)
     self.known[i] = arr
     self.leaves.add(i)
+    return i
+
+  def input(self, op: str, shape: tuple, arr, arg: dict) -> int:
+    """A new input node of op (BUFFER, PARAM) at its next free slot, holding arr."""
+    slot = self.slots.get(op, 0)
+    self.slots[op] = slot + 1
+    arg = {"slot": slot, **arg}
+    i = self.add(op, [self.shape_node(shape)], arg)
+    self.inputs[input_name(op, arg)] = arr
     return i
 
   def value_nodes(self) -> list[int]:
@@ -245,7 +236,7 @@ class _Builder:
 def drawable_ops(level: str, T=None, ops=None) -> list[str]:
   """Ops the strategies draw at level: allowed there, trusted, not leaves, sources of
   kind value or shape only, not in strategies.yaml `skip` (ops: restrict to these)."""
-  T = _tables(T)
+  T = tables_or_shipped(T)
   skip = hints().get("skip", {})
   out = []
   for name, o in T.ops.items():
@@ -288,93 +279,6 @@ def _allowed(slot, chosen: dict, dtypes: set) -> list[str] | None:
   return [x for x in value_dtypes() if x in dtypes and (a is None or x in a)]
 
 
-# -- shape operands and args: the draw forms of strategies.yaml
-def _reshape(data, src: tuple) -> list[tuple]:
-  n = int(np.prod(src)) if src else 1
-  cands = [(n,), (1, n), (n, 1)] + [(f, n // f) for f in range(2, n) if n % f == 0] + ([()] if n == 1 else [])
-  return [data.draw(st.sampled_from(cands))]
-
-
-def _expand(data, src: tuple) -> list[tuple]:
-  return [tuple(data.draw(st.integers(0, MAX_DIM)) if d == 1 else d for d in src)]
-
-
-def _pad(data, src: tuple) -> list[tuple]:
-  o = tuple(data.draw(st.integers(0, 2)) for _ in src)
-  return [o, tuple(d + k + data.draw(st.integers(0, 2)) for d, k in zip(src, o))]
-
-
-def _shrink(data, src: tuple) -> list[tuple]:
-  o = tuple(data.draw(st.integers(0, d)) for d in src)
-  return [o, tuple(data.draw(st.integers(0, d - k)) for d, k in zip(src, o))]
-
-
-SHAPE_FORMS = {"reshape": _reshape, "expand": _expand, "pad": _pad, "shrink": _shrink}
-
-
-def _axes(data, rank: int) -> list[int]:
-  return sorted(data.draw(st.sets(st.integers(0, rank - 1), max_size=rank))) if rank else []
-
-
-def _arg_permutation(data, op, src_views, T): return list(data.draw(st.permutations(range(len(src_views[0].shape)))))
-def _arg_flags(data, op, src_views, T): return [data.draw(st.booleans()) for _ in src_views[0].shape]
-def _arg_axes(data, op, src_views, T): return _axes(data, len(src_views[0].shape))
-
-
-def _arg_reduce(data, op, src_views, T):
-  ops = _schema_enum(T, T.ops[op].arg_schema, "op")
-  if src_views[0].dtype == "bool": ops = [o for o in ops if o == "MAX"] or ops   # ADD/MUL take numbers (check dtype.allowed)
-  return {"op": data.draw(st.sampled_from(ops)), "axes": _axes(data, len(src_views[0].shape))}
-
-
-ARG_FORMS = {"permutation": _arg_permutation, "flags": _arg_flags, "axes": _arg_axes, "reduce": _arg_reduce}
-
-
-def _resolve(T, schema):
-  while isinstance(schema, dict) and "$ref" in schema:
-    schema = T.defs[schema["$ref"].split("/")[-1]]
-  return schema
-
-
-def _schema_enum(T, schema, prop) -> list:
-  s = _resolve(T, schema)
-  return list(_resolve(T, s.get("properties", {}).get(prop, {})).get("enum", []))
-
-
-def from_schema(data, T, schema, depth: int = 0):
-  """A value that matches a JSON Schema (the subset the arg schemas use)."""
-  s = _resolve(T, schema)
-  if not isinstance(s, dict) or depth > 4: return None
-  for key in ("oneOf", "anyOf"):
-    if key in s: return from_schema(data, T, data.draw(st.sampled_from(s[key])), depth + 1)
-  if "enum" in s: return data.draw(st.sampled_from(s["enum"]))
-  t = s.get("type")
-  if t == "null": return None
-  if t == "boolean": return data.draw(st.booleans())
-  if t == "integer":
-    lo = s.get("minimum", 0)
-    return data.draw(st.integers(lo, lo + 3))
-  if t == "number": return data.draw(st.integers(0, 3))
-  if t == "string":
-    if "pattern" in s: return data.draw(st.from_regex(s["pattern"], fullmatch=True))
-    return data.draw(st.sampled_from(["a", "CPU"]))
-  if t == "array": return [from_schema(data, T, s.get("items", {}), depth + 1) for _ in range(data.draw(st.integers(0, 3)))]
-  if t == "object":
-    props = s.get("properties", {})
-    out = {}
-    for k in props:
-      if k in s.get("required", []) or data.draw(st.booleans()): out[k] = from_schema(data, T, props[k], depth + 1)
-    return out
-  return None
-
-
-def _arg(data, op: str, src_views, T):
-  h = hints().get("ops", {}).get(op, {})
-  if "args" in h: return data.draw(st.sampled_from(h["args"]))
-  if "arg" in h: return ARG_FORMS[h["arg"]](data, op, src_views, T)
-  return from_schema(data, T, T.ops[op].arg_schema)
-
-
 def _in_domain(b: _Builder, op: str, srcs: list, fresh: set):
   """Move fresh leaf inputs of op into its tolerance domain where an element is outside
   (setting it to one), so that most elements test the op's bound."""
@@ -386,7 +290,7 @@ def _in_domain(b: _Builder, op: str, srcs: list, fresh: set):
   if DTYPES[dt].cls != "float" or tolerance(op, dt)[1] is None: return
   vals = [b.known.get(j) for j in srcs]
   if any(v is None for v in vals): return
-  try: mask = in_domain(op, dt, vals) if o.category in PER_ELEMENT else None
+  try: mask = in_domain(op, dt, vals) if op in b.T.alu_ops else None
   except (ValueError, KeyError): return
   if mask is None or mask.all(): return
   for j in srcs:
@@ -403,10 +307,9 @@ def _draw_node(data, b: _Builder, op: str, first_dtypes=None) -> int | None:
   dtypes (in order) its first value source may have."""
   T = b.T
   o = T.ops[op]
-  per_element = o.category in PER_ELEMENT
+  per_element = op in T.alu_ops   # its value sources broadcast
   srcs, chosen, want, fresh = [], {}, None, set()
   shape_slots = [k for k, s in enumerate(o.slots) if s.kind == "shape"]
-  form = hints().get("ops", {}).get(op, {}).get("shapes")
   shape_vals = None
   for k, slot in enumerate(o.slots):
     if slot.kind not in ("value", "shape"): break   # an optional or empty variadic slot of another kind stays empty
@@ -425,11 +328,11 @@ def _draw_node(data, b: _Builder, op: str, first_dtypes=None) -> int | None:
         elif want is None: want = b.views[j].shape
       else:   # a shape operand
         if shape_vals is None:
-          src0 = b.views[srcs[0]].shape if srcs else ()
-          shape_vals = SHAPE_FORMS[form](data, src0) if form else [data.draw(shapes()) for _ in shape_slots]
+          shape_vals = draw_shapes(data, op, b.views[srcs[0]].shape if srcs else ())   # its strategies.yaml form, or any shapes
+          if shape_vals is None: shape_vals = [data.draw(shapes()) for _ in shape_slots]
         j = b.shape_node(shape_vals[shape_slots.index(k)])
       srcs.append(j)
-  arg = _arg(data, op, [b.views[j] for j in srcs], T)
+  arg = draw_arg(data, op, [b.views[j] for j in srcs], T)
   _in_domain(b, op, srcs, fresh)
   i = b.add(op, srcs, arg)
   if i is None: return None
@@ -442,8 +345,8 @@ def _draw_node(data, b: _Builder, op: str, first_dtypes=None) -> int | None:
 
 @st.composite
 def _graphs(draw_, level: str, T, ops, max_ops: int, final_op: str | None, dtypes, final_dtypes=None, salt: int = 0):
-  data = _DrawAdapter(draw_)
-  T = _tables(T)
+  data = DrawAdapter(draw_)
+  T = tables_or_shipped(T)
   b = _Builder(T, level, dtypes, salt)
   if level == "kernel":
     b.n = 1 + (data.draw(st.integers(0, 2 * KERNEL_LENGTH - 1)) + KERNEL_LENGTH - 1) % (2 * KERNEL_LENGTH)
@@ -476,12 +379,10 @@ def _rotated(xs: list, k: int) -> list:
   return xs[k:] + xs[:k]
 
 
-class _DrawAdapter:
+class DrawAdapter:
   """`data.draw(strategy)` over a composite's draw function."""
   def __init__(self, draw): self.draw = draw
-  def reject(self):
-    from hypothesis import assume
-    assume(False)
+  def reject(self): assume(False)
 
 
 def _finish(b: _Builder, made: list) -> Drawn:
@@ -496,7 +397,7 @@ def _finish(b: _Builder, made: list) -> Drawn:
 
 def _kernel_graph(b: _Builder, outs: list) -> Drawn:
   """Store each output node into its own PARAM: SINK(END(GROUP(STORE...), RANGE))."""
-  nodes, names = _store_outputs(list(b.nodes), [b.views[i].dtype for i in outs], outs, b.n, b.range, b.slots["param"])
+  nodes, names = _store_outputs(list(b.nodes), [b.views[i].dtype for i in outs], outs, b.n, b.range, b.slots.get("PARAM", 0))
   g = Graph(nodes, None, "kernel")
   return Drawn(g, dict(b.inputs), "kernel", names, dict(b.known), b.T)
 
@@ -507,12 +408,12 @@ def _store_outputs(nodes: list, dtypes: list, outs: list, n: int, rng: int, firs
   shape = len(nodes); nodes.append(Node("VCONST", [], {"values": [n], "dtype": "index"}))
   stores, names = [], {}
   for k, (i, dt) in enumerate(zip(outs, dtypes)):
-    slot = first_slot + k
-    nodes.append(Node("PARAM", [shape], {"slot": slot, "dtype": dt}))
+    arg = {"slot": first_slot + k, "dtype": dt}
+    nodes.append(Node("PARAM", [shape], arg))
     nodes.append(Node("INDEX", [len(nodes) - 1, rng]))
     nodes.append(Node("STORE", [len(nodes) - 1, i]))
     stores.append(len(nodes) - 1)
-    names[f"param{slot}"] = i
+    names[input_name("PARAM", arg)] = i
   if len(stores) != 1: nodes.append(Node("GROUP", stores))
   nodes.append(Node("END", [len(nodes) - 1, rng]))
   nodes.append(Node("SINK", [len(nodes) - 1]))
@@ -521,7 +422,6 @@ def _store_outputs(nodes: list, dtypes: list, outs: list, n: int, rng: int, firs
 
 def _rebuild_kernel(d: Drawn, keep: set, out_nodes: list) -> Drawn:
   """The kernel of the kept nodes (the outputs, their loads, the loop), storing out_nodes."""
-  from tinyspec.validate import validate
   g = d.graph
   views = validate(g, tables=d.tables).views
   r = next(i for i, n in enumerate(g.nodes) if n.op == "RANGE")   # the loop stays, read or not
@@ -532,7 +432,8 @@ def _rebuild_kernel(d: Drawn, keep: set, out_nodes: list) -> Drawn:
   params = [g.nodes[i].arg["slot"] for i in order if g.nodes[i].op == "PARAM"]
   n = int(thaw(g.nodes[g.nodes[next(i for i in order if g.nodes[i].op == "RANGE")].src[0]].arg)["value"])
   nodes, names = _store_outputs(nodes, [views[i].dtype for i in out_nodes], [new[i] for i in out_nodes], n, rng, max(params + [-1]) + 1)
-  used = {f"param{p}" for p in params}
+  inputs_of = tables_or_shipped(d.tables).input_ops
+  used = {input_name(g.nodes[i].op, g.nodes[i].arg) for i in order if g.nodes[i].op in inputs_of}
   return Drawn(Graph(nodes, None, "kernel"), {k: v for k, v in d.inputs.items() if k in used}, "kernel", names,
                {new[i]: v for i, v in d.values.items() if i in new}, d.tables)
 
@@ -547,203 +448,3 @@ def graphs(level: str = "tensor", *, ops=None, max_ops: int = 6, tables=None, fi
   if not drawable_ops(level, tables, ops) and final_op is None: raise ValueError(f"no drawable op at {level} level among {ops}")
   return _graphs(level, tables, None if ops is None else tuple(ops), max_ops, final_op, None if dtypes is None else tuple(dtypes),
                  None if final_dtypes is None else tuple(final_dtypes), salt)
-
-
-# ------------------------------------------------------------------ mutations
-@dataclass
-class Mutant:
-  graph: Graph
-  rule: str
-  node: int | None
-  how: str
-  source: Drawn | None = None
-
-  def __repr__(self): return f"Mutant({self.how} breaking {self.rule} at node {self.node} of {len(self.graph.nodes)})"
-
-
-def _consumers(g: Graph) -> set:
-  return {j for n in g.nodes for j in n.src}
-
-
-def _copy(g: Graph, level: str | None = None) -> Graph:
-  return Graph([Node(n.op, list(n.src), thaw(n.arg), n.dtype, n.shape) for n in g.nodes], list(g.root_indices), level or g.level)
-
-
-def _rule_ops(T, rule: str) -> list[str]:
-  """Ops whose checks raise `rule`."""
-  return [n for n, o in T.ops.items() if any(c.rule == rule for c in o.checks)]
-
-
-def _apply(data, d: Drawn, rule: str, m: dict, T) -> Mutant | None:
-  """Break d's graph by mutation m (tagged `rule`), or None where m does not apply."""
-  from tinyspec.validate import validate
-  g = _copy(d.graph, d.level)
-  res = validate(d.graph, tables=T)
-  views = res.views
-  read = _consumers(g)
-  cands = [i for i in range(len(g.nodes)) if i not in read and (m.get("op") is None or g.nodes[i].op == m["op"])]
-  how = m["how"]
-  if how in ("level", "bad_const"): cands = [None]
-  if not cands: return None
-  i = data.draw(st.sampled_from(cands))
-  n = g.nodes[i] if i is not None else None
-  def add(node):
-    g.nodes.append(node); return len(g.nodes) - 1
-  if how == "rename_op": n.op = "NOT_AN_OP"
-  elif how == "src_self": 
-    if not n.src: n.src = (i,)
-    else: n.src = (i,) + tuple(n.src[1:])
-  elif how == "extra_src":
-    # one more than it has is an arity error only for a node that fills every slot (LOAD(buf) + 1 is a gate)
-    if T.ops[n.op].max_src == float("inf") or len(n.src) < T.ops[n.op].max_src or (not n.src and i == 0): return None
-    n.src = tuple(n.src) + ((n.src[0],) if n.src else (i - 1,))
-  elif how == "bad_arg":
-    if not list(T.ops[n.op].arg_validator.iter_errors("not-an-arg")): return None
-    n.arg = "not-an-arg"
-  elif how == "declare_dtype":
-    dt = views[i].dtype
-    if not isinstance(dt, str): return None
-    n.dtype = data.draw(st.sampled_from([x for x in value_dtypes() if x != dt]))
-  elif how == "declare_shape":
-    sh = views[i].shape
-    if not isinstance(sh, tuple) or any(isinstance(x, tuple) for x in sh): return None
-    n.shape = tuple(sh) + (2,)
-  elif how in ("dtype_disallowed", "dtype_mismatch"):
-    i = _retype_sources(data, g, i, views, T, how, add)
-    if i is None: return None
-  elif how == "shape_mismatch":
-    if T.ops[n.op].category not in PER_ELEMENT or len(n.src) < 2 or d.level != "tensor": return None
-    sh = views[n.src[0]].shape
-    if not sh or sh[-1] in (0, 1): return None
-    s = add(Node("VCONST", [], {"values": [sh[-1] + 1], "dtype": "index"}))
-    leaf = add(Node("BUFFER", [s], {"slot": 900, "dtype": views[n.src[1]].dtype, "device": "CPU"}))
-    n.src = (n.src[0], leaf) + tuple(n.src[2:])
-    i = _move_last(g, i)
-  elif how == "level":
-    return _level_mutant(data, d, g, [x for x, o in T.ops.items() if d.level not in o.levels and o.example and not o.untrusted
-                                      and o.example[-1]["op"] == x], T)   # the op is its example's root (not inside a LINEAR)
-  elif how == "bad_const":
-    dt = data.draw(st.sampled_from([x for x in value_dtypes() if DTYPES[x].cls in ("int", "uint")]))
-    i = add(Node("CONST", [], {"value": int(DTYPES[dt].max) + 1, "dtype": dt}))
-    g.roots = list(g.root_indices) + [i]
-  elif how == "arg_append":
-    a = thaw(n.arg)
-    lst = a.get(m["key"]) if m.get("key") else a
-    if not isinstance(lst, list): return None
-    rank = len(views[n.src[0]].shape)
-    lst.append(rank if m.get("value") == "rank" else (lst[0] if lst else m.get("empty", 0)))
-    n.arg = a
-  elif how == "shape_append":
-    o = T.ops[n.op]
-    k = next(k for k, s in enumerate(o.slots) if s.name == m["slot"])
-    if m.get("needs") == "nonempty" and (0 in views[n.src[0]].shape): return None
-    j = n.src[k]
-    vals = list(thaw(g.nodes[j].arg)["values"]) + [2]
-    s = add(Node("VCONST", [], {"values": vals, "dtype": "index"}))
-    n.src = tuple(s if q == k else x for q, x in enumerate(n.src))
-    i = _move_last(g, i)
-  else:
-    raise ValueError(f"strategies.yaml: unknown mutation {how!r}")
-  return Mutant(g, rule, i, how, d)
-
-
-def _move_last(g: Graph, i: int) -> int:
-  """Move node i (which nothing reads) after the nodes appended for it; renumber."""
-  g.nodes.append(g.nodes.pop(i))
-  last = len(g.nodes) - 1
-  def f(j): return last if j == i else (j - 1 if j > i else j)
-  for n in g.nodes: n.src = tuple(f(j) for j in n.src)
-  g.roots = [f(r) for r in g.root_indices]
-  return last
-
-
-def _retype_sources(data, g: Graph, i: int, views, T, how: str, add) -> int | None:
-  """dtype_disallowed: every source of one `same` group becomes a CONST of a dtype the
-  group's slot does not allow. dtype_mismatch: one `same` slot's source becomes a CONST
-  of another dtype its target slot allows."""
-  n = g.nodes[i]
-  o = T.ops[n.op]
-  names = [s.name for s in o.slots]
-  slots = [o.slot_for(k) for k in range(len(n.src))]
-  if how == "dtype_disallowed":
-    filled = [s for k, s in enumerate(slots) if all(s is not t for t in slots[:k])]   # the slots the node fills, once each
-    groups = [s for s in filled if s.kind == "value" and not isinstance(s.dtype, dict) and s.allowed() is not None]
-    groups = [s for s in groups if set(value_dtypes()) - s.allowed()]
-    if not groups: return None
-    s0 = data.draw(st.sampled_from(groups))
-    dt = data.draw(st.sampled_from(sorted(set(value_dtypes()) - s0.allowed())))
-    members = [k for k, s in enumerate(slots) if s is s0 or (isinstance(s.dtype, dict) and s.dtype.get("same") == s0.name)]
-  else:
-    sames = [k for k, s in enumerate(slots) if isinstance(s.dtype, dict) and s.dtype.get("same") in names]
-    if not sames: return None
-    k = data.draw(st.sampled_from(sames))
-    target = o.slots[names.index(slots[k].dtype["same"])]
-    have = views[n.src[names.index(target.name)]].dtype
-    allowed = target.allowed() or set(value_dtypes())
-    others = sorted(allowed - {have}, key=value_dtypes().index)
-    if not others: return None
-    dt = data.draw(st.sampled_from(others))
-    members = [k]
-  src = list(n.src)
-  for k in members:
-    src[k] = add(Node("CONST", [], {"value": V.const_json(1, dt), "dtype": dt}))
-  n.src = tuple(src)
-  return _move_last(g, i)
-
-
-def _level_mutant(data, d: Drawn, g: Graph, bad: list, T) -> Mutant | None:
-  """A root of an op the level does not allow: the example of such an op, appended."""
-  from tinyspec.graph import from_document
-  if not bad: return None
-  op = data.draw(st.sampled_from(sorted(bad)))
-  ex, _ = from_document(T.ops[op].example)
-  if ex is None: return None
-  base = len(g.nodes)
-  for n in ex.nodes: g.nodes.append(Node(n.op, [j + base for j in n.src], thaw(n.arg)))
-  node = base + len(ex.nodes) - 1
-  g.roots = list(g.root_indices) + [node]
-  g.level = d.level
-  return Mutant(g, "level.op", node, "level", d)
-
-
-def _applicable_ops(how: str, T, level: str) -> list[str] | None:
-  """The drawable ops a mutation can break (None: any op will do), from their slots."""
-  ops = drawable_ops(level, T)
-  def value_slots(o): return [s for s in o.slots if s.kind == "value"]
-  if how == "dtype_mismatch": return [n for n in ops if any(isinstance(s.dtype, dict) for s in T.ops[n].slots)]
-  if how == "dtype_disallowed":
-    every = set(value_dtypes())
-    return [n for n in ops if any(not isinstance(s.dtype, dict) and s.allowed() is not None and every - s.allowed() for s in value_slots(T.ops[n]))]
-  if how == "shape_mismatch": return [n for n in ops if T.ops[n].category in PER_ELEMENT and len(value_slots(T.ops[n])) >= 2]
-  if how == "extra_src": return [n for n in ops if T.ops[n].max_src != float("inf")]
-  return None
-
-
-def mutation_rules(T=None) -> dict:
-  """rule id -> mutation (strategies.yaml `mutations`), for the rules of the tables."""
-  T = _tables(T)
-  ids = T.rule_ids()
-  return {r: m for r, m in hints().get("mutations", {}).items() if r in ids}
-
-
-@st.composite
-def _invalid(draw_, level: str, T, rules, max_ops: int):
-  data = _DrawAdapter(draw_)
-  T = _tables(T)
-  table = mutation_rules(T)
-  rule = data.draw(st.sampled_from(sorted(rules or table)))
-  m = table[rule]
-  final = m.get("op")
-  if final is None:   # the last node (the one nothing reads) gets an op the mutation applies to
-    ops = _applicable_ops(m["how"], T, level)
-    final = data.draw(st.sampled_from(ops)) if ops else None
-  if final is not None and final not in drawable_ops(level, T): data.reject()
-  d = data.draw(graphs(level, max_ops=max_ops, tables=T, final_op=final))
-  mut = _apply(data, d, rule, m, T)
-  if mut is None: data.reject()
-  return mut
-
-
-def invalid_graphs(level: str = "tensor", *, rules=None, max_ops: int = 4, tables=None):
-  """Graphs that break exactly one tagged rule (Mutant: .graph, .rule, .node)."""
-  return _invalid(level, tables, None if rules is None else tuple(rules), max_ops)

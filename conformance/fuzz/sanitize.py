@@ -154,14 +154,15 @@ class Child:
     self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.fuzz.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
     self.n = 0
 
-  def run(self, graph_file: Path, inputs: dict, dtypes: dict, opts, threads=None, slice_order="") -> Answer:
-    from tinyspec.conformance.run.protocol import BackendDied
+  def run(self, graph_file: Path, inputs: dict, opts, threads=None, slice_order="") -> Answer:
+    """inputs: name -> (.npy path, dtype) (protocol.write_inputs)."""
+    from tinyspec.conformance.run.protocol import BackendDied, read_outputs, run_message
     self.n += 1
     out_dir = self.work / f"{self.kind}-out"
     out_dir.mkdir(exist_ok=True)
     err = self.work / f"{self.kind}.stderr"
-    msg = {"cmd": "run", "graph": str(graph_file), "inputs": inputs, "dtypes": dtypes, "out_dir": str(out_dir), "opts": opts,
-           "threads": threads, "slice_order": slice_order, "stderr": str(err)}
+    msg = run_message(f"{self.kind}{self.n}", graph_file, inputs, out_dir, opts=opts, threads=threads, slice_order=slice_order,
+                      stderr=str(err))
     try:
       if self.n % self.RESTART == 0: self.proc.stop()
       if not self.proc.alive(): self.proc.start()
@@ -170,8 +171,7 @@ class Child:
       return Answer("timeout" if e.kind == "timeout" else "crash", message=str(e), report=_report(err))
     report = _report(err)
     if ans.get("ok"):
-      outs = {k: np.load(p, allow_pickle=False) for k, p in ans["outputs"].items()}
-      return Answer("ok", outs, report=report, threaded=bool(ans.get("threaded")))
+      return Answer("ok", read_outputs(ans, out_dir), report=report, threaded=bool(ans.get("threaded")))
     return Answer("refused" if ans.get("rule") else "error", rule=ans.get("rule"), message=str(ans.get("error", "")), report=report)
 
   def stop(self): self.proc.stop()
@@ -203,19 +203,15 @@ class SanitizedC:
     self.tsan = Child("tsan", self.work, extra_env, timeout) if runtime_library("tsan") else None
 
   def run(self, ex) -> Answer:
-    from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
+    from tinyspec.conformance.run.protocol import write_inputs
     d = self.work / "example"
     d.mkdir(exist_ok=True)
     gf = d / "graph.json"
     gf.write_text(ex.graph.dumps())
-    ins, dts = {}, {}
-    for k, v in ex.inputs.items():
-      v = np.asarray(v)
-      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
-      save_array(d / f"in.{k}.npy", v, dt); ins[k] = str(d / f"in.{k}.npy"); dts[k] = dt
-    a = self.asan.run(gf, ins, dts, ex.opts, threads=1, slice_order="reversed")
+    ins = write_inputs(ex.inputs, d)
+    a = self.asan.run(gf, ins, ex.opts, threads=1, slice_order="reversed")
     if a.status == "ok" and a.threaded and not a.report and self.tsan is not None:
-      t = self.tsan.run(gf, ins, dts, ex.opts, threads=TSAN_THREADS)
+      t = self.tsan.run(gf, ins, ex.opts, threads=TSAN_THREADS)
       if t.report or t.status in ("crash", "timeout"):
         return Answer(t.status if t.status != "ok" else "ok", t.outputs, t.rule, "ThreadSanitizer: " + t.message, t.report, True)
     return a
@@ -235,7 +231,7 @@ def reference(ex):
   except Exception as e: return "error", f"{type(e).__name__}: {e}"
 
 
-def check(ex, runner, refused: dict) -> "Failure | None":
+def check_example(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
   from tinyspec.conformance.fuzz.checks import Failure
@@ -259,9 +255,9 @@ def check(ex, runner, refused: dict) -> "Failure | None":
       return None
     return fail("refusal", f"refused with {got.rule} an input the reference accepts: {got.message}")
   if ex.drawn is not None:
-    from tinyspec.conformance.fuzz.checks import check_values, reference_trace, _views
+    from tinyspec.conformance.fuzz.checks import check_values, reference_trace, views_of
     from tinyspec.conformance.corpus.cases import from_disk
-    views = _views(ex.graph)
+    views = views_of(ex.graph)
     outs = {k: from_disk(v, views[ex.drawn.outputs[k]].dtype) if k in ex.drawn.outputs else v for k, v in got.outputs.items()}
     trace, _ = reference_trace(ex.drawn)
     f = check_values(ex.drawn, outs, True, views, trace)
@@ -288,9 +284,9 @@ def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, 
   `shrink`) and (with `out`) written as a case. The search goes on after a failure,
   skipping failures of the same kind, until the examples are spent (or the first, with
   stop_at_first). `extra_env`: more environment for the children. Returns a
-  properties.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
+  driver.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
   aside) per family."""
-  from tinyspec.conformance.fuzz.checks import FuzzReport
+  from tinyspec.conformance.fuzz.driver import FuzzReport
   from tinyspec.conformance.fuzz import hostile
   t0 = time.monotonic()
   runner = SanitizedC(extra_env, timeout)
@@ -310,34 +306,18 @@ def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, 
 
 
 def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_at_first: bool, shrink: bool) -> None:
-  """Draw `budget` examples of strat (a Hypothesis search per failure found, each shrunk),
-  adding the failures of kinds not `seen` to rep."""
-  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-  from tinyspec.conformance.fuzz.checks import PropertyFailed
+  """Draw `budget` examples of strat (a search per failure found, each shrunk), adding the
+  failures of kinds not `seen` to rep."""
+  from tinyspec.conformance.fuzz.search import search
+  def check(ex, found):
+    if found is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
+    return check_example(ex, runner, rep.refused)
   round_ = 0
   while budget > 0:
-    count, last = [0], [None]
-
-    @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
-              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
-    @hseed(seed + round_)
-    @given(strat)
-    def prop(ex):
-      count[0] += 1
-      if last[0] is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
-      f = check(ex, runner, rep.refused)
-      if f is not None and f.signature not in seen:
-        last[0] = f
-        raise PropertyFailed(f)
-    try: prop()
-    except PropertyFailed: pass
-    except Exception as e:
-      if last[0] is None: raise
-      if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
-    rep.examples += count[0]
-    budget -= count[0]
+    count, f = search(strat, budget, seed + round_, check, seen, shrink=shrink, log=log)
+    rep.examples += count
+    budget -= count
     round_ += 1
-    f = last[0]
     if f is None: return
     seen.add(f.signature)
     rep.failures.append(f)
