@@ -5,7 +5,6 @@ sanitizer runtimes that `fuzz --sanitize` needs are added here. Exit 0 always; -
 prints one JSON document."""
 from __future__ import annotations
 import json
-import sys
 from tinyspec.diagnostics import EXIT_OK
 from tinyspec.files import printable
 

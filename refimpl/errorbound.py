@@ -2,7 +2,6 @@
 computes every output next to its bound, run by the reference evaluator once.
 
     outputs, bounds = evaluate_with_bounds(graph, inputs)
-    bounds = error_bounds(graph, inputs)      # {output name: float64 array of absolute bounds}
 """
 from __future__ import annotations
 import numpy as np
@@ -20,8 +19,3 @@ def evaluate_with_bounds(graph: Graph, inputs: dict, decomposed: bool = True) ->
   shadows = set(names.values())
   return {k: v for k, v in out.items() if k not in shadows}, bounds
 
-
-def error_bounds(graph: Graph, inputs: dict, decomposed: bool = True) -> dict:
-  """{output name: float64 array of absolute bounds} for the graph's outputs (integer and
-  bool ones too: 0 where they are exact), evaluated by the reference evaluator."""
-  return evaluate_with_bounds(graph, inputs, decomposed)[1]

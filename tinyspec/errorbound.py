@@ -4,8 +4,8 @@ under the portable profile: a forward error bound propagated through the graph.
     g2, names = shadow(graph)          # g2 also computes each output's bound: {output: its bound's output}
     ok = within(got, want, bound)      # the elements a bound allows
 
-    from tinyspec.refimpl.errorbound import error_bounds, evaluate_with_bounds   # g2 evaluated
-    bounds = error_bounds(graph, inputs)      # {output name: float64 array of absolute bounds}
+    from tinyspec.refimpl.errorbound import evaluate_with_bounds   # g2 evaluated by the reference
+    outputs, bounds = evaluate_with_bounds(graph, inputs)   # bounds: {output name: float64 array of absolute bounds}
 
 The graph is rewritten into one that also computes, next to every value v, a bound E(v)
 on |v' - v| for any v' a backend may give (float64, of v's shape), and the reference

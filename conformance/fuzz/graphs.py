@@ -283,7 +283,6 @@ def _in_domain(b: _Builder, op: str, srcs: list, fresh: set):
   """Move fresh leaf inputs of op into its tolerance domain where an element is outside
   (setting it to one), so that most elements test the op's bound."""
   from tinyspec.tolerance import tolerance, in_domain
-  o = b.T.ops[op]
   t = b.T.tolerances.get(op, {})
   if "domain" not in t or not srcs: return
   dt = b.views[srcs[0]].dtype

@@ -33,7 +33,6 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
   T = tables()
   wide = {dt for dts in P.variant_scope(P.WIDE_VARIANT).values() if dts for dt in dts}
   g = d.graph
-  n = g.nodes[i]
   kernel = d.level == "kernel"
   nodes, inputs, operands = [], {}, []
   def add(op, srcs=(), arg=None):

@@ -155,9 +155,6 @@ class BackendProcess:
     p = self.proc
     if p is not None: self._kill(p)
 
-  def stderr_tail(self, n: int = 600) -> str:
-    return bytes(self._err[-n:]).decode(errors="replace").strip()
-
   def stderr_summary(self, lines: int = 6, tail: int = 300) -> str:
     """The first `lines` lines of the backend's stderr and, when there is more, its last
     `tail` characters (a Python traceback ends with its error, Node's and a shell's
