@@ -290,7 +290,7 @@ class _Shadow:
     if not hasattr(self, "_stored_roots"):
       self._stored_roots = set()
       for k, m in enumerate(self.g.nodes):
-        if m.op in ("STORE", "ATOMICADD"):
+        if m.op in self.T.write_ops:
           r = _root(self.g, m.src[0], self.T)
           if r is not None: self._stored_roots.add(r)
     return root in self._stored_roots

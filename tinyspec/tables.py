@@ -347,6 +347,12 @@ class Tables:
     return frozenset(n for n in self.storage_ops if "slot" in props(self.ops[n].arg_schema))
 
   @cached_property
+  def write_ops(self) -> frozenset:
+    """Ops that write into the storage their first source names (held to rule STORE.target:
+    STORE, ATOMICADD)."""
+    return frozenset(n for n, o in self.ops.items() if any(c.rule == "STORE.target" for c in o.checks))
+
+  @cached_property
   def marker_ops(self) -> frozenset:
     """Identity-on-data ops (category marker)."""
     return frozenset(self.ops_in("marker"))
