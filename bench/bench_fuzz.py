@@ -25,7 +25,7 @@ def main(argv=None) -> int:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--no-stages", action="store_true")
   a = ap.parse_args(argv)
-  from tinyspec.conformance.properties import fuzz
+  from tinyspec.conformance.fuzz.driver import fuzz
   t0 = time.perf_counter()
   rep = fuzz(a.backend, a.examples, a.seed, None, stages=not a.no_stages)
   dt = time.perf_counter() - t0

@@ -127,7 +127,7 @@ def run_command(sub, run_other=None):
   p.add_argument("file", metavar="FILE", nargs="?", help="the graph file (or --case: judge a conformance case)")
   p.add_argument("--backend", default="ref", metavar="NAME",
                  help="ref (default), c, opencl, any registered backend (entry point group tinyspec.backends), "
-                      "cmd:COMMAND or the path of an executable speaking the protocol (conformance/protocol.py)")
+                      "cmd:COMMAND or the path of an executable speaking the protocol (conformance/run/protocol.py)")
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
   p.add_argument("--allow-untrusted", action="store_true")

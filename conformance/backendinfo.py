@@ -5,7 +5,6 @@ sanitizer runtimes that `fuzz --sanitize` needs are added here. Exit 0 always; -
 prints one JSON document."""
 from __future__ import annotations
 import json
-import sys
 from tinyspec.diagnostics import EXIT_OK
 from tinyspec.files import printable
 
@@ -21,7 +20,7 @@ def survey() -> list[dict]:
     except Exception as e:    # a broken third-party backend is reported, not raised
       d = {"status": "unavailable", "why": f"{type(e).__name__}: {e}", "details": []}
     if name == "c":
-      from tinyspec.conformance.sanitize import unavailable
+      from tinyspec.conformance.fuzz.sanitize import unavailable
       why = unavailable()
       d.setdefault("details", []).append("sanitizer runtimes (fuzz --sanitize): " + ("found" if why is None else why))
     rows.append({"backend": name, "status": d.get("status", "?"), "why": d.get("why"), "details": list(d.get("details") or [])})

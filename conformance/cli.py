@@ -12,7 +12,7 @@ of the failing ids and the line `N passed, N failed, ...`. Exit 0 when there is 
 unexpected result (no failure, error or unexpected pass), 1 when there is, 2 for bad usage,
 an unknown or unavailable backend, or a corpus that cannot be read, 5 when no case ran
 (none selected, or every one unsupported or excluded). The project's [tool.tinyspec]
-(conformance/settings.py) gives defaults for --backend, --cases, --timeout, --profile and
+(conformance/run/settings.py) gives defaults for --backend, --cases, --timeout, --profile and
 the manifests.
 """
 from __future__ import annotations
@@ -30,14 +30,14 @@ def _err(msg: str, code: int = EXIT_UNREADABLE) -> int:
 
 
 def _none_selected(a) -> int:
-  from tinyspec.conformance.runner import EXIT_NOTHING_RAN
-  from tinyspec.conformance.selection import describe
+  from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
+  from tinyspec.conformance.run.selection import describe
   said = describe(a.patterns, a.case_ids)
   return _err("no case matches" + (f" {said}" if said else " (the corpus is empty)"), EXIT_NOTHING_RAN)
 
 
 def _is_rule_corpus(d: Path | None) -> bool:
-  from tinyspec.conformance.rulecases import RULES_DIR, EXPECT_SUFFIX
+  from tinyspec.conformance.corpus.rulecases import RULES_DIR, EXPECT_SUFFIX
   if d is None: return False
   d = Path(d)
   return d.resolve() == RULES_DIR.resolve() or (d.is_dir() and next(d.rglob("*" + EXPECT_SUFFIX), None) is not None
@@ -45,12 +45,12 @@ def _is_rule_corpus(d: Path | None) -> bool:
 
 
 def conformance_command(sub):
-  from tinyspec.conformance import runner
+  from tinyspec.conformance.run import runner
   p = sub.add_parser("conformance", help="run the conformance suite",
                      description="Run the conformance cases through backends. Without --backend (and no backend in "
                                  "pyproject.toml [tool.tinyspec]): the rule corpus shipped with tinyspec through its validator. "
                                  "With --backend NAME (ref, c, opencl, any registered one, cmd:COMMAND or the path of an "
-                                 "executable speaking the JSON-lines protocol of tinyspec.conformance.protocol): the case corpus shipped with "
+                                 "executable speaking the JSON-lines protocol of tinyspec.conformance.run.protocol): the case corpus shipped with "
                                  "tinyspec. Exit 0 when there is no unexpected result, 1 when there is, 2 for bad usage or an "
                                  "unreadable corpus, 5 when no case ran.")
   p.add_argument("--cases", metavar="DIR", type=Path, default=None, help="the case folder (default: the shipped case corpus, or the rule corpus for the validator)")
@@ -85,8 +85,8 @@ def conformance_command(sub):
                  help="run cases whose files do not match their sha256 pin (default: such a case is an error, rule case.pin)")
 
   def run(a) -> int:
-    from tinyspec.conformance.failures import Terminal
-    from tinyspec.conformance.settings import load_settings, SettingsError
+    from tinyspec.conformance.run.failures import Terminal
+    from tinyspec.conformance.run.settings import load_settings, SettingsError
     try: a.settings = load_settings()
     except SettingsError as e: return _err(str(e))
     _defaults(a, a.settings)
@@ -114,9 +114,9 @@ def _defaults(a, settings) -> None:
 
 
 def _run_judges(a, names, show) -> int:
-  from tinyspec.conformance import runner
-  from tinyspec.conformance.rulecases import CorpusError
-  from tinyspec.conformance.selection import SelectionError
+  from tinyspec.conformance.run import runner
+  from tinyspec.conformance.corpus.rulecases import CorpusError
+  from tinyspec.conformance.run.selection import SelectionError
   try:
     cases = runner.select(runner.load_cases(a.cases), a.patterns, a.case_ids)
   except (CorpusError, SelectionError) as e:
@@ -131,7 +131,7 @@ def _run_judges(a, names, show) -> int:
 
 
 def _run_sanitized(a) -> int:
-  from tinyspec.conformance import sanitize, hostile
+  from tinyspec.conformance.fuzz import sanitize, hostile
   if a.backend != "c":
     print("tinyspec fuzz: --sanitize builds C kernels: use --backend c", file=sys.stderr); return EXIT_UNREADABLE
   families = a.families.split(",") if a.families else list(hostile.FAMILIES)
@@ -153,9 +153,9 @@ def _run_sanitized(a) -> int:
 
 
 def _run_execs(a, names, show) -> int:
-  from tinyspec.conformance import runner
-  from tinyspec.conformance.corpus import load_cases, CaseError
-  from tinyspec.conformance.selection import SelectionError
+  from tinyspec.conformance.run import runner
+  from tinyspec.conformance.corpus.cases import load_cases, CaseError
+  from tinyspec.conformance.run.selection import SelectionError
   broken: list = []
   try:
     every = load_cases(a.cases, broken)
@@ -197,11 +197,11 @@ def _interrupted(a, e, results, names, cases) -> int:
 
 
 def _run_each(a, names, cases, show, results) -> int:
-  from tinyspec.conformance import runner
-  from tinyspec.conformance.corpus import load_cases
-  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable, coverage
-  from tinyspec.conformance.manifest import ManifestError
-  from tinyspec.conformance.report import Progress, merge_coverage
+  from tinyspec.conformance.run import runner
+  from tinyspec.conformance.corpus.cases import load_cases
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable, coverage
+  from tinyspec.conformance.corpus.manifest import ManifestError
+  from tinyspec.conformance.run.report import Progress, merge_coverage
   for name in names:
     try:
       r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
@@ -234,8 +234,8 @@ def _run_each(a, names, cases, show, results) -> int:
 
 
 def _finish(a, results, names, cases_dir, cases=()) -> int:
-  from tinyspec.conformance import runner
-  from tinyspec.conformance.report import junit_xml
+  from tinyspec.conformance.run import runner
+  from tinyspec.conformance.run.report import junit_xml
   c = runner.counts(results)
   a.terminal.corpus = cases_dir if a.cases is not None else None   # (the shipped one goes without saying)
   for line in a.terminal.closing(_rerun(a, names)): print(line)
@@ -244,7 +244,7 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
     if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
     if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
     if getattr(a, "html", None):
-      from tinyspec.conformance import htmlreport
+      from tinyspec.conformance.run import htmlreport
       print(f"wrote {htmlreport.write(a.html, results, {c.id: c for c in cases})}")
   except FileRefused as e:
     return _err(f"{e}")
@@ -267,9 +267,9 @@ def _rerun(a, names) -> str:
 def run_command(sub):
   """`tinyspec run` (compiler/cli.py) with every backend: the ones it does not run itself
   go through the protocol in their own process; `--case` judges a conformance case
-  (conformance/repro.py)."""
+  (conformance/run/repro.py)."""
   from tinyspec.compiler.cli import run_command as base
-  from tinyspec.conformance import repro
+  from tinyspec.conformance.run import repro
   p, run = base(sub, run_other=_run_other)
   repro.add_options(p)
   return p, lambda a: repro.judge_case(a) if a.case is not None else run(a)
@@ -277,7 +277,8 @@ def run_command(sub):
 
 def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
   """Outputs of the graph file on `backend`, or the exit code after saying why not."""
-  from tinyspec.conformance.execute import run_graph, BackendUnavailable
+  from tinyspec.conformance.run.client import run_graph
+  from tinyspec.conformance.run.execute import BackendUnavailable
   try: return run_graph(backend, file, inputs, float(timeout) if timeout else 60.0)
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
@@ -312,9 +313,9 @@ def _run_campaign(a) -> int:
 
 def fuzz_command(sub):
   p = sub.add_parser("fuzz", help="property-based differential testing of a backend",
-                     description="Draw valid graphs from the tables (conformance/strategies.py) and check the backend's value "
+                     description="Draw valid graphs from the tables (conformance/fuzz/graphs.py) and check the backend's value "
                                  "of every node against the reference evaluator, the validator, the derived min_max and (for the "
-                                 "compiler) every stage graph (conformance/properties.py). Each failure is shrunk to a minimal "
+                                 "compiler) every stage graph (conformance/fuzz/checks.py). Each failure is shrunk to a minimal "
                                  "graph and written as a corpus case under --out. Exit 0 when nothing failed, 1 when something "
                                  "did, 2 for bad usage or an unavailable backend.")
   p.add_argument("--backend", required=True, metavar="NAME", help="a registered backend, cmd:COMMAND, or an executable speaking the protocol")
@@ -328,18 +329,18 @@ def fuzz_command(sub):
                  help="judge values by the canonical results (strict) or any allowed one (portable); default: the backend's")
   p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds one run may take before it counts as a hang (default 60)")
   p.add_argument("--sanitize", action="store_true",
-                 help="c only: hostile graphs (conformance/hostile.py) through kernels built with AddressSanitizer, "
-                      "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/sanitize.py)")
+                 help="c only: hostile graphs (conformance/fuzz/hostile.py) through kernels built with AddressSanitizer, "
+                      "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/fuzz/sanitize.py)")
   p.add_argument("--families", metavar="F,...", default=None,
-                 help="with --sanitize: the example families to draw (default all of conformance/hostile.py FAMILIES)")
+                 help="with --sanitize: the example families to draw (default all of conformance/fuzz/hostile.py FAMILIES)")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
 
   def run(a) -> int:
-    from tinyspec.conformance.properties import fuzz, NoDrawableOps
-    from tinyspec.conformance.execute import BackendUnavailable
+    from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
+    from tinyspec.conformance.run.execute import BackendUnavailable
     from tinyspec.refimpl import EvalError
     if a.examples < 1 or a.max_ops < 1: 
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE

@@ -9,12 +9,12 @@ nothing until the corpus's own test (conformance/test_cases.py) is collected, so
 project's `--backend` or `--cases` is left to it. Settings, first that is given: the
 command line; the ini keys (`tinyspec_backend = c` in pytest.ini, tox.ini, setup.cfg or
 pyproject.toml [tool.pytest.ini_options], paths relative to that file); the project's
-pyproject.toml [tool.tinyspec] (conformance/settings.py); the defaults (backend ref, the
+pyproject.toml [tool.tinyspec] (conformance/run/settings.py); the defaults (backend ref, the
 shipped corpus, 60 s a case).
 
 One test per case; each pytest process (each pytest-xdist worker) runs the backend in one
 worker process of its own, so a crash fails one test. Cases the backend's capabilities do
-not cover are skipped; the backend's manifest (conformance/manifest.py) marks its expected
+not cover are skipped; the backend's manifest (conformance/corpus/manifest.py) marks its expected
 failures xfail(strict=True) and its exclusions skip. A failure is `pytest.fail(message,
 pytrace=False)`: the runner's message (differing elements, operands, profile, repro
 command), no traceback. An unknown backend or a setting that cannot be used is the
@@ -67,7 +67,7 @@ def settings(config) -> dict:
   """The settings (name -> value; None where unset) from the command line, the ini file and
   [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
   if _SETTINGS in config.stash: return config.stash[_SETTINGS]
-  from tinyspec.conformance.settings import load_settings, SettingsError
+  from tinyspec.conformance.run.settings import load_settings, SettingsError
   try: project = load_settings(config.invocation_params.dir)
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
@@ -89,8 +89,8 @@ def _runner(config):
   """The session's CaseRunner, started (capabilities read, manifest chosen) when the corpus
   is first collected; a backend that is unknown or cannot start ends the session."""
   if _RUNNER in config.stash: return config.stash[_RUNNER]
-  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable
-  from tinyspec.conformance.manifest import ManifestError
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
+  from tinyspec.conformance.corpus.manifest import ManifestError
   s = settings(config)
   try:
     r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"])
@@ -110,8 +110,8 @@ def conformance_runner(request):
 
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus import load_cases, CaseError
-  from tinyspec.conformance.selection import select, SelectionError
+  from tinyspec.conformance.corpus.cases import load_cases, CaseError
+  from tinyspec.conformance.run.selection import select, SelectionError
   cfg = metafunc.config
   s = settings(cfg)
   try: cases = select(load_cases(s["cases"]), None, s["case_ids"])

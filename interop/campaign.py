@@ -3,7 +3,7 @@ bugs on each device for a while and print each distinct new one once, with its r
 
 Two kinds of search take turns on each device, until the time is spent:
 
-* graphs: `tinyspec fuzz` rounds (conformance/properties.py) drawn from the tables, every op
+* graphs: `tinyspec fuzz` rounds (conformance/fuzz/driver.py) drawn from the tables, every op
   in every dtype class, each finding sorted by interop/hunt.py;
 * programs: tensor programs drawn the way models use tinygrad (`draw_program`: matmuls,
   conv-like windows, pooling, softmax, cumsum, reductions, movement, float16/bfloat16 and
@@ -120,7 +120,7 @@ def record(rep: CampaignReport, f, log) -> None:
 
 
 def _fuzz_turn(rep, dev, seed, out, triage, log) -> None:
-  from tinyspec.conformance.properties import fuzz
+  from tinyspec.conformance.fuzz.driver import fuzz
   r = fuzz("tinygrad", FUZZ_EXAMPLES, seed, out, stages=False, triage=triage, timeout=120)
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
@@ -177,7 +177,7 @@ def draw_program(rng: random.Random) -> str:
 
 def hunt_program(src: str, device: str, out: Path, triage) -> list:
   """Run a drawn program through `tinyspec import-tinygrad` on device: [] when every graph
-  matches; else the findings (conformance/properties.Failure, sorted by triage)."""
+  matches; else the findings (conformance/fuzz/checks.Failure, sorted by triage)."""
   import hashlib
   from tinyspec.files import make_dir, write_file
   name = "program-" + hashlib.sha256(src.encode()).hexdigest()[:10]
@@ -216,8 +216,8 @@ def hunt_program(src: str, device: str, out: Path, triage) -> list:
 
 def _program_failure(src, message, triage, out):
   """A failure of a whole program (a crash or an exception in tinygrad): sorted by its kind."""
-  from tinyspec.conformance.properties import Failure
-  from tinyspec.conformance.strategies import Drawn
+  from tinyspec.conformance.fuzz.checks import Failure
+  from tinyspec.conformance.fuzz.graphs import Drawn
   from tinyspec.graph import Graph, Node
   f = Failure("run", None, None, None, message, Drawn(Graph([Node("VCONST", [], {"values": [], "dtype": "index"})]), {}))
   f.triage = triage(f, None)
@@ -231,8 +231,9 @@ def _localize(folder: Path, name: str, device: str, triage, out):
   from tinyspec.graph import Graph
   from tinyspec.files import load_npz
   from tinyspec.validate import validate
-  from tinyspec.conformance.strategies import Drawn
-  from tinyspec.conformance.properties import Isolated, check_example
+  from tinyspec.conformance.fuzz.graphs import Drawn
+  from tinyspec.conformance.fuzz.runners import Isolated
+  from tinyspec.conformance.fuzz.checks import check_example
   g = Graph.loads((folder / f"{name}.json").read_text())
   inputs = dict(load_npz(folder / f"{name}.inputs.npz")) if (folder / f"{name}.inputs.npz").exists() else {}
   res = validate(g)

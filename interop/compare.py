@@ -1,7 +1,7 @@
 """Comparing tinygrad's results with the reference evaluator's.
 
 Integers and bools must be equal. Floats are judged under the portable profile: each
-element must lie within the forward error bound that conformance/graphbound.py propagates
+element must lie within the forward error bound that tinyspec/errorbound.py propagates
 through the graph from the tables (every op's `portable_ulp`, contraction into MULACC,
 flushed subnormals, a reduction's `ulp_per_element` in any order over the magnitude of its
 terms, so a sum whose terms cancel is judged at its terms' scale). NaN matches NaN and +0
@@ -29,7 +29,7 @@ class Comparison:
 
 def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference") -> Comparison:
   """Does got (the reference evaluator's) match want (tinygrad's)? bound: the absolute
-  error bound of each element of got (graphbound), or None to judge floats by ulps."""
+  error bound of each element of got (tinyspec/errorbound.py), or None to judge floats by ulps."""
   from tinyspec.tolerance import ulp_distance
   want, got = np.asarray(want), np.asarray(got)
   if want.shape != got.shape:
@@ -48,7 +48,7 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
   if bound is None:
     close, unbounded, how = ulp <= FLOAT_ULP, 0, f"within {FLOAT_ULP} ulp (no error bound)"
   else:
-    from tinyspec.conformance.graphbound import within
+    from tinyspec.errorbound import within
     b = np.asarray(bound, np.float64)
     b = b.reshape(want.shape) if b.size == want.size else np.broadcast_to(b, want.shape)
     close, unbounded, how = within(got, want, b), int(np.isinf(b).sum()), "within the portable bound"

@@ -7,7 +7,7 @@ only once it has failed on tinygrad the same way when run with plain python.
 
     v = triage(failure, out, device)   # Verdict(kind, bug, why, repro, facts)
 
-The tinygrad backend's `triage` method calls this (conformance/properties.py asks every
+The tinygrad backend's `triage` method calls this (conformance/fuzz/driver.py asks every
 backend that has one).
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ def facts_of(f, device: str) -> dict:
   views = validate(d.graph).views
   out = {"device": device, "message": f.message}
   if f.prop == "values" and f.detail is not None:
-    from tinyspec.conformance.compare import mismatches
+    from tinyspec.conformance.run.compare import mismatches
     det = f.detail
     bad = mismatches(det["got"], det["want"], f.dtype, det["bounds"], det["alternatives"])
     g = f.drawn.graph
@@ -120,7 +120,7 @@ def documented(facts: dict) -> str | None:
 
 # ------------------------------------------------------------------ the verdict
 def triage(f, out: Path | None, device: str, kernel_uops=None) -> Verdict | None:
-  """The verdict on a fuzz failure (conformance/properties.Failure) found on `device`;
+  """The verdict on a fuzz failure (conformance/fuzz/checks.Failure) found on `device`;
   None for a failure that is not tinygrad's (the validator's, the reference's, min_max).
   kernel_uops: the backend's kernel builder, for kernel-level repros."""
   if f.prop not in ("values", "run"): return None
@@ -189,10 +189,10 @@ def _output_of(d, node: int) -> str:
 
 
 def _op_alone(f, device: str, title: str, ku) -> str:
-  """The failing op on the values tinygrad gave its sources (conformance/properties
+  """The failing op on the values tinygrad gave its sources (conformance/fuzz/localcheck.py
   local_graph), cut to the first failing element where every value is elementwise."""
-  from tinyspec.conformance.localcheck import local_graph
-  from tinyspec.conformance.compare import mismatches
+  from tinyspec.conformance.fuzz.localcheck import local_graph
+  from tinyspec.conformance.run.compare import mismatches
   from tinyspec.interop.repro import Check, NoRepro, repro_source
   from tinyspec.validate import validate
   det = f.detail

@@ -77,7 +77,7 @@ def evaluate_and_compare(graph, inputs: dict, expected: dict) -> str:
 def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None]:
   """(the verdict, the error bounds of the outputs, or None where none could be built)."""
   from tinyspec.refimpl import evaluate, EvalError
-  from tinyspec.conformance.graphbound import evaluate_with_bounds
+  from tinyspec.refimpl.errorbound import evaluate_with_bounds
   bounds, no_bound = {}, ""
   try:
     got, bounds = evaluate_with_bounds(graph, dict(inputs))

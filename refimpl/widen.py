@@ -13,9 +13,7 @@ names and dtypes. Ops are named only through the tables.
 from __future__ import annotations
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
-
-VARIANT = "wide-intermediates"
-DECISION = "half-intermediates"
+from tinyspec.portable import WIDE_VARIANT as VARIANT, WIDE_DECISION as DECISION
 WIDE = "float32"
 
 

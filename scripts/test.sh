@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up (if needed) and run the whole test suite, then check that docs/ matches the tables,
-# run the CI slice of the sanitizer fuzzer (conformance/sanitize.py CI_EXAMPLES, CI_SEED;
+# run the CI slice of the sanitizer fuzzer (conformance/fuzz/sanitize.py CI_EXAMPLES, CI_SEED;
 # skipped with a note where the C compiler has no sanitizer runtimes) and check that the
 # wheel installs and works from an unrelated directory (scripts/check-install.sh).
 set -euo pipefail
@@ -9,7 +9,7 @@ bash scripts/setup.sh tests
 export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$PWD/.cache/tinyspec}
 .venv/bin/python -m pytest -n 2 "$@"
 .venv/bin/python tools/gen_docs.py --check
-if .venv/bin/python -c "import sys; from tinyspec.conformance.sanitize import unavailable; sys.exit(unavailable() is not None)"; then
+if .venv/bin/python -c "import sys; from tinyspec.conformance.fuzz.sanitize import unavailable; sys.exit(unavailable() is not None)"; then
   .venv/bin/tinyspec fuzz --backend c --sanitize --examples 400 --seed 0 --out "$(mktemp -d)"
 else
   echo "note: no sanitizer runtimes for the C compiler: the sanitizer fuzzer's CI slice is skipped"

@@ -16,7 +16,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import DTYPES
 from tinyspec.validate import derive_uop, DerivationError
 from tinyspec.compiler.props import const, shape_operand as S
-from tinyspec.conformance.values import edge_values, as_array
+from tinyspec.conformance.corpus.values import edge_values, as_array
 
 N = 64
 INT_DTYPES = [n for n, d in DTYPES.items() if d.cls in ("int", "uint", "index")]

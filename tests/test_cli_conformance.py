@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import shutil
 from tinyspec.cli import main
-from tinyspec.conformance import runner
-from tinyspec.conformance.rulecases import RULES_DIR, load_rule_cases
+from tinyspec.conformance.run import runner
+from tinyspec.conformance.corpus.rulecases import RULES_DIR, load_rule_cases
 
 
 def cli(capsys, *argv):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.graph import load_file
-from tinyspec.conformance.rulecases import RULES_DIR
+from tinyspec.conformance.corpus.rulecases import RULES_DIR
 from tinyspec.compiler import compile_graph, CompileError
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import shape_operand as S, const

@@ -4,7 +4,7 @@ catalogue defines (the validator's in ops.yaml, the compiler's in render.yaml). 
 crashes and never prints source that fails to build."""
 from __future__ import annotations
 import pytest
-from tinyspec.conformance.rulecases import load_rule_cases
+from tinyspec.conformance.corpus.rulecases import load_rule_cases
 from tinyspec.graph import load_file
 from tinyspec.tables import tables
 from tinyspec.compiler import compile_graph, CompileError

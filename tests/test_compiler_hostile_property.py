@@ -1,4 +1,4 @@
-"""The hostile families of the newest optimizations (conformance/hostile.py: padded,
+"""The hostile families of the newest optimizations (conformance/fuzz/hostile.py: padded,
 gather, contract, alias) as property tests on c and opencl (PoCL), in this process: an
 example's compiled result is the reference's bit for bit (its data makes every sum exact
 in any order), or the reference's own refusal; a refusal of the compiler's own (compile.*,
@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import pytest
 from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-from tinyspec.conformance import hostile
-from tinyspec.conformance.sanitize import reference, _legal_prefix
+from tinyspec.conformance.fuzz import hostile
+from tinyspec.conformance.fuzz.sanitize import reference, _legal_prefix
 from tinyspec.compiler.pipeline import lower
 from tinyspec.compiler.check import compare_outputs
 from targets import TARGETS

@@ -147,9 +147,9 @@ def test_a_weakened_predicate_is_caught(pred, monkeypatch, capfd):
 
 
 def test_the_corpus_holds_both_paths_of_every_predicate():
-  """conformance/cases */<dtype>-narrowed (conformance/templates.yaml): compiled for c,
+  """conformance/cases */<dtype>-narrowed (conformance/corpus/templates.yaml): compiled for c,
   their nodes make every predicate hold and fail in every integer dtype it applies to."""
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.corpus.cases import load_cases
   seen: dict = {}
   for case in load_cases():
     if not case.id.endswith("-narrowed"): continue

@@ -6,10 +6,10 @@ c` / `opencl`); here it would take too long."""
 from __future__ import annotations
 import pytest
 from tinyspec.backends import get_backend, backend_names, register_backend, Backend, Capabilities, capabilities_of, _entry_points
-from tinyspec.conformance.corpus import load_cases
-from tinyspec.conformance.execute import CaseRunner
-from tinyspec.conformance.manifest import load_manifest
-from tinyspec.conformance.runner import UNEXPECTED
+from tinyspec.conformance.corpus.cases import load_cases
+from tinyspec.conformance.run.execute import CaseRunner
+from tinyspec.conformance.corpus.manifest import load_manifest
+from tinyspec.conformance.run.runner import UNEXPECTED
 
 from targets import TARGETS
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tinyspec.tables import tables
-from tinyspec.conformance.corpus import load_cases, CASES_DIR, digest_of
-from tinyspec.conformance import casegen
+from tinyspec.conformance.corpus.cases import load_cases, CASES_DIR, digest_of
+from tinyspec.conformance.corpus import casegen
 from conftest import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,11 +112,11 @@ def test_the_reference_passes_a_sample_in_process():
   # the corpus through refimpl directly (no worker processes): every 7th case
   from tinyspec.graph import load_file
   from tinyspec.refimpl import evaluate
-  from tinyspec.conformance.execute import judge_positive
+  from tinyspec.conformance.run.execute import judge_positive
   for c in [c for c in CASES if c.kind == "positive"][::7]:
     g, _ = load_file(c.graph)
     out = {k: np.asarray(v) for k, v in evaluate(g, c.load_inputs()).items()}
-    from tinyspec.conformance.corpus import to_disk
+    from tinyspec.conformance.corpus.cases import to_disk
     disk = {k: to_disk(v, c.outputs[k].dtype) for k, v in out.items() if k in c.outputs}
     assert judge_positive(c, disk, False) is None, c.id
 

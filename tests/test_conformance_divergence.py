@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 from tinyspec.cli import main
-from tinyspec.conformance.corpus import write_case, load_cases
-from tinyspec.conformance.divergence import first_divergent
-from tinyspec.conformance import htmlreport
-from tinyspec.conformance.runner import Result
+from tinyspec.conformance.corpus.cases import write_case, load_cases
+from tinyspec.conformance.run.divergence import first_divergent
+from tinyspec.conformance.run import htmlreport
+from tinyspec.conformance.run.runner import Result
 from tinyspec.graph import load_file
 from tinyspec.refimpl import evaluate
 from tinyspec.refimpl.build import Builder
@@ -37,7 +37,7 @@ def _chain_case(root, n_neg: int = 0):
 
 def _ref_with_bad_add(graph_file, inputs):
   """A backend as a function: the reference, except ADD computes a - b."""
-  from tinyspec.conformance.corpus import load_array
+  from tinyspec.conformance.corpus.cases import load_array
   g, _ = load_file(graph_file)
   ins = {k: load_array(p, dt) for k, (p, dt) in inputs.items()}
   vals = evaluate(g, ins, trace=True).values

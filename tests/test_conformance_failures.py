@@ -100,7 +100,7 @@ def test_a_run_where_every_case_is_unsupported_exits_5(capsys):
 # ------------------------------------------------------------------ operands
 class _Case:
   def __init__(self, tmp_path, inputs: dict, out_shape):
-    from tinyspec.conformance.corpus import Output
+    from tinyspec.conformance.corpus.cases import Output
     self.inputs = {}
     for k, v in inputs.items():
       np.save(tmp_path / f"{k}.npy", v); self.inputs[k] = (tmp_path / f"{k}.npy", "float32")
@@ -109,7 +109,7 @@ class _Case:
 
 
 def test_operands_are_named_only_where_they_are_one_element(tmp_path):
-  from tinyspec.conformance.failures import operand_lines
+  from tinyspec.conformance.run.failures import operand_lines
   a = np.arange(6, dtype=np.float32).reshape(2, 3)
   row = np.array([10, 20, 30], np.float32)
   c = _Case(tmp_path, {"buf0": a, "buf1": row}, (2, 3))

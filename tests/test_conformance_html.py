@@ -11,8 +11,8 @@ import sys
 import pytest
 from test_repro import _broken_backend
 from tinyspec.cli import main
-from tinyspec.conformance.htmlreport import COLOUR
-from tinyspec.conformance.failures import first_positions
+from tinyspec.conformance.run.htmlreport import COLOUR
+from tinyspec.conformance.run.failures import first_positions
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 in the plain lines asked for with --progress; nothing at all on a non-terminal by default."""
 from __future__ import annotations
 import io
-from tinyspec.conformance.report import Progress, eta
-from tinyspec.conformance.runner import Result
+from tinyspec.conformance.run.report import Progress, eta
+from tinyspec.conformance.run.runner import Result
 
 
 class _Tty(io.StringIO):

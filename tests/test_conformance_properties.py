@@ -1,4 +1,4 @@
-"""conformance/properties.py: the reference passes its own properties; a wrong value is
+"""conformance/fuzz/ (checks.py, driver.py): the reference passes its own properties; a wrong value is
 reported at the first node that differs (not at the nodes that read it); a planted
 renderer bug (IDIV truncating instead of flooring) is found by fuzzing and shrunk to a
 graph of at most 4 nodes; failures are written as corpus cases that the runner replays."""
@@ -9,7 +9,9 @@ from hypothesis import given, settings, HealthCheck
 from tinyspec.refimpl.backend import RefBackend
 from tinyspec.compiler.backend import CBackend
 from tinyspec.conformance.strategies import graphs
-from tinyspec.conformance.properties import fuzz, check_example, InProcess, check_values
+from tinyspec.conformance.fuzz.checks import check_example, check_values
+from tinyspec.conformance.fuzz.runners import InProcess
+from tinyspec.conformance.fuzz.driver import fuzz
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -106,7 +108,7 @@ def test_the_unplanted_renderer_passes_the_same_search():
 
 
 def test_failures_are_written_as_corpus_cases_and_replayed(tmp_path, capsys):
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.corpus.cases import load_cases
   from tinyspec.cli import main
   rep = fuzz(_WrongMul(), examples=40, seed=3, isolate=False, stages=False, out=tmp_path,
              strategy=graphs("tensor", ops=["MUL"], dtypes=["int16"], max_ops=2))
@@ -140,10 +142,10 @@ def test_failures_that_cannot_be_written_are_reported(tmp_path):
 
 def test_the_fuzz_command_exits_2_when_a_failure_cannot_be_written(monkeypatch, capsys):
   from tinyspec.cli import main
-  from tinyspec.conformance import properties
+  from tinyspec.conformance.fuzz import driver
   from tinyspec.files import FileRefused
   def found_but_unwritten(*a, **kw):
-    return properties.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
-  monkeypatch.setattr(properties, "fuzz", found_but_unwritten)
+    return driver.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
+  monkeypatch.setattr(driver, "fuzz", found_but_unwritten)
   assert main(["fuzz", "--backend", "ref", "--examples", "3", "--out", "/proc/nope"]) == 2
   assert "/proc/nope: cannot create the directory [path.write]" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The case runner (conformance/execute.py) and `tinyspec conformance --backend`: crash
+"""The case runner (conformance/run/execute.py) and `tinyspec conformance --backend`: crash
 isolation (a segfault, an abort and a hang each fail their own case and the run goes on),
 manifests (expected failures, strict: an unexpected pass fails the run), JUnit/JSON and
 coverage output, the progress lines, the external example backend, and the pytest plugin."""
@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 import pytest
 from tinyspec.cli import main
-from tinyspec.conformance.corpus import load_cases
-from tinyspec.conformance.execute import CaseRunner, coverage
-from tinyspec.conformance.manifest import load_manifest
+from tinyspec.conformance.corpus.cases import load_cases
+from tinyspec.conformance.run.execute import CaseRunner, coverage
+from tinyspec.conformance.corpus.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PICK = ["ADD/int32", "MUL/int32", "MAX/int32", "SUB/int32", "negative/RESHAPE.numel/invalid-6-to-2x4"]
@@ -36,7 +36,7 @@ def crashing(tmp_path_factory):
   p.write_text(textwrap.dedent(f"""\
     import json, os, signal, sys, time
     from tinyspec.refimpl.backend import RefBackend
-    from tinyspec.conformance.worker import handle_run
+    from tinyspec.conformance.run.worker import handle_run
     b = RefBackend()
     for line in sys.stdin:
       msg = json.loads(line)
@@ -111,7 +111,7 @@ def test_reports_junit_json_and_coverage(tmp_path, capsys):
 
 
 def test_coverage_ranks_failures_over_passes():
-  from tinyspec.conformance.runner import Result
+  from tinyspec.conformance.run.runner import Result
   cases = [c for c in load_cases() if c.id in ("ADD/int8", "ADD/int8-broadcast", "ADD/int16", "WMMA/float32")]
   res = [Result("ADD/int8", "x", "pass"), Result("ADD/int8-broadcast", "x", "fail"), Result("ADD/int16", "x", "xfail"),
          Result("WMMA/float32", "x", "unsupported")]

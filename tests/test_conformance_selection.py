@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinyspec.cli import main
-from tinyspec.conformance.selection import Expression, SelectionError, select
+from tinyspec.conformance.run.selection import Expression, SelectionError, select
 
 IDS = ["ADD/float32", "ADD/int32", "ATOMICADD/float32", "MUL/int32", "MUL/int32-narrowed", "MAX/float32", "IDIV/int32",
        "IDIV/int8-narrowed", "negative/ADD.dtype/invalid-mixed", "CAST/bool-to-float16"]

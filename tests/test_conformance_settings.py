@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 import pytest
 from tinyspec.cli import main
-from tinyspec.conformance.settings import load_settings, SettingsError
+from tinyspec.conformance.run.settings import load_settings, SettingsError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "conformance" / "examples" / "numpy_backend.py"
@@ -67,7 +67,7 @@ def test_a_manifest_named_wrongly_is_refused(tmp_path, capsys, named, said):
 
 def test_a_python_backend_names_its_manifest_relative_to_its_module():
   from tinyspec.backends import Backend
-  from tinyspec.conformance.worker import serve
+  from tinyspec.conformance.run.worker import serve
   class Mine(Backend):
     name = "mine"
     manifest = "manifests/mine.yaml"

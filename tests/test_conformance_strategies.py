@@ -1,4 +1,4 @@
-"""conformance/strategies.py: the drawn graphs are valid, the mutants break their tagged
+"""conformance/strategies.py (conformance/fuzz/graphs.py, mutations.py): the drawn graphs are valid, the mutants break their tagged
 rule at their tagged node, an op added to the tables is drawn without a Python change,
 and a failing case is cut down to the failing node and what it reads."""
 from __future__ import annotations
@@ -135,7 +135,8 @@ def test_a_new_op_is_mutated_by_rule(hypot):
 def test_index_is_drawn_with_out_of_range_indices_and_the_c_backend_agrees():
   """INDEX (gathers with data-dependent indices, decision index-oob) is drawn like any op:
   some draws index out of range, and the C backend matches the reference on them."""
-  from tinyspec.conformance.properties import check_example, InProcess
+  from tinyspec.conformance.fuzz.checks import check_example
+  from tinyspec.conformance.fuzz.runners import InProcess
   runner = InProcess("c")
   seen = {"index": 0, "outside": 0}
 
@@ -155,3 +156,16 @@ def test_index_is_drawn_with_out_of_range_indices_and_the_c_backend_agrees():
     assert f is None, str(f)
   check()
   assert seen["index"] >= 20 and seen["outside"] >= 5, seen
+
+
+def test_the_readme_strategies_example_runs_as_written():
+  """conformance/README.md's Python example imports the public path and its tests pass."""
+  import re
+  readme = Path(__file__).resolve().parent.parent / "conformance" / "README.md"
+  blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(), re.S | re.M)
+  scope: dict = {"__name__": "readme"}
+  for code in blocks: exec(compile(code, str(readme), "exec"), scope)   # noqa: S102 -- our own README
+  tests = [f for name, f in scope.items() if name.startswith("test_") and callable(f)]
+  assert len(tests) == 2
+  for t in tests: t()
+

@@ -8,7 +8,7 @@ import json
 import math
 import numpy as np
 import pytest
-from tinyspec.conformance.corpus import CASES_DIR, load_array
+from tinyspec.conformance.corpus.cases import CASES_DIR, load_array
 from highprec import correctly_rounded
 
 OPS = ("EXP2", "LOG2", "SIN", "POW")

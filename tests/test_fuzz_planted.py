@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, Phase, seed as hseed
 from planted import PlantedBackend
-from tinyspec.conformance.properties import fuzz, foci, backend_strategy
+from tinyspec.conformance.fuzz.driver import fuzz, foci, backend_strategy
 from tinyspec.backends import get_backend, capabilities_of
 
 BUDGET = 200

@@ -1,5 +1,5 @@
 """`tinyspec fuzz --sanitize`: the sanitizer fuzzer finds a planted bug of each class of
-issues 12 and 21 within the CI slice's examples (conformance/sanitize.py CI_EXAMPLES,
+issues 12 and 21 within the CI slice's examples (conformance/fuzz/sanitize.py CI_EXAMPLES,
 CI_SEED; scripts/test.sh runs that slice), and reports nothing on the compiler as it is.
 The plants (tests/plants/sitecustomize.py) go into the fuzzer's child only, through
 PYTHONPATH and $TINYSPEC_PLANT; the reference stays the oracle. Each family of the slice
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 import pytest
-from tinyspec.conformance import sanitize
+from tinyspec.conformance.fuzz import sanitize
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTS = ROOT / "tests" / "plants"
@@ -26,7 +26,7 @@ PLANT_FAMILY = {"literal": "chain", "gate-wrap": "gated", "sizes": "sizes", "par
 @needs_sanitizers
 @pytest.mark.parametrize("plant", sorted(PLANT_FAMILY))
 def test_a_planted_bug_is_found_within_the_ci_slice(plant, tmp_path):
-  from tinyspec.conformance.hostile import FAMILIES
+  from tinyspec.conformance.fuzz.hostile import FAMILIES
   fam = PLANT_FAMILY[plant]
   share = sanitize.shares(sanitize.CI_EXAMPLES, FAMILIES)[fam]
   rep = sanitize.fuzz_sanitized(share, sanitize.CI_SEED, tmp_path, families=[fam], stop_at_first=True, shrink=False,
@@ -36,11 +36,17 @@ def test_a_planted_bug_is_found_within_the_ci_slice(plant, tmp_path):
   assert rep.written and (rep.written[0] / "case.json").is_file()
 
 
+def test_every_family_is_registered_and_listed():
+  """FAMILIES (whose order seeds each family's search) names every family of the registry, and only those."""
+  from tinyspec.conformance.fuzz import hostile
+  assert sorted(hostile.FAMILIES) == hostile.FAMILY.names()
+
+
 def test_a_family_alone_draws_what_it_draws_in_the_slice():
   """The equivalence the plant hunts rest on: a family's examples depend on its share and
   seed only (hostile.examples of one family, seeded by its place in FAMILIES)."""
   from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-  from tinyspec.conformance import hostile
+  from tinyspec.conformance.fuzz import hostile
   def drawn(fam, n):
     got = []
     @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])

@@ -1,4 +1,4 @@
-"""conformance/graphbound.py: the forward error bound the importer judges whole graphs by
+"""tinyspec/errorbound.py: the forward error bound the importer judges whole graphs by
 (portable profile). Each guarantee has an adversary: results a portable backend may give
 (another summation order, a fused multiply-add, float64 arithmetic rounded once) lie within
 the bound; planted errors that the old tolerance (1e-5 x the largest value) let through lie
@@ -6,7 +6,8 @@ outside; the rewritten graph validates at kernel and program level (principle 6)
 from __future__ import annotations
 import numpy as np
 import pytest
-from tinyspec.conformance.graphbound import evaluate_with_bounds, shadow, within
+from tinyspec.errorbound import shadow, within
+from tinyspec.refimpl.errorbound import evaluate_with_bounds
 from tinyspec.refimpl import evaluate
 from tinyspec.refimpl.build import Builder
 from tinyspec.validate import validate

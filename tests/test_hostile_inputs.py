@@ -332,8 +332,8 @@ def test_every_refusal_rule_id_is_catalogued():
 def test_small_files_have_a_limit(tmp_path, monkeypatch):
   """case.json files, manifests and the rule corpus's expectation files are read within limits.max_small_file."""
   from tinyspec import limits
-  from tinyspec.conformance.corpus import load_cases, CaseError
-  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  from tinyspec.conformance.corpus.cases import load_cases, CaseError
+  from tinyspec.conformance.corpus.manifest import load_manifest, ManifestError
   monkeypatch.setattr(limits.limits(), "max_small_file", 100)
   (tmp_path / "c").mkdir(); (tmp_path / "c" / "case.json").write_text(" " * 101 + "{}")
   with pytest.raises(CaseError, match="file.limit"): load_cases(tmp_path)

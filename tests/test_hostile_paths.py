@@ -32,7 +32,7 @@ def test_an_identifier_name_is_the_output_file_name(tmp_path):
 
 def test_a_backend_output_name_is_sanitized_in_the_worker(tmp_path):
   """The conformance worker writes what a backend returns: a hostile output name is refused (path.name)."""
-  from tinyspec.conformance.worker import handle_run
+  from tinyspec.conformance.run.worker import handle_run
   class Evil:
     def run(self, g, inputs): return {"../../escaped": np.zeros(2, np.float32)}
   g = write_json(tmp_path / "g.json", neg_graph())
@@ -45,7 +45,7 @@ def test_a_backend_output_name_is_sanitized_in_the_worker(tmp_path):
 @pytest.mark.parametrize("msg", [{"id": "x"}, {"id": "x", "graph": 5, "out_dir": "/tmp"}, {"id": "x", "graph": "G", "out_dir": "/tmp", "inputs": ["a"]},
                                  {"id": "x", "graph": "G", "out_dir": "/tmp", "inputs": {"buf0": "/dev/zero"}}], ids=["empty", "graph-number", "inputs-list", "device"])
 def test_a_malformed_run_request_is_an_answer_not_a_crash(tmp_path, msg):
-  from tinyspec.conformance.worker import handle_run
+  from tinyspec.conformance.run.worker import handle_run
   msg = {k: (str(write_json(tmp_path / "g.json", neg_graph())) if v == "G" else v) for k, v in msg.items()}
   ans = handle_run(object(), msg)
   assert ans["ok"] is False and "error" in ans
@@ -96,7 +96,7 @@ def test_a_cmd_backend_cannot_name_its_way_to_another_manifest(tmp_path):
 
 
 def test_manifest_names_are_checked_before_any_path_is_made():
-  from tinyspec.conformance.manifest import load_manifest, ManifestError
+  from tinyspec.conformance.corpus.manifest import load_manifest, ManifestError
   with pytest.raises(ManifestError, match="path.name"): load_manifest("../../etc/passwd")
 
 

@@ -61,13 +61,13 @@ def test_a_tampered_case_is_caught_by_its_pin(tmp_path):
   assert rc == 1 and "[case.pin]" in text and "0 passed" in text and "1 errors" in text, text
   rc, text = cli("conformance", "--backend", "ref", "--cases", tmp_path / "cases", "--no-verify")
   assert rc == 1 and "FAIL" in text and "case.pin" not in text, text   # run, and judged against the changed value
-  from tinyspec.conformance.corpus import load_cases, verify
+  from tinyspec.conformance.corpus.cases import load_cases, verify
   assert all(verify(c) is None for c in load_cases())   # the shipped corpus matches its pins
 
 
 def test_the_pytest_plugin_checks_pins_too(tmp_path):
-  from tinyspec.conformance.execute import CaseRunner
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.run.execute import CaseRunner
+  from tinyspec.conformance.corpus.cases import load_cases
   f = copy_case(tmp_path / "cases")
   (f / "in.buf0.npy").write_bytes((f / "in.buf0.npy").read_bytes()[:-1] + b"\x01")
   r = CaseRunner("ref")
@@ -96,8 +96,8 @@ def test_case_ids_and_backend_text_are_escaped(tmp_path):
 
 
 def test_junit_is_well_formed_for_any_text():
-  from tinyspec.conformance.report import junit_xml
-  from tinyspec.conformance.runner import Result
+  from tinyspec.conformance.run.report import junit_xml
+  from tinyspec.conformance.run.runner import Result
   nasty = "".join(chr(c) for c in range(0, 0x250)) + "\ud800\U0001F600]]>&<'\""
   xml = junit_xml([Result(nasty, nasty, s, nasty) for s in ("fail", "error", "skip", "xfail", "pass")], nasty)
   root = ET.fromstring(xml)
@@ -137,7 +137,7 @@ def test_fuzz_against_the_shipped_example_backend(tmp_path):
 
 
 def test_describe_a_0d_output():
-  from tinyspec.conformance.compare import describe
+  from tinyspec.conformance.run.compare import describe
   assert describe(np.float32(1), np.float32(2), "float32") == "1 of 1 elements differ; at (): got 1.0, expected 2.0 (bit-exact)"
   assert describe(np.array(3, np.int32), np.array(3, np.int32), "int32") is None
 

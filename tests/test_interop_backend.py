@@ -34,7 +34,7 @@ def backend():
 
 
 def _cases(ids):
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.corpus.cases import load_cases
   by_id = {c.id: c for c in load_cases()}
   missing = [i for i in ids if i not in by_id]
   if missing: pytest.skip(f"corpus has no case {missing} (regenerated?)")
@@ -65,8 +65,8 @@ CASES = ["ADD/int8-broadcast", "WHERE/float32", "RESHAPE/float32", "PAD/int32", 
 
 @pytest.mark.parametrize("cid", CASES)
 def test_corpus_cases_pass(backend, cid):
-  from tinyspec.conformance.corpus import to_disk
-  from tinyspec.conformance.execute import judge_positive
+  from tinyspec.conformance.corpus.cases import to_disk
+  from tinyspec.conformance.run.execute import judge_positive
   case, = _cases([cid])
   outs = backend.run(Graph.load(case.graph), case.load_inputs())
   outs = {k: to_disk(v, case.outputs[k].dtype) if k in case.outputs else v for k, v in outs.items()}
@@ -123,8 +123,8 @@ if sys.argv[1] == "tinygrad-first": import tinygrad   # imported before the back
 import numpy as np
 from tinyspec.graph import Graph, Node
 from tinyspec.refimpl import evaluate
-from tinyspec.conformance.corpus import load_cases, to_disk
-from tinyspec.conformance.execute import judge_positive
+from tinyspec.conformance.corpus.cases import load_cases, to_disk
+from tinyspec.conformance.run.execute import judge_positive
 from tinyspec.interop.tinygrad_backend import TinygradBackend, Refused
 from tinyspec.backends import Unavailable
 b = TinygradBackend()
@@ -197,8 +197,8 @@ def test_default_device_is_cpu_with_clang_else_python(monkeypatch):
 @pytest.mark.parametrize("cid", CONST_CASES)
 def test_cpu_device_runs_constant_graphs(cid):
   """With clang, the CPU device (the manifest's) runs graphs of constants only on CPU."""
-  from tinyspec.conformance.corpus import to_disk
-  from tinyspec.conformance.execute import judge_positive
+  from tinyspec.conformance.corpus.cases import to_disk
+  from tinyspec.conformance.run.execute import judge_positive
   from tinygrad.device import Device
   case, = _cases([cid])
   outs = TinygradBackend("CPU").run(Graph.load(case.graph), case.load_inputs())
@@ -211,8 +211,8 @@ def test_cpu_device_runs_constant_graphs(cid):
 def test_every_manifest_entry_matches_a_case():
   """No stale entries in the per-device manifests (that each names a documented tinygrad
   bug with a repro is tests/test_interop_bugs.py's)."""
-  from tinyspec.conformance.manifest import load_manifest
-  from tinyspec.conformance.corpus import load_cases
+  from tinyspec.conformance.corpus.manifest import load_manifest
+  from tinyspec.conformance.corpus.cases import load_cases
   ids = [c.id for c in load_cases()]
   for dev in ("CPU", "PYTHON", "CL"):
     m = load_manifest(f"tinygrad-{dev}")

@@ -20,8 +20,10 @@ os.environ.setdefault("TINYSPEC_TINYGRAD_DEVICE", DEVICE)
 pytest.importorskip("tinygrad")
 
 from tinyspec.graph import Graph, Node   # noqa: E402
-from tinyspec.conformance.strategies import Drawn   # noqa: E402
-from tinyspec.conformance.properties import check_example, InProcess, Isolated, fuzz   # noqa: E402
+from tinyspec.conformance.fuzz.graphs import Drawn   # noqa: E402
+from tinyspec.conformance.fuzz.checks import check_example   # noqa: E402
+from tinyspec.conformance.fuzz.runners import InProcess, Isolated   # noqa: E402
+from tinyspec.conformance.fuzz.driver import fuzz   # noqa: E402
 from tinyspec.interop import hunt   # noqa: E402
 from tinyspec.interop.repro import reproduces, MARK   # noqa: E402
 
@@ -129,7 +131,7 @@ def test_a_repro_that_does_not_fail_is_not_kept(tmp_path, monkeypatch):
   d = _tensor_drawn("ADD", "float32", [1.0, 2.0], const=1.0)
   f = _finding(d)
   assert f is None
-  from tinyspec.conformance.properties import Failure
+  from tinyspec.conformance.fuzz.checks import Failure
   got = np.array([2.0, 4.0], np.float32)   # a planted wrong value: tinygrad really gives 2, 3
   f = Failure("values", 3, "ADD", "float32", "planted", d, {"got": got, "want": np.array([2.0, 3.0], np.float32), "bounds": 0.0,
               "alternatives": [], "operands": [np.array([1.0, 2.0], np.float32)], "sources": {1: np.array([1.0, 2.0], np.float32)}})

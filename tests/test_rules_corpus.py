@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tinyspec.tables import tables
-from tinyspec.conformance.rulecases import load_rule_cases, cases_by_rule, validate_case, check_result, RULES_DIR, EXPECT_SUFFIX
+from tinyspec.conformance.corpus.rulecases import load_rule_cases, cases_by_rule, validate_case, check_result, RULES_DIR, EXPECT_SUFFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = load_rule_cases()

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.graph import from_document
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from tinyspec.conformance.rulecases import load_rule_cases
+from tinyspec.conformance.corpus.rulecases import load_rule_cases
 
 T = tables()
 GRAPHS = []

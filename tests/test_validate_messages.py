@@ -7,7 +7,7 @@ import pytest
 from tinyspec.cli import main
 from tinyspec.rules import compile_says, RuleSyntaxError
 from tinyspec.tables import tables
-from tinyspec.conformance.rulecases import load_rule_cases, validate_case
+from tinyspec.conformance.corpus.rulecases import load_rule_cases, validate_case
 
 T = tables()
 INVALID = [c for c in load_rule_cases() if not c.valid]

@@ -109,7 +109,7 @@ class Backend:
   properties evaluate with the reference evaluator; `batch`, how many corpus cases the
   runner may merge into one graph per run (a compiler builds one program instead of many);
   `manifest`, the path of its conformance manifest (expected failures and exclusions,
-  conformance/manifest.py), relative to the file of the module defining the class."""
+  conformance/corpus/manifest.py), relative to the file of the module defining the class."""
   name = "?"
   batch = 1
   manifest: str | None = None

@@ -2,7 +2,7 @@
 
 Every limit is enforced where data enters: graph files (tinyspec/graph.py: bytes, nodes,
 nesting, string and integer lengths), shapes (the validator: elements and rank), input
-arrays (tinyspec/files.py: .npy headers), protocol lines (conformance/protocol.py),
+arrays (tinyspec/files.py: .npy headers), protocol lines (conformance/run/protocol.py),
 diagnostics (capped, with a count of the rest) and time (tinyspec/deadline.py).
 
 The memory budget (what loading, evaluating and running may hold) is a quarter of the

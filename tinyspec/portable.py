@@ -8,7 +8,7 @@ header describes the entries), and the looser accuracy (`tolerances: ... portabl
   alternatives(op, arg, dt, operands, want, bounds)
         -> (bounds, [alternative arrays], [variant names])  for one result of op
 
-The profile is judged per element (conformance/compare.py): an element passes when it is
+The profile is judged per element (conformance/run/compare.py): an element passes when it is
 within its bound of the canonical result or of one of the alternatives; a bound of inf
 allows any value there, a bound in (0, 1) two equal values of either sign of zero.
 Nothing here names an op: every fact comes from the tables.
@@ -20,6 +20,8 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.tables import tables
 
 ZERO_SIGN = 0.5   # a bound that lets +0 and -0 (ulp distance 0) match and nothing else
+WIDE_VARIANT = "wide-intermediates"    # float16/bfloat16 results read unrounded (refimpl/widen.py) ...
+WIDE_DECISION = "half-intermediates"   # ... as this decision allows: its `ops` may stay wide
 
 
 @lru_cache(maxsize=None)

@@ -338,6 +338,21 @@ class Tables:
     return frozenset(n for n, o in self.ops.items() if o.storage == "through")
 
   @cached_property
+  def input_ops(self) -> frozenset:
+    """Storage roots an input is bound to by their arg's `slot` (BUFFER, PARAM): the nodes
+    tinyspec.dispatch.input_name names."""
+    def props(schema) -> dict:
+      while isinstance(schema, dict) and "$ref" in schema: schema = self.defs[schema["$ref"].split("/")[-1]]
+      return schema.get("properties", {}) if isinstance(schema, dict) else {}
+    return frozenset(n for n in self.storage_ops if "slot" in props(self.ops[n].arg_schema))
+
+  @cached_property
+  def write_ops(self) -> frozenset:
+    """Ops that write into the storage their first source names (held to rule STORE.target:
+    STORE, ATOMICADD)."""
+    return frozenset(n for n, o in self.ops.items() if any(c.rule == "STORE.target" for c in o.checks))
+
+  @cached_property
   def marker_ops(self) -> frozenset:
     """Identity-on-data ops (category marker)."""
     return frozenset(self.ops_in("marker"))

@@ -5,7 +5,7 @@
                                                  # if any file would change (expected values
                                                  # moved: a new NumPy, an evaluator change)
 
-The cases come from the tables (conformance/casegen.py says how); the expected outputs
+The cases come from the tables (conformance/corpus/casegen.py says how); the expected outputs
 are computed once by the reference evaluator and pinned by the sha256 in each case.json,
 so --check (run by the test suite) notices any change of an expected value.
 """
@@ -38,7 +38,7 @@ def diff(a: Path, b: Path) -> list[str]:
 
 
 def generate(dest: Path, log=print) -> int:
-  from tinyspec.conformance.casegen import write_corpus
+  from tinyspec.conformance.corpus.casegen import write_corpus
   return write_corpus(dest, log=lambda m: log(f"gen_cases: {m}"))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny conformance backend that knows nothing of tinyspec: Python and NumPy only.
 
-It speaks the JSON-lines protocol of conformance/protocol.py on stdin/stdout, declares
+It speaks the JSON-lines protocol of conformance/run/protocol.py on stdin/stdout, declares
 the few ops and dtypes it implements, and evaluates tensor-level graphs of them. Put it
 through the suite with
 
@@ -53,6 +53,8 @@ def evaluate(doc, inputs):
       t = DTYPES.get(arg["dtype"], np.int64)
       v = np.array([float(x) if isinstance(x, str) else x for x in arg["values"]], dtype=t)
     elif op == "BUFFER":
+      # the input naming rule of docs/architecture.md written out here (not tinyspec.dispatch.input_name):
+      # this file is a stranger's backend, which speaks the protocol and imports nothing of tinyspec
       name = arg.get("name") or f"buf{arg['slot']}"
       shape = tuple(int(x) for x in src[0])
       v = inputs[name].reshape(shape) if name in inputs else np.zeros(shape, DTYPES[arg["dtype"]])

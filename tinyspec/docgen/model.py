@@ -524,7 +524,7 @@ def rule_cases(root: Path) -> list[RuleCaseRef]:
   """The rule corpus under root/conformance/rules, as conformance.rulecases loads it (one
   case per `*.expect.json`, whatever else the folders hold). Sorted by input path; empty
   when there is no corpus (or it cannot be read: the docs then show no cases)."""
-  from tinyspec.conformance.rulecases import load_rule_cases, CorpusError
+  from tinyspec.conformance.corpus.rulecases import load_rule_cases, CorpusError
   base = Path(root) / "conformance" / "rules"
   if not base.is_dir(): return []
   try: cases = load_rule_cases(base)
@@ -540,7 +540,7 @@ def _relative(p: Path, root: Path) -> str:
 
 def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
   """rule id -> its cases (invalid ones first, then valid), as cases_by_rule groups them."""
-  from tinyspec.conformance.rulecases import cases_by_rule
+  from tinyspec.conformance.corpus.rulecases import cases_by_rule
   grouped = cases_by_rule(rule_cases(root))
   return {r: sorted(g["invalid"] + g["valid"], key=lambda c: (c.valid, c.input)) for r, g in grouped.items()}
 

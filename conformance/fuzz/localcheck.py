@@ -1,13 +1,18 @@
 """A drawn graph's node evaluated alone, on the values its sources had: what the fuzz
-(conformance/properties.py) checks a backend's value of each node against, one node at a
+(conformance/fuzz/checks.py) checks a backend's value of each node against, one node at a
 time, so that tolerances do not compound along a chain and the first differing node is
 named; the tinygrad triage (interop/hunt.py) writes the same graph as a repro.
 """
 from __future__ import annotations
 import numpy as np
+from tinyspec import portable as P
+from tinyspec.dispatch import input_name
 from tinyspec.graph import Graph, Node
 from tinyspec.frozen import thaw
-from tinyspec.conformance.strategies import Drawn
+from tinyspec.tables import tables
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.numeric import np_dtype
+from tinyspec.conformance.fuzz.graphs import Drawn
 
 
 def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
@@ -15,9 +20,7 @@ def local_reference(d: Drawn, views, i: int, known: dict, variants=()):
   and those source values (for the tolerance): local_graph() evaluated. For the variant
   whose values are read unrounded (wide-intermediates) the sources it covers are
   computed again in the local graph (from their own sources' values), unrounded."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.refimpl.widen import VARIANT
-  g, inputs, operands, out = local_graph(d, views, i, known, inline=VARIANT in variants)
+  g, inputs, operands, out = local_graph(d, views, i, known, inline=P.WIDE_VARIANT in variants)
   return evaluate(g, inputs, variants=variants)[out], operands
 
 
@@ -25,11 +28,11 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
   """Node i alone, at its own level: (graph, inputs, the source values, the output's name).
   Every value source with a known value becomes an input holding it (a BUFFER; in a
   kernel, a load from a PARAM over the same loop), constants and shape operands are copied.
-  inline: float16/bfloat16 elementwise sources are computed again, up to 3 levels deep."""
-  from tinyspec.tables import tables
+  inline: the sources the wide-intermediates variant reads unrounded (float16/bfloat16
+  elementwise ones) are computed again, up to 3 levels deep."""
   T = tables()
+  wide = {dt for dts in P.variant_scope(P.WIDE_VARIANT).values() if dts for dt in dts}
   g = d.graph
-  n = g.nodes[i]
   kernel = d.level == "kernel"
   nodes, inputs, operands = [], {}, []
   def add(op, srcs=(), arg=None):
@@ -41,14 +44,15 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
 
   def source(j: int, depth: int) -> int:
     m = g.nodes[j]
-    if depth and T.ops[m.op].category in ("elementwise", "decomposed") and views[j].dtype in ("float16", "bfloat16"):
+    if depth and m.op in T.alu_ops and views[j].dtype in wide:
       return operation(j, depth - 1, [])
     if j in known and m.op != "CONST":
       v = np.asarray(known[j])
-      name = f"param{len(inputs)}" if kernel else f"buf{len(inputs)}"
-      inputs[name] = v
-      if kernel: return add("INDEX", [add("PARAM", [vec], {"slot": len(inputs) - 1, "dtype": views[j].dtype}), rng])
-      return add("BUFFER", [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], {"slot": len(inputs) - 1, "dtype": views[j].dtype, "device": "CPU"})
+      op, arg = ("PARAM", {"slot": len(inputs), "dtype": views[j].dtype}) if kernel else \
+                ("BUFFER", {"slot": len(inputs), "dtype": views[j].dtype, "device": "CPU"})
+      inputs[input_name(op, arg)] = v
+      if kernel: return add("INDEX", [add(op, [vec], arg), rng])
+      return add(op, [add("VCONST", [], {"values": list(v.shape), "dtype": "index"})], arg)
     return add(m.op, [], thaw(m.arg))
 
   def operation(j: int, depth: int, values: list) -> int:
@@ -64,13 +68,13 @@ def local_graph(d: Drawn, views, i: int, known: dict, inline: bool = False):
 
   node = operation(i, 3 if inline else 0, operands)
   if not kernel: return Graph(nodes), inputs, operands, "out0"
-  out = add("PARAM", [vec], {"slot": len(inputs), "dtype": views[i].dtype})
+  arg = {"slot": len(inputs), "dtype": views[i].dtype}
+  out = add("PARAM", [vec], arg)
   add("SINK", [add("END", [add("STORE", [add("INDEX", [out, rng]), node]), rng])])
-  return Graph(nodes, level="kernel"), inputs, operands, f"param{len(inputs)}"
+  return Graph(nodes, level="kernel"), inputs, operands, input_name("PARAM", arg)
 
 
 def _const_value(arg: dict) -> np.ndarray:
   """A CONST's value as a ()-shaped array of its dtype (an operand of the checked op)."""
-  from tinyspec.refimpl.numeric import np_dtype
   v = arg["value"]
   return np.asarray(float(v) if isinstance(v, str) else v).astype(np_dtype(arg["dtype"]))

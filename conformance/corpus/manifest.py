@@ -17,7 +17,7 @@ a case that hangs a backend does not cost its timeout on every run.
 
 Which manifest a backend gets (the first that applies, `find_manifest`): `--manifest FILE`;
 the project's `[tool.tinyspec.manifests]` entry for the backend's name
-(conformance/settings.py); the manifest the backend names itself (`manifest` in its hello,
+(conformance/run/settings.py); the manifest the backend names itself (`manifest` in its hello,
 relative to where the backend's program lives); the shipped
 conformance/manifests/<backend>.yaml; none.
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 
-MANIFEST_DIR = Path(__file__).resolve().parent / "manifests"
+MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifests"
 KEYS = ("expected_failures", "exclude")   # what a manifest may say
 
 

@@ -1,11 +1,17 @@
 """How far another implementation's result of a whole graph may lie from the reference's,
 under the portable profile: a forward error bound propagated through the graph.
 
-    bounds = error_bounds(graph, inputs)     # {output name: float64 array of absolute bounds}
+    g2, names = shadow(graph)          # g2 also computes each output's bound: {output: its bound's output}
+    ok = within(got, want, bound)      # the elements a bound allows
+
+    from tinyspec.refimpl.errorbound import evaluate_with_bounds   # g2 evaluated by the reference
+    outputs, bounds = evaluate_with_bounds(graph, inputs)   # bounds: {output name: float64 array of absolute bounds}
 
 The graph is rewritten into one that also computes, next to every value v, a bound E(v)
 on |v' - v| for any v' a backend may give (float64, of v's shape), and the reference
-evaluator runs it. The rules come from the tables, never from op names:
+evaluator runs it (refimpl/errorbound.py). The rules come from the tables; the ops with a
+rule of their own (reductions, storage, loads, loop indices) register it in BOUND
+(tinyspec/dispatch.py), every other op takes the rule of its category:
 
 * a source (CONST, an input buffer) is exact: E = 0;
 * a movement op moves E as it moves the value (an INDEX whose index is uncertain: inf);
@@ -30,6 +36,8 @@ compared as classes by the caller (interop.compare).
 from __future__ import annotations
 import ast
 import numpy as np
+from tinyspec import portable as P
+from tinyspec.dispatch import Registry, input_name
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -38,6 +46,8 @@ from tinyspec.validate import validate
 
 F64 = "float64"
 INF = "inf"
+BOUND = Registry("error bound")                    # op -> its rule, handler(shadow, i, node); else by category
+DOMAIN_FUNCTION = Registry("domain function", ops=False)   # a `domain` expression's functions as graph nodes
 
 
 def _cls(dt) -> str | None:
@@ -60,7 +70,7 @@ class _Shadow:
     self.repl: dict[int, int] = {}              # a STORE -> GROUP(STORE, its shadow STORE), used in its place
     self.shadow_effect: dict[int, int] = {}     # a STORE -> its shadow STORE
     self.wraps: set[tuple[int, int]] = set()    # (GROUP, STORE) edges that keep the original
-    self.slots = [n.arg["slot"] for n in g.nodes if n.op in ("PARAM", "BUFFER") and isinstance(n.arg, dict)]
+    self.slots = [n.arg["slot"] for n in g.nodes if n.op in self.T.input_ops and isinstance(n.arg, dict)]
     self.next_slot = max(self.slots, default=-1) + 1
     self.outputs: dict[str, str] = {}           # output name -> the shadow output's name
     self._memo: dict = {}
@@ -99,25 +109,13 @@ class _Shadow:
     g = self.g
     for i, n in enumerate(g.nodes):
       self.cur = i
-      h = getattr(self, "s_" + n.op, None)
-      if h is not None: h(i, n)
-      else: self.generic(i, n)
+      BOUND.get(n.op, _by_category)(self, i, n)
     self.cur = None
     return self.finish()
 
   def e(self, j: int) -> int | None: return self.E.get(j)
 
   def e_or_zero(self, j: int) -> int: return self.E.get(j) if self.E.get(j) is not None else self.zero_like(j)
-
-  def generic(self, i, n):
-    od = self.T.ops[n.op]
-    dt = self.views[i].dtype
-    if od.category in ("movement", "marker", "multi"): return self.movement(i, n)   # COPY moves a value between devices
-    if od.category in ("elementwise", "decomposed") and isinstance(dt, str): return self.alu(i, n)
-    if dt == "void" or not isinstance(dt, str): return
-    if od.category == "source" or n.op in ("RANGE", "SPECIAL"): self.E[i] = None; return
-    # anything else with a value (CALL, CUSTOM ...): no bound
-    self.E[i] = self.const(INF) if any(self.e(j) is not None for j in n.src) or od.category not in ("source",) else None
 
   # -- values
   def movement(self, i, n):
@@ -127,7 +125,6 @@ class _Shadow:
     src = list(n.src)
     es = [self.e(j) for j in src]
     if es and es[0] is None and not any(es[1:]): self.E[i] = None; return
-    if n.op == "BITCAST": self.E[i] = self.const(INF) if es[0] is not None else None; return
     if n.op != "STACK" and es[0] is not None and self.nodes[es[0]].op == "CONST" and not any(es[1:]):
       self.E[i] = es[0]; return   # a bound that is the same everywhere moves as itself
     sh = [self.e_or_zero(src[0])] + src[1:]
@@ -207,7 +204,6 @@ class _Shadow:
     d = DTYPES[dt]
     k = ulp
     if n.op in _unrounded_steps(dt): k = max(k, 1)   # a backend may contract it into a fused op
-    from tinyspec import portable as P
     flush = P.applies("flush", n.op, dt)
     inner = self.unrounded_inner_steps(n, dt)
     if k == 0 and not flush and dom is None and exact and not inner: return None
@@ -240,7 +236,6 @@ class _Shadow:
     """The inner steps of n's decomposition (float64 nodes of their exact values) where a
     decision lets a backend skip their rounding (a `fused` or `wide` variant of n in dtype
     dt: MULACC's product, decision mulacc-rounding); [] where none does."""
-    from tinyspec import portable as P
     steps = self.T.ops[n.op].decomposition
     if not isinstance(steps, list) or not any(P.applies(v, n.op, dt) for v in ("fused", "wide")): return []
     env = {s.name: self.f64(j) for s, j in zip(self.T.ops[n.op].slots, n.src)}
@@ -251,39 +246,6 @@ class _Shadow:
       out.append(x)
     return out
 
-  # -- reductions
-  def s_REDUCE(self, i, n):
-    dt = self.views[i].dtype
-    x = n.src[0]
-    ex = self.e(x)
-    rop = n.arg["op"]
-    axes = list(n.arg.get("axes") or ())
-    rng = list(n.src[1:])
-    def red(op, v): return self.add("REDUCE", [v, *rng], {"op": op, **({"axes": axes} if axes else {})})
-    if _cls(dt) != "float":
-      self.E[i] = None if ex is None else self.const(INF); return
-    if rop == "MAX":
-      self.E[i] = None if ex is None else red("MAX", ex); return
-    t = self.T.tolerances.get("REDUCE", {}).get("ulp_per_element", 1)
-    count = 1
-    if axes:
-      for a in axes: count *= self.views[x].shape[a]
-    else:
-      for r in rng:
-        mm = self.views[self.g.nodes[r].src[0]].min_max
-        count *= max(int(mm[1]), 1) if mm else 1
-    eps = 2.0 ** -DTYPES[dt].mantissa
-    mag = red("ADD", self.abs(self.f64(x)))
-    if rop == "ADD":
-      e = self.add("MUL", (mag, self.const(t * count * eps)))
-      e = self.add("ADD", (e, self.const(t * count * 2.0 ** (2 - 2 ** (DTYPES[dt].exponent - 1) - DTYPES[dt].mantissa))))
-      self.E[i] = e if ex is None else self.add("ADD", (red("ADD", ex), e))
-      return
-    # MUL: relative errors add up
-    v = self.abs(self.f64(i))
-    rel = self.const(t * count * eps) if ex is None else self.add("ADD", (red("ADD", self.add("MUL", (ex, self.add("RECIP", (self.abs(self.f64(x)),))))), self.const(t * count * eps)))
-    self.E[i] = self.add("MUL", (v, rel))
-
   # -- storage
   def storage_shadow(self, root: int) -> int:
     """The shadow buffer of storage root (made when it is first stored into)."""
@@ -292,7 +254,7 @@ class _Shadow:
     a = dict(n.arg)
     a["dtype"], a["slot"] = F64, self.next_slot
     self.next_slot += 1
-    a["name"] = f"{_input_name(n)}__err"   # names are identifiers (arg.schema)
+    a["name"] = f"{input_name(n.op, n.arg)}__err"   # names are identifiers (arg.schema)
     s = self.add(n.op, [n.src[0]], a)   # the same shape operand (a symbolic size keeps its bounds sources out)
     self.shadow_root[root] = self.store_of[root] = s
     return s
@@ -309,44 +271,31 @@ class _Shadow:
     self.E[i] = s if self.views[i].dtype != "void" else None
     if n.op == "INDEX" and any(self.e(j) for j in src[1:]): self.E[i] = self.const(INF)
 
-  def s_AFTER(self, i, n):
-    root = _root(self.g, i, self.T)
-    if root is None:   # AFTER(RESHAPE(buffer), STORE ...), AFTER(AFTER(RESHAPE(buffer), STORE), STORE) ...
-      j, deps = n.src[0], list(n.src[1:])
-      while self.g.nodes[j].op == "AFTER": deps += self.g.nodes[j].src[1:]; j = self.g.nodes[j].src[0]
-      if (view := self._view_of_stored(j)) is not None:
-        self.E[i] = self.add("AFTER", [view, *deps]); return
-    if root is not None and root in self.shadow_root and n.src[0] not in self.store_of: self.storage_shadow(root)
-    if n.src[0] in self.store_of: return self.chain(i, n)
-    if root is not None and root not in self.shadow_root:   # stored into later (a loop's carried read): shadow it now
-      if self._stored(root): self.storage_shadow(root); self._shadow_chain(n.src[0]); return self.chain(i, n)
-    self.movement(i, n) if self.T.ops[self.g.nodes[n.src[0]].op].category == "movement" else self._pass(i, n)
-
-  def _pass(self, i, n):
+  def pass_on(self, i, n):
     self.E[i] = self.e(n.src[0])
 
-  def _view_of_stored(self, j: int) -> int | None:
+  def view_of_stored(self, j: int) -> int | None:
     """The same movement view over the shadow of the stored-into storage that node j views, or None."""
     path = []
     while self.T.ops[self.g.nodes[j].op].category == "movement" and self.g.nodes[j].op != "INDEX":
       path.append(j); j = self.g.nodes[j].src[0]
-    if not path or self.T.ops[self.g.nodes[j].op].storage is not True or not self._stored(j): return None
+    if not path or self.T.ops[self.g.nodes[j].op].storage is not True or not self.stored(j): return None
     v = self.storage_shadow(j)
     for k in reversed(path):
       m = self.g.nodes[k]
       v = self.add(m.op, [v, *m.src[1:]], m.arg)
     return v
 
-  def _stored(self, root: int) -> bool:
+  def stored(self, root: int) -> bool:
     if not hasattr(self, "_stored_roots"):
       self._stored_roots = set()
       for k, m in enumerate(self.g.nodes):
-        if m.op in ("STORE", "ATOMICADD"):
+        if m.op in self.T.write_ops:
           r = _root(self.g, m.src[0], self.T)
           if r is not None: self._stored_roots.add(r)
     return root in self._stored_roots
 
-  def _shadow_chain(self, j: int):
+  def shadow_chain(self, j: int):
     """Shadow the chain from a storage root up to node j (built before the root was shadowed)."""
     path = []
     while j not in self.store_of:
@@ -355,63 +304,11 @@ class _Shadow:
       m = self.g.nodes[k]
       self.store_of[k] = self.add(m.op, [self.store_of[m.src[0]], *m.src[1:]], m.arg)
 
-  def s_INDEX(self, i, n):
-    root = _root(self.g, i, self.T)
-    if root is not None and self._stored(root) and n.src[0] not in self.store_of:
-      self.storage_shadow(root); self._shadow_chain(n.src[0])
-    if n.src[0] in self.store_of: return self.chain(i, n)
-    self.movement(i, n)
-
-  def s_LOAD(self, i, n):
-    src = list(n.src)
-    e0 = self.e(src[0])
-    if len(src) == 3:
-      ealt, eg = self.e(src[1]), self.e(src[2])
-      if e0 is None and ealt is None and eg is None: self.E[i] = None; return
-      e = self.add("LOAD", [e0 if e0 is not None else self.const(0.0), ealt if ealt is not None else self.const(0.0), src[2]]) \
-          if e0 is not None and src[0] in self.store_of else self.add("WHERE", (src[2], self.e_or_zero(src[0]), self.e_or_zero(src[1])))
-      if eg is not None: e = self.add("WHERE", (self.add("CMPLT", (self.const(0.0), eg)), self.const(INF), e))
-      self.E[i] = e; return
-    self.E[i] = e0
-
-  def s_STORE(self, i, n):
-    root = _root(self.g, n.src[0], self.T)
-    if root is None: return
-    self.storage_shadow(root)
-    if n.src[0] not in self.store_of: self._shadow_chain(n.src[0])
-    ev = self.e_or_zero(n.src[1])
-    self.wrap(i, self.add("STORE", [self.store_of[n.src[0]], ev, *n.src[2:]]))
-
   def wrap(self, i: int, shadow_effect: int):
     """Node i's effect and its shadow's, as one GROUP used wherever i is."""
     grp = self.add("GROUP", (i, shadow_effect))
     self.repl[i], self.shadow_effect[i] = grp, shadow_effect
     self.wraps.add((grp, i))
-
-  def s_ATOMICADD(self, i, n):
-    root = _root(self.g, n.src[0], self.T)
-    if root is None: return
-    self.storage_shadow(root)
-    if n.src[0] not in self.store_of: self._shadow_chain(n.src[0])
-    self.wrap(i, self.add("ATOMICADD", [self.store_of[n.src[0]], self.e_or_zero(n.src[1])]))
-
-  # END, GROUP, BARRIER, SINK keep their sources: the rebuild puts a STORE's GROUP in its place
-  def s_END(self, i, n): pass
-  def s_GROUP(self, i, n): pass
-  def s_BARRIER(self, i, n): pass
-  def s_RANGE(self, i, n): self.E[i] = None
-  def s_SPECIAL(self, i, n): self.E[i] = None
-  def s_CONST(self, i, n): self.E[i] = None
-  def s_VCONST(self, i, n): self.E[i] = None
-  def s_BINARY(self, i, n): self.E[i] = None
-  def s_BUFFER(self, i, n): self.E[i] = None
-  def s_PARAM(self, i, n): self.E[i] = None
-  def s_SINK(self, i, n): pass
-  def s_IF(self, i, n): pass
-  def s_ENDIF(self, i, n): pass
-  def s_LINEAR(self, i, n): pass
-  def s_PROGRAM(self, i, n): pass
-  def s_SOURCE(self, i, n): pass
 
   # -------------------------------------------------------------- the new roots
   def finish(self) -> Graph:
@@ -439,7 +336,8 @@ class _Shadow:
       self.outputs[f"out{k}"] = f"out{len(value_roots) + k}"
       new_roots.append(e if e is not None else self.zero_like(r))
     for root, s in self.shadow_root.items():   # REG and LOCAL buffers are private: no output
-      if g.nodes[root].arg.get("addrspace") in (None, "GLOBAL"): self.outputs[_input_name(g.nodes[root])] = _input_name(self.nodes[s])
+      root_node = g.nodes[root]
+      if root_node.arg.get("addrspace") in (None, "GLOBAL"): self.outputs[input_name(root_node.op, root_node.arg)] = input_name(self.nodes[s].op, self.nodes[s].arg)
     return self.rebuild(new_roots, keep, g.level)
 
   def rebuild(self, roots: list, keep: set, level: str) -> Graph:
@@ -457,6 +355,120 @@ class _Shadow:
         stack += [(j, False) for j in reversed(src_of(i)) if j not in index]
     nodes = [Node(self.nodes[i].op, [index[j] for j in src_of(i)], self.nodes[i].arg) for i in order]
     return Graph(nodes, [index[r] for r in roots], level)
+
+
+def _by_category(b: _Shadow, i: int, n: Node):
+  """The rule of an op without one of its own, from its category: movement moves the
+  bound, an elementwise op takes it from its operands' corners, a source is exact; any
+  other value (CALL, CUSTOM ...) is unbounded. A void node (END, SINK, BARRIER ...) keeps
+  its sources: the rebuild puts a STORE's GROUP in its place."""
+  od = b.T.ops[n.op]
+  dt = b.views[i].dtype
+  if od.category in ("movement", "marker", "multi"): return b.movement(i, n)   # COPY moves a value between devices
+  if od.category in ("elementwise", "decomposed") and isinstance(dt, str): return b.alu(i, n)
+  if dt == "void" or not isinstance(dt, str): return
+  b.E[i] = None if od.category == "source" else b.const(INF)
+
+
+@BOUND.register("RANGE", "SPECIAL")
+def _loop_index(b: _Shadow, i: int, n: Node):
+  b.E[i] = None   # a loop or thread index is exact
+
+
+@BOUND.register("BITCAST")
+def _bitcast(b: _Shadow, i: int, n: Node):
+  b.E[i] = b.const(INF) if b.e(n.src[0]) is not None else None   # an inexact value's bits are anything
+
+
+@BOUND.register("REDUCE")
+def _reduce(b: _Shadow, i: int, n: Node):
+  dt = b.views[i].dtype
+  x = n.src[0]
+  ex = b.e(x)
+  rop = n.arg["op"]
+  axes = list(n.arg.get("axes") or ())
+  rng = list(n.src[1:])
+  def red(op, v): return b.add("REDUCE", [v, *rng], {"op": op, **({"axes": axes} if axes else {})})
+  if _cls(dt) != "float":
+    b.E[i] = None if ex is None else b.const(INF); return
+  if rop == "MAX":
+    b.E[i] = None if ex is None else red("MAX", ex); return
+  t = b.T.tolerances.get("REDUCE", {}).get("ulp_per_element", 1)
+  count = 1
+  if axes:
+    for a in axes: count *= b.views[x].shape[a]
+  else:
+    for r in rng:
+      mm = b.views[b.g.nodes[r].src[0]].min_max
+      count *= max(int(mm[1]), 1) if mm else 1
+  eps = 2.0 ** -DTYPES[dt].mantissa
+  mag = red("ADD", b.abs(b.f64(x)))
+  if rop == "ADD":
+    e = b.add("MUL", (mag, b.const(t * count * eps)))
+    e = b.add("ADD", (e, b.const(t * count * 2.0 ** (2 - 2 ** (DTYPES[dt].exponent - 1) - DTYPES[dt].mantissa))))
+    b.E[i] = e if ex is None else b.add("ADD", (red("ADD", ex), e))
+    return
+  # MUL: relative errors add up
+  v = b.abs(b.f64(i))
+  rel = b.const(t * count * eps) if ex is None else b.add("ADD", (red("ADD", b.add("MUL", (ex, b.add("RECIP", (b.abs(b.f64(x)),))))), b.const(t * count * eps)))
+  b.E[i] = b.add("MUL", (v, rel))
+
+
+@BOUND.register("AFTER")
+def _after(b: _Shadow, i: int, n: Node):
+  root = _root(b.g, i, b.T)
+  if root is None:   # AFTER(RESHAPE(buffer), STORE ...), AFTER(AFTER(RESHAPE(buffer), STORE), STORE) ...
+    j, deps = n.src[0], list(n.src[1:])
+    while b.g.nodes[j].op == "AFTER": deps += b.g.nodes[j].src[1:]; j = b.g.nodes[j].src[0]
+    if (view := b.view_of_stored(j)) is not None:
+      b.E[i] = b.add("AFTER", [view, *deps]); return
+  if root is not None and root in b.shadow_root and n.src[0] not in b.store_of: b.storage_shadow(root)
+  if n.src[0] in b.store_of: return b.chain(i, n)
+  if root is not None and root not in b.shadow_root:   # stored into later (a loop's carried read): shadow it now
+    if b.stored(root): b.storage_shadow(root); b.shadow_chain(n.src[0]); return b.chain(i, n)
+  b.movement(i, n) if b.T.ops[b.g.nodes[n.src[0]].op].category == "movement" else b.pass_on(i, n)
+
+
+@BOUND.register("INDEX")
+def _index(b: _Shadow, i: int, n: Node):
+  root = _root(b.g, i, b.T)
+  if root is not None and b.stored(root) and n.src[0] not in b.store_of:
+    b.storage_shadow(root); b.shadow_chain(n.src[0])
+  if n.src[0] in b.store_of: return b.chain(i, n)
+  b.movement(i, n)
+
+
+@BOUND.register("LOAD")
+def _load(b: _Shadow, i: int, n: Node):
+  src = list(n.src)
+  e0 = b.e(src[0])
+  if len(src) == 3:
+    ealt, eg = b.e(src[1]), b.e(src[2])
+    if e0 is None and ealt is None and eg is None: b.E[i] = None; return
+    e = b.add("LOAD", [e0 if e0 is not None else b.const(0.0), ealt if ealt is not None else b.const(0.0), src[2]]) \
+        if e0 is not None and src[0] in b.store_of else b.add("WHERE", (src[2], b.e_or_zero(src[0]), b.e_or_zero(src[1])))
+    if eg is not None: e = b.add("WHERE", (b.add("CMPLT", (b.const(0.0), eg)), b.const(INF), e))
+    b.E[i] = e; return
+  b.E[i] = e0
+
+
+@BOUND.register("STORE")
+def _store(b: _Shadow, i: int, n: Node):
+  root = _root(b.g, n.src[0], b.T)
+  if root is None: return
+  b.storage_shadow(root)
+  if n.src[0] not in b.store_of: b.shadow_chain(n.src[0])
+  ev = b.e_or_zero(n.src[1])
+  b.wrap(i, b.add("STORE", [b.store_of[n.src[0]], ev, *n.src[2:]]))
+
+
+@BOUND.register("ATOMICADD")
+def _atomicadd(b: _Shadow, i: int, n: Node):
+  root = _root(b.g, n.src[0], b.T)
+  if root is None: return
+  b.storage_shadow(root)
+  if n.src[0] not in b.store_of: b.shadow_chain(n.src[0])
+  b.wrap(i, b.add("ATOMICADD", [b.store_of[n.src[0]], b.e_or_zero(n.src[1])]))
 
 
 class _Domain:
@@ -484,17 +496,33 @@ class _Domain:
       op = type(t.ops[0])
       return sh.add({ast.Lt: "CMPLT", ast.Gt: "CMPGT", ast.LtE: "CMPLE", ast.GtE: "CMPGE", ast.Eq: "CMPEQ", ast.NotEq: "CMPNE"}[op], (a, b))
     if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.USub): return sh.add("NEG", (self.node(t.operand),))
-    if isinstance(t, ast.Call):
-      f, args = t.func.id, [self.node(a) for a in t.args]
-      if f == "abs": return sh.abs(args[0])
-      if f == "log2": return sh.add("LOG2", (args[0],))
-      if f == "trunc": return sh.add("TRUNC", (args[0],))
-      if f == "isfinite": return sh.add("CMPLT", (sh.abs(args[0]), sh.const(INF)))
-      if f == "normal":
-        lo, hi = DTYPES[self.dt].normal_range
-        a = sh.abs(args[0])
-        return sh.add("AND", (sh.add("CMPGE", (a, sh.const(lo))), sh.add("CMPLE", (a, sh.const(hi)))))
+    if isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id in DOMAIN_FUNCTION:
+      return DOMAIN_FUNCTION[t.func.id](sh, self.dt, *[self.node(a) for a in t.args])
     raise ValueError(f"domain expression {ast.dump(t)} is not understood")
+
+
+
+@DOMAIN_FUNCTION.register("abs")
+def _abs(sh: _Shadow, dt: str, x: int) -> int: return sh.abs(x)
+
+
+@DOMAIN_FUNCTION.register("log2")
+def _log2(sh: _Shadow, dt: str, x: int) -> int: return sh.add("LOG2", (x,))
+
+
+@DOMAIN_FUNCTION.register("trunc")
+def _trunc(sh: _Shadow, dt: str, x: int) -> int: return sh.add("TRUNC", (x,))
+
+
+@DOMAIN_FUNCTION.register("isfinite")
+def _isfinite(sh: _Shadow, dt: str, x: int) -> int: return sh.add("CMPLT", (sh.abs(x), sh.const(INF)))
+
+
+@DOMAIN_FUNCTION.register("normal")
+def _normal(sh: _Shadow, dt: str, x: int) -> int:
+  lo, hi = DTYPES[dt].normal_range
+  a = sh.abs(x)
+  return sh.add("AND", (sh.add("CMPGE", (a, sh.const(lo))), sh.add("CMPLE", (a, sh.const(hi)))))
 
 
 def _unrounded_steps(dt: str) -> frozenset:
@@ -502,14 +530,12 @@ def _unrounded_steps(dt: str) -> frozenset:
   portable results include the `fused` variant (MULACC = ADD(MUL(A, B), C): tinygrad
   contracts a*b+c, and so does a C compiler's fp-contract), and the ops whose float16 or
   bfloat16 results may be read unrounded (decision half-intermediates)."""
-  from tinyspec import portable as P
-  from tinyspec.refimpl.widen import VARIANT, DECISION
   T, out = tables(), set()
   for op, dts in P.variant_scope("fused").items():
     steps = T.ops[op].decomposition
     if (dts is None or dt in dts) and isinstance(steps, list): out |= {st["op"] for st in steps[:-1]}
-  if any(dts and dt in dts for dts in P.variant_scope(VARIANT).values()):   # a float16/bfloat16 result read unrounded
-    out |= set(T.decisions[DECISION]["ops"])
+  if any(dts and dt in dts for dts in P.variant_scope(P.WIDE_VARIANT).values()):   # a float16/bfloat16 result read unrounded
+    out |= set(T.decisions[P.WIDE_DECISION]["ops"])
   return frozenset(out)
 
 
@@ -532,32 +558,10 @@ def _root(g: Graph, i: int, T) -> int | None:
     return None
 
 
-def _input_name(n) -> str:
-  a = n.arg
-  return a.get("name") or (f"buf{a['slot']}" if n.op == "BUFFER" else f"param{a['slot']}")
-
-
 def shadow(graph: Graph, decomposed: bool = True) -> tuple[Graph, dict]:
   """(the graph that also computes the bounds, {output name: its bound's output name})."""
   s = _Shadow(graph, decomposed)
   return s.run(), s.outputs
-
-
-def evaluate_with_bounds(graph: Graph, inputs: dict, decomposed: bool = True) -> tuple[dict, dict]:
-  """(the reference's outputs, {output name: float64 array of absolute bounds}) from one
-  evaluation of the rewritten graph."""
-  from tinyspec.refimpl import evaluate
-  sg, names = shadow(graph, decomposed)
-  out = evaluate(sg, dict(inputs))
-  bounds = {k: np.asarray(out[v], np.float64) for k, v in names.items() if v in out}
-  shadows = set(names.values())
-  return {k: v for k, v in out.items() if k not in shadows}, bounds
-
-
-def error_bounds(graph: Graph, inputs: dict, decomposed: bool = True) -> dict:
-  """{output name: float64 array of absolute bounds} for the graph's outputs (integer and
-  bool ones too: 0 where they are exact), evaluated by the reference evaluator."""
-  return evaluate_with_bounds(graph, inputs, decomposed)[1]
 
 
 def within(got, want, bound) -> np.ndarray:

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 from tinyspec.files import printable
-from tinyspec.conformance.runner import profile_summary
+from tinyspec.conformance.run.runner import profile_summary
 
 
 def junit_xml(results, suite: str) -> str:

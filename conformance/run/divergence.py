@@ -1,7 +1,7 @@
 """The first divergent node of a failing case: where, in the case's graph, the backend's
 values first leave the reference's.
 
-Works for any backend through the protocol (conformance/protocol.py), without asking it
+Works for any backend through the protocol (conformance/run/protocol.py), without asking it
 for anything new: the case's graph is *cut* at a candidate node (the nodes up to it, that
 node the only root) and the cut graph is run like any other graph. The reference's value
 of every node comes from one traced evaluation (refimpl `trace=True`). A node diverges
@@ -144,15 +144,18 @@ _UNRUNNABLE = object()
 def _check(s: _Search, i: int):
   """None when node i agrees, a message when it differs, _UNRUNNABLE when it cannot be cut out."""
   if i in s.seen: return s.seen[i]
+  from tinyspec.dispatch import input_name
   from tinyspec.graph import Graph
+  from tinyspec.tables import tables
   from tinyspec.validate import validate
-  from tinyspec.conformance.compare import describe, element_bounds
-  from tinyspec.conformance.corpus import from_disk, storage_dtype
+  from tinyspec.conformance.run.compare import describe, element_bounds
+  from tinyspec.conformance.corpus.cases import from_disk, storage_dtype
   cut = Graph(list(s.graph.nodes[:i + 1]), None, s.graph.level)
   if not validate(cut).ok: s.seen[i] = _UNRUNNABLE; return _UNRUNNABLE
   f = s.tmp / f"cut{i}.json"
   cut.save(f)
-  names = {_input_name(n) for n in cut.nodes if n.op in ("BUFFER", "PARAM")}
+  inputs_of = tables().input_ops
+  names = {input_name(n.op, n.arg) for n in cut.nodes if n.op in inputs_of and isinstance(n.arg, dict)}
   s.runs += 1
   try: got = s.run(f, {k: v for k, v in s.inputs.items() if k in names})
   except Exception as e: s.seen[i] = f"the backend refused the cut graph ({type(e).__name__}: {str(e)[:120]})"; return s.seen[i]
@@ -167,11 +170,6 @@ def _check(s: _Search, i: int):
   except Exception: b = 0.0
   s.seen[i] = describe(from_disk(out, view.dtype), want, view.dtype, b)
   return s.seen[i]
-
-
-def _input_name(n) -> str:
-  arg = n.arg if isinstance(n.arg, dict) else {}
-  return arg.get("name") or (f"buf{arg.get('slot')}" if n.op == "BUFFER" else f"param{arg.get('slot')}")
 
 
 def _answer(s: _Search, i: int | None, note: str, deadline: float | None = None, max_runs: int = 0) -> Divergence:

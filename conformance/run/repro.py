@@ -38,7 +38,7 @@ def _say(msg: str) -> None: print(printable(f"tinyspec run: {msg}"), file=sys.st
 def find_case(arg: str, cases_dir: Path | None):
   """The case a --case argument names: a folder holding case.json, else an id in the corpus.
   CaseError saying which when neither."""
-  from tinyspec.conformance.corpus import CASE_FILE, CASES_DIR, CaseError, load_cases, _case
+  from tinyspec.conformance.corpus.cases import CASE_FILE, CASES_DIR, CaseError, load_cases, _case
   d = Path(arg)
   if (d / CASE_FILE).is_file(): return _case(d / CASE_FILE, d.parent)
   root = cases_dir or CASES_DIR
@@ -49,18 +49,18 @@ def find_case(arg: str, cases_dir: Path | None):
     if c.id == arg: return c
   found = [c for c in load_cases(root, []) if c.id == arg]
   if found: return found[0]
-  from tinyspec.conformance.selection import did_you_mean
+  from tinyspec.conformance.run.selection import did_you_mean
   ids = [c.id for c in load_cases(root, [])]
   where = "the shipped corpus" if cases_dir is None else str(root)
   raise CaseError(f"--case {arg!r}: neither a case folder nor a case id in {where}{did_you_mean(arg, ids)}")
 
 
 def judge_case(a) -> int:
-  from tinyspec.conformance.corpus import CaseError
-  from tinyspec.conformance.execute import CaseRunner, BackendUnavailable
-  from tinyspec.conformance.manifest import ManifestError
-  from tinyspec.conformance.settings import load_settings, SettingsError
-  from tinyspec.conformance.runner import EXIT_NOTHING_RAN
+  from tinyspec.conformance.corpus.cases import CaseError
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
+  from tinyspec.conformance.corpus.manifest import ManifestError
+  from tinyspec.conformance.run.settings import load_settings, SettingsError
+  from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
   if a.file is not None: _say("give FILE or --case, not both"); return EXIT_UNREADABLE
   given = [f"--{o}" for o in FILE_OPTIONS if getattr(a, o, None)]
   if given: _say(f"{', '.join(given)}: for FILE runs (a case brings its own inputs)"); return EXIT_UNREADABLE

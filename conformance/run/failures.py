@@ -9,7 +9,7 @@ expected) followed by lines that make it stand alone:
     first divergent node: ...
     repro: tinyspec run --backend mine --case ADD/float32
 
-The repro command judges the case alone as the runner does (conformance/repro.py). Case
+The repro command judges the case alone as the runner does (conformance/run/repro.py). Case
 paths are relative: an id for the shipped corpus, else the folder relative to the current
 directory where it is inside it.
 
@@ -42,8 +42,8 @@ def operands_at(case, pos: tuple, out_shape: tuple | None = None) -> list[str]:
   the right). With the output's shape, only inputs that broadcast to it elementwise are
   named (a reduction's or a permutation's input has no one element there); without it,
   inputs of another rank or of a smaller extent are left out."""
-  from tinyspec.conformance.corpus import load_array
-  from tinyspec.conformance.compare import show_value
+  from tinyspec.conformance.corpus.cases import load_array
+  from tinyspec.conformance.run.compare import show_value
   lines = []
   for name, (path, dt) in sorted(case.inputs.items()):
     try: x = np.asarray(load_array(path, dt))
@@ -66,7 +66,7 @@ def operand_lines(case, message: str) -> list[str]:
   o = case.outputs.get(m.group(1)) if m else None
   if o is not None:
     try:
-      from tinyspec.conformance.corpus import load_array
+      from tinyspec.conformance.corpus.cases import load_array
       out_shape = tuple(load_array(o.file, o.dtype).shape)
     except Exception: out_shape = None
   lines = []
@@ -84,7 +84,7 @@ def _tuple(pos: tuple) -> str:
 def case_arg(case) -> str:
   """How a command names the case: its id when it is in the shipped corpus, else its folder
   (relative to the current directory when inside it)."""
-  from tinyspec.conformance.corpus import CASES_DIR
+  from tinyspec.conformance.corpus.cases import CASES_DIR
   d = Path(case.dir).resolve()
   try:
     if d.relative_to(CASES_DIR).as_posix() == case.id: return case.id

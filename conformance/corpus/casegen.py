@@ -11,7 +11,7 @@ slots allow, found from the tables alone:
   example's dtype becomes the case's dtype, inputs are filled with edge values, and an
   op whose arg is a dtype gets one root per dtype (BITCAST: every same-size target);
   plus an empty and a size-1 variant (the first dim of the example's buffers 0 or 1);
-* templates (conformance/templates.yaml): extra graphs in the example form for dtypes or
+* templates (conformance/corpus/templates.yaml): extra graphs in the example form for dtypes or
   shapes an example cannot reach by retyping.
 
 A retyped graph that the validator rejects is no case (the dtype is not allowed there);
@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import yaml
+from tinyspec.dispatch import input_name
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph, Node, from_document
 from tinyspec.tables import tables
 from tinyspec.validate import validate
-from tinyspec.conformance import values as V
+from tinyspec.conformance.corpus import values as V
 
 GENERATOR_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent / "templates.yaml"
-PER_ELEMENT = ("elementwise", "decomposed")   # the categories whose ops apply per element
-MAX_ELEMENTS = 600                            # cap on a cross product of edge values
+MAX_ELEMENTS = 600   # cap on a cross product of edge values
 
 
 @dataclass
@@ -123,6 +123,11 @@ def _operand_arrays(dts: list[str], seed: int) -> list[np.ndarray]:
   return [V.as_array([edges[j][c[j]] for c in combos], d) for j, d in enumerate(dts)]
 
 
+def _buffer_inputs(arrays: list) -> dict:
+  """The inputs of the BUFFERs _buffer made at slots 0, 1, ...: input name -> array."""
+  return {input_name("BUFFER", {"slot": k}): a for k, a in enumerate(arrays)}
+
+
 def _buffer(nodes, shape, dt, slot):
   nodes.append(Node("VCONST", [], {"values": list(shape), "dtype": "index"}))
   nodes.append(Node("BUFFER", [len(nodes) - 1], {"slot": slot, "dtype": dt, "device": "CPU"}))
@@ -164,7 +169,7 @@ def per_element_drafts(op: str) -> list[Draft]:
     g = _per_element_graph(op, dts, [a.shape for a in arrs])
     if g is None: continue
     first = first or (x, dts)
-    out.append(Draft(f"{op}/{x}", g, {f"buf{k}": a for k, a in enumerate(arrs)}, [(op, x)],
+    out.append(Draft(f"{op}/{x}", g, _buffer_inputs(arrs), [(op, x)],
                      f"{op} on {', '.join(dts)} edge values" + (" (cross product)" if len(dts) > 1 else "")))
   if first is not None:
     x, dts = first
@@ -172,9 +177,9 @@ def per_element_drafts(op: str) -> list[Draft]:
     shapes = [(3, 1) if k % 2 == 0 else (1, 4) for k in range(len(dts))]
     arrs = [V.cycle(V.edge_values(d), d, int(np.prod(sh))).reshape(sh) for d, sh in zip(dts, shapes)]
     g = _per_element_graph(op, dts, shapes)
-    if g is not None: out.append(Draft(f"{op}/{x}-broadcast", g, {f"buf{k}": a for k, a in enumerate(arrs)}, [(op, x)], f"{op}: (3,1) against (1,4)"))
+    if g is not None: out.append(Draft(f"{op}/{x}-broadcast", g, _buffer_inputs(arrs), [(op, x)], f"{op}: (3,1) against (1,4)"))
     g = _per_element_graph(op, dts, [(0,)] * len(dts))
-    if g is not None: out.append(Draft(f"{op}/{x}-empty", g, {f"buf{k}": V.cycle((), d, 0) for k, d in enumerate(dts)}, [(op, x)], f"{op} on empty operands"))
+    if g is not None: out.append(Draft(f"{op}/{x}-empty", g, _buffer_inputs([V.cycle((), d, 0) for d in dts]), [(op, x)], f"{op} on empty operands"))
   return out
 
 
@@ -251,11 +256,9 @@ def input_names(g: Graph, views) -> dict[str, int]:
     seen.add(i)
     stack.extend(T.ops[g.nodes[i].op].open_src(g.nodes[i].src))
   for i, n in enumerate(g.nodes):
-    if i not in seen or n.op not in ("BUFFER", "PARAM") or views[i] is None: continue
+    if i not in seen or n.op not in T.input_ops or views[i] is None: continue
     if views[i].addrspace not in (None, "GLOBAL"): continue
-    a = n.arg
-    name = a.get("name") or (f"buf{a['slot']}" if n.op == "BUFFER" else f"param{a['slot']}")
-    out[name] = i
+    out[input_name(n.op, n.arg)] = i
   return out
 
 
@@ -315,7 +318,7 @@ def example_drafts(op: str) -> list[Draft]:
 
 
 def template_drafts(op: str) -> list[Draft]:
-  """Cases from conformance/templates.yaml (graphs in example form)."""
+  """Cases from conformance/corpus/templates.yaml (graphs in example form)."""
   out = []
   for k, t in enumerate(load_templates().get(op, [])):
     g, diags = from_document(t["nodes"])
@@ -344,7 +347,7 @@ def all_drafts(ops: list[str] | None = None) -> list[Draft]:
   T = tables()
   out = []
   for op in ops or case_ops():
-    drafts = per_element_drafts(op) if T.ops[op].category in PER_ELEMENT else example_drafts(op)
+    drafts = per_element_drafts(op) if op in T.alu_ops else example_drafts(op)   # an ALU op applies per element
     have = {d.id for d in drafts}
     drafts += [d for d in template_drafts(op) if d.id not in have]
     out += drafts
@@ -386,7 +389,7 @@ def expected(d: Draft) -> tuple[dict, dict]:
   ulp_decomposed, portable) bounds: the strict profile's, and the portable profile's
   {ulp, ulp_decomposed, alternatives} (tinyspec.portable)."""
   from tinyspec.refimpl import evaluate
-  from tinyspec.conformance.compare import element_bounds
+  from tinyspec.conformance.run.compare import element_bounds
   from tinyspec.tolerance import tolerance
   from tinyspec import portable as P
   res = validate(d.graph)
@@ -458,7 +461,7 @@ def devices_used(g: Graph) -> list[str]:
 # ------------------------------------------------------------------ writing the corpus
 def write_draft(d: Draft, root: Path) -> dict:
   """Evaluate a draft and write it as a positive case under root/<id>/."""
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.cases import write_case
   res = validate(d.graph)
   outs, bounds = expected(d)
   dts = output_dtypes(d.graph, res.views)
@@ -491,8 +494,8 @@ def uniform(d: Draft) -> Draft:
 def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
   """A negative case per invalid graph of the rule corpus: (folder, metadata, graph file)."""
   import os
-  from tinyspec.conformance.rulecases import load_rule_cases
-  from tinyspec.conformance.corpus import CASES_DIR
+  from tinyspec.conformance.corpus.rulecases import load_rule_cases
+  from tinyspec.conformance.corpus.cases import CASES_DIR
   out = []
   for c in load_rule_cases():
     if c.valid: continue
@@ -507,7 +510,7 @@ def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
 
 def write_corpus(root: Path, ops: list[str] | None = None, log=None) -> int:
   """Write every case under root (which should be empty). Returns the number of cases."""
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.cases import write_case
   n = 0
   from tinyspec.refimpl import EvalError
   for d in all_drafts(ops):

@@ -1,10 +1,10 @@
 """The conformance runner: cases through backends, one Result per (case, backend).
 
 A *case* is anything with an `id` and a `kind`. Here: the rule corpus (`kind == "rule"`,
-conformance/rulecases.py) judged in process by *judges* such as tinyspec's own validator
+conformance/corpus/rulecases.py) judged in process by *judges* such as tinyspec's own validator
 (the pseudo-backend `validator`; more with `register_backend`). Executing backends (ref,
 c, opencl, external programs) run the case corpus in worker processes:
-conformance/execute.py, which reports through the same Result. The runner never lets an
+conformance/run/execute.py, which reports through the same Result. The runner never lets an
 exception out of a case: a judge that crashes gives a Result with status `error`.
 
 Statuses: pass, fail, error (crash, hang, exception), skip (a judge that does not take
@@ -31,8 +31,8 @@ class Result:
   status: str         # one of STATUSES (judged in the run's profile)
   message: str = ""   # why it failed / errored / was skipped
   seconds: float = 0.0
-  profiles: dict = field(default_factory=dict)   # profile -> "pass" / "fail" for a case the backend ran (conformance/execute.py)
-  divergence: dict = field(default_factory=dict)  # a failing case's first divergent node (conformance/divergence.py)
+  profiles: dict = field(default_factory=dict)   # profile -> "pass" / "fail" for a case the backend ran (conformance/run/execute.py)
+  divergence: dict = field(default_factory=dict)  # a failing case's first divergent node (conformance/run/divergence.py)
 
   def to_json(self) -> dict: return asdict(self)
 
@@ -54,7 +54,7 @@ class ValidatorBackend(Backend):
   def supports(self, case) -> bool: return getattr(case, "kind", None) == "rule"
 
   def run(self, case) -> Result:
-    from tinyspec.conformance.rulecases import validate_case
+    from tinyspec.conformance.corpus.rulecases import validate_case
     mismatch, _ = validate_case(case)
     return Result(case.id, self.name, "fail" if mismatch else "pass", mismatch or "")
 
@@ -71,14 +71,14 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
 def load_cases(path: Path | str | None = None) -> list:
   """The cases under path: a rule corpus folder (holding *.expect.json files). Default:
   conformance/rules. Raises rulecases.CorpusError for a missing or malformed corpus."""
-  from tinyspec.conformance.rulecases import load_rule_cases
+  from tinyspec.conformance.corpus.rulecases import load_rule_cases
   return load_rule_cases(path)
 
 
 def select(cases: Iterable, patterns: list[str] | None, ids: list[str] | None = None) -> list:
   """Cases whose id matches every -k expression (pytest's grammar: `MAX or IDIV`, `not
-  float`, substrings and globs) and, with `ids`, is one of them (conformance/selection.py)."""
-  from tinyspec.conformance.selection import select as chosen
+  float`, substrings and globs) and, with `ids`, is one of them (conformance/run/selection.py)."""
+  from tinyspec.conformance.run.selection import select as chosen
   return chosen(cases, patterns, ids)
 
 

@@ -3,14 +3,14 @@
   r = CaseRunner("c", workers=2)          # a registered name, or an external command
   results = r.run(cases)                  # one runner.Result per case
 
-Every backend runs behind the protocol of conformance/protocol.py: a registered Python
-backend in `python -m conformance.worker`, any other program directly. A crash, an abort
+Every backend runs behind the protocol of conformance/run/protocol.py: a registered Python
+backend in `python -m tinyspec.conformance.run.worker`, any other program directly. A crash, an abort
 or a hang (past `timeout` seconds) fails the case being run, and the worker process is
 started again for the next one. Cases whose ops, dtypes or devices the backend does not
 declare in its capabilities are `unsupported` (not run). The backend's manifest
-(conformance/manifest.py) turns failures into expected failures and passes of listed
+(conformance/corpus/manifest.py) turns failures into expected failures and passes of listed
 cases into unexpected passes. Tensor-level cases may be merged into one graph per run
-(conformance/batch.py) for backends that say so (`batch`); a case that does not pass in
+(conformance/run/batch.py) for backends that say so (`batch`); a case that does not pass in
 a batch is run again on its own, and that run decides.
 """
 from __future__ import annotations
@@ -23,12 +23,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from tinyspec.conformance.runner import Result
-from tinyspec.conformance.protocol import BackendProcess, BackendDied, BadAnswer, answer_outputs, worker_command, split_command
+from tinyspec.conformance.run.runner import Result
+from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, read_outputs, run_message, worker_command,
+                                              split_command)
 from tinyspec.files import FileRefused
-from tinyspec.conformance.corpus import from_disk, load_array, storage_dtype
-from tinyspec.conformance.compare import describe
-from tinyspec.conformance.manifest import Manifest
+from tinyspec.conformance.corpus.cases import from_disk, load_array, storage_dtype
+from tinyspec.conformance.run.compare import describe
+from tinyspec.conformance.corpus.manifest import Manifest
 from tinyspec.tolerance import PROFILES
 
 
@@ -40,7 +41,7 @@ class BackendUnavailable(Exception):
 class BackendSpec:
   label: str            # the name results and the manifest use
   command: list         # how to start it
-  python: bool          # a registered Python backend (served by conformance.worker)
+  python: bool          # a registered Python backend (served by conformance/run/worker.py)
   home: Path | None = None   # where its program lives: a manifest it names is relative to it
 
 
@@ -57,7 +58,7 @@ def resolve_backend(spec: str) -> BackendSpec:
   if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
-    from tinyspec.conformance.selection import did_you_mean
+    from tinyspec.conformance.run.selection import did_you_mean
     raise KeyError(f"unknown backend {spec!r}{did_you_mean(spec, backend_names())} (registered: {', '.join(backend_names())}; "
                    "or cmd:COMMAND, or the path of an executable)")
   return BackendSpec(spec, worker_command(spec), True)
@@ -110,43 +111,13 @@ def judge_negative(case, answer: dict) -> str | None:
   return None
 
 
-# ------------------------------------------------------------------ running one graph
-def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
-  """Run one graph file on any backend (registered, cmd:COMMAND or an executable) through
-  the protocol, in its own process: output name -> array. BackendUnavailable if it does
-  not start; RuntimeError (with .rule where the backend gave one) if it refuses, dies or
-  hangs."""
-  from tinyspec.conformance.corpus import save_array, dtype_of_array
-  runner = CaseRunner(spec, timeout=timeout)
-  runner.capabilities()
-  proc = runner._procs[0]
-  tmp = Path(tempfile.mkdtemp(prefix="tinyspec-run-"))
-  try:
-    ins, dts = {}, {}
-    for k, v in inputs.items():
-      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
-      save_array(tmp / f"in.{k}.npy", v, dt); ins[k] = str(tmp / f"in.{k}.npy"); dts[k] = dt
-    msg = {"cmd": "run", "id": "run", "graph": str(Path(graph_file).resolve()), "inputs": ins, "dtypes": dts, "out_dir": str(tmp)}
-    try: ans = proc.request(msg, runner.timeout)
-    except BackendDied as e: raise RuntimeError(f"backend {runner.name} {e.kind}: {e}") from None
-    if not ans.get("ok"):
-      err = RuntimeError(f"backend {runner.name} refused: {ans.get('error', 'no reason given')}")
-      err.rule = ans.get("rule") if isinstance(ans.get("rule"), str) else None
-      raise err
-    try: return _read_outputs(ans, tmp)
-    except (FileRefused, BadAnswer) as e: raise RuntimeError(f"backend {runner.name}: unreadable output: {e}") from None
-  finally:
-    proc.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
                manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
                profile: str | None = None, divergence: int = 20):
     self.spec = resolve_backend(backend)
-    self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/divergence.py)
+    self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/run/divergence.py)
     self.backend_arg = backend    # as given: what a repro command names
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
@@ -212,9 +183,9 @@ class CaseRunner:
     return p if p.is_absolute() else (self.spec.home or Path.cwd()) / p
 
   def use_manifest(self, explicit=None, project: dict | None = None) -> Manifest:
-    """Choose the manifest (conformance/manifest.py find_manifest; after capabilities()):
+    """Choose the manifest (conformance/corpus/manifest.py find_manifest; after capabilities()):
     `explicit` (--manifest), the project's [tool.tinyspec.manifests] entry, the backend's own."""
-    from tinyspec.conformance.manifest import find_manifest
+    from tinyspec.conformance.corpus.manifest import find_manifest
     project = project or {}
     mine = project.get(self.manifest_name, project.get(self.name))
     self.manifest = find_manifest(self.manifest_name, explicit, {self.manifest_name: mine} if mine else None, self.own_manifest)
@@ -245,9 +216,9 @@ class CaseRunner:
     return self._explained(r, case)
 
   def _explained(self, r: Result, case) -> Result:
-    """A failing positive case's message, made to stand alone (conformance/failures.py);
+    """A failing positive case's message, made to stand alone (conformance/run/failures.py);
     every message's paths into the corpus relative to it."""
-    from tinyspec.conformance.failures import explain, relative_to_corpus
+    from tinyspec.conformance.run.failures import explain, relative_to_corpus
     if case is None: return r
     r.message = relative_to_corpus(r.message, case)
     if r.status in ("fail", "error", "xpass") and case.kind == "positive":
@@ -261,7 +232,7 @@ class CaseRunner:
   def _pin(self, case) -> str | None:
     """Why the case is not trusted (its files do not match its sha256 pin), or None."""
     if not self.verify: return None
-    from tinyspec.conformance.corpus import verify
+    from tinyspec.conformance.corpus.cases import verify
     return verify(case)
 
   def run(self, cases) -> list[Result]:
@@ -301,7 +272,7 @@ class CaseRunner:
     return [results[c.id] for c in cases if c.id in results]
 
   def _units(self, cases) -> list[list]:
-    from tinyspec.conformance.batch import batchable
+    from tinyspec.conformance.run.batch import batchable
     size = max(1, int(self.batch or 1))
     if size == 1: return [[c] for c in cases]
     singles = [[c] for c in cases if not batchable(c)]
@@ -346,15 +317,13 @@ class CaseRunner:
     with self._lock:
       if self.divergence <= 0: return r
       self.divergence -= 1
-    from tinyspec.conformance.divergence import first_divergent
+    from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
-      msg = {"cmd": "run", "id": f"{case.id} (cut)", "graph": str(graph_file), "out_dir": str(sub),
-             "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}}
-      try: ans = self._request(proc, msg, self.timeout)
+      try: ans = self._request(proc, run_message(f"{case.id} (cut)", graph_file, inputs, sub), self.timeout)
       except BackendDied as e: raise RuntimeError(f"{e.kind}: {e}") from None
       if not ans.get("ok"): raise RuntimeError(str(ans.get("error", "refused"))[:200])
-      return _read_outputs(ans, sub)
+      return read_outputs(ans, sub)
     try: dv = first_divergent(case, run, self.decomposed, self.profile, message=r.message)
     except Exception as e:   # the search is a help: it never loses the result
       r.message += f"\n  first divergent node: not searched ({type(e).__name__}: {str(e)[:200]})"
@@ -372,10 +341,8 @@ class CaseRunner:
 
   def _run_one(self, proc, case, d: Path) -> Result:
     t0 = time.perf_counter()
-    msg = {"cmd": "run", "id": case.id, "graph": str(case.graph), "out_dir": str(d),
-           "inputs": {k: str(p) for k, (p, _) in case.inputs.items()}, "dtypes": {k: dt for k, (_, dt) in case.inputs.items()}}
     try:
-      ans = self._request(proc, msg, self.timeout)
+      ans = self._request(proc, run_message(case.id, case.graph, case.inputs, d), self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
     st, msg, prof = self._judge(case, ans, d)
@@ -389,7 +356,7 @@ class CaseRunner:
       return st, why or "", {p: st for p in PROFILES}
     if not ans.get("ok"):
       return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000], {p: "fail" for p in PROFILES}
-    try: outs = _read_outputs(ans, d)
+    try: outs = read_outputs(ans, d)
     except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}", {p: "fail" for p in PROFILES}
     return self._verdict(judge_profiles(case, outs, self.decomposed))
 
@@ -401,19 +368,17 @@ class CaseRunner:
     return ("fail" if why else "pass"), msg, {p: "fail" if w else "pass" for p, w in whys.items()}
 
   def _run_batch(self, proc, unit, d: Path) -> list[Result]:
-    from tinyspec.conformance.batch import merge, write
+    from tinyspec.conformance.run.batch import merge, write
     t0 = time.perf_counter()
     m = merge(unit)
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]
     path = write(m, d)
-    msg = {"cmd": "run", "id": f"batch of {len(unit)}", "graph": str(path), "out_dir": str(d),
-           "inputs": {k: str(p) for k, (p, _) in m.inputs.items()}, "dtypes": {k: dt for k, (p, dt) in m.inputs.items()}}
     try:
-      ans = self._request(proc, msg, self.timeout * (1 + len(unit) / 16))
+      ans = self._request(proc, run_message(f"batch of {len(unit)}", path, m.inputs, d), self.timeout * (1 + len(unit) / 16))
     except BackendDied as e:
       return [Result(c.id, self.name, "error", str(e)) for c in unit]
     if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
-    try: outs = m.split(_read_outputs(ans, d))
+    try: outs = m.split(read_outputs(ans, d))
     except (FileRefused, BadAnswer) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
     dt = (time.perf_counter() - t0) / len(unit)
     out = []
@@ -421,12 +386,6 @@ class CaseRunner:
       st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
       out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
-
-
-def _read_outputs(ans: dict, d: Path) -> dict:
-  """The arrays a run answer names: files in the run's folder, read as checked .npy files."""
-  from tinyspec.files import load_npy
-  return {k: load_npy(p) for k, p in answer_outputs(ans, d).items()}
 
 
 # ------------------------------------------------------------------ coverage

@@ -1,8 +1,8 @@
-"""Graphs a hostile user would write, for the sanitizer fuzzer (conformance/sanitize.py).
+"""Graphs a hostile user would write, for the sanitizer fuzzer (conformance/fuzz/sanitize.py).
 
 Each family is a Hypothesis strategy of `Example`s (a graph, its inputs, and OptOps to
 try), dense in what breaks compilers: edge values (MIN, MAX, -1, 0, 1, powers of two;
-NaN, +-inf, subnormals for floats: conformance/values.py), narrow integer dtypes,
+NaN, +-inf, subnormals for floats: conformance/corpus/values.py), narrow integer dtypes,
 nested ops whose rewrites must respect wrapping, data-dependent indices, sizes at and
 beyond their bounds, axis types and OptOps that ask for parallelism:
 
@@ -30,7 +30,7 @@ beyond their bounds, axis types and OptOps that ask for parallelism:
   alias    a CALL passing one buffer, or overlapping views of it, to several slots of a
            kernel that reads and writes them; a STORE through a view of a buffer, read
            after it or reading the buffer itself
-  drawn    any graph of conformance/strategies.py (tensor or kernel level)
+  drawn    any graph of conformance/fuzz/graphs.py (tensor or kernel level)
 Every family also draws OptOps (SPLIT into any AxisType, PADTO, SWAP) that the fuzzer's
 child applies where they are legal.
 """
@@ -38,13 +38,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
+from tinyspec.dispatch import Registry, input_name
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.refimpl.build import Builder
-from tinyspec.conformance import values as V
+from tinyspec.conformance.corpus import values as V
 
 NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
 SIGNED_NARROW = ["int8", "int16"]
+FAMILY = Registry("hostile family", ops=False)   # name -> a function giving the strategy of its examples
+# every family, in the order that seeds each one's search (sanitize.fuzz_sanitized: a family's seed is its place here)
 FAMILIES = ("chain", "gated", "sizes", "axes", "padded", "gather", "contract", "alias", "drawn")
 
 
@@ -61,6 +64,12 @@ class Example:
 
 
 # ------------------------------------------------------------------ values
+def named(b: Builder, i: int) -> str:
+  """The input name of node i (a BUFFER or PARAM the builder made): what its array is passed as."""
+  n = b.nodes[i]
+  return input_name(n.op, n.arg)
+
+
 def edge_array(draw, dt: str, n: int) -> np.ndarray:
   """n values of dt: its edge values first (shuffled), then random ones."""
   d = DTYPES[dt]
@@ -99,13 +108,14 @@ CHAIN_OPS = ["IDIV", "IDIV", "MOD", "ADD", "MUL", "SUB", "SHL", "SHR", "MAX", "N
 NESTED = ["IDIV", "IDIV", "MUL", "ADD", "SHL", "SHR", "MOD"]     # ops whose pairs the simplifier folds
 
 
+@FAMILY.register("chain")
 @st.composite
 def chain(draw) -> Example:
   dt = draw(st.sampled_from(NARROW[:6] + ["int8", "int8", "int16"]))
   n = draw(st.integers(8, 48))
   b = Builder()
   x = b.buffer((n,), dt, 0)
-  inputs = {"buf0": edge_array(draw, dt, n)}
+  inputs = {named(b, x): edge_array(draw, dt, n)}
   v, cur = x, dt
   # half the chains open with an op applied twice (the simplifier's nested rules fold the pair)
   last = draw(st.sampled_from(NESTED)) if draw(st.booleans()) else None
@@ -123,15 +133,16 @@ def chain(draw) -> Example:
   i = b.ADD(v, b.const(draw(st.sampled_from([0, 1, 2, -1])) if DTYPES[cur].cls != "uint" else 1, cur))
   if draw(st.booleans()):
     src = b.buffer((m,), "float32", 1)
-    inputs["buf1"] = np.arange(1, m + 1, dtype=np.float32)
+    inputs[named(b, src)] = np.arange(1, m + 1, dtype=np.float32)
     g = b.graph([b.INDEX(src, i)])
   else:
     dst = b.buffer((m,), "int32", 1)
-    inputs["buf1"] = np.full(m, -7, np.int32)
+    inputs[named(b, dst)] = np.full(m, -7, np.int32)
     g = b.graph([b.SINK(b.STORE(b.INDEX(dst, i), b.CAST(x, arg="int32")))])
   return Example("chain", g, inputs, optops(draw))
 
 
+@FAMILY.register("gated")
 @st.composite
 def gated(draw) -> Example:
   dt = draw(st.sampled_from(SIGNED_NARROW * 3 + ["uint8", "int32"]))
@@ -150,19 +161,20 @@ def gated(draw) -> Example:
   k = draw(st.sampled_from([1, 1, 1, 2, -1]))
   j = xv if k == 1 else b.MUL(xv, b.const(k if d.min <= k else 1, dt))
   j = b.ADD(j, b.const(draw(st.sampled_from([1, 2, 3, 0, -1])) if d.cls != "uint" else 1, dt))
-  inputs = {"param0": edge_array(draw, dt, n)}
+  inputs = {named(b, x): edge_array(draw, dt, n)}
   if draw(st.booleans()):
     src = b.param((size,), "float32", 1); out = b.param((n,), "float32", 2)
     v = b.LOAD(b.INDEX(src, j), b.const(-1.0, "float32"), gate)
     b.SINK(b.END(b.STORE(b.INDEX(out, r), v), r))
-    inputs["param1"] = np.arange(size, dtype=np.float32) + 0.5
+    inputs[named(b, src)] = np.arange(size, dtype=np.float32) + 0.5
   else:
     dst = b.param((size,), "float32", 1)
     b.SINK(b.END(b.STORE(b.INDEX(dst, j), b.const(7.0, "float32"), gate), r))
-    inputs["param1"] = np.zeros(size, np.float32)
+    inputs[named(b, dst)] = np.zeros(size, np.float32)
   return Example("gated", b.graph(), inputs, optops(draw))
 
 
+@FAMILY.register("sizes")
 @st.composite
 def sizes(draw) -> Example:
   """out[i] = x[i + off] * 2 for i < n; n a symbolic size in [lo, hi]."""
@@ -182,16 +194,17 @@ def sizes(draw) -> Example:
   idx = i if draw(st.booleans()) else b.ADD(i, b.SUB(b.const(n_buf, "index"), kn))   # reads the tail: x[i + (N - n)]
   k = b.SINK(b.END(b.STORE(b.INDEX(ko, i), b.MUL(b.INDEX(kx, idx), factor)), i))
   xs = np.arange(1, n_buf + 1, dtype=np.int32)
-  if how == "kernel": return Example("sizes", b.graph(), {"param0": xs, "param2": value}, optops(draw))
+  if how == "kernel": return Example("sizes", b.graph(), {named(b, kx): xs, named(b, kn): value}, optops(draw))
   X = b.buffer((n_buf,), "int32", 0); O = b.buffer((n_buf,), "int32", 1)
   extra = (b.const(2, "int32"),) if by_buffer else ()
   if how == "const":
     arg = b.const(value, "index")
-    return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, arg, *extra))]), {"buf0": xs}, optops(draw))
+    return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, arg, *extra))]), {named(b, X): xs}, optops(draw))
   n = b.param((), "index", 0, name="n", bounds=(min(lo, 0), 10 ** 9))
-  return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, n, *extra))]), {"buf0": xs, "n": value}, optops(draw))
+  return Example("sizes", b.graph([b.SINK(b.CALL(k, X, O, n, *extra))]), {named(b, X): xs, named(b, n): value}, optops(draw))
 
 
+@FAMILY.register("axes")
 @st.composite
 def axes(draw) -> Example:
   """Stores whose iterations may collide, under a parallel axis type (or work items)."""
@@ -212,7 +225,7 @@ def axes(draw) -> Example:
   if draw(st.booleans()): val = b.ADD(val, b.INDEX(out, place(draw(st.sampled_from(["r", "mod", "zero", "rev"])))))
   st1 = b.STORE(b.INDEX(out, dst), val)
   body = st1 if special else b.END(st1, r)
-  inputs = {"param0": np.arange(n, dtype=np.int32) * 3 + 1, "param1": np.arange(n, dtype=np.int32) * -5}
+  inputs = {named(b, x): np.arange(n, dtype=np.int32) * 3 + 1, named(b, out): np.arange(n, dtype=np.int32) * -5}
   return Example("axes", b.graph([b.SINK(body)]), inputs, optops(draw))
 
 
@@ -223,6 +236,7 @@ def padding_opts(draw, axes: int) -> list:
   return draw(st.permutations(pads)) + optops(draw)
 
 
+@FAMILY.register("padded")
 @st.composite
 def padded(draw) -> Example:
   """out[row(r), c] = sum_k x[r, c, k] under a gate that bounds the row; the rows a form
@@ -233,7 +247,7 @@ def padded(draw) -> Example:
   out = b.param((R, C), "float32", 0); x = b.param((R, C, K), "float32", 1)
   r, c, k = b.range(R, 0), b.range(C, 1), b.range(K, 2, type="REDUCE")
   red = b.REDUCE(b.INDEX(x, r, c, k), k, arg={"op": "ADD"})
-  inputs = {"param0": np.full((R, C), -7, np.float32), "param1": np.arange(R * C * K, dtype=np.float32).reshape(R, C, K) % 13 - 6}
+  inputs = {named(b, out): np.full((R, C), -7, np.float32), named(b, x): np.arange(R * C * K, dtype=np.float32).reshape(R, C, K) % 13 - 6}
   if form == "all": row = r
   elif form == "row": row = b.const(draw(st.integers(0, R - 1)), "index")
   elif form == "even": row = b.MUL(r, b.const(2, "index"))
@@ -241,17 +255,19 @@ def padded(draw) -> Example:
   else:
     dt = draw(st.sampled_from(NARROW))
     idx = b.param((R,), dt, 2)
-    inputs["param2"] = edge_array(draw, dt, R)
+    inputs[named(b, idx)] = edge_array(draw, dt, R)
     row = b.CAST(b.INDEX(idx, r), arg="index")
   gate = b.CMPLT(row, b.const(R, "index"))
   if form == "scatter": gate = b.AND(b.CMPNE(b.CMPLT(row, b.const(0, "index")), b.const(True, "bool")), gate)
   kern = b.SINK(b.END(b.STORE(b.INDEX(out, row, c), red, gate), r, c))
   if draw(st.integers(0, 3)) == 0 and form != "scatter":   # the kernel as the body of a tensor CALL
     O, X = b.buffer((R, C), "float32", 0), b.buffer((R, C, K), "float32", 1)
-    return Example("padded", b.graph([b.SINK(b.CALL(kern, O, X))]), {"buf0": inputs["param0"], "buf1": inputs["param1"]}, padding_opts(draw, 2))
+    return Example("padded", b.graph([b.SINK(b.CALL(kern, O, X))]), {named(b, O): inputs[named(b, out)], named(b, X): inputs[named(b, x)]},
+                   padding_opts(draw, 2))
   return Example("padded", b.graph(), inputs, padding_opts(draw, 2))
 
 
+@FAMILY.register("gather")
 @st.composite
 def gather(draw) -> Example:
   """(x[idx]) @ w: idx of any integer dtype, edge values (past x's rows or negative: zeros)."""
@@ -264,11 +280,13 @@ def gather(draw) -> Example:
   s = b.add("REDUCE", b.MUL(a, w), arg={"op": "ADD", "axes": [1]})
   idx = np.where(np.arange(M) % 2 == 0, np.arange(M) % rows, 0).astype(np.int64)   # half in range, half edge values
   edges = V.edge_dense(dt, M, np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))))   # (one draw: a cheap example to make)
-  inputs = {"buf0": (np.arange(rows * K) % 7 - 3).astype(np.float32).reshape(rows, K), "buf1": np.where(np.arange(M) % 2 == 0, idx.astype(edges.dtype), edges),
-            "buf2": (np.arange(K * N) % 5 - 2).astype(np.float32).reshape(K, N)}
+  inputs = {named(b, X): (np.arange(rows * K) % 7 - 3).astype(np.float32).reshape(rows, K),
+            named(b, I): np.where(np.arange(M) % 2 == 0, idx.astype(edges.dtype), edges),
+            named(b, W): (np.arange(K * N) % 5 - 2).astype(np.float32).reshape(K, N)}
   return Example("gather", b.graph([s]), inputs, [["PADTO", 0, draw(st.sampled_from([8, 16]))]] + padding_opts(draw, 2))
 
 
+@FAMILY.register("contract")
 @st.composite
 def contract(draw) -> Example:
   """Rows of (a*b).sum(1): small exact products, and per row perhaps one product that
@@ -310,6 +328,7 @@ def _alias_kernel(b, n: int, form: str):
   return b.SINK(s0, s1)
 
 
+@FAMILY.register("alias")
 @st.composite
 def alias(draw) -> Example:
   """CALL(kernel, u, v) with u and v one buffer, overlapping or disjoint views of it, or
@@ -318,7 +337,7 @@ def alias(draw) -> Example:
   L = n + draw(st.integers(0, 6))
   b = Builder()
   B = b.buffer((L,), "int32", 0)
-  inputs = {"buf0": (np.arange(L, dtype=np.int32) * 7) % 23}
+  inputs = {named(b, B): (np.arange(L, dtype=np.int32) * 7) % 23}
   def view(off): return b.BUFFER_VIEW(B, arg={"size": n, "dtype": "int32", "offset": 4 * off})
   if draw(st.booleans()):
     kern = _alias_kernel(b, n, draw(st.sampled_from(["reverse", "shift", "accumulate", "writers"])))
@@ -326,7 +345,7 @@ def alias(draw) -> Example:
     return Example("alias", b.graph([b.SINK(b.CALL(kern, *args))]), inputs, optops(draw))
   dst = view(draw(st.integers(0, L - n)))
   src = view(draw(st.integers(0, L - n))) if draw(st.booleans()) else b.buffer((n,), "int32", 1)
-  if b.nodes[src].op == "BUFFER": inputs["buf1"] = np.arange(n, dtype=np.int32) - 3
+  if b.nodes[src].op == "BUFFER": inputs[named(b, src)] = np.arange(n, dtype=np.int32) - 3
   one = b.add("EXPAND", b.add("RESHAPE", b.const(100, "int32"), b.shape(1)), b.shape(n))
   st_ = b.STORE(dst, b.ADD(src, one))
   if draw(st.booleans()): return Example("alias", b.graph([st_]), inputs, optops(draw))
@@ -334,10 +353,10 @@ def alias(draw) -> Example:
   return Example("alias", b.graph([b.ADD(after, after)]), inputs, optops(draw))
 
 
+@FAMILY.register("drawn")
 def drawn(max_ops: int = 5):
-  from tinyspec.conformance.strategies import graphs
   from tinyspec.backends import get_backend, capabilities_of
-  from tinyspec.conformance.properties import backend_strategy
+  from tinyspec.conformance.fuzz.driver import backend_strategy
   caps = capabilities_of(get_backend("c"))
   levels = st.sampled_from(["tensor", "kernel"])
   @st.composite
@@ -350,6 +369,4 @@ def drawn(max_ops: int = 5):
 
 def examples(families=FAMILIES):
   """Examples of the given families, each family equally likely."""
-  table = {"chain": chain(), "gated": gated(), "sizes": sizes(), "axes": axes(), "padded": padded(), "gather": gather(),
-           "contract": contract(), "alias": alias()}
-  return st.one_of(*[table[f] if f != "drawn" else drawn() for f in families])
+  return st.one_of(*[FAMILY[f]() for f in families])

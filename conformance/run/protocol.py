@@ -16,7 +16,7 @@ patterns, as in the corpus); paths are absolute.
   -> {"cmd": "quit"}                                     (or end of input: exit)
 
 `name` is what results and manifests go by; `manifest` (optional) is the backend's own
-manifest of expected failures and exclusions (conformance/manifest.py), a path absolute or
+manifest of expected failures and exclusions (conformance/corpus/manifest.py), a path absolute or
 relative to the folder of the backend's program. Every op, level and dtype the
 capabilities name must be one the tables have (a misspelt one is refused with the nearest
 name, rule backend.protocol).
@@ -26,7 +26,7 @@ k-th value root, the input name of every stored buffer for void roots. A backend
 crashes, hangs past the runner's time limit or answers with something that is not a
 protocol line fails the case it was running; the runner starts it again for the next.
 `conformance/examples/numpy_backend.py` is a small backend written against this protocol
-alone; `python -m conformance.worker --backend NAME` serves any registered Python backend.
+alone; `python -m tinyspec.conformance.run.worker --backend NAME` serves any registered Python backend.
 """
 from __future__ import annotations
 import json
@@ -155,9 +155,6 @@ class BackendProcess:
     p = self.proc
     if p is not None: self._kill(p)
 
-  def stderr_tail(self, n: int = 600) -> str:
-    return bytes(self._err[-n:]).decode(errors="replace").strip()
-
   def stderr_summary(self, lines: int = 6, tail: int = 300) -> str:
     """The first `lines` lines of the backend's stderr and, when there is more, its last
     `tail` characters (a Python traceback ends with its error, Node's and a shell's
@@ -215,7 +212,7 @@ class BackendProcess:
 
 def worker_command(name: str) -> list[str]:
   """The command serving registered Python backend `name` over the protocol."""
-  return [sys.executable, "-m", "tinyspec.conformance.worker", "--backend", name]
+  return [sys.executable, "-m", "tinyspec.conformance.run.worker", "--backend", name]
 
 
 def split_command(spec: str) -> list[str]:
@@ -239,6 +236,35 @@ def answer_outputs(ans: dict, out_dir) -> dict:
     if Path(v).resolve().parent != d:
       raise BadAnswer(f"output {k[:40]!r} is not a file in the run's out_dir: {v[:200]!r} [backend.protocol]")
   return outs
+
+
+def run_message(rid: str, graph, inputs: dict, out_dir, **extra) -> dict:
+  """A run request: `inputs` as name -> (.npy path, dtype), as write_inputs() and the
+  corpus's cases give them; `extra`: fields of a protocol extension (the sanitizer child's)."""
+  return {"cmd": "run", "id": rid, "graph": str(graph), "out_dir": str(out_dir),
+          "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}, **extra}
+
+
+def write_inputs(inputs: dict, folder: Path) -> dict:
+  """Arrays as protocol .npy files in folder (bfloat16 as its uint16 bit patterns, as in
+  the corpus): name -> (path, dtype), what run_message takes."""
+  import numpy as np
+  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
+  out = {}
+  for k, v in inputs.items():
+    v = np.asarray(v)
+    dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
+    p = Path(folder) / f"in.{k}.npy"
+    save_array(p, v, dt)
+    out[k] = (p, dt)
+  return out
+
+
+def read_outputs(ans: dict, out_dir) -> dict:
+  """The arrays a run answer names: files in the run's folder, read as checked .npy files
+  (tinyspec.files; FileRefused or BadAnswer where they are not)."""
+  from tinyspec.files import load_npy
+  return {k: load_npy(p) for k, p in answer_outputs(ans, out_dir).items()}
 
 
 def write_outputs(outputs: dict, out_dir: Path) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 
-CASES_DIR = Path(__file__).resolve().parent / "cases"
+CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASE_FILE = "case.json"
 FORMAT = "tinyspec-case"
 VERSION = 1
@@ -109,9 +109,6 @@ class ExecCase:
 
   def load_inputs(self) -> dict:
     return {k: load_array(p, dt) for k, (p, dt) in self.inputs.items()}
-
-  def load_expected(self) -> dict:
-    return {k: load_array(o.file, o.dtype) for k, o in self.outputs.items()}
 
 
 def _case(path: Path, root: Path) -> ExecCase:
@@ -227,7 +224,7 @@ def verify(case: ExecCase) -> str | None:
   if not case.sha256: return "the case has no sha256 pin [case.pin]"
   try: got = digest_of(case)
   except FileRefused as e: return f"{e}"
-  if got != case.sha256: return f"its files do not match its sha256 pin (tampered or stale; --no-verify runs it anyway) [case.pin]"
+  if got != case.sha256: return "its files do not match its sha256 pin (tampered or stale; --no-verify runs it anyway) [case.pin]"
   return None
 
 

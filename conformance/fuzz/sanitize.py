@@ -1,7 +1,7 @@
 """`tinyspec fuzz --sanitize --backend c`: hostile graphs through C kernels built with
 sanitizers, against the reference evaluator.
 
-Examples come from conformance/hostile.py (edge-dense inputs, narrow integer dtypes,
+Examples come from conformance/fuzz/hostile.py (edge-dense inputs, narrow integer dtypes,
 data-dependent gathers and scatters, gated accesses, symbolic sizes at and beyond their
 bounds, parallel axis types, random OptOps). Each runs in a child Python process whose
 kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer (without
@@ -17,8 +17,8 @@ under --out as a corpus case (negative when the reference refuses) that
 `tinyspec conformance --backend c --cases DIR` replays. A refusal of the compiler's own
 (compile.*, opt.*) is a documented limitation, counted.
 
-The child: `python -m tinyspec.conformance.sanitize --serve` (JSON lines as in
-conformance/protocol.py, plus the OptOps, the thread count, the slice order and the
+The child: `python -m tinyspec.conformance.fuzz.sanitize --serve` (JSON lines as in
+conformance/run/protocol.py, plus the OptOps, the thread count, the slice order and the
 file its stderr goes to during the run).
 """
 from __future__ import annotations
@@ -94,8 +94,8 @@ def _legal_prefix(opts: list):
 def handle(msg: dict) -> dict:
   """Compile and run one example with stderr (where sanitizers report) in msg["stderr"]."""
   from tinyspec.graph import load_file
-  from tinyspec.conformance.corpus import from_disk
-  from tinyspec.conformance.protocol import write_outputs
+  from tinyspec.conformance.corpus.cases import from_disk
+  from tinyspec.conformance.run.protocol import write_outputs
   from tinyspec.compiler.pipeline import lower
   g, _ = load_file(msg["graph"])
   dts = msg.get("dtypes", {})
@@ -149,19 +149,20 @@ class Child:
   RESTART = 200
 
   def __init__(self, kind: str, work: Path, extra_env: dict | None, timeout: float):
-    from tinyspec.conformance.protocol import BackendProcess
+    from tinyspec.conformance.run.protocol import BackendProcess
     self.kind, self.work, self.timeout = kind, work, timeout
-    self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
+    self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.fuzz.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
     self.n = 0
 
-  def run(self, graph_file: Path, inputs: dict, dtypes: dict, opts, threads=None, slice_order="") -> Answer:
-    from tinyspec.conformance.protocol import BackendDied
+  def run(self, graph_file: Path, inputs: dict, opts, threads=None, slice_order="") -> Answer:
+    """inputs: name -> (.npy path, dtype) (protocol.write_inputs)."""
+    from tinyspec.conformance.run.protocol import BackendDied, read_outputs, run_message
     self.n += 1
     out_dir = self.work / f"{self.kind}-out"
     out_dir.mkdir(exist_ok=True)
     err = self.work / f"{self.kind}.stderr"
-    msg = {"cmd": "run", "graph": str(graph_file), "inputs": inputs, "dtypes": dtypes, "out_dir": str(out_dir), "opts": opts,
-           "threads": threads, "slice_order": slice_order, "stderr": str(err)}
+    msg = run_message(f"{self.kind}{self.n}", graph_file, inputs, out_dir, opts=opts, threads=threads, slice_order=slice_order,
+                      stderr=str(err))
     try:
       if self.n % self.RESTART == 0: self.proc.stop()
       if not self.proc.alive(): self.proc.start()
@@ -170,8 +171,7 @@ class Child:
       return Answer("timeout" if e.kind == "timeout" else "crash", message=str(e), report=_report(err))
     report = _report(err)
     if ans.get("ok"):
-      outs = {k: np.load(p, allow_pickle=False) for k, p in ans["outputs"].items()}
-      return Answer("ok", outs, report=report, threaded=bool(ans.get("threaded")))
+      return Answer("ok", read_outputs(ans, out_dir), report=report, threaded=bool(ans.get("threaded")))
     return Answer("refused" if ans.get("rule") else "error", rule=ans.get("rule"), message=str(ans.get("error", "")), report=report)
 
   def stop(self): self.proc.stop()
@@ -203,19 +203,15 @@ class SanitizedC:
     self.tsan = Child("tsan", self.work, extra_env, timeout) if runtime_library("tsan") else None
 
   def run(self, ex) -> Answer:
-    from tinyspec.conformance.corpus import save_array, dtype_of_array
+    from tinyspec.conformance.run.protocol import write_inputs
     d = self.work / "example"
     d.mkdir(exist_ok=True)
     gf = d / "graph.json"
     gf.write_text(ex.graph.dumps())
-    ins, dts = {}, {}
-    for k, v in ex.inputs.items():
-      v = np.asarray(v)
-      dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
-      save_array(d / f"in.{k}.npy", v, dt); ins[k] = str(d / f"in.{k}.npy"); dts[k] = dt
-    a = self.asan.run(gf, ins, dts, ex.opts, threads=1, slice_order="reversed")
+    ins = write_inputs(ex.inputs, d)
+    a = self.asan.run(gf, ins, ex.opts, threads=1, slice_order="reversed")
     if a.status == "ok" and a.threaded and not a.report and self.tsan is not None:
-      t = self.tsan.run(gf, ins, dts, ex.opts, threads=TSAN_THREADS)
+      t = self.tsan.run(gf, ins, ex.opts, threads=TSAN_THREADS)
       if t.report or t.status in ("crash", "timeout"):
         return Answer(t.status if t.status != "ok" else "ok", t.outputs, t.rule, "ThreadSanitizer: " + t.message, t.report, True)
     return a
@@ -235,11 +231,11 @@ def reference(ex):
   except Exception as e: return "error", f"{type(e).__name__}: {e}"
 
 
-def check(ex, runner, refused: dict) -> "Failure | None":
+def check_example(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
-  from tinyspec.conformance.properties import Failure
-  from tinyspec.conformance.strategies import Drawn
+  from tinyspec.conformance.fuzz.checks import Failure
+  from tinyspec.conformance.fuzz.graphs import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
   def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where
     first, _, rest = msg.partition("\n")
@@ -259,9 +255,9 @@ def check(ex, runner, refused: dict) -> "Failure | None":
       return None
     return fail("refusal", f"refused with {got.rule} an input the reference accepts: {got.message}")
   if ex.drawn is not None:
-    from tinyspec.conformance.properties import check_values, reference_trace, _views
-    from tinyspec.conformance.corpus import from_disk
-    views = _views(ex.graph)
+    from tinyspec.conformance.fuzz.checks import check_values, reference_trace, views_of
+    from tinyspec.conformance.corpus.cases import from_disk
+    views = views_of(ex.graph)
     outs = {k: from_disk(v, views[ex.drawn.outputs[k]].dtype) if k in ex.drawn.outputs else v for k, v in got.outputs.items()}
     trace, _ = reference_trace(ex.drawn)
     f = check_values(ex.drawn, outs, True, views, trace)
@@ -283,15 +279,15 @@ def shares(examples: int, families) -> dict:
 
 def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, families=None, log=None,
                    timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True):
-  """Run `examples` hostile examples (conformance/hostile.py families, each its share:
+  """Run `examples` hostile examples (conformance/fuzz/hostile.py families, each its share:
   `shares`) through the sanitized C backend; each failure is shrunk (unless not
   `shrink`) and (with `out`) written as a case. The search goes on after a failure,
   skipping failures of the same kind, until the examples are spent (or the first, with
   stop_at_first). `extra_env`: more environment for the children. Returns a
-  properties.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
+  driver.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
   aside) per family."""
-  from tinyspec.conformance.properties import FuzzReport
-  from tinyspec.conformance import hostile
+  from tinyspec.conformance.fuzz.driver import FuzzReport
+  from tinyspec.conformance.fuzz import hostile
   t0 = time.monotonic()
   runner = SanitizedC(extra_env, timeout)
   rep = FuzzReport(runner.name)
@@ -310,34 +306,18 @@ def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, 
 
 
 def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_at_first: bool, shrink: bool) -> None:
-  """Draw `budget` examples of strat (a Hypothesis search per failure found, each shrunk),
-  adding the failures of kinds not `seen` to rep."""
-  from hypothesis import given, settings, seed as hseed, HealthCheck, Phase
-  from tinyspec.conformance.properties import PropertyFailed
+  """Draw `budget` examples of strat (a search per failure found, each shrunk), adding the
+  failures of kinds not `seen` to rep."""
+  from tinyspec.conformance.fuzz.search import search
+  def check(ex, found):
+    if found is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
+    return check_example(ex, runner, rep.refused)
   round_ = 0
   while budget > 0:
-    count, last = [0], [None]
-
-    @settings(max_examples=budget, deadline=None, database=None, report_multiple_bugs=False, print_blob=False,
-              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
-    @hseed(seed + round_)
-    @given(strat)
-    def prop(ex):
-      count[0] += 1
-      if last[0] is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
-      f = check(ex, runner, rep.refused)
-      if f is not None and f.signature not in seen:
-        last[0] = f
-        raise PropertyFailed(f)
-    try: prop()
-    except PropertyFailed: pass
-    except Exception as e:
-      if last[0] is None: raise
-      if log: log(f"note: {type(e).__name__} while shrinking; the failure is kept as found")
-    rep.examples += count[0]
-    budget -= count[0]
+    count, f = search(strat, budget, seed + round_, check, seen, shrink=shrink, log=log)
+    rep.examples += count
+    budget -= count
     round_ += 1
-    f = last[0]
     if f is None: return
     seen.add(f.signature)
     rep.failures.append(f)
@@ -350,10 +330,10 @@ def write_example(f, out: Path) -> Path:
   """The minimal failing example as a corpus case under out/sanitize/<kind>-<hash>/: a
   positive case with the reference's outputs, or a negative one with its refusal."""
   import hashlib
-  from tinyspec.conformance.casegen import Draft, write_draft
-  from tinyspec.conformance.corpus import write_case
+  from tinyspec.conformance.corpus.casegen import Draft, write_draft
+  from tinyspec.conformance.corpus.cases import write_case
   from tinyspec.validate import validate
-  from tinyspec.conformance.casegen import input_names
+  from tinyspec.conformance.corpus.casegen import input_names
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"sanitize/{f.prop}-{h}"
@@ -373,11 +353,11 @@ def write_example(f, out: Path) -> Path:
 
 def m_example(d):
   """A Drawn as an Example (for the reference run)."""
-  from tinyspec.conformance.hostile import Example
+  from tinyspec.conformance.fuzz.hostile import Example
   return Example("case", d.graph, dict(d.inputs))
 
 
 if __name__ == "__main__":
   if sys.argv[1:] == ["--serve"]: sys.exit(serve())
-  print("usage: python -m tinyspec.conformance.sanitize --serve  (the child of tinyspec fuzz --sanitize)", file=sys.stderr)
+  print("usage: python -m tinyspec.conformance.fuzz.sanitize --serve  (the child of tinyspec fuzz --sanitize)", file=sys.stderr)
   sys.exit(2)

@@ -4,7 +4,7 @@ result and profile (the worst result of the cases covering each pair, in RANK's 
 fail, error, unexpected pass, expected failure, a pass in the portable profile only, a
 strict pass, unsupported; each failing cell a link to its failure), then per failure its
 message (the first differing elements), the values the inputs hold at those elements, the
-inputs, the first divergent node (conformance/divergence.py), the graph's picture
+inputs, the first divergent node (conformance/run/divergence.py), the graph's picture
 (tinyspec.show: the differing outputs and the first divergent node marked) and the
 one-line command that reproduces it."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from html import escape
 from pathlib import Path
 import numpy as np
-from tinyspec.conformance.failures import operand_lines
+from tinyspec.conformance.run.failures import operand_lines
 
 # worst first: the colour a matrix cell takes when several cases cover it. A pass is split by
 # conformance profile (tinyspec.tolerance.PROFILES): "pass" met the strict profile (the
@@ -44,7 +44,7 @@ p.divergence { margin: .2em 0; }
 
 
 def _inputs(case) -> str:
-  from tinyspec.conformance.corpus import load_array
+  from tinyspec.conformance.corpus.cases import load_array
   rows = []
   for name, (path, dt) in sorted(case.inputs.items()):
     try:
@@ -58,7 +58,7 @@ def _inputs(case) -> str:
 
 def _picture(case, k: int, message: str, divergence: dict | None = None) -> str:
   """The case's graph as an inline SVG view, the outputs the message names marked and
-  the first divergent node (conformance/divergence.py) marked and in focus."""
+  the first divergent node (conformance/run/divergence.py) marked and in focus."""
   from tinyspec.validate import validate_file
   from tinyspec.show import picture, render_svg, html
   try:
@@ -116,7 +116,7 @@ def _anchor(backend: str, cid: str) -> str:
 def render(results, cases: dict, title: str = "tinyspec conformance") -> str:
   """The report page: results (runner.Result), cases (id -> ExecCase)."""
   from tinyspec.show import html
-  from tinyspec.conformance import runner
+  from tinyspec.conformance.run import runner
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
   parts = [f"<h1>{escape(title)}</h1>", f"<p>{escape(runner.summary_line(runner.counts(results)))}</p>",

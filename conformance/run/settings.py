@@ -68,7 +68,7 @@ def load_settings(start: Path | str | None = None) -> Settings:
   if not isinstance(t, dict): raise SettingsError(f"{p}: [tool.tinyspec] must be a table [file.schema]")
   for k, v in t.items():
     if k not in KEYS:
-      from tinyspec.conformance.selection import did_you_mean
+      from tinyspec.conformance.run.selection import did_you_mean
       raise SettingsError(f"{p}: [tool.tinyspec] has an unknown key {k!r}{did_you_mean(k, KEYS)} (known: {', '.join(KEYS)}) [file.schema]")
     if not isinstance(v, KEYS[k]) or isinstance(v, bool):
       raise SettingsError(f"{p}: [tool.tinyspec] {k} must be a {_kind(KEYS[k])} [file.schema]")

@@ -34,7 +34,8 @@ from tinyspec.tables import tables
 def _is_float(dt: str) -> bool: return DTYPES[dt].cls == "float"
 
 
-def _bits(x: np.ndarray) -> np.ndarray:
+def bits(x: np.ndarray) -> np.ndarray:
+  """The bit patterns of a float array (as unsigned integers of its width)."""
   return np.array(x, order="C").view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
 
 
@@ -58,7 +59,7 @@ def _bad(got, want, dt: str, b) -> np.ndarray:
     return (got.astype(want.dtype) != want) & ~free
   got = got.astype(want.dtype, copy=False)
   gn, wn = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
-  exact_bad = (_bits(got) != _bits(want)) & ~(gn & wn)
+  exact_bad = (bits(got) != bits(want)) & ~(gn & wn)
   dist = ulp_distance(got, want)
   return np.where(b == 0, exact_bad, ~free & (dist > b))
 
@@ -91,7 +92,7 @@ def show_value(v) -> str:
 
 # ------------------------------------------------------------------ bounds from the table
 def _elementwise(op: str) -> bool:
-  return tables().ops[op].category in ("elementwise", "decomposed")
+  return op in tables().alu_ops
 
 
 def element_bounds(op: str, arg, dt: str, operands: list, want, decomposed: bool = False, profile: str = "strict") -> np.ndarray | float:

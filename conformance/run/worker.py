@@ -1,6 +1,6 @@
-"""Serve a registered Python backend over the protocol of conformance/protocol.py:
+"""Serve a registered Python backend over the protocol of conformance/run/protocol.py:
 
-  python -m conformance.worker --backend c
+  python -m tinyspec.conformance.run.worker --backend c
 
 The conformance runner starts one of these per worker, so that a backend that crashes or
 hangs takes only its own process down. stdout carries protocol lines only (anything the
@@ -35,8 +35,8 @@ def handle_run(backend, msg: dict) -> dict:
   the outputs written under out_dir by sanitized names."""
   from tinyspec.graph import load_file
   from tinyspec.files import load_npy, FileRefused
-  from tinyspec.conformance.corpus import from_disk
-  from tinyspec.conformance.protocol import write_outputs
+  from tinyspec.conformance.corpus.cases import from_disk
+  from tinyspec.conformance.run.protocol import write_outputs
   cid = msg.get("id")
   why = _request_error(msg)
   if why: return {"id": cid, "ok": False, "error": why}
@@ -72,7 +72,7 @@ def own_manifest(backend) -> str:
 
 
 def serve(backend, stdin=None, stdout=None) -> int:
-  from tinyspec.conformance.protocol import PROTOCOL
+  from tinyspec.conformance.run.protocol import PROTOCOL
   stdin = stdin or sys.stdin
   out = stdout or sys.stdout
   for line in stdin:

@@ -9,9 +9,9 @@ that run decides.
 """
 from __future__ import annotations
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from tinyspec.dispatch import input_name
 from tinyspec.graph import Graph, Node, load_file
 from tinyspec.tables import tables
 from tinyspec.frozen import thaw
@@ -72,25 +72,26 @@ def merge(cases) -> Merged | None:
   nodes: list[Node] = []
   roots: list[int] = []
   m = Merged(Graph([]))
-  nbuf = nparam = 0
+  inputs_of = tables().input_ops
+  free: dict = {}   # input op -> its first slot the merged graph has not used
   for c in cases:
     g, diags = load_file(c.graph)
     if g is None or any(d.fatal for d in diags): return None
     outer = _outer(g)
     base = len(nodes)
-    buf_off, param_off = nbuf, nparam
+    offset, renamed = dict(free), {}   # this case's slots start past the previous cases'
     for i, n in enumerate(g.nodes):
       arg = n.arg
-      if i in outer and n.op in ("BUFFER", "PARAM") and isinstance(arg, dict):
+      if i in outer and n.op in inputs_of and isinstance(arg, dict):
         a = thaw(arg)
-        if n.op == "BUFFER": a["slot"] += buf_off; nbuf = max(nbuf, a["slot"] + 1)
-        else: a["slot"] += param_off; nparam = max(nparam, a["slot"] + 1)
+        a["slot"] += offset.get(n.op, 0)
+        free[n.op] = max(free.get(n.op, 0), a["slot"] + 1)
+        renamed[input_name(n.op, arg)] = input_name(n.op, a)
         arg = a
       nodes.append(Node(n.op, [j + base for j in n.src], thaw(arg), n.dtype, n.shape, n.tag, n.name))
     for name, (p, dt) in c.inputs.items():
-      if not re.fullmatch(r"(buf|param)[0-9]+", name): return None
-      kind, slot = ("buf", int(name[3:])) if name.startswith("buf") else ("param", int(name[5:]))
-      m.inputs[f"{kind}{slot + (buf_off if kind == 'buf' else param_off)}"] = (p, dt)
+      if name not in renamed: return None   # an input no outer BUFFER or PARAM of the graph takes
+      m.inputs[renamed[name]] = (p, dt)
     for k, r in enumerate(g.root_indices):
       m.outputs[f"out{len(roots)}"] = (c.id, f"out{k}")
       roots.append(r + base)

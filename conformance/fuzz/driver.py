@@ -1,0 +1,217 @@
+"""`fuzz()`: the properties of checks.py on graphs drawn from the tables, for one backend,
+under Hypothesis; each minimal failing case is kept.
+
+The search goes in rounds (search.py), one per Focus (foci(): every level, op and dtype
+class the backend runs, shuffled by the seed), each drawing a graph and a mutant of it
+(mutations.with_mutants). A failure is shrunk by Hypothesis, then made smaller still
+(shrink.py), triaged and (with `out`) written as a corpus case. A backend with a
+`triage(failure, out)` method sorts each failure: a documented bug of its target or a
+limit of its adapter is counted apart (FuzzReport.known, .unsupported), not as a failure
+(the tinygrad backend's: interop/hunt.py).
+"""
+from __future__ import annotations
+import hashlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from tinyspec.backends import get_backend
+from tinyspec.dtypes import DTYPES
+from tinyspec.files import FileRefused, make_dir
+from tinyspec.refimpl import supported_ops
+from tinyspec.tables import tables
+from tinyspec.conformance.corpus.casegen import Draft, write_draft
+from tinyspec.conformance.fuzz.checks import Failure, check_example, check_mutant
+from tinyspec.conformance.fuzz.graphs import drawable_ops, graphs, value_dtypes
+from tinyspec.conformance.fuzz.mutations import with_mutants
+from tinyspec.conformance.fuzz.runners import InProcess, Isolated
+from tinyspec.conformance.fuzz.search import search
+from tinyspec.conformance.fuzz.shrink import smaller
+
+
+@dataclass
+class FuzzReport:
+  backend: str
+  profile: str = "strict"                         # the conformance profile the values were judged by
+  examples: int = 0
+  seconds: float = 0.0
+  failures: list = field(default_factory=list)    # Failure, each minimal
+  refused: dict = field(default_factory=dict)     # rule id -> valid graphs the backend refused with it
+  written: list = field(default_factory=list)     # case folders written
+  unwritten: list = field(default_factory=list)   # FileRefused: a failure that could not be written under out
+  known: list = field(default_factory=list)       # failures the backend's triage matched to a documented bug (not failures)
+  unsupported: dict = field(default_factory=dict) # what the backend's triage found beyond its adapter -> count (not failures)
+
+
+EXPLORE_PER_ROUND = 4   # examples per focus after the first pass
+SHRINK_CALLS = 150      # checks spent shrinking one failure at most (each may run the backend)
+
+
+class NoDrawableOps(ValueError):
+  """Nothing can be drawn for the backend at the levels asked for."""
+
+
+def backend_ops(caps, level: str, ops=None) -> list[str]:
+  """The ops drawn at `level` for a backend: drawable there, run by the backend and by
+  the reference evaluator at that level."""
+  ref = supported_ops()
+  return [op for op in drawable_ops(level, None, ops) if level in caps.ops.get(op, ()) and level in ref.get(op, ())]
+
+
+def backend_strategy(caps, level: str, max_ops: int = 6, ops=None, focus=None, salt: int = 0):
+  """graphs() restricted to what the backend and the reference evaluator both run;
+  focus (a Focus): the last op drawn is its op, its first source of its dtypes."""
+  dts = [x for x in value_dtypes() if x in caps.dtypes]
+  if focus is None: return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts)
+  return graphs(level, ops=backend_ops(caps, level, ops), max_ops=max_ops, dtypes=dts, final_op=focus.op,
+                final_dtypes=focus.dtypes, salt=salt)
+
+
+@dataclass(frozen=True)
+class Focus:
+  """What one round of the fuzz aims at: an op at a level, its first value source of
+  one dtype class (bool, int, uint, float, index)."""
+  level: str
+  op: str
+  dtypes: tuple
+
+
+def foci(caps, levels, seed: int) -> list[Focus]:
+  """Every (level, op, dtype class) the backend runs, in an order shuffled by the seed.
+  Hypothesis draws mostly variations of what it drew before (200 examples of a graph
+  strategy hold about 50 distinct first choices), so left alone it reaches a few of
+  the ~90 ops x dtype classes; the fuzz gives each its own round instead."""
+  T = tables()
+  out = []
+  rng = random.Random(seed)
+  for level in levels:
+    for op in backend_ops(caps, level):
+      slot = next((sl for sl in T.ops[op].slots if sl.kind == "value"), None)
+      allowed = (slot.allowed() if slot is not None else None) or set(value_dtypes())
+      dts = [x for x in value_dtypes() if x in allowed and x in caps.dtypes]
+      for cls in dict.fromkeys(DTYPES[x].cls for x in dts):
+        group = [x for x in dts if DTYPES[x].cls == cls]
+        rng.shuffle(group)   # the zero choice takes the first: each dtype its turn across seeds
+        out.append(Focus(level, op, tuple(group)))
+  rng.shuffle(out)
+  return out
+
+
+def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
+         stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0,
+         profile: str | None = None, triage=None) -> FuzzReport:
+  """Run the properties on `examples` drawn graphs (split over the levels). Each failure
+  is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
+  written as a corpus case; the search then goes on, skipping failures of the same
+  property, op and dtype, until the examples are spent.
+
+  Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
+  and dtype class of the backend, shuffled by the seed): a first pass draws one example
+  of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
+  passes let Hypothesis explore each focus for a few examples. Failures are triaged (see
+  the module docstring; `triage` overrides the backend's own)."""
+  t0 = time.monotonic()
+  runner = Isolated(backend, timeout) if isolate and isinstance(backend, str) else InProcess(backend)
+  runner.profile = profile or getattr(runner.caps, "profile", "strict")
+  rep = FuzzReport(runner.name, runner.profile)
+  stage_backend = _stage_backend(backend, runner) if stages else None
+  decomposed = runner.caps.decomposed
+  triage = triage or _triage_of(backend, runner)
+  levels = [lv for lv in levels if backend_ops(runner.caps, lv)]   # `both` draws the levels the backend runs
+  if not levels and strategy is None:
+    runner.stop()
+    raise NoDrawableOps(f"backend {runner.name} runs no op the graphs can be drawn from at the level(s) asked for "
+                        "(its capabilities)")
+  plan = foci(runner.caps, levels, seed) if strategy is None else None
+  seen: set = set()
+  check = _checker(runner, stage_backend, decomposed, rep.refused, seen)
+  budget, round_ = examples, 0
+  try:
+    while budget > 0:
+      strat, n = _round(plan, round_, strategy, budget, runner.caps, max_ops, seed)
+      count, f = search(with_mutants(strat, round_), n, seed + round_, check, seen, shrink_calls=SHRINK_CALLS,
+                        unsatisfiable_ok=True, log=log)   # unsatisfiable: the focus could not be drawn
+      rep.examples += count
+      budget -= max(count, 1)
+      round_ += 1
+      if f is None:
+        if plan is None: break
+        continue
+      f = smaller(f, runner, stage_backend, decomposed)
+      seen.add(f.signature)
+      _record(rep, f, triage, out, log)
+  finally:
+    runner.stop()
+  rep.seconds = time.monotonic() - t0
+  return rep
+
+
+def _round(plan, round_: int, strategy, budget: int, caps, max_ops: int, seed: int):
+  """(this round's strategy, its examples): the next focus's (one example on the first
+  pass over the plan, EXPLORE_PER_ROUND after), or the given strategy with the whole budget."""
+  if plan is None: return strategy, budget
+  focus = plan[round_ % len(plan)]
+  n = min(budget, 1 if round_ < len(plan) else EXPLORE_PER_ROUND)
+  return backend_strategy(caps, focus.level, max_ops, focus=focus, salt=seed * 7919 + round_), n
+
+
+def _checker(runner, stage_backend, decomposed: bool, refused: dict, seen: set):
+  """check(pair, found) for search(): the mutant's rule first, then the drawn graph's
+  properties (while a failure is shrunk, only its kind of property)."""
+  def check(pair, found):
+    d, mutant = pair
+    f = check_mutant(d, mutant)
+    if f is not None and f.signature not in seen: return f
+    kind = None if found is None else ("stages" if found.prop.startswith("stage") else found.prop)
+    return check_example(d, runner, stage_backend, decomposed, refused, only=kind if kind in ("values", "run", "stages") else None)
+  return check
+
+
+def _stage_backend(backend, runner):
+  """The backend object whose stages() are checked, built in this process (a Python
+  backend's), or None."""
+  if isinstance(runner, InProcess): return runner.backend
+  try: return get_backend(backend)
+  except (KeyError, TypeError): return None
+
+
+def _triage_of(backend, runner):
+  """The backend's triage(failure, out) -> verdict, where it has one, else None."""
+  obj = getattr(runner, "backend", None)
+  if obj is None and isinstance(backend, str):
+    try: obj = get_backend(backend)
+    except (KeyError, TypeError, ValueError): obj = None
+  return getattr(obj, "triage", None)
+
+
+def _record(rep: FuzzReport, f: Failure, triage, out, log) -> None:
+  """A found failure into the report, after the backend's triage: a documented bug or a
+  limit of its adapter is counted apart; anything else is a failure (kept under out)."""
+  v = f.triage = triage(f, Path(out) if out is not None else None) if triage is not None and f.prop != "mutant" else None
+  kind, repro = getattr(v, "kind", None), getattr(v, "repro", None)
+  if kind == "documented":
+    rep.known.append(f)
+    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {repro} (fails on tinygrad)" if repro else ""))
+  elif kind == "unsupported":
+    rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
+    if log: log(f"UNSUPPORTED {v.why}: {f}")
+  else:
+    rep.failures.append(f)
+    if log: log(f"NEW {f}\n  " + (f"repro: {repro} (fails on tinygrad)" if repro else f"no repro kept: {v.note}"[:400]) if kind == "new" else f"FAIL {f}")
+    if out is not None and f.prop != "mutant": _keep(rep, f, Path(out))   # a mutant's failure is the validator's
+
+
+def _keep(rep: FuzzReport, f: Failure, out: Path) -> None:
+  """Write f under out; an out that cannot be written is reported, not a crash of the search."""
+  try: rep.written.append(write_failure(f, out))
+  except FileRefused as e: rep.unwritten.append(e)
+
+
+def write_failure(f: Failure, out: Path) -> Path:
+  """The minimal failing case as a corpus case under out/fuzz/<signature>-<hash>/."""
+  make_dir(out)   # FileRefused path.write where it cannot be made
+  m = f.case()
+  h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
+  cid = f"fuzz/{(f.op or 'graph')}-{f.dtype or 'any'}-{h}"
+  write_draft(Draft(cid, m.graph, dict(m.inputs), [(f.op, f.dtype)] if f.op and f.dtype else [], f"found by tinyspec fuzz: {f}"[:500]), out)
+  return out / cid
