@@ -4,7 +4,7 @@ Layout (in the manner of the StableHLO spec): what a UOp is, levels, derived pro
 dtypes and named arg types; then one section per op category (from `categories:`) with a
 summary table and an entry per op; then decisions, tolerances, the rule catalogue,
 AxisTypes and OptOps, the conflicts between the source documents (and a list of them), the rule language and the
-graph file format. Every fact comes from tinyspec/docgen/model.py.
+graph file format. Every fact comes from docgen/model.py.
 """
 from __future__ import annotations
 from pathlib import Path
