@@ -502,7 +502,7 @@ def _storage_under_views(dst):
   """tinygrad's assign target RESHAPE(B), or AFTER(RESHAPE(B), STORE ...) for a buffer
   assigned before in the same realize: (B, the AFTER deps, innermost first); (dst, [])
   without a RESHAPE. A target is storage (STORE.target) and AFTER passes its buffer on:
-  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (seed 001: assign is STORE then AFTER)."""
+  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (assign is STORE then AFTER, AFTER's semantics)."""
   base, orders, reshaped = dst, [], False
   while base.op.name in ("RESHAPE", "AFTER"):
     if base.op.name == "RESHAPE": reshaped = True

@@ -1,6 +1,6 @@
 """One Adam step (tinygrad.nn.optim.Adam) of a linear layer: the optimizer's state m and v
 start as zeros and are assigned in the same realize, so their second assign stores into
-AFTER(RESHAPE(BUFFER), STORE ...) (seed 001: assign is STORE followed by AFTER)."""
+AFTER(RESHAPE(BUFFER), STORE ...) (assign is STORE followed by AFTER)."""
 import numpy as np
 from tinygrad.helpers import Context
 from tinygrad.nn.optim import Adam
