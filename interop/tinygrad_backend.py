@@ -19,8 +19,8 @@ judged against the results the decisions allow).
 from __future__ import annotations
 import os
 from tinyspec.backends import Backend, Capabilities, Unavailable, describe_by_capabilities
-from tinyspec.interop.tinygrad_names import _backend_table, tg_dtype, tg_op  # noqa: F401 (tg_dtype, tg_op: the backend's API)
-from tinyspec.interop.tinygrad_device import (Refused, Unexpressed, _base, _device_context,  # noqa: F401 (the backend's
+from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, tg_dtype, tg_op  # noqa: F401 (tg_dtype, tg_op: the backend's API)
+from tinyspec.interop.tinygrad_device import (Refused, _base, _device_context,  # noqa: F401 (the backend's
                                              have_clang, open_cl, tinygrad_device)  # API: Refused, have_clang, open_cl)
 from tinyspec.interop.tinygrad_tensor import TensorBuilder
 from tinyspec.interop.tinygrad_kernel import KernelBuilder

@@ -11,11 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import numpy as np
-
-
-class Unexpressed(NotImplementedError):
-  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
-  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
+from tinyspec.interop.tinygrad_names import tg_dtype
 
 
 class Refused(Exception):
@@ -101,7 +97,6 @@ def _instance(device: str, k: int) -> str:
 def to_tensor(a: np.ndarray, dtype: str, shape, device):
   """A tinygrad Tensor on `device` holding array a as spec dtype `dtype`, shaped `shape`."""
   from tinygrad import Tensor, dtypes
-  from tinyspec.interop.tinygrad_names import tg_dtype
   a = np.ascontiguousarray(np.asarray(a).reshape(shape))
   if dtype == "bfloat16": return Tensor(a.view(np.uint16), device=device).bitcast(dtypes.bfloat16)
   return Tensor(a, device=device, dtype=tg_dtype(dtype))

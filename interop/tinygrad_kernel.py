@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.interop.walk import drive
-from tinyspec.interop.tinygrad_names import _backend_table, apply_alu, tg_const, tg_dtype
-from tinyspec.interop.tinygrad_device import Refused, Unexpressed, _device_map, from_tensor, on_device, to_tensor
+from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, apply_alu, tg_const, tg_dtype
+from tinyspec.interop.tinygrad_device import Refused, _device_map, from_tensor, on_device, to_tensor
 
 KERNEL_OPS = Registry("tinygrad kernel builder")
 

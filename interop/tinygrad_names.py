@@ -1,10 +1,15 @@
 """tinygrad's names for the spec's dtypes, constants and ops, as the `tinygrad` backend builds
 graphs with them (the `backend` section of interop/tinygrad_map.yaml)."""
 from __future__ import annotations
+from tinyspec.interop.tinygrad_map import mapping
+
+
+class Unexpressed(NotImplementedError):
+  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
+  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
 
 
 def _backend_table() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
   return mapping()["backend"]
 
 
@@ -42,7 +47,6 @@ def apply_alu(op: str, arg, srcs: list, kernel: bool = False):
   """Elementwise op `op` (arg: its arg) applied to tinygrad Tensors (kernel: UOps) srcs:
   CAST by its dtype, an op of `backend.methods` by that method, any other by tinygrad's op
   of the same meaning (`.alu`)."""
-  from tinyspec.interop.tinygrad_device import Unexpressed
   if op == "CAST": return srcs[0].cast(tg_dtype(arg, kernel=kernel))
   if (method := tg_method(op)) is not None: return getattr(srcs[0], method)(*srcs[1:])
   tg = tg_op(op)
@@ -51,6 +55,5 @@ def apply_alu(op: str, arg, srcs: list, kernel: bool = False):
 
 
 def _inverse_renames() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
   m = mapping()
   return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}

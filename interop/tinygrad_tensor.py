@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.interop.walk import drive
-from tinyspec.interop.tinygrad_names import apply_alu, tg_const, tg_dtype, tg_method
-from tinyspec.interop.tinygrad_device import Unexpressed, _device_map, from_tensor, to_tensor
+from tinyspec.interop.tinygrad_names import Unexpressed, apply_alu, tg_const, tg_dtype, tg_method
+from tinyspec.interop.tinygrad_device import _device_map, from_tensor, to_tensor
 from tinyspec.interop.tinygrad_kernel import KernelBuilder
 
 TENSOR_OPS = Registry("tinygrad tensor builder")
