@@ -23,7 +23,7 @@ F64 = np.dtype(np.float64)
 
 
 def is_float(name: str) -> bool: return CLS[name] == "float"
-def is_int(name: str) -> bool: return CLS[name] in ("int", "uint", "index")
+def is_int(name: str) -> bool: return DTYPES[name].is_int
 def is_signed_int(name: str) -> bool: return CLS[name] in ("int", "index")
 def is_bool(name: str) -> bool: return CLS[name] == "bool"
 
