@@ -147,7 +147,7 @@ class Scope:
   def args(self, i):
     node = self.m.nodes[i]
     vals = [self.values[j] for j in node.src]
-    if self.R and self.m.T.ops[node.op].category in ("elementwise", "decomposed"):
+    if self.R and node.op in self.m.T.alu_ops:
       rank = len(self.m.views[i].shape)
       vals = [self.align(a, rank) for a in vals]
     return vals
