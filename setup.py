@@ -16,6 +16,8 @@ FOLDERS = {   # installed package -> the repository folder it is built from
   "tinyspec.compiler": "compiler",
   "tinyspec.conformance": "conformance",
   "tinyspec.interop": "interop",
+  "tinyspec.show": "show",
+  "tinyspec.docgen": "docgen",
 }
 
 

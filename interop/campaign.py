@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from tinyspec.dispatch import input_name
 
 DEVICES = ("PYTHON", "CPU", "CL")
 FUZZ_EXAMPLES = 60      # graphs per fuzz turn
@@ -242,10 +243,10 @@ def _localize(folder: Path, name: str, device: str, triage, out):
   T = tables()
   roots = [i for i, (n, v) in enumerate(zip(g.nodes, res.views))   # the values the program computes: no storage, no shape operands
            if isinstance(getattr(v, "dtype", None), str) and v.dtype not in ("void", "index")
-           and T.ops[n.op].category in ("elementwise", "decomposed", "movement", "reduce") and T.ops[n.op].storage is None]
+           and (n.op in T.alu_ops or T.ops[n.op].category in ("movement", "reduce")) and T.ops[n.op].storage is None]
   if not roots: return None
-  values = {i: inputs[n.arg.get("name") or f"buf{n.arg['slot']}"] for i, n in enumerate(g.nodes)
-            if n.op == "BUFFER" and (n.arg.get("name") or f"buf{n.arg['slot']}") in inputs}
+  values = {i: inputs[input_name(n.op, n.arg)] for i, n in enumerate(g.nodes)
+            if n.op == "BUFFER" and input_name(n.op, n.arg) in inputs}
   d = Drawn(Graph(g.nodes, roots, "tensor"), inputs, "tensor", {f"out{k}": r for k, r in enumerate(roots)}, values)
   runner = Isolated("tinygrad", 120)
   runner.profile = "portable"

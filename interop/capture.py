@@ -64,7 +64,7 @@ def read_buffer(buf, shape=None) -> np.ndarray | None:
   """A tinygrad Buffer's contents as a NumPy array of the matching tinyspec dtype (a copy),
   or None when it is not allocated."""
   from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.interop.tinygrad_import import dtype_name
+  from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
   if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
     buf.ensure_allocated()   # a view (an offset into a realized buffer) is opened lazily: its base holds the data

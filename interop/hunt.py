@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 import numpy as np
 import yaml
+from tinyspec.dispatch import input_name
 
 BUGS_PATH = Path(__file__).with_name("tinygrad_bugs.yaml")
 
@@ -213,7 +214,7 @@ def _op_alone(f, device: str, title: str, ku) -> str:
 def _elementwise_only(g) -> bool:
   from tinyspec.tables import tables
   T = tables()
-  return all(T.ops[n.op].category in ("elementwise", "decomposed", "source") or n.op in ("BUFFER", "VCONST", "CONST") for n in g.nodes)
+  return all(n.op in T.alu_ops or T.ops[n.op].category == "source" for n in g.nodes)
 
 
 def _at(g, inputs: dict, pos: tuple, shape: tuple):
@@ -224,7 +225,7 @@ def _at(g, inputs: dict, pos: tuple, shape: tuple):
   nodes, ins, new = [], {}, {}
   for i, n in enumerate(g.nodes):
     if n.op == "BUFFER":
-      name = n.arg.get("name") or f"buf{n.arg['slot']}"
+      name = input_name(n.op, n.arg)
       ins[name] = np.ascontiguousarray(np.broadcast_to(np.asarray(inputs[name]), shape)[pos].reshape((1,) * len(shape)))
       nodes.append(Node("VCONST", [], {"values": [1] * len(shape), "dtype": "index"}))
       nodes.append(Node("BUFFER", [len(nodes) - 1], thaw(n.arg)))

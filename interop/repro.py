@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from tinyspec.dispatch import Registry, input_name
+from tinyspec.interop.tinygrad_names import _backend_table, tg_method, tg_op
 
 MARK = "tinygrad bug:"   # what a value repro says when it fails (reproduces() looks for it)
 
@@ -47,7 +49,6 @@ class Check:
 # ------------------------------------------------------------------ literals
 def _tg(name: str, kernel: bool = False) -> str:
   """`dtypes.NAME` of a tinyspec dtype: the attribute tinygrad_names.tg_dtype looks up."""
-  from tinyspec.interop.tinygrad_names import _backend_table
   B = _backend_table()
   return f"dtypes.{(B['kernel_dtypes'] if kernel else {}).get(name) or B['dtypes'].get(name, name)}"
 
@@ -93,8 +94,11 @@ def _const(v, dt: str) -> str:
 
 
 # ------------------------------------------------------------------ tensor level
+TENSOR_CODE = Registry("tinygrad repro line")   # op -> the expression that computes it, as the backend's TENSOR_OPS builds it
+
+
 class _TensorCode:
-  """The backend's _TensorBuilder as code: one line per node the output needs."""
+  """The backend's TensorBuilder as code: one line per node the output needs."""
 
   def __init__(self, graph, views, inputs):
     from tinyspec.tables import tables
@@ -124,46 +128,83 @@ class _TensorCode:
     return [s for k, s in enumerate(n.src) if od.slot_for(k).kind == "value"]
 
   def expr(self, i: int) -> str:
-    from tinyspec.interop.tinygrad_names import _backend_table, tg_op
-    n, v = self.g.nodes[i], self.views[i]
-    od = self.T.ops[n.op]
-    s = [self.done.get(j, "") for j in n.src]
-    if n.op in ("BUFFER", "PARAM"):
-      name = n.arg.get("name") or f"{'buf' if n.op == 'BUFFER' else 'param'}{n.arg['slot']}"
-      if name in self.inputs: return _tensor(self.inputs[name], v.dtype, v.shape)
-      return f"Tensor.zeros(*{tuple(v.shape)}, dtype={_tg(v.dtype)}, device=DEV).contiguous()"
-    if n.op == "CONST": return f"Tensor({_const(n.arg['value'], n.arg['dtype'])}, dtype={_tg(n.arg['dtype'])}, device=DEV)"
-    if n.op == "VCONST": return f"Tensor({[_const(x, n.arg['dtype']) for x in n.arg['values']]}, dtype={_tg(n.arg['dtype'])}, device=DEV)".replace("'", "")
-    if n.op == "RESHAPE": return f"{s[0]}.reshape({self.shape(n.src[1])})"
-    if n.op == "EXPAND": return f"{s[0]}.expand({self.shape(n.src[1])})"
-    if n.op == "PAD":
-      o, t, d = self.shape(n.src[1]), self.shape(n.src[2]), self.views[n.src[0]].shape
-      return f"{s[0]}.pad({tuple((a, b - a - k) for a, b, k in zip(o, t, d))})"
-    if n.op == "SHRINK":
-      o, k = self.shape(n.src[1]), self.shape(n.src[2])
-      return f"{s[0]}.shrink({tuple((a, a + m) for a, m in zip(o, k))})"
-    if n.op == "PERMUTE": return f"{s[0]}.permute({tuple(n.arg)})"
-    if n.op == "FLIP":
-      axes = tuple(k for k, f in enumerate(n.arg) if f)
-      return f"{s[0]}.flip({axes})" if axes else s[0]
-    if n.op == "STACK": return f"Tensor.stack({', '.join(s)})"
-    if n.op == "BITCAST": return f"{s[0]}.bitcast({_tg(n.arg)})"
-    if n.op == "INDEX" and len(n.src) == 2:   # the backend's outer indexing, a negative index masked to 0 (index-oob)
-      idx, rest = s[1], len(self.views[n.src[0]].shape) - 1
-      return f"({idx} < 0).reshape(*{idx}.shape, *[1] * {rest}).where({s[0]}[{idx}].zeros_like(), {s[0]}[{idx}])"
-    if n.op == "REDUCE":
-      axes = tuple(n.arg.get("axes", ()))
-      return f"{s[0]}._rop(Ops.{n.arg['op']}, {axes}).reshape({tuple(v.shape)})" if axes else s[0]
-    if od.category == "marker":
-      return f"{s[0]}.{ {'CONTIGUOUS': 'contiguous', 'CONTIGUOUSBACKWARD': 'contiguous_backward', 'DETACH': 'detach'}[n.op]}()"
-    if od.category in ("elementwise", "decomposed"):
-      xs = [x if tuple(self.views[j].shape) == tuple(v.shape) else f"{x}._broadcast_to({tuple(v.shape)})" for j, x in zip(n.src, s)]
-      B = _backend_table()
-      if n.op == "CAST": return f"{xs[0]}.cast({_tg(n.arg)})"
-      if n.op in B["methods"]: return f"{xs[0]}.{B['methods'][n.op]}({', '.join(xs[1:])})"
-      if tg_op(n.op) is None: raise NoRepro(f"{n.op}: no tinygrad op")
-      return f"{xs[0]}.alu(Ops.{tg_op(n.op).name}{''.join(', ' + x for x in xs[1:])})"
-    raise NoRepro(f"node {i} ({n.op}) is not written in a tensor-level repro")
+    """The expression computing node i (its sources are x{j} variables already written)."""
+    n = self.g.nodes[i]
+    write = TENSOR_CODE.get(n.op)
+    if write is None: raise NoRepro(f"node {i} ({n.op}) is not written in a tensor-level repro")
+    return write(self, i, n, [self.done.get(j, "") for j in n.src])
+
+  # ---- sources
+  @TENSOR_CODE.register("BUFFER", "PARAM")
+  def buffer(self, i, n, s):
+    v, name = self.views[i], input_name(n.op, n.arg)
+    if name in self.inputs: return _tensor(self.inputs[name], v.dtype, v.shape)
+    return f"Tensor.zeros(*{tuple(v.shape)}, dtype={_tg(v.dtype)}, device=DEV).contiguous()"
+
+  @TENSOR_CODE.register("CONST")
+  def const(self, i, n, s): return f"Tensor({_const(n.arg['value'], n.arg['dtype'])}, dtype={_tg(n.arg['dtype'])}, device=DEV)"
+
+  @TENSOR_CODE.register("VCONST")
+  def vconst(self, i, n, s):
+    return f"Tensor({[_const(x, n.arg['dtype']) for x in n.arg['values']]}, dtype={_tg(n.arg['dtype'])}, device=DEV)".replace("'", "")
+
+  # ---- movement
+  @TENSOR_CODE.register("RESHAPE")
+  def reshape(self, i, n, s): return f"{s[0]}.reshape({self.shape(n.src[1])})"
+
+  @TENSOR_CODE.register("EXPAND")
+  def expand(self, i, n, s): return f"{s[0]}.expand({self.shape(n.src[1])})"
+
+  @TENSOR_CODE.register("PAD")
+  def pad(self, i, n, s):
+    o, t, d = self.shape(n.src[1]), self.shape(n.src[2]), self.views[n.src[0]].shape
+    return f"{s[0]}.pad({tuple((a, b - a - k) for a, b, k in zip(o, t, d))})"
+
+  @TENSOR_CODE.register("SHRINK")
+  def shrink(self, i, n, s):
+    o, k = self.shape(n.src[1]), self.shape(n.src[2])
+    return f"{s[0]}.shrink({tuple((a, a + m) for a, m in zip(o, k))})"
+
+  @TENSOR_CODE.register("PERMUTE")
+  def permute(self, i, n, s): return f"{s[0]}.permute({tuple(n.arg)})"
+
+  @TENSOR_CODE.register("FLIP")
+  def flip(self, i, n, s):
+    axes = tuple(k for k, f in enumerate(n.arg) if f)
+    return f"{s[0]}.flip({axes})" if axes else s[0]
+
+  @TENSOR_CODE.register("STACK")
+  def stack(self, i, n, s): return f"Tensor.stack({', '.join(s)})"
+
+  @TENSOR_CODE.register("BITCAST")
+  def bitcast(self, i, n, s): return f"{s[0]}.bitcast({_tg(n.arg)})"
+
+  @TENSOR_CODE.register("INDEX")
+  def index(self, i, n, s):
+    """The backend's outer indexing, a negative index masked to 0 (index-oob); one index only."""
+    if len(n.src) != 2: raise NoRepro(f"node {i} ({n.op}) is not written in a tensor-level repro")
+    idx, rest = s[1], len(self.views[n.src[0]].shape) - 1
+    return f"({idx} < 0).reshape(*{idx}.shape, *[1] * {rest}).where({s[0]}[{idx}].zeros_like(), {s[0]}[{idx}])"
+
+  # ---- reduce, markers, elementwise
+  @TENSOR_CODE.register("REDUCE")
+  def reduce(self, i, n, s):
+    axes = tuple(n.arg.get("axes", ()))
+    return f"{s[0]}._rop(Ops.{n.arg['op']}, {axes}).reshape({tuple(self.views[i].shape)})" if axes else s[0]
+
+  @TENSOR_CODE.register(category="marker")
+  def marker(self, i, n, s): return f"{s[0]}.{tg_method(n.op)}()"
+
+  @TENSOR_CODE.register(category="decomposed")
+  @TENSOR_CODE.register(category="elementwise")
+  def alu(self, i, n, s):
+    """As tinygrad_names.apply_alu builds it, the sources broadcast to the node's shape."""
+    shape = tuple(self.views[i].shape)
+    xs = [x if tuple(self.views[j].shape) == shape else f"{x}._broadcast_to({shape})" for j, x in zip(n.src, s)]
+    if n.op == "CAST": return f"{xs[0]}.cast({_tg(n.arg)})"
+    if (method := tg_method(n.op)) is not None: return f"{xs[0]}.{method}({', '.join(xs[1:])})"
+    if tg_op(n.op) is None: raise NoRepro(f"{n.op}: no tinygrad op")
+    return f"{xs[0]}.alu(Ops.{tg_op(n.op).name}{''.join(', ' + x for x in xs[1:])})"
 
 
 def _tensor_lines(graph, views, inputs, node: int) -> tuple[list[str], str]:

@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from tinyspec.dispatch import input_name
 from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
 
 
@@ -66,12 +67,6 @@ class GraphResult:
     return {"name": self.name, "level": self.level, "nodes": len(self.graph.nodes), "valid": self.valid,
             "errors": [d.format() for d in self.diagnostics], "evaluation": self.evaluation,
             **({"runs": dict(self.runs)} if self.runs else {}), **self.report.to_json()}
-
-
-def evaluate_and_compare(graph, inputs: dict, expected: dict) -> str:
-  """'ok: ...' when the reference evaluator's outputs match tinygrad's within the portable
-  profile's error bound (interop.compare), else why not."""
-  return _evaluate_and_compare(graph, inputs, expected)[0]
 
 
 def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None]:
@@ -201,7 +196,7 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
 
 def _tensor_graph(r) -> GraphResult:
   g, rep = import_uops(r.roots, "tensor", meta={"realize": r.index})
-  inputs = {_input_name(u, "buf"): a for u, a in r.inputs.items()}
+  inputs = {_input_name(u): a for u, a in r.inputs.items()}
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
   return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread)
@@ -225,7 +220,7 @@ def as_graph_dtypes(graph, arrays: dict) -> dict:
   want = {}
   for n in graph.nodes:
     if n.op in ("BUFFER", "PARAM") and isinstance(n.arg, dict) and isinstance(n.arg.get("dtype"), str):
-      want.setdefault(_input_name_of_arg(n.op, n.arg), n.arg["dtype"])
+      want.setdefault(input_name(n.op, n.arg), n.arg["dtype"])
   out = {}
   for k, a in arrays.items():
     dt = np_dtype(want[k]) if k in want else None
@@ -233,21 +228,18 @@ def as_graph_dtypes(graph, arrays: dict) -> dict:
   return out
 
 
-def _input_name_of_arg(op: str, arg: dict) -> str:
-  return arg.get("name") or f"{'buf' if op == 'BUFFER' else 'param'}{arg['slot']}"
-
-
 def _np(buf):
   from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.interop.tinygrad_import import dtype_name
+  from tinyspec.interop.tinygrad_map import dtype_name
   return np_dtype(dtype_name(buf.dtype))
 
 
-def _input_name(u, prefix: str) -> str:
-  return u.arg.name if getattr(u.arg, "name", None) else f"{prefix}{u.arg.slot}"
+def _input_name(u) -> str:
+  """The input name of tinygrad's BUFFER or PARAM u (its ParamArg), as the import names it."""
+  return input_name(u.op.name, {"name": getattr(u.arg, "name", None), "slot": u.arg.slot})
 
 
 def _param_names(body, n: int) -> list[str]:
   """The reference evaluator's input name of each kernel PARAM slot 0..n-1."""
-  names = {u.arg.slot: _input_name(u, "param") for u in body.toposort() if u.op.name == "PARAM" and hasattr(u.arg, "slot")}
-  return [names.get(k, f"param{k}") for k in range(n)]
+  names = {u.arg.slot: _input_name(u) for u in body.toposort() if u.op.name == "PARAM" and hasattr(u.arg, "slot")}
+  return [names.get(k) or input_name("PARAM", {"slot": k}) for k in range(n)]

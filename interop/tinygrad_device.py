@@ -1,14 +1,17 @@
-"""Which tinygrad device the `tinygrad` backend runs on, and opening it: CPU needs clang,
-CL here is PoCL through pyopencl's libOpenCL, PYTHON is tinygrad's emulator
-(interop/tinygrad_backend.py explains why every tensor names its device)."""
+"""Which tinygrad device the `tinygrad` backend runs on, opening it (CPU needs clang, CL here
+is PoCL through pyopencl's libOpenCL, PYTHON is tinygrad's emulator), the spec's devices
+mapped onto its instances, and arrays moved onto it and back.
+
+Every tensor the backend makes names its device, and a value of constants only (which
+tinygrad keeps deviceless and would realize on a hard-coded "CPU") is realized on the
+backend's device, so a PYTHON run never opens tinygrad's CPU device or runs clang.
+Results come back in the spec's dtypes.
+"""
 from __future__ import annotations
 import os
 import shutil
-
-
-class Unexpressed(NotImplementedError):
-  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
-  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
+import numpy as np
+from tinyspec.interop.tinygrad_names import tg_dtype
 
 
 class Refused(Exception):
@@ -90,3 +93,29 @@ def _instance(device: str, k: int) -> str:
     return device
 
 
+# ------------------------------------------------------------------ arrays onto the device and back
+def to_tensor(a: np.ndarray, dtype: str, shape, device):
+  """A tinygrad Tensor on `device` holding array a as spec dtype `dtype`, shaped `shape`."""
+  from tinygrad import Tensor, dtypes
+  a = np.ascontiguousarray(np.asarray(a).reshape(shape))
+  if dtype == "bfloat16": return Tensor(a.view(np.uint16), device=device).bitcast(dtypes.bfloat16)
+  return Tensor(a, device=device, dtype=tg_dtype(dtype))
+
+
+def on_device(t, device: str):
+  """t, with a value of constants only put on `device`. tinygrad keeps such a value on no
+  device (Tensor(3, device=D) is a CONST without D, tensor.py Tensor.__init__), `.to(D)`
+  leaves it there (tensor.py Tensor.to: `if self.uop.device is None: return self`), and
+  `.numpy()` would realize it on a hard-coded CPU (tensor.py Tensor._buffer:
+  `x.clone("CPU")`), which compiles with clang whatever DEV says. The same clone as
+  _buffer's, to the backend's device."""
+  if t.device is not None: return t
+  return t.contiguous().clone(device)
+
+
+def from_tensor(t, dtype: str, device: str) -> np.ndarray:
+  """Tensor t realized on `device`, as a NumPy array of spec dtype `dtype`."""
+  from tinyspec.refimpl.numeric import np_dtype
+  from tinygrad import dtypes
+  if dtype == "bfloat16": return on_device(t.bitcast(dtypes.uint16), device).numpy().view(np_dtype("bfloat16"))
+  return np.asarray(on_device(t, device).numpy()).astype(np_dtype(dtype), copy=False)

@@ -7,8 +7,9 @@
 How it works: a demand-driven walk from the roots. Each tinygrad UOp is converted in a
 *context* (what its consumer needs from it): a value of some dtype, a shape operand, a
 scalar index, a RANGE, or a store target. The map table names, per op, how its arg
-converts and which *form* builds it; each form is one generator below that asks for its
-sources (`yield source, context`) and returns the index of the node it made. The walk
+converts and which *form* builds it; each form is one converter below (registered in
+FORMS under the form's name) that asks for its sources (`yield source, context`) and
+returns the index of the node it made. The walk
 drives the generators with an explicit stack, so graphs of any depth import without
 recursion (interop/walk.py), and nodes are hash-consed (the same op, sources and arg give one node).
 
@@ -21,36 +22,16 @@ from __future__ import annotations
 import base64
 import math
 import re
-from functools import lru_cache
-from pathlib import Path
-import yaml
+from tinyspec.dispatch import Registry
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
+from tinyspec.tables import tables
 from tinyspec.interop.walk import drive
 from tinyspec.interop.importreport import ImportReport
+from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
 
-MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
+FORMS = Registry("tinygrad import form", ops=False)   # form name of the map table -> its converter
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@lru_cache(maxsize=None)
-def mapping() -> dict:
-  """The map table (interop/tinygrad_map.yaml)."""
-  return yaml.safe_load(MAP_PATH.read_text())
-
-
-def _tables():
-  from tinyspec.tables import tables
-  return tables()
-
-
-def dtype_name(dt) -> str | None:
-  """A tinygrad DType's tinyspec name (a weak dtype: its default), None when unmapped."""
-  m = mapping()
-  return m["weak"].get(dt.name) or m["dtypes"].get(dt.name)
-
-
-def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
 
 
 # ------------------------------------------------------------------ contexts
@@ -66,7 +47,7 @@ class _Converter:
   def __init__(self, level: str, device: str | None = None, declare: bool = True):
     self.level, self.device, self.declare = level, device, declare
     self.language = _language(device) if level == "program" else None   # of a SOURCE
-    self.m, self.T = mapping(), _tables()
+    self.m, self.T = mapping(), tables()
     self.nodes: list[Node] = []
     self._hc: dict = {}            # hash-consing: (op, src, arg, dtype, shape) -> node index
     self.memo: dict = {}           # (uop, context) -> node index
@@ -95,14 +76,14 @@ class _Converter:
     return self.m["ops"].get(u.op.name) or {}
 
   def _form(self, u, ctx):
-    if ctx == SHAPE: return self.f_shape(u)
-    if ctx == INDEX: return self.f_index_scalar(u)
+    if ctx == SHAPE: return self.shape_operand(u)
+    if ctx == INDEX: return self.index_scalar(u)
     e = self.entry(u)
     form = e.get("form", "plain")
     if isinstance(form, dict): form = form.get(self.level, "plain")
     if u.op.name in self.m["unmapped"] or (u.op.name not in self.m["ops"] and u.op.name not in self.T.ops):
       form = "unmapped"
-    return getattr(self, "f_" + form)(u, ctx)
+    return FORMS[form](self, u, ctx)
 
   # ---- names, dtypes, args
   def op_name(self, u) -> str:
@@ -132,11 +113,11 @@ class _Converter:
     if slot.kind == "shape": return SHAPE
     if slot.kind == "range": return RANGE
     if not is_weak(s.dtype): return V()
-    group = _slot_group(od, slot.name)
+    group = slot_group(od, slot.name)
     for j, t in enumerate(u.src):
       if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and t.dtype.name in self.m["dtypes"]:
         return V(self.m["dtypes"][t.dtype.name])
-    follows = _result_slot(od)
+    follows = result_slot(od)
     if follows is not None and follows in group: return V(dtype)
     return V(self.m["weak"][s.dtype.name])
 
@@ -176,8 +157,9 @@ class _Converter:
     self.report.unmapped[f"dtype {dt.name}"] += 1
     return dt.name
 
-  # ---- forms (generators: yield (source, context), get the node index back)
-  def f_plain(self, u, ctx):
+  # ---- forms (yield (source, context), get the node index back; return the node's index)
+  @FORMS.register("plain")
+  def plain_form(self, u, ctx):
     op, dtype = self.op_name(u), self.dtype_of(u, ctx)
     if dtype == "bool" and op in self.m.get("bool_ops", {}):   # tinygrad's ADD/MUL of bools are OR/AND (decision bool-arith)
       self.report.forms[f"bool {op} as {self.m['bool_ops'][op]}"] += 1
@@ -186,26 +168,28 @@ class _Converter:
     for k, s in enumerate(u.src): srcs.append((yield s, self.src_ctx(u, k, op, dtype)))
     return self.add(op, srcs, self.arg_of(u, dtype), *self.declared(u, dtype))
 
-  def f_unmapped(self, u, ctx):
+  @FORMS.register("unmapped")
+  def unmapped_form(self, u, ctx):
     self.report.unmapped[f"op {u.op.name}"] += 1
     srcs = []
     for s in u.src: srcs.append((yield s, V()))
     arg = None if u.arg is None else _jsonable(u.arg)
     return self.add(u.op.name, srcs, arg)
 
-  def f_const(self, u, ctx):
+  @FORMS.register("const")
+  def const_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     if _is_invalid(u.arg):
       self.report.unmapped["Invalid constant outside an index"] += 1
       return self.add("CONST", (), {"value": "Invalid", "dtype": dtype})
     return self.add("CONST", (), {"value": _const_value(u.arg, dtype), "dtype": dtype}, *self.declared(u, dtype))
-    yield  # noqa (a generator without sources)
 
-  def f_define(self, u, ctx):
+  @FORMS.register("define")
+  def define_form(self, u, ctx):
     """PARAM / BUFFER with a ParamArg."""
     a, dtype = u.arg, self.dtype_of(u, ctx)
     if a.addrspace is not None and a.addrspace.name == "ALU":   # a symbolic variable: a scalar, not storage
-      return (yield from self.f_variable(u, ctx))
+      return self.variable_form(u, ctx)
     arg = {"slot": int(a.slot), "dtype": dtype}
     dev = a.device
     if dev is None and u.op.name == "BUFFER":
@@ -226,7 +210,8 @@ class _Converter:
       for s in u.src[1:]: srcs.append((yield s, V()))
     return self.add(self.op_name(u), srcs, arg, *self.declared(u, dtype))
 
-  def f_variable(self, u, ctx):
+  @FORMS.register("variable")
+  def variable_form(self, u, ctx):
     """tinygrad's Variable (a ParamArg in address space ALU, vmin_vmax its range): the spec's
     symbolic size, a ()-shaped integer PARAM with (min, max) sources. tinygrad gives an
     unbound variable slot -1: it is numbered after the graph's other slots."""
@@ -242,7 +227,6 @@ class _Converter:
     srcs = [self.add("VCONST", (), {"values": [], "dtype": "index"})]
     if lo is not None: srcs += [self.const(lo, dtype), self.const(hi, dtype)]
     return self.add("PARAM", srcs, arg, dtype)
-    yield  # noqa (a generator without sources)
 
   def free_slot(self, u) -> int:
     if u not in self.var_slots: self.var_slots[u] = 1 + max([*self.slots_used, *self.var_slots.values(), -1])
@@ -254,14 +238,16 @@ class _Converter:
     if a.multiple_of not in (None, 1): self.report.unmapped["ParamArg.multiple_of"] += 1
     if a.volatile: self.report.unmapped["ParamArg.volatile"] += 1
 
-  def f_shaped(self, u, ctx):
+  @FORMS.register("shaped")
+  def shaped_form(self, u, ctx):
     """RESHAPE / PAD / SHRINK at tensor level: sources after the first are shape operands."""
     op, dtype = self.op_name(u), self.dtype_of(u, ctx)
     srcs = [(yield u.src[0], V(dtype) if is_weak(u.src[0].dtype) else V())]
     for s in u.src[1:]: srcs.append((yield s, SHAPE))
     return self.add(op, srcs, None, *self.declared(u, dtype))
 
-  def f_expand(self, u, ctx):
+  @FORMS.register("expand")
+  def expand_form(self, u, ctx):
     """tinygrad's EXPAND(x, dims) prepends the axes `dims` (shape = dims + x.shape); the
     spec's keeps the rank: RESHAPE(x, (1,)*k + x.shape), then EXPAND to the full shape."""
     dtype = self.dtype_of(u, ctx)
@@ -276,7 +262,8 @@ class _Converter:
       x = self.add("RESHAPE", (x, self._vshape((1,) * (len(shape) - len(src_shape)) + src_shape)), None, dtype)
     return self.add("EXPAND", (x, self._vshape(shape)), None, *self.declared(u, dtype))
 
-  def f_reduce(self, u, ctx):
+  @FORMS.register("reduce")
+  def reduce_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     rop, n = u.arg[0].name, int(u.arg[1])
     x = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
@@ -289,7 +276,8 @@ class _Converter:
     for s in u.src[1:]: rngs.append((yield s, RANGE))
     return self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
 
-  def f_range(self, u, ctx):
+  @FORMS.register("range")
+  def range_form(self, u, ctx):
     bound = yield u.src[0], INDEX
     if len(u.src) > 1: self.report.forms["RANGE nesting sources dropped"] += 1
     *ids, axis = u.arg
@@ -299,7 +287,8 @@ class _Converter:
       ty = axis.name
     return self._index_typed(u, ctx, self.add("RANGE", (bound,), {"id": self.range_ids[tuple(ids)], "type": ty}))
 
-  def f_special(self, u, ctx):
+  @FORMS.register("special")
+  def special_form(self, u, ctx):
     bound = yield u.src[0], INDEX
     return self._index_typed(u, ctx, self.add("SPECIAL", (bound,), self.arg_of(u, "index")))
 
@@ -310,13 +299,15 @@ class _Converter:
     self.report.forms[f"{u.op.name} typed int (CAST where used as a value)"] += 1
     return self.add("CAST", (node,), self.dtype_of(u), self.dtype_of(u))
 
-  def f_end(self, u, ctx):
+  @FORMS.register("end")
+  def end_form(self, u, ctx):
     body = yield u.src[0], V()
     rngs = []
     for s in u.src[1:]: rngs.append((yield s, RANGE))
     return self.add("END", [body, *rngs])
 
-  def f_index(self, u, ctx):
+  @FORMS.register("index")
+  def index_form(self, u, ctx):
     """INDEX(buf, i...); an index WHERE(valid, i, Invalid) is a masked access."""
     dtype = self.dtype_of(u, ctx)
     buf = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
@@ -338,7 +329,8 @@ class _Converter:
     self.report.forms["index (masked read)"] += 1
     return self.add("LOAD", (node, self.const(0, dtype), mask), None, dtype)
 
-  def f_store(self, u, ctx):
+  @FORMS.register("store")
+  def store_form(self, u, ctx):
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
     dst, orders = u.src[0], []
@@ -358,20 +350,23 @@ class _Converter:
     if target in self.masks: self.report.forms["store (mask as gate)"] += 1
     return self.add("STORE", [target, val, *gates])
 
-  def f_stack(self, u, ctx):
+  @FORMS.register("stack")
+  def stack_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     srcs = []
     for s in u.src: srcs.append((yield s, V(dtype) if is_weak(s.dtype) else V()))
     if not srcs: return self.add("VCONST", (), {"values": [], "dtype": dtype if dtype != "void" else "index"})
     return self.add("STACK", srcs, None, *self.declared(u, dtype))
 
-  def f_load(self, u, ctx):
+  @FORMS.register("load")
+  def load_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     srcs = [(yield u.src[0], V())]
     for k, s in enumerate(u.src[1:], 1): srcs.append((yield s, V(dtype) if k == 1 and is_weak(s.dtype) else V()))
     return self.add("LOAD", srcs, None, dtype)
 
-  def f_window(self, u, ctx):
+  @FORMS.register("window")
+  def window_form(self, u, ctx):
     """SHRINK(buf, offset, k) inside a kernel: INDEX(buf, offset + [0..k-1])."""
     self.report.forms["window"] += 1
     buf = yield u.src[0], V()
@@ -384,7 +379,8 @@ class _Converter:
     iota = self.add("VCONST", (), {"values": list(range(k)), "dtype": off_dtype})
     return self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, self.dtype_of(u, ctx))
 
-  def f_trunc_div(self, u, ctx):
+  @FORMS.register("trunc_div")
+  def trunc_div_form(self, u, ctx):
     op, dtype = self.entry(u)["op"], self.dtype_of(u, ctx)
     a = yield u.src[0], self.src_ctx(u, 0, op, dtype)
     b = yield u.src[1], self.src_ctx(u, 1, op, dtype)
@@ -395,7 +391,8 @@ class _Converter:
     self.report.forms[f"{u.op.name} via template {name}"] += 1
     return self.template(name, {"A": a, "B": b}, dtype)
 
-  def f_template(self, u, ctx):
+  @FORMS.register("template")
+  def template_form(self, u, ctx):
     op, dtype = self.entry(u).get("op", u.op.name), self.dtype_of(u, ctx)
     srcs = {}
     od = self.T.ops[op]
@@ -404,11 +401,13 @@ class _Converter:
     self.report.forms[f"{u.op.name} via template {name}"] += 1
     return self.template(name, srcs, dtype)
 
-  def f_linear(self, u, ctx):
+  @FORMS.register("linear")
+  def linear_form(self, u, ctx):
     for s in u.src: yield s, V()
     return self.add("LINEAR", range(len(self.nodes)))
 
-  def f_program(self, u, ctx):
+  @FORMS.register("program")
+  def program_form(self, u, ctx):
     """PROGRAM(SINK, LINEAR, SOURCE?, BINARY?) -> PROGRAM(LINEAR, SOURCE?, BINARY?)."""
     self.report.forms["program"] += 1
     parts = []
@@ -417,7 +416,7 @@ class _Converter:
     return self.add("PROGRAM", parts, info)
 
   # ---- helpers
-  def f_shape(self, u):
+  def shape_operand(self, u):
     """A shape operand: constant dims as an index CONST (one dim) or VCONST; symbolic dims
     as a STACK of index values."""
     if u.op.name == "STACK":
@@ -428,7 +427,7 @@ class _Converter:
       return self.add("STACK", srcs)
     return (yield u, INDEX)
 
-  def f_index_scalar(self, u):
+  def index_scalar(self, u):
     """A ()-shaped index value: a constant folds to an index CONST (tinygrad's lowered
     programs write CAST(CONST) in int32); anything else is converted and CAST if needed."""
     v = _fold_int(u)
@@ -465,34 +464,6 @@ class _Converter:
     if not simple: self.report.forms["RANGE ids renumbered"] += len(ids)
 
 
-@lru_cache(maxsize=None)
-def _slot_group_cached(opname: str, slot: str) -> frozenset:
-  od = _tables().ops[opname]
-  links = {s.name: s.dtype["same"] for s in od.slots if isinstance(s.dtype, dict) and "same" in s.dtype}
-  root = links.get(slot, slot)
-  return frozenset({root} | {n for n, r in links.items() if r == root})
-
-
-def _slot_group(od, slot: str) -> frozenset:
-  """The slots that must share `slot`'s dtype (linked by `dtype: {same: X}`)."""
-  return _slot_group_cached(od.name, slot)
-
-
-@lru_cache(maxsize=None)
-def _result_slot_cached(opname: str) -> str | None:
-  od = _tables().ops[opname]
-  expr = (od.derive_src.get("dtype") or ("",))[0].strip()
-  m = re.fullmatch(r"src\[(\d+)\]\.dtype", expr)
-  if not m: return None
-  k = int(m.group(1))
-  return od.slot_for(k).name if k < len(od.slots) or od.slots and od.slots[-1].variadic else None
-
-
-def _result_slot(od) -> str | None:
-  """The slot whose dtype the spec gives the result (`dtype: src[k].dtype`), or None."""
-  return _result_slot_cached(od.name)
-
-
 def _toposort(roots):
   from tinygrad.uop.ops import UOp
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
@@ -502,7 +473,7 @@ def _storage_under_views(dst):
   """tinygrad's assign target RESHAPE(B), or AFTER(RESHAPE(B), STORE ...) for a buffer
   assigned before in the same realize: (B, the AFTER deps, innermost first); (dst, [])
   without a RESHAPE. A target is storage (STORE.target) and AFTER passes its buffer on:
-  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (seed 001: assign is STORE then AFTER)."""
+  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (assign is STORE then AFTER, AFTER's semantics)."""
   base, orders, reshaped = dst, [], False
   while base.op.name in ("RESHAPE", "AFTER"):
     if base.op.name == "RESHAPE": reshaped = True
@@ -541,7 +512,7 @@ def _const_value(v, dtype: str):
     if math.isinf(f): return "inf" if f > 0 else "-inf"
     return f
   if d.cls == "bool": return bool(v)
-  if d.cls in ("int", "uint", "index"):
+  if d.is_int:
     i = int(v)
     bits = d.itemsize * 8
     i &= (1 << bits) - 1

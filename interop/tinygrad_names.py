@@ -1,10 +1,15 @@
-"""tinygrad's names for the spec's dtypes and ops, as the `tinygrad` backend builds graphs
-with them (the `backend` section of interop/tinygrad_map.yaml)."""
+"""tinygrad's names for the spec's dtypes, constants and ops, as the `tinygrad` backend builds
+graphs with them (the `backend` section of interop/tinygrad_map.yaml)."""
 from __future__ import annotations
+from tinyspec.interop.tinygrad_map import mapping
+
+
+class Unexpressed(NotImplementedError):
+  """A valid graph the adapter does not build in tinygrad (refused as backend.unsupported;
+  anything tinygrad itself raises stays an error: it may be tinygrad's bug)."""
 
 
 def _backend_table() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
   return mapping()["backend"]
 
 
@@ -16,6 +21,14 @@ def tg_dtype(name: str, kernel: bool = False):
   return getattr(dtypes, name)
 
 
+def tg_const(v, dtype: str):
+  """The Python value tinygrad takes for a CONST's `value` of `dtype` (float specials are
+  the strings "nan", "inf", "-inf" in the file format)."""
+  if isinstance(v, str): return float(v)
+  if dtype == "bool": return bool(v)
+  return v
+
+
 def tg_op(op: str):
   """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map
   (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
@@ -24,7 +37,23 @@ def tg_op(op: str):
   return Ops[name] if name in Ops.__members__ else None
 
 
+def tg_method(op: str) -> str | None:
+  """The Tensor (or UOp) method tinygrad defines the spec op `op` by, where the map table's
+  `backend.methods` names one."""
+  return _backend_table()["methods"].get(op)
+
+
+def apply_alu(op: str, arg, srcs: list, kernel: bool = False):
+  """Elementwise op `op` (arg: its arg) applied to tinygrad Tensors (kernel: UOps) srcs:
+  CAST by its dtype, an op of `backend.methods` by that method, any other by tinygrad's op
+  of the same meaning (`.alu`)."""
+  if op == "CAST": return srcs[0].cast(tg_dtype(arg, kernel=kernel))
+  if (method := tg_method(op)) is not None: return getattr(srcs[0], method)(*srcs[1:])
+  tg = tg_op(op)
+  if tg is None: raise Unexpressed(f"{op}: no tinygrad op")
+  return srcs[0].alu(tg, *srcs[1:])
+
+
 def _inverse_renames() -> dict:
-  from tinyspec.interop.tinygrad_import import mapping
   m = mapping()
   return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}

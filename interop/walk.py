@@ -3,15 +3,22 @@
 Each key (a node and whatever context it is wanted in) is computed by a generator that
 `yield`s the keys it needs and receives their values back; `drive` runs the generators
 with an explicit stack, so graphs of any depth are walked without Python recursion, and
-each key is computed once (memo).
+each key is computed once (memo). A key that needs no other key (a constant, an input) is
+computed by a plain function: its return value is the key's value.
 """
 from __future__ import annotations
+from types import GeneratorType
 
 
 def drive(key, start, memo: dict):
-  """The value of key. start(key) makes the key's generator; memo maps keys to values."""
+  """The value of key. start(key) makes the key's generator (or gives its value); memo maps
+  keys to values."""
   if key in memo: return memo[key]
-  stack = [(key, start(key))]
+  first = start(key)
+  if not isinstance(first, GeneratorType):
+    memo[key] = first
+    return first
+  stack = [(key, first)]
   send = None
   while stack:
     k, gen = stack[-1]
@@ -22,6 +29,7 @@ def drive(key, start, memo: dict):
       stack.pop()
       continue
     if req in memo: send = memo[req]; continue
-    stack.append((req, start(req)))
-    send = None
+    made = start(req)
+    if isinstance(made, GeneratorType): stack.append((req, made)); send = None
+    else: memo[req] = send = made
   return memo[key]

@@ -10,8 +10,6 @@ from tinyspec.intervals import np_dtype
 from tinyspec.tables import tables
 from tinyspec.refimpl.registry import UNITS
 
-ALU_CATEGORIES = ("elementwise", "decomposed")
-
 
 class _Ctx:
   """The part of a node's context an elementwise unit reads: its op, dtype and arg, and its
@@ -26,8 +24,7 @@ class _Ctx:
 
 def has_alu(op: str) -> bool:
   """Whether op is an elementwise op the reference has a unit for."""
-  o = tables().ops.get(op)
-  return o is not None and o.category in ALU_CATEGORIES and op in UNITS and not UNITS[op].raw
+  return op in tables().alu_ops and op in UNITS and not UNITS[op].raw
 
 
 def alu(op: str, dtype: str, *xs, src_dtypes: tuple | None = None, arg=None):

@@ -354,16 +354,7 @@ def run_sequential(scope, ctx):
         starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, pre[a])
       for i in walk: scope.step(i)
       last = merge_effects([scope.eff.get(i) for i in walk]) or {}
-      for key, ver in last.items():
-        start = starts.get(key) or before.get(key) or ver.storage.base
-        ws, v = [], ver
-        while v is not None and v is not start and v.write is not None and v.seq > start.seq:
-          ws.append(v.write); v = v.parent
-        if ws:
-          per_iter.setdefault(key, [[] for _ in range(t)]).append(ws[::-1])
-          storages[key] = ver.storage
-      for key in per_iter:
-        if len(per_iter[key]) < t + 1: per_iter[key].append([])
+      _record_point_writes(last, starts, before, per_iter, storages, t)
       for a, st in carried.items(): state[a] = last.get(st.key, state[a])
       if m.tracing:
         for i in walk + sorted(spec.nested):
@@ -394,6 +385,22 @@ def run_sequential(scope, ctx):
       if len(vs) == npoints and npoints and all(v.shape[d] == 1 for v in vs for d in dims): m.record(scope, i, _grid(vs, dims, sizes))
   if not scope.pinned:   # release what the body (and the loops inside it) used, once
     for i in sorted(inbody | spec.nested): scope.consumed(i)
+
+
+def _record_point_writes(last: dict, starts: dict, before: dict, per_iter: dict, storages: dict, t: int):
+  """Append point t's writes to per_iter (storage key -> one list of writes per point): the
+  writes of each version in `last` made after the point started from `starts` (or the
+  state before the loop); a storage the point did not write gets an empty list."""
+  for key, ver in last.items():
+    start = starts.get(key) or before.get(key) or ver.storage.base
+    ws, v = [], ver
+    while v is not None and v is not start and v.write is not None and v.seq > start.seq:
+      ws.append(v.write); v = v.parent
+    if ws:
+      per_iter.setdefault(key, [[] for _ in range(t)]).append(ws[::-1])
+      storages[key] = ver.storage
+  for key in per_iter:
+    if len(per_iter[key]) < t + 1: per_iter[key].append([])
 
 
 def _grid(xs, dims, sizes):

@@ -23,9 +23,8 @@ F64 = np.dtype(np.float64)
 
 
 def is_float(name: str) -> bool: return CLS[name] == "float"
-def is_int(name: str) -> bool: return CLS[name] in ("int", "uint", "index")
+def is_int(name: str) -> bool: return DTYPES[name].is_int
 def is_signed_int(name: str) -> bool: return CLS[name] in ("int", "index")
-def is_bool(name: str) -> bool: return CLS[name] == "bool"
 
 
 def unsigned(name: str) -> np.dtype:
@@ -45,11 +44,6 @@ def zeros(shape, name: str) -> np.ndarray: return np.zeros(shape, dtype=NP[name]
 
 
 # ------------------------------------------------------------------ float computation
-def compute_type(name: str) -> np.dtype:
-  """The NumPy type float arithmetic of `name` runs in."""
-  return F32 if name in NARROW else NP[name]
-
-
 def up(x: np.ndarray, name: str) -> np.ndarray:
   return x.astype(F32) if name in NARROW else x
 

@@ -13,6 +13,7 @@ a dependency through storage are refimpl/loops.py's business.
 """
 from __future__ import annotations
 import numpy as np
+from tinyspec.dispatch import input_name
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
 from tinyspec.refimpl.numeric import NP, CLS, canonical_nan
@@ -146,7 +147,7 @@ class Scope:
   def args(self, i):
     node = self.m.nodes[i]
     vals = [self.values[j] for j in node.src]
-    if self.R and self.m.T.ops[node.op].category in ("elementwise", "decomposed"):
+    if self.R and node.op in self.m.T.alu_ops:
       rank = len(self.m.views[i].shape)
       vals = [self.align(a, rank) for a in vals]
     return vals
@@ -196,7 +197,7 @@ class Scope:
       st = self.local.get(key)
       if st is None:
         if slot not in self.bindings: raise EvalError(f"PARAM slot {slot} has no argument", i, node.op, rule="FUNCTION.param")
-        st = self.local[key] = Storage(key, f"param{slot}", view.dtype, view.shape, addr, np.asarray(self.bindings[slot]))
+        st = self.local[key] = Storage(key, input_name("PARAM", {"slot": slot}), view.dtype, view.shape, addr, np.asarray(self.bindings[slot]))
     elif addr != "GLOBAL":
       key = (id(self), "local", i)
       st = self.local[key] = Storage(key, f"{addr.lower()}{arg.get('slot', i)}", view.dtype, view.shape, addr, np.zeros(view.shape, NP[view.dtype]), output=False)

@@ -38,7 +38,7 @@ def widen_intermediates(g: Graph, views) -> Graph:
 
   for i, n in enumerate(g.nodes):
     dt = views[i].dtype
-    elementwise = T.ops[n.op].category in ("elementwise", "decomposed")
+    elementwise = n.op in T.alu_ops
     reads_wide = elementwise and any(j in wide for j in n.src)
     if elementwise and n.op in producers and dt in narrow and (reads_wide or any(views[j].dtype in narrow for j in n.src)):
       wide[i] = add(n.op, [widened(j) if views[j].dtype in narrow else rounded[j] for j in n.src], n.arg)

@@ -301,7 +301,7 @@ def test_every_limit_is_enforced_and_broken_by_a_test():
   import test_hostile_runner
   from tinyspec.tables import tables
   root = Path(__file__).resolve().parent.parent
-  code = "".join(p.read_text() for d in ("tinyspec", "refimpl", "compiler", "conformance") for p in (root / d).rglob("*.py")
+  code = "".join(p.read_text() for d in ("tinyspec", "refimpl", "compiler", "conformance", "show", "docgen") for p in (root / d).rglob("*.py")
                  if p.name != "tables.py")
   assert set(LIMIT_TESTS) == set(tables().limits)
   for name, test in LIMIT_TESTS.items():
@@ -320,7 +320,7 @@ def test_every_refusal_rule_id_is_catalogued():
   known = T.rule_ids() | set(T.io_rules) | set(render_tables()["rules"])
   root = Path(__file__).resolve().parent.parent
   found = set()
-  for d in ("tinyspec", "refimpl", "compiler", "conformance"):
+  for d in ("tinyspec", "refimpl", "compiler", "conformance", "show", "docgen"):
     for p in (root / d).rglob("*.py"):
       text = p.read_text()
       found |= set(re.findall(r'rule="([a-z_]+\.[a-z_]+)"', text)) | set(re.findall(r'CompileError\("([a-z_]+\.[a-z_]+)"', text))

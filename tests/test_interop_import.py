@@ -35,15 +35,16 @@ def test_every_tinygrad_op_is_mapped_or_listed_unmapped():
 
 def test_map_table_names_exist():
   m, T = mapping(), tables()
-  from tinyspec.interop.tinygrad_import import _Converter
+  from tinyspec.interop.tinygrad_import import FORMS
   for name, e in m["ops"].items():
     assert name in Ops.__members__, f"ops.{name} is not a tinygrad op"
     assert e.get("op", name) in T.ops, f"ops.{name} maps to {e.get('op', name)}, not a spec op"
     forms = e.get("form", "plain")
     for f in (forms.values() if isinstance(forms, dict) else [forms]):
       assert f in m["forms"], f"ops.{name}: form {f} is not described under forms"
-      assert hasattr(_Converter, "f_" + f), f"form {f} has no implementation"
+      assert f in FORMS, f"form {f} has no implementation"
     if "template" in e: assert e["template"] in m["templates"]
+  assert set(FORMS.names()) - {"unmapped"} <= set(m["forms"]), "a form the importer has is not described under forms"
   for name, t in m["templates"].items():
     for step in t["steps"]: assert step["op"] in T.ops, f"template {name} uses {step['op']}"
   assert set(m["axis_types"].values()) <= set(T.axis_types), "an AxisType maps to no spec AxisType"

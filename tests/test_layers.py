@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {   # installed package -> repository folder (as setup.py maps them)
   "tinyspec": "tinyspec", "tinyspec.spec": "spec", "tinyspec.refimpl": "refimpl",
   "tinyspec.compiler": "compiler", "tinyspec.conformance": "conformance", "tinyspec.interop": "interop",
+  "tinyspec.show": "show", "tinyspec.docgen": "docgen",
 }
 LAYERS = [   # lowest first; a module belongs to the first entry that is it or a package above it
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",

@@ -8,7 +8,7 @@ conformance suite `tinyspec.conformance`, tinygrad interop `tinyspec.interop`.
 Layers (tests/test_layers.py holds every import to them; an import only points down):
   core: the tables, the IR (dtypes, rules, graph, uop, validate, decompose, tolerance),
         the backend interface and its entry-point lookup (backends, plugins)
-  < tinyspec.refimpl, tinyspec.frontend  < tinyspec.compiler
+  < tinyspec.refimpl, tinyspec.frontend, tinyspec.show  < tinyspec.compiler
   < tinyspec.conformance, tinyspec.interop  < tinyspec.cli, tinyspec.docgen
 """
 from tinyspec.dtypes import DType, dtype, DTYPES

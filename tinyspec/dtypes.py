@@ -71,10 +71,3 @@ def canonical(name: str) -> str | None:
   """Canonical dtype name for a spelling, or None if unknown."""
   n = ALIASES.get(name, name)
   return n if n in DTYPES else None
-
-
-def classes_of(spec_: str) -> frozenset[str]:
-  """The dtype classes a slot spec allows: a group, a class, or a single dtype name."""
-  if spec_ in GROUPS: return frozenset(GROUPS[spec_])
-  if spec_ in CLASSES: return frozenset([spec_])
-  raise KeyError(spec_)

@@ -341,9 +341,6 @@ def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
     if was: gc.enable()
 
 
-def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _as_index(x):
   """x as a non-negative integer if JSON Schema calls it one (1.0 is an integer there), else None."""
   if type(x) is int: return x if x >= 0 else None

@@ -150,6 +150,21 @@ def reshape_axis(old, new, axis, device):
 def is_tuple(v) -> bool: return isinstance(v.dtype, tuple)
 
 
+def _open_postorder(root, bodies: dict) -> list:
+  """The nodes below root, sources first, not entering nested bodies (bodies: op -> the
+  positions of its `kind: body` slots); iterative, for graphs of any depth."""
+  order, seen, stack = [], set(), [(root, False)]
+  while stack:
+    v, done = stack.pop()
+    if done: order.append(v); continue
+    if id(v) in seen: continue
+    seen.add(id(v))
+    stack.append((v, True))
+    skip = bodies.get(v.op, ())
+    stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
+  return order
+
+
 def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) -> dict:
   """The rule functions that read the op table, bound to one table's data:
   storage: op -> its `storage:` value (True or "through"); body_slots: op -> positions of
@@ -210,7 +225,7 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
     params = params_of(body)
     if all(p.slot >= len(args) or p.axis == args[p.slot].axis for p in params): return body.axis
     new = {id(p): args[p.slot] for p in params if p.slot < len(args)}
-    for v in _open_postorder(body):
+    for v in _open_postorder(body, bodies):
       if id(v) in new: continue
       skip = bodies.get(v.op, ())
       vs = [s if k in skip else new.get(id(s), s) for k, s in enumerate(v.src)]
@@ -219,19 +234,6 @@ def table_functions(storage: dict, body_slots: dict, ops: dict | None = None) ->
       nv.dtype, nv.shape, nv.device, nv.addrspace, nv.min_max, nv.axis = ops[v.op].derive_all(vs, v.arg, v.op, level, nv)
       new[id(v)] = nv
     return new.get(id(body), body).axis
-
-  def _open_postorder(root):
-    """The nodes below root, sources first, not entering nested bodies (iterative)."""
-    order, seen, stack = [], set(), [(root, False)]
-    while stack:
-      v, done = stack.pop()
-      if done: order.append(v); continue
-      if id(v) in seen: continue
-      seen.add(id(v))
-      stack.append((v, True))
-      skip = bodies.get(v.op, ())
-      stack.extend((s, False) for k, s in enumerate(v.src) if k not in skip and id(s) not in seen)
-    return order
 
   return {"is_storage": is_storage, "under_through": under_through, "params_of": params_of, "call_axis": call_axis, "after_min_max": after_min_max}
 

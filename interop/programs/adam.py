@@ -1,10 +1,10 @@
 """One Adam step (tinygrad.nn.optim.Adam) of a linear layer: the optimizer's state m and v
 start as zeros and are assigned in the same realize, so their second assign stores into
-AFTER(RESHAPE(BUFFER), STORE ...) (seed 001: assign is STORE followed by AFTER)."""
+AFTER(RESHAPE(BUFFER), STORE ...) (assign is STORE followed by AFTER)."""
 import numpy as np
 from tinygrad.helpers import Context
 from tinygrad.nn.optim import Adam
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(26)
 x, y, w = inputs(rng.standard_normal((8, 4), dtype=np.float32), rng.standard_normal((8, 3), dtype=np.float32),

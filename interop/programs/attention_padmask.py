@@ -1,7 +1,7 @@
 """Attention with an explicit padding mask: masked_fill of -inf where a key is padding, softmax, weighted sum."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(11)
 q, k, v = inputs(*(rng.standard_normal((2, 4, 8), dtype=np.float32) for _ in range(3)))

@@ -1,7 +1,7 @@
 """Average pooling (2x2, stride 2) and a global average pool."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(14)
 x, = inputs(rng.standard_normal((2, 3, 4, 4), dtype=np.float32))

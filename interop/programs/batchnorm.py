@@ -1,7 +1,7 @@
 """Batch normalization in training mode: per-channel mean and variance over batch and space."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(23)
 x, w, b = inputs(rng.standard_normal((4, 3, 2, 2), dtype=np.float32), rng.standard_normal(3, dtype=np.float32),

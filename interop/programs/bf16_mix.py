@@ -5,7 +5,7 @@ __bf16, so on the CPU device this uses tinygrad's own emulation (EMULATED_DTYPES
 import numpy as np
 from tinygrad import Device, dtypes
 from tinygrad.helpers import EMULATED_DTYPES
-from _seed import inputs
+from _compositions import inputs
 
 if Device.DEFAULT == "CPU": EMULATED_DTYPES.value = ",".join(dict.fromkeys([*filter(None, EMULATED_DTYPES.value.split(",")), "bfloat16"]))
 rng = np.random.default_rng(6)

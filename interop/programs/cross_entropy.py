@@ -1,7 +1,7 @@
 """Cross-entropy of logits against integer labels (log_softmax and a gather of the label's entry)."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(19)
 logits, = inputs(rng.standard_normal((6, 5), dtype=np.float32))

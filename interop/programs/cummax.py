@@ -1,7 +1,7 @@
 """Running maximum and product along an axis (cummax: MAX over a windowed pad; cumprod: MUL)."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(22)
 x, = inputs(rng.standard_normal((3, 8), dtype=np.float32))

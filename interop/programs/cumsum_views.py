@@ -3,7 +3,7 @@ runtime's core_id), and views of the realized result: an offset slice, a strided
 transpose and an offset slice of a reshape (tinygrad realizes a contiguous one as a view
 into the same buffer)."""
 import numpy as np
-from _seed import inputs
+from _compositions import inputs
 
 x, = inputs(np.random.default_rng(7).standard_normal(1000).astype(np.float32))
 c = x.cumsum().realize()

@@ -2,7 +2,7 @@
 import numpy as np
 from tinygrad import Tensor
 from tinygrad.nn import Embedding
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(21)
 emb = Embedding(10, 4)

@@ -1,6 +1,6 @@
-"""The seed's gemm composition, and tinygrad's own matmul of the same operands."""
+"""The Dialect document's gemm composition, and tinygrad's own matmul of the same operands."""
 import numpy as np
-from _seed import gemm, inputs
+from _compositions import gemm, inputs
 
 rng = np.random.default_rng(0)
 A, B = inputs(rng.standard_normal((4, 5), dtype=np.float32), rng.standard_normal((5, 3), dtype=np.float32))

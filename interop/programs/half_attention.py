@@ -2,7 +2,7 @@
 and back). On tinygrad's PYTHON device float16 is emulated (stored as uint16: the lowered
 programs' PARAMs are uint16, the kernels' float16)."""
 import numpy as np
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(5)
 q, k, v = inputs(*(rng.standard_normal((1, 2, 4, 8)).astype(np.float16) for _ in range(3)))

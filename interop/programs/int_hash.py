@@ -1,7 +1,7 @@
 """Integer hashing on uint32 (a multiply-xorshift mix: wrapping MUL, SHR, XOR) and a bucket index (MOD)."""
 import numpy as np
 from tinygrad import Tensor, dtypes
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(16)
 keys, = inputs(rng.integers(0, 2**32, 64, dtype=np.uint32))

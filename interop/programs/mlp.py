@@ -1,7 +1,7 @@
 """A small MLP: forward pass, mean squared error, and the backward pass (gradients of every weight)."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(5)
 x, y, w1, b1, w2, b2 = inputs(

@@ -1,7 +1,7 @@
 """An MLP's backward pass and an SGD step (weights updated in place with assign)."""
 import numpy as np
 from tinygrad import Tensor
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(18)
 x, y, w1, w2 = inputs(rng.standard_normal((8, 4), dtype=np.float32), rng.standard_normal((8, 3), dtype=np.float32),

@@ -1,6 +1,6 @@
-"""The seed's prefix_sum composition (pad, tile, trim, windows, reduce)."""
+"""The Dialect document's prefix_sum composition (pad, tile, trim, windows, reduce)."""
 import numpy as np
-from _seed import prefix_sum, inputs
+from _compositions import prefix_sum, inputs
 
 T, = inputs(np.arange(1, 9, dtype=np.float32))
 prefix_sum(T).realize()

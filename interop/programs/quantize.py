@@ -1,7 +1,7 @@
 """Symmetric int8 quantization per row (scale = max|x| / 127, round, clip, cast) and back."""
 import numpy as np
 from tinygrad import Tensor, dtypes
-from _seed import inputs
+from _compositions import inputs
 
 rng = np.random.default_rng(15)
 x, = inputs(rng.standard_normal((4, 16), dtype=np.float32) * 3)

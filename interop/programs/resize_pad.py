@@ -1,7 +1,7 @@
 """Resizing and padding modes: bilinear and nearest interpolation, reflect, replicate and
 circular padding and a constant fill."""
 import numpy as np
-from _seed import inputs
+from _compositions import inputs
 
 x, = inputs(np.random.default_rng(8).standard_normal((1, 1, 4, 5)).astype(np.float32))
 x.interpolate((8, 10), mode="linear").realize()

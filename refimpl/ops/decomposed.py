@@ -33,11 +33,11 @@ def cmpgt(ctx, a, b): return _cmp(np.greater, ctx, a, b)
 
 
 @unit("CMPGE")
-def cmpge(ctx, a, b): return ~_cmp(np.less, ctx, a, b)     # seed 001: NOT(a < b), true with a NaN (decision cmp-nan)
+def cmpge(ctx, a, b): return ~_cmp(np.less, ctx, a, b)     # NOT(a < b) as the Dialect document defines it: true with a NaN (decision cmp-nan)
 
 
 @unit("CMPLE")
-def cmple(ctx, a, b): return ~_cmp(np.less, ctx, b, a)     # seed 001: NOT(b < a)
+def cmple(ctx, a, b): return ~_cmp(np.less, ctx, b, a)     # NOT(b < a), as CMPGE
 
 
 @unit("CMPEQ")

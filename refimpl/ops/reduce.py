@@ -9,7 +9,7 @@ and float64 accumulate in the dtype; float16 and bfloat16 accumulate in float32 
 once. Integers wrap (int-wrap) and MAX is exact, in any order. MAX skips NaN and prefers
 +0 over -0 (reduce-max). Empty: the identity.
 
-A REDUCE(ADD) over a MUL whose product is large and broadcast (the seed's gemm
+A REDUCE(ADD) over a MUL whose product is large and broadcast (the Dialect document's gemm
 `(A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1)`) never builds the (M,K,N) product: it
 multiplies a block of the reduced axis at a time and folds it into the running sums, in
 the same order and roundings as building the product would (Plan.FUSE_MIN_ELEMENTS

@@ -1,7 +1,8 @@
-"""Multi-device collectives of seed 001, composed as the seed writes them.
+"""Multi-device collectives of the Dialect document (spec/sources.yaml), composed as it
+writes them.
 
 D = (d_0, ..., d_{n-1}) is an n-tuple device. COPY to an n-tuple device reshards along
-axis 0 and never changes shape. The seed's free variables are read from the arguments:
+axis 0 and never changes shape. The document's free variables are read from the arguments:
 n = len(D), s (or n*s) = T.shape[0]. The comments give the result's shape, device and
 axis property (the `axis` the tables derive: 0 when sharded, None when replicated or on
 one device).

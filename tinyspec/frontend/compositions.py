@@ -1,5 +1,5 @@
-"""The common ops of seed 001 ("Common Ops as Compositions"), composed from primitives
-exactly as the seed writes them. Each comment gives the shapes along the way.
+"""The common ops of the Dialect document ("Common Ops as Compositions", spec/sources.yaml),
+composed from primitives exactly as it writes them. Each comment gives the shapes along the way.
 
 Index tensors (gather's idx, scatter_add's idx) must be int32: they are compared with
 arange, which counts in the dtype of Tensor(1) (a Python int, so int32).

@@ -1,6 +1,6 @@
 """The @function decorator: capture a Python function on Tensors as one FUNCTION node.
 
-Calling a decorated f(x, y) follows seed 001 step by step:
+Calling a decorated f(x, y) follows the Dialect document (spec/sources.yaml) step by step:
   1. extract inputs: walk every argument (nested lists, tuples and dicts, keyword
      arguments too) for Tensors, deduplicated by identity (of their UOp: two Tensors
      over the same hash-consed UOp are one input);

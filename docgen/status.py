@@ -22,7 +22,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from tinyspec.docgen import model as M
+from tinyspec.docgen import corpus, model as M
 
 RESULTS_FILE = "docs/conformance-results.json"
 STATUSES = {"passed": "pass", "portable": "port", "failed": "FAIL", "xfail": "xfail", "unsupported": "—"}
@@ -111,12 +111,12 @@ def _results_section(T, root: Path) -> list[str]:
 
 def render_status_md(T, root: Path | str | None = None) -> str:
   """docs/status.md for the tables T and the code and corpus under root (the repository)."""
-  root = Path(root) if root is not None else M.corpus_root()
+  root = Path(root) if root is not None else corpus.corpus_root()
   ref = supported("tinyspec.refimpl")
   targets = compiler_targets()
   comp = {t: supported("tinyspec.compiler", t) for t in targets}
-  case_counts, n_case_files = M.case_ops(root)
-  rule_cases = M.rule_case_files(root)
+  case_counts, n_case_files = corpus.case_ops(root)
+  rule_cases = corpus.rule_case_files(root)
   names = list(T.ops) + sorted({n for s in [ref, *comp.values()] if s for n in s} - set(T.ops))
   head = ["op", "category", "tables", "example", "validator rules", "op-specific derived", "reference"] + \
          [_TARGET_TITLES.get(t, t) for t in targets] + ["cases", "rule cases"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from tinyspec.docgen.md import render_spec_md
 from tinyspec.docgen.tex import render_spec_tex
 from tinyspec.docgen.status import render_status_md
-from tinyspec.docgen.model import corpus_root
+from tinyspec.docgen.corpus import corpus_root
 
 __all__ = ["render_spec_md", "render_spec_tex", "render_status_md", "render_all", "stale", "write", "corpus_root", "docs_command"]
 

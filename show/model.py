@@ -69,9 +69,6 @@ class Picture:
   exit_code: int = 0           # 0 valid, 1 invalid (as `tinyspec validate`)
   level: str | None = None
 
-  def item_of_node(self) -> dict[int, int]:
-    return {j: k for k, it in enumerate(self.items) for j in it.nodes}
-
 
 def picture(graph, *, result=None, level: str = "auto", limit: int = DEFAULT_LIMIT, collapse: str = "auto",
             focus: int | None = None, highlight: dict | None = None, title: str = "", file: str = "<graph>") -> Picture:

@@ -1,5 +1,6 @@
-"""Seed 001's "Common Ops as Compositions", written with tinygrad's Tensor API exactly as
-the seed writes them (shared by the seed programs in this folder)."""
+"""The Dialect document's "Common Ops as Compositions" (spec/sources.yaml), written with
+tinygrad's Tensor API exactly as it writes them, so an import shows what tinygrad makes of
+the spec's own examples; `inputs`, shared by every program in this folder."""
 from tinygrad import Tensor, dtypes
 
 

@@ -100,14 +100,12 @@ def check_tex(text: str) -> list[str]:
   """The problems found in a LaTeX document (empty when it looks well formed)."""
   d = _Doc(text)
   t = text
-  for m in re.finditer(r"[^\x00-\x7f]", t): d.bad(m.start(), f"non-ASCII character {m.group()!r}")
   defined: set[str] = set()
   braces: list[int] = []
   envs: list[tuple[str, int, int | None, int]] = []   # name, position, columns, brace depth inside
   cells = 0
   math_at: int | None = None
   in_preamble = True
-  if not t.lstrip().startswith("\\documentclass"): d.bad(0, "the document does not start with \\documentclass")
   i = 0
   while i < len(t):
     c = t[i]
@@ -126,12 +124,7 @@ def check_tex(text: str) -> list[str]:
       if name == "newcommand":
         body, _ = d.group(j)
         if body and body.startswith("\\"): defined.add(body[1:])
-      elif name == "usepackage":
-        k = d.optional(j)
-        pkgs, _ = d.group(k)
-        for p in (pkgs or "").split(","):
-          if p.strip() and p.strip() not in KNOWN_PACKAGES: d.bad(i, f"package {p.strip()!r} is not in the known set {sorted(KNOWN_PACKAGES)}")
-        if not in_preamble: d.bad(i, "\\usepackage after \\begin{document}")
+      elif name == "usepackage": _check_usepackage(d, i, j, in_preamble)
       elif name in ("begin", "end"):
         env, k = d.group(j)
         if env is None: d.bad(i, f"\\{name} without an environment name")
@@ -179,8 +172,24 @@ def check_tex(text: str) -> list[str]:
   for p in braces: d.bad(p, "{ is never closed")
   for env, p, _, _ in envs: d.bad(p, f"\\begin{{{env}}} is never ended")
   if math_at is not None: d.bad(math_at, "$ opens math that is never closed")
-  if not re.search(r"\\end\{document\}\s*$", t): d.bad(len(t) - 1, "the document does not end with \\end{document}")
+  _check_frame(d)
   return d.problems
+
+
+def _check_usepackage(d: _Doc, i: int, j: int, in_preamble: bool) -> None:
+  """\\usepackage at i (its name ends at j): known packages only, in the preamble only."""
+  pkgs, _ = d.group(d.optional(j))
+  for p in (pkgs or "").split(","):
+    if p.strip() and p.strip() not in KNOWN_PACKAGES: d.bad(i, f"package {p.strip()!r} is not in the known set {sorted(KNOWN_PACKAGES)}")
+  if not in_preamble: d.bad(i, "\\usepackage after \\begin{document}")
+
+
+def _check_frame(d: _Doc) -> None:
+  """What the whole text must be: ASCII, from \\documentclass to \\end{document}."""
+  t = d.text
+  for m in re.finditer(r"[^\x00-\x7f]", t): d.bad(m.start(), f"non-ASCII character {m.group()!r}")
+  if not t.lstrip().startswith("\\documentclass"): d.bad(0, "the document does not start with \\documentclass")
+  if not re.search(r"\\end\{document\}\s*$", t): d.bad(len(t) - 1, "the document does not end with \\end{document}")
 
 
 def main(argv=None) -> int:
