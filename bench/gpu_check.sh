@@ -46,7 +46,7 @@ for s in 0 1 2 3; do
   ( timeout "$STEP_S" python3 -m tinyspec fuzz --backend opencl --examples 250 --seed $s --out "$R/fuzz$s" > "$R/fuzz$s.txt" 2>&1; echo "exit $?" >> "$R/fuzz$s.txt" ) &
 done
 ( timeout "$STEP_S" python3 bench/gpu_programs.py --json "$R/programs.json" > "$R/programs.txt" 2>&1; echo "exit $?" >> "$R/programs.txt" ) &
-( timeout "$STEP_S" python3 -m pytest -q -p no:cacheprovider tests/test_compiler_gpu_static.py tests/test_compiler_gpu_banks.py > "$R/static-tests.txt" 2>&1; echo "exit $?" >> "$R/static-tests.txt" ) &
+( timeout "$STEP_S" python3 -m pytest -q -p no:cacheprovider tests/compiler/test_compiler_gpu_static.py tests/compiler/test_compiler_gpu_banks.py > "$R/static-tests.txt" 2>&1; echo "exit $?" >> "$R/static-tests.txt" ) &
 (
   nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* /usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so* /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib/libnvrtc.so* 2>/dev/null | grep -v builtins | head -1)
   cuda=$(ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib64/libcuda.so.1 2>/dev/null | head -1)

@@ -1,6 +1,6 @@
 """The GPU programs at awkward sizes, compiled for the OpenCL device that opens
 (TINYSPEC_OPENCL_DEVICE; on a GPU machine: NVIDIA) with the default heuristics, run there
-and compared with the reference evaluator. It complements tests/test_compiler_gpu_static.py
+and compared with the reference evaluator. It complements tests/compiler/test_compiler_gpu_static.py
 (which compiles for a table's GPU): here the heuristics see the real device.
 
     python bench/gpu_programs.py [--json PATH] [--only SUBSTRING]

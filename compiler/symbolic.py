@@ -17,7 +17,7 @@ own wrapping arithmetic, never only in mathematical integers:
     intervals are sound, spec/derived.yaml `soundness`), which folds constants, proves
     comparisons and removes x//c and x%c when x is in [0, c).
 Floats are never rewritten (their rounding is the renderer's business).
-tests/test_compiler_rewrites.py checks every rule of the table on edge and random
+tests/compiler/test_compiler_rewrites.py checks every rule of the table on edge and random
 operands of every integer dtype, narrowed intervals included, against the reference
 evaluator.
 """

@@ -4,7 +4,7 @@ derived-property table), rendered from the tables.
 
 All text goes through `tex()` (or `tt()` for code), which escapes LaTeX's special
 characters and maps the few non-ASCII symbols the tables use; the output is pure ASCII.
-docgen/texcheck.py checks the result's structure; tests/test_docs.py compiles it when
+docgen/texcheck.py checks the result's structure; tests/docgen/test_docs.py compiles it when
 pdflatex is installed.
 """
 from __future__ import annotations

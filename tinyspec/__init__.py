@@ -5,7 +5,7 @@ truth; this package reads them to validate graphs and derive their properties. T
 reference evaluator is `tinyspec.refimpl`, the lowering compiler `tinyspec.compiler`, the
 conformance suite `tinyspec.conformance`, tinygrad interop `tinyspec.interop`.
 
-Layers (tests/test_layers.py holds every import to them; an import only points down):
+Layers (tests/core/test_layers.py holds every import to them; an import only points down):
   core: the tables, the IR (dtypes, rules, graph, uop, validate, decompose, tolerance),
         the backend interface and its entry-point lookup (backends, plugins)
   < tinyspec.refimpl, tinyspec.frontend, tinyspec.show  < tinyspec.compiler

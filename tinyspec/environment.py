@@ -4,7 +4,7 @@ A value a variable cannot mean (TINYSPEC_BEAM=1e9, TINYSPEC_THREADS=two, a devic
 that does not exist) is refused with rule env.value (exit 2), never ignored or guessed
 at: the command line checks every variable before it runs a command (`check_all`), and
 the library reads each through `integer` / `choice`, which raise the same error.
-README.md's Environment table says what each means (tests/test_environment.py holds it to VARIABLES).
+README.md's Environment table says what each means (tests/core/test_environment.py holds it to VARIABLES).
 """
 from __future__ import annotations
 import os

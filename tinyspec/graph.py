@@ -370,7 +370,7 @@ _ATOMS = frozenset({type(None), str, int, bool, float})
 
 def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagnostic]]:
   """Check a parsed document against the graph schema and the limits of `limits:`, and
-  build the Graph. Mirrors spec/graph.schema.json exactly (tests/test_graphfile_schema.py
+  build the Graph. Mirrors spec/graph.schema.json exactly (tests/core/test_graphfile_schema.py
   holds them to it). Schema errors are reported up to limits.max_diagnostics (then
   counted); a limit broken (nodes, nesting, string length) refuses the whole file."""
   from tinyspec.limits import limits

@@ -8,7 +8,7 @@ Prints the worst distance of each path, where it is, how many elements are 1 ulp
 exits 1 when any is over the strict bound (ops.yaml tolerances EXP2 float32) or a NaN
 loses its bits. On a 2-core AMD EPYC (Zen 4): fma path 80 s, worst 1 ulp (11,273,528 of
 the 2^32 inputs 1 ulp off); double path 14 min, worst 1 ulp (1,204,016 off).
-tests/test_compiler_exp2.py checks a dense sample of both on every run.
+tests/compiler/test_compiler_exp2.py checks a dense sample of both on every run.
 """
 from __future__ import annotations
 import argparse

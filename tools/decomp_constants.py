@@ -1,6 +1,6 @@
 """Derives the numeric constants of spec/decompositions.yaml from their definitions.
 
-Run `python tools/decomp_constants.py` to print them; tests/test_decompose_constants.py
+Run `python tools/decomp_constants.py` to print them; tests/core/test_decompose_constants.py
 checks that the YAML holds exactly these values. Nothing here is measured or fitted:
 Taylor coefficients are exact rationals, ln 2 and pi come from the `decimal` module (100
 digits), and each value is rounded once to the target dtype. The minimax coefficients of

@@ -5,7 +5,7 @@ Examples come from conformance/fuzz/hostile.py (edge-dense inputs, narrow intege
 data-dependent gathers and scatters, gated accesses, symbolic sizes at and beyond their
 bounds, parallel axis types, random OptOps). Each runs in a child Python process whose
 kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer (without
--fwrapv, every report fatal; GCC's runtime preloaded, as tests/test_compiler_asan.py
+-fwrapv, every report fatal; GCC's runtime preloaded, as tests/compiler/test_compiler_asan.py
 does), the OptOps kept where legal, every threaded axis run one iteration at a time in
 reverse order (TINYSPEC_SLICE_ORDER: an axis run in parallel must be independent, so the
 order cannot matter); a program with threads runs again in a ThreadSanitizer child on
@@ -36,7 +36,7 @@ import numpy as np
 
 ASAN_CFLAGS = "-O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -fno-wrapv"
 TSAN_CFLAGS = "-O1 -fsanitize=thread -fno-omit-frame-pointer"
-CI_EXAMPLES, CI_SEED = 400, 0      # the CI slice (scripts/test.sh): every planted bug of tests/test_fuzz_sanitize.py is found within it
+CI_EXAMPLES, CI_SEED = 400, 0      # the CI slice (scripts/test.sh): every planted bug of tests/conformance/test_fuzz_sanitize.py is found within it
 REPORT = re.compile(r"ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer|ERROR: LeakSanitizer|SUMMARY: \w+Sanitizer")
 TSAN_THREADS = 4
 

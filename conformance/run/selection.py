@@ -22,7 +22,7 @@ is the exact choice. Several `-k` must all hold.
 
 The parser is our own, not `_pytest.mark.expression`: pytest is not a dependency of the
 command line (only of the `[test]` extra), and that module is private (its `evaluate`
-signature changed in pytest 8). tests/test_conformance_selection.py holds this grammar to
+signature changed in pytest 8). tests/conformance/test_conformance_selection.py holds this grammar to
 pytest's own wherever pytest is installed.
 """
 from __future__ import annotations

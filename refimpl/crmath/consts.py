@@ -1,6 +1,6 @@
 """Constants and tables, derived once with exact arithmetic and mpmath.
 
-How each is derived (and re-derived bit for bit by tests/test_refimpl_crmath.py at a
+How each is derived (and re-derived bit for bit by tests/refimpl/test_refimpl_crmath.py at a
 different precision):
   * a double-double constant c is (hi, lo) with hi = c rounded to nearest double and
     lo = (c - hi) rounded to nearest double; the roundings are exact rational arithmetic

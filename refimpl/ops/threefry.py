@@ -3,7 +3,7 @@ easy as 1, 2, 3", SC'11; the Random123 reference), on uint64 operands.
 
 Word order (ops.yaml semantics): the counter X and the key K are each two 32-bit words,
 the LOW word first: x0 = X & 0xffffffff, x1 = X >> 32. The result packs (x0, x1) the same
-way. Checked against Random123's known-answer vectors in tests/test_refimpl_ops.py."""
+way. Checked against Random123's known-answer vectors in tests/refimpl/test_refimpl_ops.py."""
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit

@@ -1,0 +1,184 @@
+"""tinyspec/errorbound.py: the forward error bound the importer judges whole graphs by
+(portable profile). Each guarantee has an adversary: results a portable backend may give
+(another summation order, a fused multiply-add, float64 arithmetic rounded once) lie within
+the bound; planted errors that the old tolerance (1e-5 x the largest value) let through lie
+outside; the rewritten graph validates at kernel and program level (principle 6)."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.errorbound import shadow, within
+from tinyspec.refimpl.errorbound import evaluate_with_bounds
+from tinyspec.refimpl import evaluate
+from tinyspec.refimpl.build import Builder
+from tinyspec.validate import validate
+
+F32 = "float32"
+rng = np.random.default_rng(14)
+
+
+def idx(b, v): return b.const(v, "index")
+
+
+def reg_sum_kernel(M, K):
+  """out[i] = sum over k of x[i, k] through a REG accumulator, as tinygrad emits it."""
+  b = Builder()
+  x = b.param((M, K), F32, 0, name="x"); out = b.param((M,), F32, 1, name="out")
+  acc = b.buffer((1,), F32, 0, addrspace="REG")
+  z = idx(b, 0)
+  i = b.range(M, 0, "GLOBAL")
+  init = b.STORE(b.INDEX(b.AFTER(acc, i), z), b.const(0.0, F32))
+  k = b.range(K, 1, "REDUCE")
+  a = b.AFTER(acc, init, k)
+  e = b.END(b.STORE(b.INDEX(a, z), b.ADD(b.INDEX(a, z), b.INDEX(x, i, k))), k)
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.INDEX(b.AFTER(acc, e), z)), i))
+  return b.graph()
+
+
+def reduce_kernel(M, K):
+  """out[i] = REDUCE ADD over k of x[i, k]: a backend may add in any order (decision reduce-empty)."""
+  b = Builder()
+  x = b.param((M, K), F32, 0, name="x"); out = b.param((M,), F32, 1, name="out")
+  i = b.range(M, 0, "GLOBAL"); k = b.range(K, 1, "REDUCE")
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.REDUCE(b.INDEX(x, i, k), k, arg={"op": "ADD"})), i))
+  return b.graph()
+
+
+def cancelling_rows(M, K):
+  """Rows whose terms are large and cancel (sums near zero), next to a row of small terms."""
+  x = rng.standard_normal((M, K)).astype(np.float32) * 1e3
+  x[:, K // 2:] = -x[:, :K // 2] + rng.standard_normal((M, K - K // 2)).astype(np.float32) * 1e-3
+  x[0] = rng.standard_normal(K).astype(np.float32) * 1e-3
+  return x
+
+
+def other_orders(x):
+  """Sums of each row a portable backend may give: reversed, pairwise (NumPy), in float64 rounded once."""
+  rev = np.zeros(x.shape[0], np.float32)
+  for k in reversed(range(x.shape[1])): rev = (rev + x[:, k]).astype(np.float32)
+  return [rev, x.sum(axis=1, dtype=np.float32), x.astype(np.float64).sum(axis=1).astype(np.float32)]
+
+
+def test_any_summation_order_is_within_the_bound_of_a_reduce():
+  M, K = 6, 64
+  x = cancelling_rows(M, K)
+  got, bounds = evaluate_with_bounds(reduce_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
+  b = bounds["out"]
+  assert np.isfinite(b).all() and (b > 0).all()
+  for alt in other_orders(x): assert within(alt, got["out"], b).all()
+  # the bound follows each row's terms: the row of small terms gets a bound a million times smaller
+  assert b[0] < 1e-5 * b[1:].min()
+
+
+def test_an_explicit_loop_fixes_the_order():
+  """A REG accumulator's loop runs in order (decision kernel-loops): its exact ADDs leave
+  nothing to bound, and a reordered sum (tinygrad's C renderer dropping parentheses,
+  docs/tinygrad-bugs.md c-renderer-reassociates) is outside."""
+  M, K = 6, 64
+  x = cancelling_rows(M, K)
+  got, bounds = evaluate_with_bounds(reg_sum_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
+  seq = np.zeros(M, np.float32)
+  for k in range(K): seq = (seq + x[:, k]).astype(np.float32)
+  assert np.array_equal(got["out"], seq) and (bounds["out"] == 0).all()
+  assert not within(other_orders(x)[0], got["out"], bounds["out"]).all()
+
+
+def test_a_planted_error_the_old_tolerance_accepted_is_outside_the_bound():
+  M, K = 6, 64
+  x = cancelling_rows(M, K)
+  got, bounds = evaluate_with_bounds(reduce_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})
+  want = got["out"].copy()
+  wrong = want.copy()
+  wrong[0] += np.float32(1e-3)          # row 0 sums ~1e-2: a 10% error there
+  old_tolerance = 1e-5 * np.abs(want).max()
+  assert abs(float(wrong[0]) - float(want[0])) <= old_tolerance or np.abs(want).max() < 1e2
+  ok = within(wrong, want, bounds["out"])
+  assert not ok[0] and ok[1:].all()
+
+
+def tensor_mulacc(n):
+  """out = a*b + c at tensor level (a backend may contract it into one fused MULACC)."""
+  b = Builder()
+  a = b.param((n,), F32, 0, name="a"); bb = b.param((n,), F32, 1, name="b"); c = b.param((n,), F32, 2, name="c")
+  return b.graph([b.ADD(b.MUL(a, bb), c)], level="tensor")
+
+
+def test_a_fused_multiply_add_is_within_the_bound():
+  n = 512
+  a, bb = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+  c = -(a.astype(np.float64) * bb).astype(np.float32)   # a*b + c cancels to the product's rounding error
+  got, bounds = evaluate_with_bounds(tensor_mulacc(n), {"a": a, "b": bb, "c": c})
+  fused = (a.astype(np.float64) * bb + c).astype(np.float32)
+  assert (fused != got["out0"]).any(), "the adversary must differ from the unfused result"
+  assert within(fused, got["out0"], bounds["out0"]).all()
+  assert not within(fused * 3 + 1e-30, got["out0"], bounds["out0"]).all()
+
+
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "float16"])
+def test_an_explicit_mulacc_of_exact_operands_holds_its_fused_and_wide_results(dt):
+  """An explicit MULACC (tinygrad's lowered programs, its PYTHON device) of inputs: no operand
+  error, yet decision mulacc-rounding allows the fused and the wide results, which differ from
+  the canonical one where a*b + c cancels. The bound holds both, and not a planted error."""
+  from tinyspec.refimpl.numeric import np_dtype
+  n, T = 256, np_dtype(dt)
+  a, bb = (rng.standard_normal(n).astype(np.float32).astype(T) for _ in range(2))
+  c = (-(a.astype(np.float64) * bb.astype(np.float64))).astype(T)
+  b = Builder()
+  xs = [b.param((n,), dt, k, name=nm) for k, nm in enumerate("abc")]
+  g = b.graph([b.MULACC(*xs)], level="tensor")
+  ins = {"a": a, "b": bb, "c": c}
+  got, bounds = evaluate_with_bounds(g, ins)
+  for v in ("fused", "wide"):
+    alt = evaluate(g, ins, variants=(v,))["out0"]
+    assert (alt != got["out0"]).any(), f"the {v} result must differ somewhere"
+    assert within(alt, got["out0"], bounds["out0"]).all(), v
+  wrong = (got["out0"].astype(np.float64) + 4 * np.abs(a.astype(np.float64) * bb.astype(np.float64)) * 2.0 ** -7 + 1).astype(T)
+  assert not within(wrong, got["out0"], bounds["out0"]).all()
+
+
+def test_outside_an_ops_domain_the_bound_is_inf_nan_is_a_class_and_exact_integers_get_zero():
+  b = Builder()
+  x = b.param((4,), F32, 0, name="x"); i = b.param((4,), "int32", 1, name="i")
+  g = b.graph([b.SIN(x), b.SQRT(x), b.ADD(i, b.const(1, "int32"))], level="tensor")
+  x_in = np.array([1.0, 1e6, -1, 2], np.float32)
+  got, bounds = evaluate_with_bounds(g, {"x": x_in, "i": np.arange(4, dtype=np.int32)})
+  assert np.isinf(bounds["out0"][1]) and np.isfinite(bounds["out0"][[0, 2, 3]]).all()   # SIN's domain: |x| <= 1e5
+  assert bounds["out1"][2] == 0 and np.isnan(got["out1"][2])   # SQRT(-1) must be a NaN, of any payload
+  assert not within(np.float32([0.0]), got["out1"][2:3], bounds["out1"][2:3]).any()
+  assert (bounds["out2"] == 0).all()
+
+
+def test_within_treats_nan_and_zero_signs_as_classes():
+  want = np.array([np.nan, 0.0, 1.0, 2.0], np.float32)
+  got = np.array([np.nan, -0.0, 1.0, 5.0], np.float32)
+  assert within(got, want, np.array([0, 0, 0, np.inf])).all()
+  assert not within(np.array([1.0], np.float32), np.array([np.nan], np.float32), 0.5).any()
+
+
+def test_the_rewritten_kernel_validates_and_keeps_the_outputs():
+  """Principle 6: the shadow graph validates, and the original outputs are unchanged."""
+  M, K = 3, 8
+  g = reg_sum_kernel(M, K)
+  sg, names = shadow(g)
+  assert validate(sg).ok, [d.format() for d in validate(sg).diagnostics[:3]]
+  assert names == {"out": "out__err"}
+  x = rng.standard_normal((M, K)).astype(np.float32)
+  inputs = {"x": x, "out": np.zeros(M, np.float32)}
+  got, _ = evaluate_with_bounds(g, inputs)
+  assert np.array_equal(got["out"], evaluate(g, inputs)["out"])
+
+
+def test_imported_programs_shadow_at_every_level_and_the_importer_finds_tinygrads_rewrite():
+  """mlp_sgd's tanh gradient: tinygrad rewrites x*(1/(1+x)) to 1-1/(1+x) (docs/tinygrad-bugs.md
+  recip-cancellation); the importer must report that kernel, and only it, out of bound."""
+  pytest.importorskip("tinygrad")
+  from pathlib import Path
+  from tinyspec.interop.script import import_script
+  res = import_script(Path(__file__).resolve().parents[2] / "interop" / "programs" / "mlp_sgd.py")
+  assert res.error is None and {g.level for g in res.graphs} == {"tensor", "kernel", "program"}
+  bad = [g.name for g in res.graphs if not g.eval_ok]
+  assert bad == ["r4.k3.kernel"], [(g.name, g.evaluation) for g in res.graphs if not g.eval_ok]
+  assert "outside the portable bound" in res.graphs[[g.name for g in res.graphs].index("r4.k3.kernel")].evaluation
+  assert not res.ok
+  for g in res.graphs:
+    assert "no error bound" not in g.evaluation, f"{g.name}: {g.evaluation}"
+    if g.level == "program": assert validate(shadow(g.graph)[0]).ok, g.name

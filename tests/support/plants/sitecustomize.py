@@ -1,0 +1,126 @@
+"""Planted bugs, one per class of issue 12, for tests/conformance/test_fuzz_sanitize.py: Python loads
+this module at start-up when its folder is on PYTHONPATH, and $TINYSPEC_PLANT names the
+bug to plant in the fuzzer's sanitized child (the compiler as it was before the fix).
+
+  literal    the simplifier folds (x // c1) // c2 into x // (c1*c2) with the product
+             reduced into the dtype (as the C literal truncated it)
+  gate-wrap  gate facts narrow x + c ignoring that it wraps
+  sizes      symbolic sizes are not checked before launching
+  parallel   every axis counts as conflict-free (a THREAD axis the graph names is kept)
+  call-const a CONST size argument is realized into a buffer the launch reads as 0
+  call-const-buffer  every CONST argument is passed by value, also to a buffer PARAM
+and one per class of issue 21:
+  pad-partial  a padded output is copied back whole though the kernel stores only part of it
+  pad-gather   an input is padded to the reach of every index, a gathered one's dtype range too
+  contract     every REDUCE(ADD) of products is fused, whatever its operands' intervals
+  alias        a kernel's arguments that share memory are neither snapshotted nor copied
+  view-store   the executor binds a view's base a second time (its stores are lost) and
+               reads no output back through a view
+"""
+import os
+
+PLANT = os.environ.get("TINYSPEC_PLANT")
+
+
+def _literal():
+  from tinyspec.uop import UOp
+  from tinyspec.compiler import symbolic as S
+  from tinyspec.compiler.props import props
+  def div_div(x, a, c1, c2):
+    v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
+    if v1 < 1 or v2 < 1 or not S._is_intlike(x): return None
+    return UOp("IDIV", (a, S.const(S.wrap(v1 * v2, props(x).dtype), props(x).dtype)))
+  S.RULES.rules = [(p, div_div if f is S.div_div else f) for p, f in S.RULES.rules]
+  S.RULES.by_op.clear()
+
+
+def _gate_wrap():
+  from tinyspec.compiler import bounds as B
+  from tinyspec.compiler.props import props
+  def interval(i, known):
+    lo, hi = props(i).min_max
+    f = known.get(i)
+    if f is None and known:
+      lf = B.linear(i, 4)
+      if lf is not None and len(lf[0]) == 1:
+        (x, k), = lf[0].items()
+        if k == 1 and x in known:
+          xlo, xhi = props(x).min_max
+          flo, fhi = known[x]
+          if flo is not None: xlo = max(xlo, flo)
+          if fhi is not None: xhi = min(xhi, fhi)
+          return (max(lo, xlo + lf[1]), min(hi, xhi + lf[1]))
+    if f is not None:
+      if f[0] is not None: lo = max(lo, f[0])
+      if f[1] is not None: hi = min(hi, f[1])
+    return lo, hi
+  B.interval = interval
+
+
+def _sizes():
+  from tinyspec.compiler import executor as E
+  E.check_size = lambda name, v, lo, hi: None
+
+
+def _parallel():
+  from tinyspec.compiler import optimize as O
+  O.conflict_free = lambda sink, r, acc=None: True
+
+
+def _call_const():
+  from tinyspec.compiler import rangeify as R, executor as E
+  from tinyspec.compiler.schedule import Kernel
+  R._size_slots = lambda body: set()
+  def call_kernel(self, c):
+    args = [self._storage_of(a) if self._storage_of(a) is not None else self.realized[a] for a in c.src[1:]]
+    self.kernels.append(Kernel(c.src[0], args, R._kernel_sink_slots(c.src[0]), f"user_kernel{len(self.kernels)}"))
+  R.Rangeify.call_kernel = call_kernel
+  launch = E.Executable._launch
+  E.Executable._launch = lambda self, prog, k, args, v, computed, threads: launch(self, prog, k, args, v, {}, threads)
+
+
+def _call_const_buffer():
+  from tinyspec.compiler import rangeify as R
+  R._size_slots = lambda body: {u.arg["slot"] for u in R._walk(body) if u.op == "PARAM"}
+
+
+def _pad_partial():
+  from tinyspec.compiler import layout as L
+  L._covers = lambda ii, shape: True
+
+
+def _pad_gather():
+  from tinyspec.compiler import layout as L
+  L._of_loops = lambda i: True
+
+
+def _contract():
+  from tinyspec.compiler import render as R
+  R.cannot_overflow = lambda terms, dt, trips: True
+
+
+def _alias():
+  from tinyspec.compiler import hazards as H
+  H.separate_aliases = lambda s: s
+
+
+def _replace_in(cls, name: str, old: str, new: str):
+  """cls.name recompiled from its source with `old` replaced by `new`."""
+  import inspect, textwrap, sys
+  src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
+  assert old in src, (name, old)
+  scope: dict = {}
+  exec(compile(src.replace(old, new), f"<planted {name}>", "exec"), sys.modules[cls.__module__].__dict__, scope)
+  setattr(cls, name, scope[name])
+
+
+def _view_store():
+  from tinyspec.compiler import executor as E
+  _replace_in(E.Executable, "bind", "elif u not in handles:", "else:")
+  _replace_in(E.Bound, "outputs", "a = _view_base(k.args[slot])[0]", "a = k.args[slot]")
+
+
+if PLANT:
+  {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
+   "call-const-buffer": _call_const_buffer, "pad-partial": _pad_partial, "pad-gather": _pad_gather, "contract": _contract,
+   "alias": _alias, "view-store": _view_store}[PLANT]()
