@@ -7,7 +7,7 @@ from tinyspec.compiler.tables import render_tables, policy, is_alu
 
 def supported_ops(target: str) -> dict[str, set[str]]:
   """op -> the levels ({"tensor", "kernel", "program"}) compiled for target."""
-  from tinyspec.compiler.rangeify import READERS
+  from tinyspec.compiler.passes.rangeify import READERS
   from tinyspec.compiler.render import TARGETS
   if target not in TARGETS: raise KeyError(f"unknown target {target!r}")
   T = tables()

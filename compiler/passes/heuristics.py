@@ -4,7 +4,7 @@ The numbers are spec/render.yaml `heuristics` (one entry per device kind, cpu or
 From a kernel's accesses (which ranges each memory access depends on, and with what
 stride) they choose, in this order:
   0. GPUs: a fused row kernel (row reductions with the elementwise work reading them,
-     compiler/rangeify.py) is a work-group per row: every reduce and the output axis
+     compiler/passes/rangeify.py) is a work-group per row: every reduce and the output axis
      split into the same `group_size` lanes (_gpu_rows), and nothing else;
   1. register tiling: when the kernel reduces and an input does not depend on an output
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
@@ -12,17 +12,17 @@ stride) they choose, in this order:
      axis by tile[0]; every load in the tile is then read once and used tile-many times.
      A size the tile does not divide is padded to the next multiple (PADTO: the missing
      rows and columns masked) where the table says `pad_tiles`; with `pad_outputs` such a
-     tile stores into a padded buffer and reads zero-padded inputs (compiler/layout.py),
+     tile stores into a padded buffer and reads zero-padded inputs (compiler/passes/layout.py),
      so it is vector code like any other, and C pads the row tiles further to a multiple
      of the THREAD slices where the threads could not share them evenly (at most 1/8
      more rows).
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
-     input read across the reduce loop is packed in tile order (compiler/layout.py);
+     input read across the reduce loop is packed in tile order (compiler/passes/layout.py);
   2. a long reduce with few outputs is split across the cores (C: GROUP_REDUCE on
      threads, top: each reads one contiguous block) or a workgroup's work items
      (OpenCL: `group_size` of them, `group_top` as the table says) and combined
-     afterwards; on OpenCL compiler/split.py has already spread it over work-groups.
+     afterwards; on OpenCL compiler/passes/split.py has already spread it over work-groups.
      GPUs: any reduce whose outputs cannot fill the device gets a work-group per output,
      its work items reading consecutive elements (_gpu_group);
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
@@ -40,10 +40,10 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.symbolic import linear
+from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
-from tinyspec.compiler.expand import _vectorizable
+from tinyspec.compiler.analysis.axes import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.passes.expand import _vectorizable
 
 
 def _prod(xs) -> int:
@@ -155,7 +155,7 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   `fill_items`) gets a work-group per output: its axis contiguous in memory split into
   `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
   elements), combined through local memory. A row reduction (softmax, layer norm) is one
-  work-group per row; a split reduce's partials (compiler/split.py) one per partial."""
+  work-group per row; a split reduce's partials (compiler/passes/split.py) one per partial."""
   p = next((p for p in reversed(reds) if contiguous_in_load(p)), None)
   width = min(int(H["group_size"]), dev.max_local or int(H["group_size"]))
   if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
@@ -170,7 +170,7 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
 
 def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in_store):
   """The output axis of a fused row kernel (row reductions kept with the elementwise work
-  that reads them, compiler/rangeify.py _row_fused), or None: the output axis contiguous
+  that reads them, compiler/passes/rangeify.py _row_fused), or None: the output axis contiguous
   in memory, every reduce as long, read contiguously, and no reduce running inside it
   (what a reduce reads does not move with it: the reduces are per row)."""
   inner = [p for p in outs if contiguous_in_store(p)]
@@ -183,7 +183,7 @@ def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in
 
 def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load, contiguous_in_store) -> bool:
   """GPU: a fused row kernel (row reductions kept with the elementwise work that reads
-  them, compiler/rangeify.py _row_fused): every reduce runs over a row as long as the
+  them, compiler/passes/rangeify.py _row_fused): every reduce runs over a row as long as the
   output axis contiguous in memory. All of them are split into the same `group_size`
   lanes, stride 1 (GROUP_REDUCE for each reduce, LOCAL for the output axis, swapped
   outside that axis's remaining loop): render makes the lanes one work-item id, so each
@@ -237,7 +237,7 @@ def numbers(dev) -> dict:
 
 def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
-  compile (compiler/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
+  compile (compiler/passes/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
   where the caller can say: without `fits` the kernel keeps its global reads."""
   from tinyspec.compiler.device import device
   dev = dev or device(target)

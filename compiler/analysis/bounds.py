@@ -17,7 +17,7 @@ no gate slot, so its guard is the renderer's alone).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.symbolic import linear, simplify, fits
+from tinyspec.compiler.analysis.symbolic import linear, simplify, fits
 
 TRUE = const(True, "bool")
 

@@ -37,9 +37,9 @@ from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import Matcher, Pat
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
-from tinyspec.compiler.symbolic import simplify, build_sum
+from tinyspec.compiler.analysis.symbolic import simplify, build_sum
 from tinyspec.compiler.tables import policy, is_alu
-from tinyspec.compiler.bounds import gate_memory
+from tinyspec.compiler.analysis.bounds import gate_memory
 
 ZERO = const(0, "index")
 TRUE = const(True, "bool")

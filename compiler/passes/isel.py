@@ -28,7 +28,7 @@ def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
   sink = rebuild(sink, _load_of_value)
-  from tinyspec.compiler.bounds import gate_memory
+  from tinyspec.compiler.analysis.bounds import gate_memory
   sink = gate_memory(sink)
   for u in toposort(sink):
     if u.op in render_tables()["ops"] and R.select_case(u, target, kind) is None:

@@ -32,7 +32,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.contract import cannot_overflow
+from tinyspec.compiler.analysis.contract import cannot_overflow
 
 TARGETS = ("c", "opencl")
 _FIELD = re.compile(r"\{([A-Za-z_]+)\}")
@@ -171,7 +171,7 @@ class KernelSource:
   tail: bool = False      # C: code after the threaded loop, run once after every slice (phase 1)
   scratch: list = field(default_factory=list)   # C: bytes of each LOCAL buffer, passed after the PARAMs
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
-  work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/gpucheck.py)
+  work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/analysis/gpucheck.py)
   work_lanes: dict = field(default_factory=dict)  # OpenCL: builtin -> every RANGE it is (a fused row kernel's sibling lanes)
 
 
@@ -295,7 +295,7 @@ class Renderer:
   def address(self, idx: UOp, gates: tuple = ()):
     """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...); an
     index is guarded unless its interval, narrowed by what `gates` state, is in bounds."""
-    from tinyspec.compiler.bounds import facts, interval
+    from tinyspec.compiler.analysis.bounds import facts, interval
     known: dict = {}
     for g in gates:
       for x, (flo, fhi) in facts(g).items():
@@ -334,7 +334,7 @@ class Renderer:
 
   def lane_split(self, i: UOp):
     """A vector index as (its lane-0 value as source text, the step between lanes)."""
-    from tinyspec.compiler.symbolic import linear
+    from tinyspec.compiler.analysis.symbolic import linear
     lf = linear(i, 64)
     if lf is None: raise CompileError("compile.form", "a vector index that is not linear", i)
     parts, coef, c = [], 0, lf[1]
@@ -525,9 +525,9 @@ class Renderer:
     """(depth d, ranges): the GROUP_REDUCE ranges opened directly inside prefix[:d], at the
     smallest such d. They are siblings (each closed before the next opens, a BARRIER
     between them), so they share one work-item id: the work-group runs them one after the
-    other, every item taking its lane in each (a fused row kernel: compiler/heuristics.py
+    other, every item taking its lane in each (a fused row kernel: compiler/passes/heuristics.py
     _gpu_rows). The widest sets the work-group's size; a narrower one (a step of a tree
-    combine, compiler/expand.py) runs on the items below its bound (`guarded`)."""
+    combine, compiler/passes/expand.py) runs on the items below its bound (`guarded`)."""
     open_, found = [], []
     for u in instrs:
       if u.op == "RANGE":
