@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
-from tinyspec.compiler.render import _base, _is_local
+from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.refimpl.alu import alu, has_alu
 
 LIMIT = 1 << 22    # (item, trip) points enumerated per access; beyond, the access is "every element"

@@ -96,7 +96,7 @@ def _pad_gather():
 
 
 def _contract():
-  from tinyspec.compiler import render as R
+  from tinyspec.compiler.render import base as R
   R.cannot_overflow = lambda terms, dt, trips: True
 
 
