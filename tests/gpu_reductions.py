@@ -79,7 +79,7 @@ def planted_tree_combine(real):
   from tinyspec.uop import UOp
   from tinyspec.compiler.props import const
   from tinyspec.compiler.analysis.symbolic import simplify
-  from tinyspec.compiler.passes.rangeify import fold
+  from tinyspec.compiler.passes.readers import fold
 
   def combine(members, lbufs, bar, base, n, next_id):
     h = 1 << ((n - 1).bit_length() - 1) if n > 1 else 0

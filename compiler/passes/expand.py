@@ -42,7 +42,7 @@ from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
 from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.passes.rangeify import with_identity, identity, fold
+from tinyspec.compiler.passes.readers import with_identity, identity, fold
 from tinyspec.compiler.analysis.axes import depends, open_ranges
 
 UNROLLED = ("UPCAST", "UNROLL")

@@ -47,7 +47,7 @@ from tinyspec.compiler.props import props, const, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
-from tinyspec.compiler.passes.rangeify import identity
+from tinyspec.compiler.passes.readers import identity
 from tinyspec.compiler.analysis.parallel import accesses, conflict_free
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
