@@ -51,7 +51,7 @@ def facts(gate: UOp | None) -> dict[UOp, tuple]:
 def _intlike(u: UOp) -> bool:
   from tinyspec.dtypes import dtype as _dt
   d = props(u).dtype
-  return isinstance(d, str) and _dt(d).cls in ("int", "uint", "index")
+  return isinstance(d, str) and _dt(d).is_int
 
 
 def interval(i: UOp, known: dict) -> tuple:

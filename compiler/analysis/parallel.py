@@ -153,7 +153,7 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
 def _commute(a: Access, b: Access) -> bool:
   """Integer atomic adds commute exactly (modular): their order changes no bit."""
   from tinyspec.dtypes import dtype as _dt
-  return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).cls in ("int", "uint", "index")
+  return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).is_int
 
 
 def runs_in(a: Access, r: UOp, memo: dict) -> bool:

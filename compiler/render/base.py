@@ -153,7 +153,7 @@ class Renderer(LaunchLayout, MemoryAccess):
          "U": utype(64 if bits_on > 32 else 32), "UT": utype(max(8, _dt(out).bits)) if out != "void" else "",
          "t": out, "s": src, "W": _dt(on).bits}
     dd = _dt(out)
-    if dd.cls in ("int", "uint", "index"):
+    if dd.is_int:
       f["MIN"], f["MAX"] = literal(dd.min, out, self.target), literal(dd.max, out, self.target)
     svt = value_type(src, self.target)
     f["fs"] = "f" if self.float_suffix_fields and svt == "float" else ""
@@ -163,7 +163,7 @@ class Renderer(LaunchLayout, MemoryAccess):
 
   def conv(self, dt: str, kind: str, x: str, fields: dict | None = None) -> str:
     """A dtype's load/store/to_bits/from_bits conversion of expression x."""
-    d = self.T["dtypes"].get(dt) or (self.T["dtypes"]["integer"] if _dt(dt).cls in ("int", "uint", "index") else {})
+    d = self.T["dtypes"].get(dt) or (self.T["dtypes"]["integer"] if _dt(dt).is_int else {})
     tmpl = d.get(kind)
     for h in d.get("uses", ()): self.use_helper(h, {})
     if tmpl is None: return x

@@ -5,6 +5,7 @@ import math
 import re
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
+from tinyspec import intervals as iv
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.tables import render_tables
 
@@ -60,17 +61,16 @@ def literal(value, dt: str, target: str) -> str:
   return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
 
 
+# the intervals of the ops render.yaml renders plainly `if: exact` (tinyspec/intervals.py;
+# dtype None: unbounded, so that the result shows whether the op wraps)
+_EXACT = {"ADD": iv.iv_add, "SUB": iv.iv_sub, "MUL": iv.iv_mul, "NEG": lambda a, name: iv.iv_sub(iv.iv_zero(name), a, name)}
+
+
 def _exact_iv(u: UOp):
-  """The exact interval of an integer ADD/SUB/MUL/NEG/MULACC from its sources'."""
-  iv = [props(s).min_max for s in u.src]
-  if any(i is None for i in iv): return None
-  if u.op == "ADD": return (iv[0][0] + iv[1][0], iv[0][1] + iv[1][1])
-  if u.op == "SUB": return (iv[0][0] - iv[1][1], iv[0][1] - iv[1][0])
-  if u.op == "NEG": return (-iv[0][1], -iv[0][0])
-  if u.op == "MUL":
-    c = [a * b for a in iv[0] for b in iv[1]]
-    return (min(c), max(c))
-  return None
+  """The exact interval of an integer ADD/SUB/MUL/NEG from its sources'."""
+  ivs = [props(s).min_max for s in u.src]
+  if any(i is None for i in ivs) or u.op not in _EXACT: return None
+  return _EXACT[u.op](*ivs, None)
 
 
 def _pred_exact(u):
