@@ -34,7 +34,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import Matcher, Pat
+from tinyspec.compiler.rewrite import Matcher, Pat, toposort
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
 from tinyspec.compiler.tables import policy, is_alu
 from tinyspec.compiler.analysis.symbolic import simplify
@@ -155,18 +155,8 @@ def _kernel_sink_slots(body: UOp) -> set[int]:
 
 def _tensor_nodes(roots: list[UOp]) -> list[UOp]:
   """Toposort of the tensor-level nodes: kernel bodies under CALL are not entered."""
-  seen, out = set(), []
-  stack = [(r, False) for r in reversed(roots)]
-  while stack:
-    u, done = stack.pop()
-    if done: out.append(u); continue
-    if id(u) in seen: continue
-    seen.add(id(u))
-    stack.append((u, True))
-    srcs = u.src if _kernel_body(u) is None else tuple(s for k, s in enumerate(u.src) if k not in tables().body_slots(u.op))
-    for s in reversed(srcs):
-      if id(s) not in seen: stack.append((s, False))
-  return out
+  def srcs(u): return u.src if _kernel_body(u) is None else tuple(s for k, s in enumerate(u.src) if k not in tables().body_slots(u.op))
+  return toposort(roots, srcs)
 
 
 LOWER = Matcher([
@@ -586,9 +576,7 @@ def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
   return out
 
 
-def _walk(*roots):
-  from tinyspec.compiler.rewrite import toposort
-  return toposort(list(roots))
+def _walk(*roots): return toposort(list(roots))
 
 
 def rangeify(roots: list[UOp], fuse_rows: int | None = None) -> Schedule:

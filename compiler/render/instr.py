@@ -4,6 +4,7 @@ one is elementwise when render.yaml has cases for it (`alu`). A handler gets the
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
+from tinyspec.tables import tables
 from tinyspec.dispatch import Registry
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.render.cases import fill, value_type, utype
@@ -97,7 +98,7 @@ def _after(r, u: UOp, gates: list):
 def _index(r, u: UOp, gates: list):
   b = base_of(u.src[0])
   if (u.src[0].op == "PARAM" or is_local(b) or b in r.reg_arrays) and r._used_as_value(u): r.declare(u, r.read(u))
-  elif not (b.op in ("PARAM", "BUFFER", "BUFFER_VIEW") or is_local(b)):   # a lane of a computed vector (tinygrad's GEP)
+  elif not (b.op in tables().storage_ops or is_local(b)):   # a lane of a computed vector (tinygrad's GEP)
     if len(u.src) != 2 or props(u.src[1]).shape: raise CompileError("compile.form", "a computed vector indexed by more than one scalar", u)
     r.declare(u, fill(r.T["vectors"][r.target]["lane"], {"v": r.ref(u.src[0]), "i": r.ref(u.src[1])}))
 
