@@ -8,7 +8,7 @@ inputs once (Executable.bind) and launched: the median of a few warm launches is
 time. The search keeps the `width` fastest lists, extends each by every action
 (`actions`: SPLITs of every axis to every type the tables allow it, PADTO, SWAP, and on
 GPUs STAGE of a reduce axis: its inputs read through local memory), and
-stops when a round finds nothing faster. The heuristics' list (compiler.heuristics) is
+stops when a round finds nothing faster. The heuristics' list (compiler/passes/heuristics.py) is
 always a candidate, and the winner replaces it only when it is measurably faster (by
 `MARGIN`, re-timed head to head), so BEAM never makes a kernel slower than the default.
 

@@ -14,7 +14,7 @@ with the reference evaluator's rule ids (PARAM.bounds; eval.input for a missing 
 non-integer value). A size the program computes is checked the same way when it is
 read, just before the kernel that needs it is launched.
 
-Intermediate buffers live in one arena laid out by the memory plan (compiler.memplan).
+Intermediate buffers live in one arena laid out by the memory plan (compiler/passes/memplan.py).
 Every device of the program is the one device the kernels run on (the host for `c`, the
 OpenCL device for `opencl`): an n-tuple device's buffer is held whole.
 """

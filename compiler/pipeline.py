@@ -95,7 +95,7 @@ def _kernel_schedule(sink: UOp) -> Schedule:
 
 def kernel_opts(opts, name: str):
   """The OptOps for kernel `name`: from a {name: opts} mapping (absent: the default), a
-  list for every kernel, or None (the device's default: compiler.heuristics)."""
+  list for every kernel, or None (the device's default: compiler/passes/heuristics.py)."""
   if isinstance(opts, dict): return opts.get(name)
   return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 

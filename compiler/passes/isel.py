@@ -6,7 +6,7 @@ for it on the target and the node's dtypes (NEG, SUB, the comparisons, DIV, SQRT
 tolerances); otherwise it is replaced by its table decomposition
 (`tinyspec.decompose.expand`, e.g. THREEFRY). Any other op without a rule is refused
 with rule compile.unsupported. Every memory access not proved in bounds gets its bounds
-check as a gate (compiler.bounds.gate_memory).
+check as a gate (compiler/analysis/bounds.py gate_memory).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp

@@ -11,7 +11,7 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
      outermost (by name), or, across a BARRIER, are refused (opt.parallel). The output
      axes of one loop nest then become GLOBAL where they are conflict-free;
   2. the OptOps apply left to right (ops.yaml `opt_ops`): the ones given, or by default
-     the hand-coded heuristics' (compiler.heuristics) or a BEAM search's winner
+     the hand-coded heuristics' (compiler/passes/heuristics.py) or a BEAM search's winner
      (compiler.beam). An opt is (op, axis, arg) with `axis` an index into the kernel's
      axes in RANGE-id order (a split's new axis gets the next id, so it comes last):
        SPLIT  arg (k, type) or (k, type, top): axis n -> (n/k, k) [(k, n/k) if top]; the
@@ -296,7 +296,7 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
 
 def opts_fit(sink: UOp, target: str, dev):
   """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
-  What the heuristics try a staged tiling with (compiler.heuristics default_opts)."""
+  What the heuristics try a staged tiling with (compiler/passes/heuristics.py default_opts)."""
   def fits(opts) -> bool:
     from tinyspec.compiler.passes.expand import expand
     try: expand(apply_opts(sink, opts, target, dev))
@@ -306,7 +306,7 @@ def opts_fit(sink: UOp, target: str, dev):
 
 
 def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
-  """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
+  """initial_types, then `opts` (None: the device's default, see compiler/passes/heuristics.py)."""
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
     from tinyspec.compiler.passes.heuristics import default_opts
