@@ -12,7 +12,7 @@ or launch sizes.
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.render.nodes import is_reg, is_local_access, base_of
+from tinyspec.compiler.render.nodes import is_reg, is_local_access, base_of, param_of
 
 
 class LaunchLayout:
@@ -124,9 +124,7 @@ class LaunchLayout:
     written = set()
     for u in instrs:
       if u.op in ("STORE", "ATOMICADD"):
-        t = u.src[0]
-        while t.op in ("INDEX", "AFTER"): t = t.src[0]
-        written.add(t)
+        written.add(param_of(u.src[0]))
     for u in instrs[:start]:
       if u.op in ("STORE", "ATOMICADD") and not is_reg(u.src[0]): return None, False
       if u.op == "INDEX" and u.src[0] in written and self._value_uses.get(u): return None, False   # a read of what the loop may write

@@ -2,6 +2,7 @@
 into, and the address space of a buffer."""
 from __future__ import annotations
 from tinyspec.uop import UOp
+from tinyspec.tables import tables
 from tinyspec.compiler.props import props
 
 
@@ -32,8 +33,9 @@ def is_local_access(u: UOp) -> bool:
 
 
 def param_of(u: UOp) -> UOp:
-  """The PARAM (or other base) an address is into: through INDEX and AFTER."""
-  while u.op in ("INDEX", "AFTER"): u = u.src[0]
+  """The PARAM (or other base) an address is into: through INDEX and AFTER (ops.yaml
+  `storage: through`)."""
+  while u.op in tables().through_ops: u = u.src[0]
   return u
 
 
