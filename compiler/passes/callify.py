@@ -60,7 +60,7 @@ def _gettuple(x: UOp, t: UOp):
 RULES = Matcher([
   (Pat("GETTUPLE", (Pat.var("t"),), name="x"), _gettuple),
   # a tuple value used as a whole (a root, or an argument) is its TUPLE
-  (Pat(("FUNCTION", "CALL"), name="f"), lambda f: _inline(f) if _is_inlinable(f) else None),
+  (Pat(tuple(op for op in tables().ops if tables().body_slots(op)), name="f"), lambda f: _inline(f) if _is_inlinable(f) else None),
 ])
 
 
