@@ -164,10 +164,10 @@ def ours(target: str, build, arrays, beam: int):
 
 
 def launches(c) -> list:
-  """Each OpenCL kernel's launch (compiler/gpucheck.py): work-groups, items, local bytes."""
+  """Each OpenCL kernel's launch (compiler/analysis/gpucheck.py): work-groups, items, local bytes."""
   if c.target != "opencl": return []
   try:
-    from tinyspec.compiler.gpucheck import launch_report
+    from tinyspec.compiler.analysis.gpucheck import launch_report
     return [{"kernel": k.name, "groups": k.groups, "group_items": k.group_items, "local_bytes": k.local_bytes,
              "coalesced": all(a.coalesced for a in k.accesses), "local_tiled": getattr(k, "local_tiled", None)} for k in launch_report(c)]
   except Exception as e:

@@ -5,15 +5,15 @@
   supported_ops(target)                                -> {op: {levels}}
 
 See compiler/pipeline.py for the stages and spec/render.yaml for the render rules.
-Kernel OptOps: compiler/optimize.py (checked against ops.yaml axis_types/opt_ops), the
-default ones compiler/heuristics.py (per device, compiler/device.py), BEAM search
-compiler/beam.py; device-dependent schedule rewrites: compiler/split.py (long reductions
-over OpenCL work-groups) and compiler/layout.py (packed gemm inputs); Compiled.executable().bind(inputs) holds a program's storage for
+Kernel OptOps: compiler/passes/optimize.py (checked against ops.yaml axis_types/opt_ops), the
+default ones compiler/passes/heuristics.py (per device, compiler/device.py), BEAM search
+compiler/beam.py; device-dependent schedule rewrites: compiler/passes/split.py (long reductions
+over OpenCL work-groups) and compiler/passes/layout.py (packed gemm inputs); Compiled.executable().bind(inputs) holds a program's storage for
 repeated launches (benchmarks: bench/bench_kernels.py) and checks every symbolic size
-before any launch. Soundness (README "What the compiler guarantees"): compiler/parallel.py
-proves axes conflict-free before they run in parallel, compiler/hazards.py gives reads of
-what a kernel writes their kernel-loops value, compiler/bounds.py proves or guards every
-access, compiler/symbolic.py rewrites only under preconditions that hold modulo 2^bits.
+before any launch. Soundness (README "What the compiler guarantees"): compiler/analysis/parallel.py
+proves axes conflict-free before they run in parallel, compiler/passes/hazards.py gives reads of
+what a kernel writes their kernel-loops value, compiler/analysis/bounds.py proves or guards every
+access, compiler/analysis/symbolic.py rewrites only under preconditions that hold modulo 2^bits.
 """
 from tinyspec.compiler.props import CompileError
 from tinyspec import environment

@@ -8,7 +8,7 @@ inputs once (Executable.bind) and launched: the median of a few warm launches is
 time. The search keeps the `width` fastest lists, extends each by every action
 (`actions`: SPLITs of every axis to every type the tables allow it, PADTO, SWAP, and on
 GPUs STAGE of a reduce axis: its inputs read through local memory), and
-stops when a round finds nothing faster. The heuristics' list (compiler.heuristics) is
+stops when a round finds nothing faster. The heuristics' list (compiler/passes/heuristics.py) is
 always a candidate, and the winner replaces it only when it is measurably faster (by
 `MARGIN`, re-timed head to head), so BEAM never makes a kernel slower than the default.
 
@@ -27,8 +27,8 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.compiler.props import CompileError, props
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.axes import ranges, axis_type, size, top_nest, PARALLEL
-from tinyspec.compiler.optimize import apply_opts, initial_types, opts_fit
+from tinyspec.compiler.analysis.axes import ranges, axis_type, size, top_nest, PARALLEL
+from tinyspec.compiler.passes.optimize import apply_opts, initial_types, opts_fit
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -180,7 +180,7 @@ def _key(opts) -> tuple:
 # ------------------------------------------------------------------ the search
 def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   from tinyspec.compiler.device import device
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.heuristics import default_opts
   dev = dev or device(target)
   typed = initial_types(sink)
   default = default_opts(typed, target, dev, opts_fit(typed, target, dev))
@@ -223,7 +223,7 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
 
 # ------------------------------------------------------------------ the cache
 def kernel_key(sink: UOp, target: str, width: int, dev) -> str:
-  from tinyspec.compiler.symbolic import _key as structure
+  from tinyspec.compiler.analysis.symbolic import _key as structure
   h = hashlib.sha256()
   h.update(repr(structure(sink)).encode())
   h.update(f"\0{target}\0{dev.key()}\0{width}".encode())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.validate import validate
+from tinyspec.dispatch import input_name
 
 
 def tolerance(op: str, dt: str = "float32", decomposed: bool = False) -> float:
@@ -120,12 +121,12 @@ def check_kernels(c, seed: int = 0):
       if u.op != "PARAM": continue
       pr = props(u)
       if len(u.src) == 3:
-        inputs[f"param{u.arg['slot']}"] = np.asarray(pr.min_max[1], dtype=np_dtype(pr.dtype)); continue
+        inputs[input_name(u.op, u.arg)] = np.asarray(pr.min_max[1], dtype=np_dtype(pr.dtype)); continue
       shape, dt = pr.shape, np_dtype(pr.dtype)
       if dt.kind == "f" or dt.name == "bfloat16": x = rng.standard_normal(shape).astype(dt)
       elif dt.kind == "b": x = rng.integers(0, 2, shape).astype(bool)
       else: x = rng.integers(0, 2, shape).astype(dt)   # small: most data-dependent indices stay in range
-      inputs[f"param{u.arg['slot']}"] = x
+      inputs[input_name(u.op, u.arg)] = x
     try:
       want = evaluate(kern.sink, inputs)
       got = evaluate(lg, inputs)

@@ -5,7 +5,7 @@
       (NN_stage.json), each accepted by `tinyspec validate`.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
       runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
-Without --opt every kernel gets the device's default OptOps (compiler/heuristics.py);
+Without --opt every kernel gets the device's default OptOps (compiler/passes/heuristics.py);
 --beam N searches them by timing candidates on the device (width N) and caches the
 winner under $TINYSPEC_CACHE/beam, so the next compile of the same kernel reads it.
 

@@ -7,7 +7,7 @@
 opened the table's defaults describe it, so compiling (printing source) still works.
 table_device(name) is a device described by spec/render.yaml `device_tables` (an H100,
 say): compile for it with compile_graph(..., device=table_device("h100")) or
-TINYSPEC_OPENCL_DEVICE=table:h100, and check the launch shapes (compiler/gpucheck.py)
+TINYSPEC_OPENCL_DEVICE=table:h100, and check the launch shapes (compiler/analysis/gpucheck.py)
 on a machine without it.
 The heuristics choose their OptOps from `kind`; BEAM caches its winners per `key()`.
 """

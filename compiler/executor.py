@@ -14,7 +14,7 @@ with the reference evaluator's rule ids (PARAM.bounds; eval.input for a missing 
 non-integer value). A size the program computes is checked the same way when it is
 read, just before the kernel that needs it is launched.
 
-Intermediate buffers live in one arena laid out by the memory plan (compiler.memplan).
+Intermediate buffers live in one arena laid out by the memory plan (compiler/passes/memplan.py).
 Every device of the program is the one device the kernels run on (the host for `c`, the
 OpenCL device for `opencl`): an n-tuple device's buffer is held whole.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import numpy as np
 from tinyspec.uop import UOp
+from tinyspec.dispatch import input_name as storage_name
 from tinyspec.intervals import np_dtype
 from tinyspec.compiler.props import props
 from tinyspec.dtypes import dtype as _dt
@@ -55,9 +56,7 @@ def check_size(name: str, v: int, lo: int, hi: int):
 
 
 def input_name(u: UOp) -> str:
-  a = u.arg
-  if a.get("name"): return a["name"]
-  return f"buf{a['slot']}" if u.op == "BUFFER" else f"param{a['slot']}"
+  return storage_name(u.op, u.arg)
 
 
 def _numel(shape) -> int:
@@ -189,7 +188,7 @@ class Executable:
     buffer's is refused (eval.input) unless cast=True (then converted if exact, as the
     reference evaluator's cast=True)."""
     self._cast = cast
-    inputs = {(f"buf{k}" if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
+    inputs = {(storage_name("BUFFER", {"slot": k}) if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
     unknown = sorted(set(inputs) - self.c.input_names)
     if unknown: raise ValueError(f"input(s) {', '.join(unknown)} name no BUFFER or PARAM of the graph (known: {', '.join(sorted(self.c.input_names)) or 'none'})")
     s = self.c.schedule
@@ -303,7 +302,7 @@ class Executable:
 def _size_name(k, slot: int) -> str:
   """How a kernel's symbolic size is named in a refusal (as the reference names a
   kernel PARAM: param{slot})."""
-  return f"param{slot}"
+  return storage_name("PARAM", {"slot": slot})
 
 
 class Bound:

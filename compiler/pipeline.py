@@ -7,10 +7,10 @@ every stage's graph is a tensor-level schedule (CALLs of kernel SINKs up to isel
 PROGRAM(LINEAR) after linearize, of PROGRAM(LINEAR, SOURCE) after render) that the
 validator accepts and the reference evaluator runs.
 The optimize stage also holds the two schedule rewrites that depend on the device: a long
-reduce with few outputs split over OpenCL work-groups (compiler/split.py, before the
-OptOps) and inputs packed in tile order for register-tiled kernels (compiler/layout.py,
+reduce with few outputs split over OpenCL work-groups (compiler/passes/split.py, before the
+OptOps) and inputs packed in tile order for register-tiled kernels (compiler/passes/layout.py,
 after them); both add kernels, and the stage's graph shows them.
-Right after rangeify, compiler/hazards.py points every read of what a kernel writes that
+Right after rangeify, compiler/passes/hazards.py points every read of what a kernel writes that
 the graph does not order after the write at a snapshot copy kernel (user kernels: a
 kernel-level input, the body of a CALL).
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
@@ -26,11 +26,12 @@ from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.heuristics import numbers
-from tinyspec.compiler import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
-from tinyspec.compiler import layout as _layout, hazards as _hazards
-from tinyspec.compiler import split as _split
-from tinyspec.compiler import isel as _isel, linearize as _linearize, memplan as _memplan, render as _render
+from tinyspec.compiler.passes.heuristics import numbers
+from tinyspec.compiler.passes import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
+from tinyspec.compiler.passes import layout as _layout, hazards as _hazards
+from tinyspec.compiler.passes import split as _split
+from tinyspec.compiler.passes import isel as _isel, linearize as _linearize, memplan as _memplan
+from tinyspec.compiler import render as _render
 
 STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
 
@@ -94,7 +95,7 @@ def _kernel_schedule(sink: UOp) -> Schedule:
 
 def kernel_opts(opts, name: str):
   """The OptOps for kernel `name`: from a {name: opts} mapping (absent: the default), a
-  list for every kernel, or None (the device's default: compiler.heuristics)."""
+  list for every kernel, or None (the device's default: compiler/passes/heuristics.py)."""
   if isinstance(opts, dict): return opts.get(name)
   return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 

@@ -146,8 +146,9 @@ def rebuild(root: UOp, fn: Callable) -> UOp:
   return memo[root]
 
 
-def toposort(roots) -> list[UOp]:
-  """Every node under roots, sources first (iterative)."""
+def toposort(roots, srcs: Callable | None = None) -> list[UOp]:
+  """Every node under roots, sources first (iterative). srcs(u): the sources to follow
+  (default: all of u.src)."""
   rl = [roots] if isinstance(roots, UOp) else list(roots)
   seen: set = set()
   out: list[UOp] = []
@@ -159,7 +160,7 @@ def toposort(roots) -> list[UOp]:
     if id(u) in seen: continue
     seen.add(id(u))
     stack.append((u, True))
-    for s in reversed(u.src):
+    for s in reversed(u.src if srcs is None else srcs(u)):
       if id(s) not in seen: stack.append((s, False))
   return out
 

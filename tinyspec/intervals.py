@@ -139,7 +139,8 @@ def _float_iv(lo: float, hi: float, name: str):
   return (_down(lo, name), -_down(-hi, name))
 
 
-def _int_iv(lo: int, hi: int, name: str):
+def _int_iv(lo: int, hi: int, name: str | None):
+  if name is None: return (lo, hi)   # no dtype: the mathematical interval (does the op wrap in one?)
   r = _RANGES[name]
   return (lo, hi) if r[0] <= lo and hi <= r[1] else r
 

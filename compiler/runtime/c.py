@@ -11,7 +11,7 @@ next chunk of the axis when it is free), then -- when code
 follows the loop (KernelSource.tail) -- once with phase 1. Other kernels: one call.
 $TINYSPEC_SLICE_ORDER=reversed runs the slices one iteration each, last first, on one
 thread: a threaded axis is only ever one whose iterations are independent
-(compiler/parallel.py), so the result must not change; the sanitizer fuzzer
+(compiler/analysis/parallel.py), so the result must not change; the sanitizer fuzzer
 (conformance/fuzz/sanitize.py) runs every threaded program that way.
 """
 from __future__ import annotations

@@ -78,7 +78,7 @@ def child_env(kind: str, cache: Path, extra: dict | None = None) -> dict:
 def _legal_prefix(opts: list):
   """A search hook for compiler.pipeline.lower: each kernel gets the longest prefix of
   `opts` that it accepts (None: the default heuristics)."""
-  from tinyspec.compiler.optimize import optimize
+  from tinyspec.compiler.passes.optimize import optimize
   from tinyspec.compiler.props import CompileError
   def search(sink, target, dev):
     for k in range(len(opts), 0, -1):

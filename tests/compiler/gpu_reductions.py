@@ -1,12 +1,12 @@
 """The GPU tables' reductions at every work-group size, for the race hunts of
-tests/compiler/test_compiler_gpu_races.py (compiler/localrace.py everywhere, Oclgrind's race
+tests/compiler/test_compiler_gpu_races.py (compiler/analysis/localrace.py everywhere, Oclgrind's race
 detector where it opens).
 
   row      x.sum(1) of rows of 2g int32, a work-group of g items per row (GROUP_REDUCE g):
            each item reduces two elements, the g partials combine as a tree
-  fused    x - x.sum(1, keepdim=True): the fused row kernel (compiler/rangeify.py
+  fused    x - x.sum(1, keepdim=True): the fused row kernel (compiler/passes/rangeify.py
            _row_fused) with the heuristics' lanes (GROUP_REDUCE g, LOCAL g) for rows of 2g
-  split    a long sum split over work-groups (compiler/split.py), group_size g lanes per
+  split    a long sum split over work-groups (compiler/passes/split.py), group_size g lanes per
            group (heuristics.gpu numbers patched; the table's device with 2 compute units
            and a warp of 1, so that groups narrower than a warp are made too)
 A one-item tree step (every item running l[0] op= l[h]) races at g = 2^k + 1: 3, 5, 9,
@@ -68,18 +68,18 @@ def group_items(c) -> list:
 
 
 def races(c) -> list[str]:
-  from tinyspec.compiler.localrace import local_races
+  from tinyspec.compiler.analysis.localrace import local_races
   return [r for ks, lin in zip(c.sources, c.linear) for r in local_races(ks, lin)]
 
 
 def planted_tree_combine(real):
-  """compiler/expand.py _tree_combine with its first step run even when it has one lane
+  """compiler/passes/expand.py _tree_combine with its first step run even when it has one lane
   (n = 2^k + 1): that range of one is no range after simplification, so every work item
   runs l[base] = op(l[base], l[base + h])."""
   from tinyspec.uop import UOp
   from tinyspec.compiler.props import const
-  from tinyspec.compiler.symbolic import simplify
-  from tinyspec.compiler.rangeify import fold
+  from tinyspec.compiler.analysis.symbolic import simplify
+  from tinyspec.compiler.passes.readers import fold
 
   def combine(members, lbufs, bar, base, n, next_id):
     h = 1 << ((n - 1).bit_length() - 1) if n > 1 else 0

@@ -62,7 +62,7 @@ def programs(rng):
 def check(name, build, arrays, dev) -> dict:
   from tinyspec.tensor import Tensor
   from tinyspec.compiler import compile_graph, CompileError
-  from tinyspec.compiler.gpucheck import launch_report
+  from tinyspec.compiler.analysis.gpucheck import launch_report
   from tinyspec.refimpl import evaluate
   t = build(*[Tensor(a) for a in arrays])
   g, inputs = t.graph(), t.inputs()

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.cli import main
-from tinyspec.compiler import compile_graph, callify, rangeify
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler import beam
 from tinyspec.compiler.device import device
-from tinyspec.compiler.optimize import initial_types
+from tinyspec.compiler.passes.optimize import initial_types
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def fake_times(monkeypatch, speed):
 
 def test_search_keeps_the_default_unless_something_is_faster(monkeypatch):
   _, k = kernel()
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.heuristics import default_opts
   default = default_opts(initial_types(k.sink), "c", device("c"))
   fake_times(monkeypatch, lambda o: 1.0 if o == default else 2.0)
   assert beam.search(k.sink, "c", 2) == default
@@ -76,7 +77,7 @@ def test_search_takes_a_faster_candidate_only_when_it_wins_head_to_head(monkeypa
       b = object(); times[id(b)] = 0.99 if good in o else 1.0; out.append(b)    # not 5% faster: keep the default
     return out
   monkeypatch.setattr(beam.Timer, "build", build_slow)
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.heuristics import default_opts
   assert beam.search(k.sink, "c", 2) == default_opts(initial_types(k.sink), "c", device("c"))
   # faster in the median round, but the default's best round beats it: keep the default
   # (the search itself still sees `good` as twice as fast: fake_times above)
@@ -138,7 +139,7 @@ def test_a_default_with_a_packing_kernel_is_timed(cache):
   a, b = rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
   t = (Tensor(a).reshape(256, 256, 1) * Tensor(b).reshape(1, 256, 256)).sum(1)
   k = rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0]
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.heuristics import default_opts
   dev = device("c")
   default = default_opts(initial_types(k.sink), "c", dev)
   timer = beam.Timer(k.sink, "c", dev)
@@ -158,7 +159,7 @@ def test_candidates_whose_build_times_out_drop_out(cache, monkeypatch):
   candidates count as infinitely slow): the search ends with the default, no error."""
   _, k = kernel()
   monkeypatch.setattr(beam, "BUILD_TIMEOUT", 1e-3)
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.heuristics import default_opts
   dev = device("c")
   timer = beam.Timer(k.sink, "c", dev)
   assert timer.build([[], default_opts(initial_types(k.sink), "c", dev)]) == [None, None]

@@ -38,7 +38,7 @@ def histogram(dt: str, n: int = 1000, bins: int = 8):
 @pytest.mark.parametrize("dt", ["int32", "int64", "float32"])
 def test_atomic_histogram(dt, target):
   """Integer atomic adds commute exactly, so the THREAD axis runs on threads; float ones
-  round differently in another order, so that axis runs in order (compiler/parallel.py)."""
+  round differently in another order, so that axis runs in order (compiler/analysis/parallel.py)."""
   k = histogram(dt)
   x = {"param1": np.random.default_rng(0).integers(0, 8, 1000).astype(np.int32), "param0": np.zeros(8, dt)}
   want = evaluate(k, x)

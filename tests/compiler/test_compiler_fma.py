@@ -84,7 +84,7 @@ def test_the_overflow_proof_counts_every_trip():
   """int32 operands: a product is at most 2^62, and 2^62 x 2^12 trips is still far below
   float32's range (fused); float64 operands converted to float32 may hold float32's largest
   values, whose products overflow (not fused)."""
-  from tinyspec.compiler.contract import finite_bound
+  from tinyspec.compiler.analysis.contract import finite_bound
   n = 1 << 12
   ints = Tensor(np.ones(n, np.int32)).cast("float32")
   assert "fma_float32" in compile_graph((ints * ints).sum().graph(), "c", keep_stages=False).source()

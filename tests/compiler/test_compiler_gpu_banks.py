@@ -1,6 +1,6 @@
-"""Bank conflicts on local memory (compiler/localbanks.py), the staged tile's row pitch
-that avoids them in the multiply loop (compiler/stage.py `_pitch`), and the race proof
-that accepts a padded tile (compiler/parallel.py `_superincreasing`, `_covers`).
+"""Bank conflicts on local memory (compiler/analysis/localbanks.py), the staged tile's row pitch
+that avoids them in the multiply loop (compiler/passes/stage.py `_pitch`), and the race proof
+that accepts a padded tile (compiler/analysis/parallel.py `_superincreasing`, `_covers`).
 CI has no GPU: the counts are checked against hand-worked warps, a planted unpadded tile
 must be reported, a planted overlapping pitch must be refused, and the padded kernels run
 on PoCL where it is installed (tests/compiler/test_compiler_gpu_static.py)."""
@@ -11,10 +11,10 @@ from tinyspec.uop import UOp
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.device import table_device
-from tinyspec.compiler.gpucheck import launch_report, problems
-from tinyspec.compiler.localbanks import ways, warp_items
-from tinyspec.compiler import stage as S
-from tinyspec.compiler import parallel as P
+from tinyspec.compiler.analysis.gpucheck import launch_report, problems
+from tinyspec.compiler.analysis.localbanks import ways, warp_items
+from tinyspec.compiler.passes import stage as S
+from tinyspec.compiler.analysis import parallel as P
 
 from targets import HAVE_CL, CL_UNAVAILABLE
 

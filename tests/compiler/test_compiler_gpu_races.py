@@ -1,6 +1,6 @@
 """Races on local memory in the GPU tables' reductions, hunted at every work-group size
 from 1 to 300 (tests/compiler/gpu_reductions.py: row sums, fused row kernels, split sums):
-compiler/localrace.py on every program of every table, and, where the Oclgrind simulator
+compiler/analysis/localrace.py on every program of every table, and, where the Oclgrind simulator
 opens (TINYSPEC_OPENCL_DEVICE=Oclgrind), the programs run there with its race detector
 on, their outputs exact. A tree combine that runs a one-item step on every work item
 (the race of work-groups of 2^k + 1 items) is planted and must be found by both."""
@@ -33,7 +33,7 @@ def test_every_work_group_size_is_race_free(table, kind):
 def test_localrace_finds_a_one_item_tree_step(monkeypatch):
   """The planted combine races exactly at 2^k + 1 items, in every kind and table; a step
   outside every lane range, run by every work item, writes one element from all of them."""
-  from tinyspec.compiler import expand as E
+  from tinyspec.compiler.passes import expand as E
   monkeypatch.setattr(E, "_tree_combine", G.planted_tree_combine(E._tree_combine))
   for table in G.TABLES:
     for kind in G.KINDS:
@@ -56,7 +56,7 @@ except Exception as e: name = f"none ({type(e).__name__}: {e})"
 if "oclgrind" not in name.lower(): print(json.dumps({"unavailable": name})); sys.exit(0)
 kinds, sizes = sys.argv[1].split(","), [int(s) for s in sys.argv[2].split(",")]
 if sys.argv[3] == "plant":
-  from tinyspec.compiler import expand as E
+  from tinyspec.compiler.passes import expand as E
   E._tree_combine = G.planted_tree_combine(E._tree_combine)
 ran, wrong, seen = 0, [], set()
 for kind in kinds:

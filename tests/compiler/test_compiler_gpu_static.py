@@ -1,4 +1,4 @@
-"""Static GPU checks (compiler/gpucheck.py): the benchmark graphs compiled for GPUs
+"""Static GPU checks (compiler/analysis/gpucheck.py): the benchmark graphs compiled for GPUs
 described by tables (spec/render.yaml device_tables: an H100, an A100, an MI250X die)
 launch enough work-groups for every compute unit, read and write global memory
 coalesced (consecutive work items, consecutive elements) and fit local memory. CI has no
@@ -11,7 +11,7 @@ import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.device import table_device
-from tinyspec.compiler.gpucheck import launch_report, problems
+from tinyspec.compiler.analysis.gpucheck import launch_report, problems
 from tinyspec.refimpl import evaluate
 
 from targets import HAVE_CL, CL_UNAVAILABLE
@@ -94,7 +94,7 @@ def layer_norm(x):
 
 
 def test_softmax_is_one_kernel_a_work_group_per_row(h100):
-  """Softmax 4096x1024 (compiler/rangeify.py _row_fused, heuristics _gpu_rows): ONE
+  """Softmax 4096x1024 (compiler/passes/rangeify.py _row_fused, heuristics _gpu_rows): ONE
   kernel, a work-group of 256 items per row; every pass over the row (max, sum of exp,
   the output) reads coalesced, stride 1 in get_local_id(0); two 256-slot local buffers."""
   c = compile_graph(BENCH["softmax 4096x1024"]().graph(), "opencl", keep_stages=False, device=h100)
@@ -209,10 +209,10 @@ def _without(lin, drop):
 
 
 def test_local_memory_races_are_found(h100):
-  """compiler/localrace.py: the fused softmax and the split sum have no race on local
+  """compiler/analysis/localrace.py: the fused softmax and the split sum have no race on local
   memory; the same kernels with any one BARRIER left out do, and a BARRIER moved inside
   a tree step (reached by the items below its bound only) is refused."""
-  from tinyspec.compiler.gpucheck import kernel_launch
+  from tinyspec.compiler.analysis.gpucheck import kernel_launch
   for case in ("softmax 4096x1024", "sum 16M"):
     c = compile_graph(BENCH[case]().graph(), "opencl", keep_stages=False, device=h100)
     ks, lin = c.sources[0], c.linear[0]
@@ -236,7 +236,7 @@ def test_local_races_count_a_vector_access_lanes(h100):
   """A staged gemm's B tile is copied with float4 stores (lanes 4*lid .. 4*lid+3): no
   race. The same store with its items 2 elements apart (their float4s overlap) races,
   which only counting the lanes shows."""
-  from tinyspec.compiler.gpucheck import kernel_launch
+  from tinyspec.compiler.analysis.gpucheck import kernel_launch
   from tinyspec.compiler.props import props, const
   from tinyspec.compiler.rewrite import substitute
   c = compile_graph(gemm(Tensor(_z(128, 64)), Tensor(_z(64, 128))).graph(), "opencl", keep_stages=False, device=h100)
@@ -285,7 +285,7 @@ def test_local_races_across_loop_trips():
   """A loop holding a BARRIER: the next trip's store races with this trip's reads unless
   a second BARRIER ends the trip; a store before the loop does not race with the reads
   after the loop's BARRIER."""
-  from tinyspec.compiler.localrace import local_races
+  from tinyspec.compiler.analysis.localrace import local_races
   assert local_races(*_loop_kernel(False, False)) != []
   assert local_races(*_loop_kernel(False, True)) == []
   assert local_races(*_loop_kernel(True, False)) == []
@@ -397,8 +397,8 @@ def test_staged_gemm_stages_validate_and_evaluate(h100):
 
 def _staged_kernel(h100):
   """The optimized (staged) kernel of a small gemm, and its LOCAL axes."""
-  from tinyspec.compiler import callify, rangeify
-  from tinyspec.compiler.optimize import optimize
+  from tinyspec.compiler.passes import callify, rangeify
+  from tinyspec.compiler.passes.optimize import optimize
   t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
   sink = optimize(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink, "opencl", None, h100)
   from tinyspec.compiler.rewrite import toposort
@@ -411,8 +411,8 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   """The proofs must still find a race: (1) no BARRIER ending each step (the next step's
   copies could overwrite what slower work items read); (2) two work items copying into one
   element (a row of items collapsed onto row 0); (3) the tile read not through the BARRIER."""
-  from tinyspec.compiler import expand as E
-  from tinyspec.compiler.optimize import proved_parallel
+  from tinyspec.compiler.passes import expand as E
+  from tinyspec.compiler.passes.optimize import proved_parallel
   from tinyspec.compiler.props import CompileError, const
   from tinyspec.compiler.rewrite import substitute
   sink, nodes = _staged_kernel(h100)
@@ -433,11 +433,11 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
 
 
 def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeypatch):
-  """expand proves every kernel with BARRIERs race-free (compiler/parallel.py hazards): a
+  """expand proves every kernel with BARRIERs race-free (compiler/analysis/parallel.py hazards): a
   tree combine's later step, reached from a read only through a BARRIER, runs after it;
   the same tree with one step's BARRIER left out (the next step reads what this step's
   items may still be writing) is refused with compile.order."""
-  from tinyspec.compiler import expand as E
+  from tinyspec.compiler.passes import expand as E
   from tinyspec.compiler.props import CompileError
   from tinyspec.uop import UOp
   g = BENCH["sum 16M"]().graph()
@@ -461,8 +461,9 @@ def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeyp
 def test_beam_can_stage_or_not(h100):
   """BEAM's actions on a GPU offer STAGE of the reduce axis (the heuristics' default is
   one candidate, the unstaged layout another)."""
-  from tinyspec.compiler import beam, callify, rangeify
-  from tinyspec.compiler.optimize import initial_types
+  from tinyspec.compiler import beam
+  from tinyspec.compiler.passes import callify, rangeify
+  from tinyspec.compiler.passes.optimize import initial_types
   t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
   k = initial_types(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink)
   acts = beam.actions(k, "opencl", h100)
@@ -508,7 +509,7 @@ def _gemm_sweep(tables=("h100", "a100", "mi250")) -> list:
   """Every gemm of GEMM_ROWS x K x N (N multiples of 64 and not, K a multiple of the
   staging step and not) compiled for each table: (table, shape, what went wrong)."""
   from tinyspec.compiler import CompileError
-  from tinyspec.compiler.localrace import local_races
+  from tinyspec.compiler.analysis.localrace import local_races
   bad = []
   for table in tables:
     dev = table_device(table)
@@ -534,7 +535,7 @@ def test_awkward_gemms_compile_for_every_table():
 def test_the_gemm_sweep_finds_the_planted_stop_iteration(monkeypatch):
   """The heuristic as it was (the register tile's split assumed found) is caught by the sweep."""
   import inspect, textwrap
-  from tinyspec.compiler import heuristics as H
+  from tinyspec.compiler.passes import heuristics as H
   src = textwrap.dedent(inspect.getsource(H._local_tile))
   fixed = "cut = next((n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == [\"SPLIT\", m_ax] and A.opts[n][2][1] == \"UPCAST\"), None)"
   assert fixed in src

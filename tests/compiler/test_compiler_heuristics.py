@@ -1,4 +1,4 @@
-"""The default OptOps (compiler/heuristics.py) per device kind, and what they make:
+"""The default OptOps (compiler/passes/heuristics.py) per device kind, and what they make:
 register-tiled gemm with vector accumulators and a packed input, long reductions split
 over the cores, vectorized float MAX on integer keys -- every one still equal to the
 reference evaluator. Devices are given explicitly so that the choices do not depend on
@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
-from tinyspec.compiler import compile_graph, callify, rangeify
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.device import Device
-from tinyspec.compiler.heuristics import default_opts
-from tinyspec.compiler.optimize import initial_types
+from tinyspec.compiler.passes.heuristics import default_opts
+from tinyspec.compiler.passes.optimize import initial_types
 from tinyspec.refimpl import evaluate
 
 from targets import TARGETS, HAVE_CL, CL_UNAVAILABLE

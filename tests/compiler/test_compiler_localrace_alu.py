@@ -1,4 +1,4 @@
-"""compiler/localrace.py evaluates index arithmetic through the reference's own units
+"""compiler/analysis/localrace.py evaluates index arithmetic through the reference's own units
 (refimpl/alu.py): its IDIV floors and its MOD takes the divisor's sign, as the spec and the
 rendered kernels do (a table of its own once truncated them: IDIV(-7, 2) = -3)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from tinyspec.compiler.localrace import _eval
+from tinyspec.compiler.analysis.localrace import _eval
 from tinyspec.refimpl.alu import alu, has_alu
 
 

@@ -6,7 +6,7 @@ from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import shape_operand as S, const
-from tinyspec.compiler.bounds import missing, proved
+from tinyspec.compiler.analysis.bounds import missing, proved
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.refimpl import evaluate
 

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings, HealthCheck, strategies as st
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph, CompileError
-from tinyspec.compiler import callify, rangeify
+from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler.beam import actions, legal
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.device import device

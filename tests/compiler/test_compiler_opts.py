@@ -127,8 +127,8 @@ def test_loop_carried_axis_refuses_reordering(opt):
 def test_workgroup_larger_than_the_device_is_refused():
   from dataclasses import replace
   from tinyspec.compiler.device import device
-  from tinyspec.compiler.optimize import apply_opts, initial_types
-  from tinyspec.compiler import callify, rangeify
+  from tinyspec.compiler.passes.optimize import apply_opts, initial_types
+  from tinyspec.compiler.passes import callify, rangeify
   k = rangeify.rangeify(callify.callify([SUMSQ])).kernels[0]
   small = replace(device("c"), max_local=16)
   with pytest.raises(CompileError) as e:

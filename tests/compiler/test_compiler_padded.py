@@ -1,4 +1,4 @@
-"""Padded tiles (compiler/layout.py pad_outputs, render.yaml heuristics.cpu.pad_outputs): a
+"""Padded tiles (compiler/passes/layout.py pad_outputs, render.yaml heuristics.cpu.pad_outputs): a
 reduce kernel whose tile the sizes do not divide stores ungated into a padded buffer,
 reads its inputs from zero-padded copies, and a copy kernel writes the output's part.
 The results are the reference's on awkward sizes and on values that poison the padding
@@ -13,7 +13,7 @@ from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs, check_stages
 from tinyspec.compiler.device import Device
-from tinyspec.compiler.layout import _padded_shape
+from tinyspec.compiler.passes.layout import _padded_shape
 from tinyspec.compiler.props import shape_operand as S, const
 from tinyspec.refimpl import evaluate
 

@@ -1,4 +1,4 @@
-"""The renderer's interval-selected fast paths (compiler/render.py PREDICATES, render.yaml
+"""The renderer's interval-selected fast paths (compiler/render PREDICATES, render.yaml
 `if:`) hold for every integer dtype: kernels of every op that has such a case, over
 narrowed operands (x // 3 with x possibly negative, x << (k % 4 - 2), sums that fit or
 not), give the reference's bits on c and opencl, and on c built with UBSan and without

@@ -1,4 +1,4 @@
-"""Every rewrite rule of the simplifier (compiler/symbolic.py RULES, the whole table) holds
+"""Every rewrite rule of the simplifier (compiler/analysis/symbolic.py RULES, the whole table) holds
 in the dtype's own wrapping arithmetic: for every integer dtype (index included) and
 bool, nodes matching the rule's pattern are built over edge-dense and narrowed operands
 (tests/compiler/rewrite_cases.py); where the rule rewrites one, the reference evaluator gives the
@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 from tinyspec.compiler.props import props
-from tinyspec.compiler.symbolic import RULES, simplify
+from tinyspec.compiler.analysis.symbolic import RULES, simplify
 from rewrite_cases import INT_DTYPES, KernelBuilder, instance, valid
 
 ROUNDS = int(os.environ.get("TINYSPEC_REWRITE_ROUNDS", "1"))
@@ -66,7 +66,7 @@ def test_rule_keeps_every_value(k):
 
 def test_the_table_is_what_is_tested():
   """The parametrization above covers RULES itself: a rule added to the table is tested."""
-  from tinyspec.compiler import symbolic
+  from tinyspec.compiler.analysis import symbolic
   assert [fn.__name__ for _, fn in symbolic.RULES.rules] == RULE_NAMES and len(RULE_NAMES) == len(set(RULE_NAMES))
 
 
@@ -91,7 +91,7 @@ def test_simplify_keeps_every_value(dt):
 def _old_div_div(x, a, c1, c2):
   """The rule before issue 12: the product need not be a literal of the dtype."""
   from tinyspec.uop import UOp
-  from tinyspec.compiler.symbolic import wrap
+  from tinyspec.compiler.analysis.symbolic import wrap
   v = int(c1.arg["value"]) * int(c2.arg["value"])
   if int(c1.arg["value"]) <= 0 or int(c2.arg["value"]) <= 0: return None
   return UOp("IDIV", (a, c1.replace(arg={"value": wrap(v, props(x).dtype), "dtype": props(x).dtype})))
@@ -100,7 +100,7 @@ def _old_div_div(x, a, c1, c2):
 def _shift_ignoring_wrap(x, a, c1, c2):
   """a + c1 < c2 -> a < c2 - c1 without asking whether a + c1 wraps."""
   from tinyspec.uop import UOp
-  from tinyspec.compiler.symbolic import fits, _c
+  from tinyspec.compiler.analysis.symbolic import fits, _c
   v = int(c2.arg["value"]) - int(c1.arg["value"])
   if not fits(v, v, props(a).dtype): return None
   return UOp("CMPLT", (a, _c(v, a)))
@@ -108,7 +108,7 @@ def _shift_ignoring_wrap(x, a, c1, c2):
 
 def _split_inexact(x, a, c):
   """floor((t*k + r)/c) reasoning on the linear form even where the sum wraps."""
-  from tinyspec.compiler import symbolic as S
+  from tinyspec.compiler.analysis import symbolic as S
   real = S.exact_linear
   try:
     S.exact_linear = lambda u, limit=64: S.linear(u, limit) if S._is_intlike(u) else None

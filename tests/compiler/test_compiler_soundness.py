@@ -68,8 +68,8 @@ def test_a_conflicting_axis_is_not_parallel(axis):
   """The graph's own parallel type on an axis whose iterations write one element is
   dropped (LOOP: in order); C then runs no thread slices, OpenCL one work item."""
   from soundness_cases import parallel
-  from tinyspec.compiler.optimize import initial_types
-  from tinyspec.compiler.axes import ranges, axis_type
+  from tinyspec.compiler.passes.optimize import initial_types
+  from tinyspec.compiler.analysis.axes import ranges, axis_type
   g, _ = parallel(axis)
   sink = g.root_uops()[0]
   assert [axis_type(r) for r in ranges(sink)] == [axis]
@@ -160,7 +160,7 @@ def test_a_linear_keeps_no_unproved_parallel_axis():
   from tinyspec.graph import Graph
   from tinyspec.refimpl import evaluate
   from tinyspec.compiler.props import const, shape_operand as S
-  from tinyspec.compiler.linearize import linearize
+  from tinyspec.compiler.passes.linearize import linearize
   out = UOp("PARAM", (S((3,)),), {"slot": 0, "dtype": "int32"})
   r = UOp("RANGE", (const(4096, "index"),), {"id": 0, "type": "THREAD"})
   st = UOp("STORE", (UOp("INDEX", (out, UOp("MOD", (r, const(3, "index"))))), UOp("CAST", (r,), "int32")))

@@ -1,4 +1,4 @@
-"""Split reductions (compiler/split.py): on OpenCL a long reduce with few outputs becomes
+"""Split reductions (compiler/passes/split.py): on OpenCL a long reduce with few outputs becomes
 a kernel of partials over the device's compute units and a kernel combining them. The
 split schedule evaluates (refimpl) to the same values as the program; reduces that must
 keep their order, short ones and C programs are left whole. Devices are given explicitly
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.validate import validate
-from tinyspec.compiler import callify, rangeify
+from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import props
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.device import Device
-from tinyspec.compiler.split import split_reduces
+from tinyspec.compiler.passes.split import split_reduces
 from tinyspec.refimpl import evaluate
 from targets import needs_cl
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import const, props, shape_operand as S
-from tinyspec.compiler.symbolic import simplify
+from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.refimpl import evaluate
 
 

@@ -50,7 +50,7 @@ def test_the_identities_say_what_decision_reduce_empty_says():
 def test_reorders_is_what_the_compiler_obeys():
   """A float MUL reduction keeps its order: the compiler refuses to unroll it; the table's
   `reorders` is the only place that says so (flip it and the compiler would reorder)."""
-  from tinyspec.compiler.axes import reorderable
+  from tinyspec.compiler.analysis.axes import reorderable
   assert not T.reduce_reorders("MUL", "float32") and T.reduce_reorders("MUL", "int32")
   assert T.reduce_reorders("ADD", "float32") and T.reduce_reorders("MAX", "float64")
   buf = UOp("BUFFER", (UOp("VCONST", (), {"values": [8], "dtype": "index"}),), {"slot": 0, "dtype": "float32", "device": "CPU"})

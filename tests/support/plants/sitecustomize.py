@@ -24,7 +24,7 @@ PLANT = os.environ.get("TINYSPEC_PLANT")
 
 def _literal():
   from tinyspec.uop import UOp
-  from tinyspec.compiler import symbolic as S
+  from tinyspec.compiler.analysis import symbolic as S
   from tinyspec.compiler.props import props
   def div_div(x, a, c1, c2):
     v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
@@ -35,7 +35,7 @@ def _literal():
 
 
 def _gate_wrap():
-  from tinyspec.compiler import bounds as B
+  from tinyspec.compiler.analysis import bounds as B
   from tinyspec.compiler.props import props
   def interval(i, known):
     lo, hi = props(i).min_max
@@ -63,12 +63,13 @@ def _sizes():
 
 
 def _parallel():
-  from tinyspec.compiler import optimize as O
+  from tinyspec.compiler.passes import optimize as O
   O.conflict_free = lambda sink, r, acc=None: True
 
 
 def _call_const():
-  from tinyspec.compiler import rangeify as R, executor as E
+  from tinyspec.compiler.passes import rangeify as R
+  from tinyspec.compiler import executor as E
   from tinyspec.compiler.schedule import Kernel
   R._size_slots = lambda body: set()
   def call_kernel(self, c):
@@ -80,27 +81,27 @@ def _call_const():
 
 
 def _call_const_buffer():
-  from tinyspec.compiler import rangeify as R
+  from tinyspec.compiler.passes import rangeify as R
   R._size_slots = lambda body: {u.arg["slot"] for u in R._walk(body) if u.op == "PARAM"}
 
 
 def _pad_partial():
-  from tinyspec.compiler import layout as L
+  from tinyspec.compiler.passes import layout as L
   L._covers = lambda ii, shape: True
 
 
 def _pad_gather():
-  from tinyspec.compiler import layout as L
+  from tinyspec.compiler.passes import layout as L
   L._of_loops = lambda i: True
 
 
 def _contract():
-  from tinyspec.compiler import render as R
+  from tinyspec.compiler.render import base as R
   R.cannot_overflow = lambda terms, dt, trips: True
 
 
 def _alias():
-  from tinyspec.compiler import hazards as H
+  from tinyspec.compiler.passes import hazards as H
   H.separate_aliases = lambda s: s
 
 

@@ -6,7 +6,7 @@ for it on the target and the node's dtypes (NEG, SUB, the comparisons, DIV, SQRT
 tolerances); otherwise it is replaced by its table decomposition
 (`tinyspec.decompose.expand`, e.g. THREEFRY). Any other op without a rule is refused
 with rule compile.unsupported. Every memory access not proved in bounds gets its bounds
-check as a gate (compiler.bounds.gate_memory).
+check as a gate (compiler/analysis/bounds.py gate_memory).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
@@ -28,7 +28,7 @@ def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
   sink = rebuild(sink, _load_of_value)
-  from tinyspec.compiler.bounds import gate_memory
+  from tinyspec.compiler.analysis.bounds import gate_memory
   sink = gate_memory(sink)
   for u in toposort(sink):
     if u.op in render_tables()["ops"] and R.select_case(u, target, kind) is None:

@@ -3,7 +3,7 @@
 A read that the graph does not order after a kernel's own stores (no AFTER names them)
 sees the storage as it was before the kernel. The compiled loops read memory as it is
 at that moment, so where a store of another iteration (or an unordered one of the same
-iteration) may already have written the element (compiler/parallel.py `hazards`),
+iteration) may already have written the element (compiler/analysis/parallel.py `hazards`),
 the read is pointed at a copy of the storage made just before the kernel by a copy
 kernel of its own -- what rangeify does for a tensor STORE that reads its own target.
 A read ordered after some stores that the loops cannot reproduce (`hazards`) is
@@ -24,7 +24,7 @@ from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
-from tinyspec.compiler.parallel import hazards, WRITES
+from tinyspec.compiler.analysis.parallel import hazards, WRITES
 
 
 def copy_kernel(shape: tuple, dtype: str, name: str) -> UOp:

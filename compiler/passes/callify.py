@@ -9,16 +9,19 @@ kernel CALLs.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
+from tinyspec.tables import tables
 from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.rewrite import Pat, Matcher, graph_rewrite
 
 
 def _is_inlinable(f: UOp) -> bool:
-  return f.op in ("FUNCTION", "CALL") and bool(f.src) and f.src[0].op == "TUPLE"
+  """A FUNCTION or CALL whose body (ops.yaml `kind: body`) is a function's TUPLE, not a kernel."""
+  slots = tables().body_slots(f.op)
+  return bool(slots) and len(f.src) > slots[0] and f.src[slots[0]].op == "TUPLE"
 
 
 def substitute_params(body: UOp, args: tuple) -> UOp:
-  """body with its own PARAM slot k replaced by args[k]; the bodies (src[0]) of nested
+  """body with its own PARAM slot k replaced by args[k]; the bodies (ops.yaml `kind: body`) of nested
   FUNCTIONs and CALLs are left alone."""
   memo: dict[UOp, UOp] = {}
   stack = [(body, False)]
@@ -29,14 +32,16 @@ def substitute_params(body: UOp, args: tuple) -> UOp:
       slot = u.arg["slot"]
       if slot >= len(args): raise CompileError("FUNCTION.param", f"PARAM slot {slot} has no argument", u)
       memo[u] = args[slot]; continue
-    nested = u.op in ("FUNCTION", "CALL")
-    kids = u.src[1:] if nested else u.src
+    slots = tables().body_slots(u.op)   # a nested body keeps its own PARAMs
+    kids = tuple(s for k, s in enumerate(u.src) if k not in slots) if slots else u.src
     if not done:
       stack.append((u, True))
       stack.extend((s, False) for s in reversed(kids) if s not in memo)
       continue
     new = tuple(memo[s] for s in kids)
-    if nested: new = (u.src[0],) + new
+    if slots:
+      rest = iter(new)
+      new = tuple(s if k in slots else next(rest) for k, s in enumerate(u.src))
     memo[u] = u if all(a is b for a, b in zip(new, u.src)) else u.replace(src=new)
   return memo[body]
 
@@ -55,7 +60,7 @@ def _gettuple(x: UOp, t: UOp):
 RULES = Matcher([
   (Pat("GETTUPLE", (Pat.var("t"),), name="x"), _gettuple),
   # a tuple value used as a whole (a root, or an argument) is its TUPLE
-  (Pat(("FUNCTION", "CALL"), name="f"), lambda f: _inline(f) if _is_inlinable(f) else None),
+  (Pat(tuple(op for op in tables().ops if tables().body_slots(op)), name="f"), lambda f: _inline(f) if _is_inlinable(f) else None),
 ])
 
 

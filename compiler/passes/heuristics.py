@@ -4,7 +4,7 @@ The numbers are spec/render.yaml `heuristics` (one entry per device kind, cpu or
 From a kernel's accesses (which ranges each memory access depends on, and with what
 stride) they choose, in this order:
   0. GPUs: a fused row kernel (row reductions with the elementwise work reading them,
-     compiler/rangeify.py) is a work-group per row: every reduce and the output axis
+     compiler/passes/rangeify.py) is a work-group per row: every reduce and the output axis
      split into the same `group_size` lanes (_gpu_rows), and nothing else;
   1. register tiling: when the kernel reduces and an input does not depend on an output
      axis (gemm, convolution: each loaded value is used by many outputs), UPCAST the
@@ -12,17 +12,17 @@ stride) they choose, in this order:
      axis by tile[0]; every load in the tile is then read once and used tile-many times.
      A size the tile does not divide is padded to the next multiple (PADTO: the missing
      rows and columns masked) where the table says `pad_tiles`; with `pad_outputs` such a
-     tile stores into a padded buffer and reads zero-padded inputs (compiler/layout.py),
+     tile stores into a padded buffer and reads zero-padded inputs (compiler/passes/layout.py),
      so it is vector code like any other, and C pads the row tiles further to a multiple
      of the THREAD slices where the threads could not share them evenly (at most 1/8
      more rows).
      C: a panel of column tiles (LOCAL, a loop there) goes outside the rows (SWAP) while
      its input fits `panel_bytes`, the reduce is unrolled by `unroll_tile`, and the
-     input read across the reduce loop is packed in tile order (compiler/layout.py);
+     input read across the reduce loop is packed in tile order (compiler/passes/layout.py);
   2. a long reduce with few outputs is split across the cores (C: GROUP_REDUCE on
      threads, top: each reads one contiguous block) or a workgroup's work items
      (OpenCL: `group_size` of them, `group_top` as the table says) and combined
-     afterwards; on OpenCL compiler/split.py has already spread it over work-groups.
+     afterwards; on OpenCL compiler/passes/split.py has already spread it over work-groups.
      GPUs: any reduce whose outputs cannot fill the device gets a work-group per output,
      its work items reading consecutive elements (_gpu_group);
   3. a reduce contiguous in memory gets `unroll_reduce` independent accumulators
@@ -40,10 +40,10 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.symbolic import linear
+from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.axes import ranges, axis_type, size, output_nest, reorderable
-from tinyspec.compiler.expand import _vectorizable
+from tinyspec.compiler.analysis.axes import ranges, axis_type, size, output_nest, reorderable
+from tinyspec.compiler.passes.expand import _vectorizable
 
 
 def _prod(xs) -> int:
@@ -155,7 +155,7 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
   `fill_items`) gets a work-group per output: its axis contiguous in memory split into
   `group_size` work items (GROUP_REDUCE, inner: consecutive items read consecutive
   elements), combined through local memory. A row reduction (softmax, layer norm) is one
-  work-group per row; a split reduce's partials (compiler/split.py) one per partial."""
+  work-group per row; a split reduce's partials (compiler/passes/split.py) one per partial."""
   p = next((p for p in reversed(reds) if contiguous_in_load(p)), None)
   width = min(int(H["group_size"]), dev.max_local or int(H["group_size"]))
   if p is None or out_numel >= dev.threads * int(H["fill_items"]) or A.size[p] < int(H["group_min"]): return False
@@ -170,7 +170,7 @@ def _gpu_group(A: Axes, reds: list, out_numel: int, dev, H: dict, contiguous_in_
 
 def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in_store):
   """The output axis of a fused row kernel (row reductions kept with the elementwise work
-  that reads them, compiler/rangeify.py _row_fused), or None: the output axis contiguous
+  that reads them, compiler/passes/rangeify.py _row_fused), or None: the output axis contiguous
   in memory, every reduce as long, read contiguously, and no reduce running inside it
   (what a reduce reads does not move with it: the reduces are per row)."""
   inner = [p for p in outs if contiguous_in_store(p)]
@@ -183,7 +183,7 @@ def _row_axis(A: Axes, reds: list, outs: list, contiguous_in_load, contiguous_in
 
 def _gpu_rows(A: Axes, reds: list, outs: list, dev, H: dict, contiguous_in_load, contiguous_in_store) -> bool:
   """GPU: a fused row kernel (row reductions kept with the elementwise work that reads
-  them, compiler/rangeify.py _row_fused): every reduce runs over a row as long as the
+  them, compiler/passes/rangeify.py _row_fused): every reduce runs over a row as long as the
   output axis contiguous in memory. All of them are split into the same `group_size`
   lanes, stride 1 (GROUP_REDUCE for each reduce, LOCAL for the output axis, swapped
   outside that axis's remaining loop): render makes the lanes one work-item id, so each
@@ -235,9 +235,24 @@ def numbers(dev) -> dict:
   return {**H, **(H.get("by_target") or {}).get(dev.target, {})}
 
 
+class _Plan:
+  """One kernel as default_opts's steps see it: its axes (Axes, with the opts so far),
+  the output and reduce axes, the device and its numbers."""
+  def __init__(self, sink: UOp, target: str, dev, H: dict, axes: list, outs: list, reds: list, closers: list, acc: list, fits):
+    self.sink, self.target, self.dev, self.H, self.axes = sink, target, dev, H, axes
+    self.outs, self.reds, self.closers, self.fits = outs, reds, closers, fits
+    self.A = Axes(axes, acc)
+    self.is_load = [not a[0] for a in acc]
+    self.is_store = [a[0] for a in acc]
+
+  def contiguous_in_store(self, p): return any(s and st[p] == 1 for s, st in zip(self.is_store, self.A.strides))
+  def contiguous_in_load(self, p): return any(ld and st[p] == 1 for ld, st in zip(self.is_load, self.A.strides))
+  def reused(self, p): return any(ld and st[p] == 0 for ld, st in zip(self.is_load, self.A.strides))
+
+
 def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
-  compile (compiler/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
+  compile (compiler/passes/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
   where the caller can say: without `fits` the kernel keeps its global reads."""
   from tinyspec.compiler.device import device
   dev = dev or device(target)
@@ -251,115 +266,134 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   closers = [u for u in toposort(sink) if u.op in ("END", "REDUCE")]
   reds = [rset[r] for r in axes if axis_type(r) == "REDUCE" and all(u.op == "REDUCE" and reorderable(u) for u in closers if r in u.src[1:])]
   if not outs and not reds: return []
-  acc = accesses(sink)
-  A = Axes(axes, acc)
-  is_load = [not a[0] for a in acc]
-  is_store = [a[0] for a in acc]
-
-  def contiguous_in_store(p): return any(s and st[p] == 1 for s, st in zip(is_store, A.strides))
-  def contiguous_in_load(p): return any(ld and st[p] == 1 for ld, st in zip(is_load, A.strides))
-  def reused(p): return any(ld and st[p] == 0 for ld, st in zip(is_load, A.strides))
-
+  P = _Plan(sink, target, dev, H, axes, outs, reds, closers, accesses(sink), fits)
   # 0. a fused row kernel on a GPU: a work-group per row
-  if reds and outs and dev.kind == "gpu" and dev.target == "opencl" and _gpu_rows(A, reds, outs, dev, H, contiguous_in_load, contiguous_in_store):
-    return A.opts
-  tiled = False
-  # 1. register tiling of reduce kernels whose inputs are shared between outputs
-  if reds and outs:
-    inner = [p for p in outs if contiguous_in_store(p) and reused(p)]
-    if inner:
-      n_ax = inner[-1]
-      k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
-      padded = False
-      if k is None and H.get("pad_tiles") and A.size[n_ax] >= 2 * H["tile"][1]:
-        padded = True
-        k = A.padto(n_ax, int(H["tile"][1]))     # the last tile's missing columns are masked
-      if k:
-        # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
-        item = max(1, _itemsize(sink))
-        lanes = max(1, min(k, dev.vector_bytes // item))
-        A.split(n_ax, lanes, "UPCAST")
-        if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
-        tiled = True
-        rows = _tile_rows(H, dev, k // lanes)
-        m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] >= 2 * rows), None)
-        if m_ax is not None:
-          r = _divisor(A.size[m_ax], rows, 2)
-          if H.get("pad_tiles") and (r is None or 2 * r <= rows): r, padded = A.padto(m_ax, rows), True   # no near divisor: masked rows
-          T = _thread_slices(dev, H)
-          if T and H.get("pad_outputs") and r and _balanced(A.size[m_ax] // r, dev, H) is None:
-            # the row tiles cannot be shared evenly by the threads: pad them to a multiple of
-            # the slices (padded tiles cost little where they store into a padded buffer)
-            m = A.size[m_ax]
-            if -(-m // (r * T)) * r * T - m <= m // 8: r, padded = rows, True; A.padto(m_ax, rows * T)
-          if r: A.split(m_ax, r, "UPCAST")
-        # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
-        red_len = _prod(A.size[p] for p in reds)
-        panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
-        # (a padded tile that keeps its masked accesses -- no `pad_outputs` -- does not
-        #  vectorize: the panel and the unrolled reduce measured 4-6x slower on it, gemm
-        #  1000, so it keeps the plain loop)
-        masked = padded and not H.get("pad_outputs")
-        L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not masked else None
-        if L:
-          A.split(n_ax, L, "LOCAL")
-          A.opts.append(["SWAP", m_ax, n_ax])
-        staged = _local_tile(A, H, dev, target, m_ax, n_ax, reds, padded, outs, reused, fits)
-        # OpenCL on a CPU runs a work-group's items one after another on one core: items
-        # along the row tiles share one column panel of B while it is in cache
-        g = H.get("tile_group")
-        if g and not staged and dev.target == "opencl" and dev.kind == "cpu" and m_ax is not None:
-          g = _divisor(A.size[m_ax], g, 2)
-          if g: A.split(m_ax, g, "LOCAL")
-        u = H.get("unroll_tile", 1)
-        if u > 1 and not staged and not masked and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
-  out_numel = _prod(A.size[p] for p in outs)
+  if reds and outs and dev.kind == "gpu" and dev.target == "opencl" and _gpu_rows(P.A, reds, outs, dev, H, P.contiguous_in_load, P.contiguous_in_store):
+    return P.A.opts
+  tiled = bool(reds and outs) and _register_tile(P)
+  grouped = _group_reduce(P) if reds and not tiled else False
+  _unroll_reduce(P, tiled, grouped)
+  _vector_outputs(P)
+  _parallel_outputs(P, grouped)
+  return P.A.opts
+
+
+def _register_tile(P: _Plan) -> bool:
+  """1. register tiling of a reduce kernel whose inputs are shared between outputs
+  (whether it was tiled)."""
+  A, H, dev, outs, reds, reused = P.A, P.H, P.dev, P.outs, P.reds, P.reused
+  inner = [p for p in outs if P.contiguous_in_store(p) and reused(p)]
+  if not inner: return False
+  n_ax = inner[-1]
+  k = _divisor(A.size[n_ax], H["tile"][1], H["tile"][1])
+  padded = False
+  if k is None and H.get("pad_tiles") and A.size[n_ax] >= 2 * H["tile"][1]:
+    padded = True
+    k = A.padto(n_ax, int(H["tile"][1]))     # the last tile's missing columns are masked
+  if not k: return False
+  # k columns as k/lanes vectors: the vector axis innermost (contiguous), the copies outside it
+  item = max(1, _itemsize(P.sink))
+  lanes = max(1, min(k, dev.vector_bytes // item))
+  A.split(n_ax, lanes, "UPCAST")
+  if k // lanes > 1: A.split(n_ax, k // lanes, "UPCAST")
+  rows = _tile_rows(H, dev, k // lanes)
+  m_ax = next((p for p in reversed(outs) if p != n_ax and reused(p) and A.size[p] >= 2 * rows), None)
+  if m_ax is not None:
+    r = _divisor(A.size[m_ax], rows, 2)
+    if H.get("pad_tiles") and (r is None or 2 * r <= rows): r, padded = A.padto(m_ax, rows), True   # no near divisor: masked rows
+    T = _thread_slices(dev, H)
+    if T and H.get("pad_outputs") and r and _balanced(A.size[m_ax] // r, dev, H) is None:
+      # the row tiles cannot be shared evenly by the threads: pad them to a multiple of
+      # the slices (padded tiles cost little where they store into a padded buffer)
+      m = A.size[m_ax]
+      if -(-m // (r * T)) * r * T - m <= m // 8: r, padded = rows, True; A.padto(m_ax, rows * T)
+    if r: A.split(m_ax, r, "UPCAST")
+  # a panel of column tiles shares each pass over the rows (C: LOCAL is a loop)
+  red_len = _prod(A.size[p] for p in reds)
+  panel = H.get("panel_bytes", 0) // max(1, red_len * k * item)
+  # (a padded tile that keeps its masked accesses -- no `pad_outputs` -- does not
+  #  vectorize: the panel and the unrolled reduce measured 4-6x slower on it, gemm
+  #  1000, so it keeps the plain loop)
+  masked = padded and not H.get("pad_outputs")
+  L = _divisor(A.size[n_ax], panel, 2) if dev.target == "c" and panel >= 2 and m_ax is not None and not masked else None
+  if L:
+    A.split(n_ax, L, "LOCAL")
+    A.opts.append(["SWAP", m_ax, n_ax])
+  staged = _local_tile(A, H, dev, P.target, m_ax, n_ax, reds, padded, outs, reused, P.fits)
+  # OpenCL on a CPU runs a work-group's items one after another on one core: items
+  # along the row tiles share one column panel of B while it is in cache
+  g = H.get("tile_group")
+  if g and not staged and dev.target == "opencl" and dev.kind == "cpu" and m_ax is not None:
+    g = _divisor(A.size[m_ax], g, 2)
+    if g: A.split(m_ax, g, "LOCAL")
+  u = H.get("unroll_tile", 1)
+  if u > 1 and not staged and not masked and len(reds) == 1 and A.size[reds[0]] % u == 0 and A.size[reds[0]] >= 4 * u: A.split(reds[0], u, "UNROLL")
+  return True
+
+
+def _group_reduce(P: _Plan) -> bool:
+  """2. a long reduce with few outputs: split it across the cores / a workgroup (whether it was)."""
+  A, H, dev, reds = P.A, P.H, P.dev, P.reds
+  out_numel = _prod(A.size[p] for p in P.outs)
   red_numel = _prod(A.size[p] for p in reds)
-  # 2. a long reduce with few outputs: split it across the cores / a workgroup
-  grouped = False
-  if reds and not tiled and dev.kind == "gpu" and dev.target == "opencl":
-    def apart(p, q): return not any(u.op == "REDUCE" and axes[p] in u.src[1:] and axes[q] in u.src[1:] for u in closers)
-    grouped = _gpu_group(A, reds, out_numel, dev, H, contiguous_in_load, apart)
-  elif reds and not tiled and out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]:
-    p = reds[0]
-    if dev.target == "c" and H.get("threads"):
-      g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
-      if g and dev.threads > 1:
-        reds[0] = A.split(p, g, "GROUP_REDUCE", True); grouped = True
-    elif dev.target == "opencl" and H.get("group_size"):
-      g = _divisor(A.size[p], min(H["group_size"], dev.max_local or H["group_size"]), 2)
-      if g: reds[0] = A.split(p, g, "GROUP_REDUCE", bool(H.get("group_top"))); grouped = True
-  # 3. independent accumulators for a reduce contiguous in memory; in an OpenCL group
-  #    only for the ops the table lists (`group_unroll`: a float ADD chain is bound by
-  #    the add's latency; the integer MAX a float MAX becomes measured slower unrolled)
+  if dev.kind == "gpu" and dev.target == "opencl":
+    def apart(p, q): return not any(u.op == "REDUCE" and P.axes[p] in u.src[1:] and P.axes[q] in u.src[1:] for u in P.closers)
+    return _gpu_group(A, reds, out_numel, dev, H, P.contiguous_in_load, apart)
+  if not (out_numel <= H["few_outputs"] and red_numel >= H["group_reduce"]): return False
+  p = reds[0]
+  if dev.target == "c" and H.get("threads"):
+    g = _divisor(A.size[p], dev.threads * H.get("slices_per_thread", 1), 2)
+    if g and dev.threads > 1:
+      reds[0] = A.split(p, g, "GROUP_REDUCE", True)
+      return True
+  elif dev.target == "opencl" and H.get("group_size"):
+    g = _divisor(A.size[p], min(H["group_size"], dev.max_local or H["group_size"]), 2)
+    if g:
+      reds[0] = A.split(p, g, "GROUP_REDUCE", bool(H.get("group_top")))
+      return True
+  return False
+
+
+def _unroll_reduce(P: _Plan, tiled: bool, grouped: bool) -> None:
+  """3. independent accumulators for a reduce contiguous in memory; in an OpenCL group
+  only for the ops the table lists (`group_unroll`: a float ADD chain is bound by the
+  add's latency; the integer MAX a float MAX becomes measured slower unrolled)."""
+  A, H = P.A, P.H
   unroll = H["unroll_reduce"]
-  if grouped and dev.target == "opencl":
+  if grouped and P.dev.target == "opencl":
     gu = H.get("group_unroll") or {}
-    unroll = min((gu.get(u.arg["op"], 0) for u in closers if u.op == "REDUCE"), default=0)
-  if reds and not tiled and unroll > 1:
-    p = reds[-1]
-    if contiguous_in_load(p):
+    unroll = min((gu.get(u.arg["op"], 0) for u in P.closers if u.op == "REDUCE"), default=0)
+  if P.reds and not tiled and unroll > 1:
+    p = P.reds[-1]
+    if P.contiguous_in_load(p):
       k = _divisor(A.size[p], unroll, 2)
       if k and A.size[p] // k >= 2: A.split(p, k, "UNROLL")
-  # 4. vector lanes along a contiguous output axis (explicit vector loads and stores)
-  want = (H.get("vector_outputs") or {}).get(dev.target)
-  if outs and not reds and want:
-    inner = [p for p in outs if contiguous_in_store(p)]
-    lanes = max(1, dev.vector_bytes // max(1, _itemsize(sink))) if want == "register" else int(want)
-    # a GPU reads a scalar copy of each lane `lanes` elements apart (uncoalesced): lanes only where they become vectors
-    whole = dev.kind != "gpu" or _vectorizable(sink, axes[inner[-1]]) if inner else False
-    if inner and whole and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
-      A.split(inner[-1], lanes, "UPCAST")
-  # 5. parallel output axes
-  if outs:
-    if dev.target == "c" and H.get("threads") and dev.threads > 1:
-      want = _thread_slices(dev, H)
-      p = next((p for p in outs if A.size[p] >= want), None)
-      if p is not None:
-        t = _balanced(A.size[p], dev, H) or _divisor(A.size[p], want, 2)
-        if t: A.split(p, t, "THREAD", True)
-    elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
-      p = outs[-1]
-      k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
-      if k: A.split(p, k, "LOCAL")
-  return A.opts
+
+
+def _vector_outputs(P: _Plan) -> None:
+  """4. vector lanes along a contiguous output axis (explicit vector loads and stores)."""
+  A, dev = P.A, P.dev
+  want = (P.H.get("vector_outputs") or {}).get(dev.target)
+  if not (P.outs and not P.reds and want): return
+  inner = [p for p in P.outs if P.contiguous_in_store(p)]
+  lanes = max(1, dev.vector_bytes // max(1, _itemsize(P.sink))) if want == "register" else int(want)
+  # a GPU reads a scalar copy of each lane `lanes` elements apart (uncoalesced): lanes only where they become vectors
+  whole = dev.kind != "gpu" or _vectorizable(P.sink, P.axes[inner[-1]]) if inner else False
+  if inner and whole and lanes > 1 and A.size[inner[-1]] % lanes == 0 and A.size[inner[-1]] >= 4 * lanes:
+    A.split(inner[-1], lanes, "UPCAST")
+
+
+def _parallel_outputs(P: _Plan, grouped: bool) -> None:
+  """5. parallel output axes: THREAD slices on C, LOCAL work-groups on OpenCL."""
+  A, H, dev, outs = P.A, P.H, P.dev, P.outs
+  if not outs: return
+  if dev.target == "c" and H.get("threads") and dev.threads > 1:
+    want = _thread_slices(dev, H)
+    p = next((p for p in outs if A.size[p] >= want), None)
+    if p is not None:
+      t = _balanced(A.size[p], dev, H) or _divisor(A.size[p], want, 2)
+      if t: A.split(p, t, "THREAD", True)
+  elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
+    p = outs[-1]
+    k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
+    if k: A.split(p, k, "LOCAL")

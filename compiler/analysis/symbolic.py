@@ -45,7 +45,7 @@ def _cls(u: UOp) -> str:
   return _dt(d).cls if isinstance(d, str) else "tuple"
 
 
-def _is_intlike(u: UOp) -> bool: return _cls(u) in ("int", "uint", "index")
+def _is_intlike(u: UOp) -> bool: return isinstance(props(u).dtype, str) and _dt(props(u).dtype).is_int
 
 
 def wrap(v: int, dt: str) -> int:

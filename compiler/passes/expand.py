@@ -40,10 +40,10 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
-from tinyspec.compiler.symbolic import simplify, linear
+from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.rangeify import with_identity, identity, fold
-from tinyspec.compiler.axes import depends, open_ranges
+from tinyspec.compiler.passes.readers import with_identity, identity, fold
+from tinyspec.compiler.analysis.axes import depends, open_ranges
 
 UNROLLED = ("UPCAST", "UNROLL")
 
@@ -121,7 +121,7 @@ def _in_bounds(index: UOp) -> bool:
 
 def _vector_storage(p: UOp) -> bool:
   """Storage a vector load or store may address: a PARAM, or a LOCAL buffer (a staged
-  tile, compiler/stage.py) seen through AFTERs."""
+  tile, compiler/passes/stage.py) seen through AFTERs."""
   while p.op == "AFTER": p = p.src[0]
   return p.op == "PARAM" or (p.op == "BUFFER" and props(p).addrspace == "LOCAL")
 
@@ -357,9 +357,9 @@ def _accumulate(sink: UOp) -> UOp:
 
 def _step_barriers(sink: UOp) -> UOp:
   """A reduce loop whose iterations store LOCAL memory and then wait at a BARRIER (a staged
-  tile, compiler/stage.py) ends each iteration with a BARRIER of its own: without it the
+  tile, compiler/passes/stage.py) ends each iteration with a BARRIER of its own: without it the
   next iteration's stores could overwrite what slower work items still read."""
-  from tinyspec.compiler.linearize import split_ends
+  from tinyspec.compiler.passes.linearize import split_ends
   while any(u.op == "END" and len(u.src) > 2 for u in toposort(sink)): sink = split_ends(sink)   # (an END inside another's body stays whole in one pass)
   opened: dict = {}
   def step(e: UOp):
@@ -374,10 +374,10 @@ def _step_barriers(sink: UOp) -> UOp:
 
 def _race_free(sink: UOp) -> UOp:
   """A kernel that shares LOCAL memory between work items (BARRIERs) must be proved to
-  read there only what decision kernel-loops says (compiler/parallel.py hazards: the
+  read there only what decision kernel-loops says (compiler/analysis/parallel.py hazards: the
   group reduce's partials, a staged tile per reduce step); else it is refused, never run."""
   if not any(u.op == "BARRIER" for u in toposort(sink)): return sink
-  from tinyspec.compiler.parallel import hazards
+  from tinyspec.compiler.analysis.parallel import hazards
   plain, ordered = hazards(sink)
   bad = [a for a in plain + ordered if props(a.storage).addrspace == "LOCAL"]
   if bad: raise CompileError("compile.order", f"a read of LOCAL buffer {bad[0].storage.arg['slot']} may see another work item's or step's store (a race between BARRIERs)", bad[0].node)
@@ -387,7 +387,7 @@ def _race_free(sink: UOp) -> UOp:
 def expand(sink: UOp, tree: bool = False) -> UOp:
   """tree: combine GROUP_REDUCE partials as a tree (render.yaml heuristics
   `group_combine`), not serially."""
-  from tinyspec.compiler.linearize import split_ends
+  from tinyspec.compiler.passes.linearize import split_ends
   # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
   # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
   # the reduction's (decision reduce-max)

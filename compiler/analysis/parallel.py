@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort, fold_up
-from tinyspec.compiler.symbolic import exact_linear, linear_interval, linear
-from tinyspec.compiler.axes import carried, open_ranges
+from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
+from tinyspec.compiler.analysis.axes import carried, open_ranges
 
 WRITES = ("STORE", "ATOMICADD")
 
@@ -153,7 +153,7 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
 def _commute(a: Access, b: Access) -> bool:
   """Integer atomic adds commute exactly (modular): their order changes no bit."""
   from tinyspec.dtypes import dtype as _dt
-  return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).cls in ("int", "uint", "index")
+  return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).is_int
 
 
 def runs_in(a: Access, r: UOp, memo: dict) -> bool:
@@ -244,7 +244,7 @@ def _feeds(a: Access, w: Access, below: dict) -> bool:
 
 
 def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
-  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/stage.py) sees only
+  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/passes/stage.py) sees only
   this iteration's writes when: every work item runs r alike (its bound is a constant),
   the writes it is ordered after rewrite, at each point of r, every element of the tile
   exactly once between them (so earlier iterations' values are gone: _covers), and a

@@ -2,7 +2,7 @@
 
 Every RANGE carries an AxisType (ops.yaml `axis_types`). rangeify makes output axes LOOP
 and reduce axes REDUCE; a kernel the user writes may type its own. Here:
-  1. parallelism is proved or not used (compiler/parallel.py): an axis keeps a parallel
+  1. parallelism is proved or not used (compiler/analysis/parallel.py): an axis keeps a parallel
      or reordering type the graph gives it (GLOBAL, LOCAL, THREAD, UPCAST, UNROLL,
      GROUP_REDUCE) only where a SPLIT to that type would be allowed -- its iterations
      touch no element another one touches with a write and carry nothing from one to
@@ -11,7 +11,7 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
      outermost (by name), or, across a BARRIER, are refused (opt.parallel). The output
      axes of one loop nest then become GLOBAL where they are conflict-free;
   2. the OptOps apply left to right (ops.yaml `opt_ops`): the ones given, or by default
-     the hand-coded heuristics' (compiler.heuristics) or a BEAM search's winner
+     the hand-coded heuristics' (compiler/passes/heuristics.py) or a BEAM search's winner
      (compiler.beam). An opt is (op, axis, arg) with `axis` an index into the kernel's
      axes in RANGE-id order (a split's new axis gets the next id, so it comes last):
        SPLIT  arg (k, type) or (k, type, top): axis n -> (n/k, k) [(k, n/k) if top]; the
@@ -28,7 +28,7 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
        STAGE  arg k: a gemm-shaped reduce reads its inputs through local memory, k
-              reduce steps at a time (compiler/stage.py);
+              reduce steps at a time (compiler/passes/stage.py);
        NOLOCALS: no LOCAL, GROUP_REDUCE or STAGE (workgroup memory) afterwards;
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
@@ -45,10 +45,10 @@ from tinyspec.tables import tables
 from tinyspec.limits import limits
 from tinyspec.compiler.props import props, const, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute, rebuild
-from tinyspec.compiler.symbolic import simplify
-from tinyspec.compiler.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
-from tinyspec.compiler.rangeify import identity
-from tinyspec.compiler.parallel import accesses, conflict_free
+from tinyspec.compiler.analysis.symbolic import simplify
+from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
+from tinyspec.compiler.passes.readers import identity
+from tinyspec.compiler.analysis.parallel import accesses, conflict_free
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
   subs = {r: UOp("RANGE", r.src, {"id": r.arg["id"], "type": t}) for r, t in mapping.items() if r.arg.get("type") != t}
@@ -119,7 +119,7 @@ def program_axes(lin: UOp) -> UOp:
   """A LINEAR given as it is (a program-level graph): its parallel axis types are kept
   only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
   it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
-  from tinyspec.compiler.parallel import hazards
+  from tinyspec.compiler.analysis.parallel import hazards
   sink = UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END", "ATOMICADD")))
   plain, ordered = hazards(sink)
   if plain or ordered:
@@ -278,7 +278,7 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
     elif op == "STAGE":
-      from tinyspec.compiler.stage import stage
+      from tinyspec.compiler.passes.stage import stage
       if no_locals: raise CompileError("opt.unsupported", "STAGE after NOLOCALS")
       sink = stage(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
     elif op == "SWAP":
@@ -296,9 +296,9 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
 
 def opts_fit(sink: UOp, target: str, dev):
   """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
-  What the heuristics try a staged tiling with (compiler.heuristics default_opts)."""
+  What the heuristics try a staged tiling with (compiler/passes/heuristics.py default_opts)."""
   def fits(opts) -> bool:
-    from tinyspec.compiler.expand import expand
+    from tinyspec.compiler.passes.expand import expand
     try: expand(apply_opts(sink, opts, target, dev))
     except CompileError: return False
     return True
@@ -306,9 +306,9 @@ def opts_fit(sink: UOp, target: str, dev):
 
 
 def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
-  """initial_types, then `opts` (None: the device's default, see compiler.heuristics)."""
+  """initial_types, then `opts` (None: the device's default, see compiler/passes/heuristics.py)."""
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
-    from tinyspec.compiler.heuristics import default_opts
+    from tinyspec.compiler.passes.heuristics import default_opts
     opts = default_opts(sink, target, dev, opts_fit(sink, target, dev))
   return apply_opts(sink, opts, target, dev)

@@ -1,5 +1,5 @@
 """Bank conflicts on a work-group's local memory, read from a rendered OpenCL kernel (its
-LINEAR and its KernelSource) without running it: compiler/gpucheck.py reports them.
+LINEAR and its KernelSource) without running it: compiler/analysis/gpucheck.py reports them.
 
 A GPU's local memory is cut into banks (32 banks of 4-byte words on NVIDIA and AMD GPUs:
 spec/render.yaml devices.opencl `local_banks`). The lanes of a warp access
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
-from tinyspec.compiler.render import _base, _is_local
-from tinyspec.compiler.localrace import _eval
+from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
+from tinyspec.compiler.analysis.localrace import _eval
 from tinyspec.dtypes import dtype as _dt
 
 
@@ -31,7 +31,7 @@ class LocalAccess:
   width: int           # elements per lane
   ways: int | None     # the worst phase's passes (1: conflict-free; None: the address is not followable)
   node: UOp = None     # the INDEX
-  trips: int = 1       # how often a work item runs it (the constant loops open at it; compiler/gpucheck.py fills it)
+  trips: int = 1       # how often a work item runs it (the constant loops open at it; compiler/analysis/gpucheck.py fills it)
 
 
 def warp_items(local_size: list, warp: int) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Races on a work-group's local memory, read from a rendered OpenCL kernel (its LINEAR
-and its KernelSource) without running it: compiler/gpucheck.py reports them.
+and its KernelSource) without running it: compiler/analysis/gpucheck.py reports them.
 
 The work items of a work-group run the kernel's instructions at once; a BARRIER is the
 only thing that orders one item's accesses before another's. So the instructions fall
@@ -11,7 +11,7 @@ race when one of them writes and some
 element is touched by two different work items. Which items touch which elements is
 counted, not proved: every work item of the group (the local sizes) and every trip of
 the loops open at the access is enumerated and the index evaluated with NumPy. A lane
-(a range rendered as get_local_id, compiler/render.py) is the item's id; a lane
+(a range rendered as get_local_id, compiler/render) is the item's id; a lane
 narrower than the group (a tree combine's step) runs on the items below its bound. An
 index the evaluator cannot follow (it depends on loaded data) touches every element. A
 BARRIER that not every item reaches (inside a narrower lane or an IF) is a problem too.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
-from tinyspec.compiler.render import _base, _is_local
+from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.refimpl.alu import alu, has_alu
 
 LIMIT = 1 << 22    # (item, trip) points enumerated per access; beyond, the access is "every element"

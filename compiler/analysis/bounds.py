@@ -17,7 +17,7 @@ no gate slot, so its guard is the renderer's alone).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.symbolic import linear, simplify, fits
+from tinyspec.compiler.analysis.symbolic import linear, simplify, fits
 
 TRUE = const(True, "bool")
 
@@ -51,7 +51,7 @@ def facts(gate: UOp | None) -> dict[UOp, tuple]:
 def _intlike(u: UOp) -> bool:
   from tinyspec.dtypes import dtype as _dt
   d = props(u).dtype
-  return isinstance(d, str) and _dt(d).cls in ("int", "uint", "index")
+  return isinstance(d, str) and _dt(d).is_int
 
 
 def interval(i: UOp, known: dict) -> tuple:

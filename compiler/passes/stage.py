@@ -20,16 +20,16 @@ its rows, t0 = j*|lid1| + lid1. An input whose tile does not split so (its globa
 are not a dense mixed-radix number of those axes, it depends on another loop, the tile
 exceeds local memory) refuses the opt (opt.unsupported): the kernel keeps global reads.
 expand ends each step with a second BARRIER (the next step's copies overwrite what this
-step reads: compiler/expand.py `_step_barriers`) and proves the result race-free with
-compiler/parallel.py `hazards` (compiler/expand.py `_race_free`).
+step reads: compiler/passes/expand.py `_step_barriers`) and proves the result race-free with
+compiler/analysis/parallel.py `hazards` (compiler/passes/expand.py `_race_free`).
 """
 from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.rewrite import toposort, substitute
-from tinyspec.compiler.symbolic import simplify, linear
-from tinyspec.compiler.axes import axis_type, size, closers, top_nest, reorderable
+from tinyspec.compiler.analysis.symbolic import simplify, linear
+from tinyspec.compiler.analysis.axes import axis_type, size, closers, top_nest, reorderable
 from tinyspec.dtypes import dtype as _dt
 
 
@@ -97,12 +97,12 @@ def _copy_plan(x: UOp, tile: set, upcast: set, lid0: UOp, lid1, fresh: int):
 
 def _pitch(t0, t1, j, f, R1: int, lid0, lid1, kin, upcast: set, col_terms, itemsize: int, dev) -> int:
   """The row pitch of a tile R1 columns wide: R1, or wider where that costs a warp fewer
-  passes through the banks of local memory (compiler/localbanks.py). A warp's copy writes
+  passes through the banks of local memory (compiler/analysis/localbanks.py). A warp's copy writes
   rows t0 at columns t1; the multiply loop reads rows f[0] at columns f[1], k times per
   copy for each of its non-vector UPCAST copies, so the reads weigh more. A tile read as
   vectors keeps pitches of whole vectors (aligned vector loads)."""
-  from tinyspec.compiler.localbanks import warp_items, ways, banks
-  from tinyspec.compiler.localrace import _eval
+  from tinyspec.compiler.analysis.localbanks import warp_items, ways, banks
+  from tinyspec.compiler.analysis.localrace import _eval
   warp = dev.warp if dev is not None else 1
   if warp <= 1: return R1
   items = warp_items([size(lid0), size(lid1) if lid1 is not None else 1], warp)

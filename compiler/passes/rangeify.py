@@ -19,7 +19,7 @@ schedule's meta counts them (`recomputed`).
 Each realized value and each tensor STORE becomes a kernel: a SINK over PARAMs in which
 the output is written element by element, `STORE(INDEX(out, r0, r1...), value)` closed
 by `END(..., r0, r1...)`. Reading a tensor at an index tuple turns movement ops into
-index arithmetic (simplified by compiler.symbolic): PERMUTE reorders, FLIP reflects,
+index arithmetic (compiler/passes/readers.py): PERMUTE reorders, FLIP reflects,
 RESHAPE flattens and splits, EXPAND pins broadcast axes to 0, SHRINK shifts, PAD shifts
 and masks (`WHERE(valid, x, 0)`: decision pad-fill), INDEX reads its index operands and
 masks out-of-range ones (decision index-oob), STACK selects, REDUCE opens RANGEs of type
@@ -33,249 +33,13 @@ whole (decided in docs: compiler section of the README).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import Matcher, Pat
+from tinyspec.compiler.rewrite import Matcher, Pat, toposort
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
-from tinyspec.compiler.symbolic import simplify, build_sum
 from tinyspec.compiler.tables import policy, is_alu
-from tinyspec.compiler.bounds import gate_memory
-
-ZERO = const(0, "index")
-TRUE = const(True, "bool")
-
-
-def _numel(shape) -> int:
-  n = 1
-  for d in shape: n *= d
-  return n
-
-
-def _dims(u: UOp) -> tuple:
-  v = props(u).value
-  return v if isinstance(v, tuple) else (v,)
-
-
-def _zero(dtype: str) -> UOp: return const(False if _dt(dtype).cls == "bool" else 0, dtype)
-
-
-_SIMP: dict = {}
-
-
-def sym(u: UOp) -> UOp:
-  """Simplified index/bool expression (cached: the same expression is built often)."""
-  r = _SIMP.get(u)
-  if r is None:
-    r = simplify(u)
-    if len(_SIMP) > 200_000: _SIMP.clear()
-    _SIMP[u] = r
-  return r
-
-
-def _and(a: UOp, b: UOp) -> UOp:
-  if a is TRUE: return b
-  if b is TRUE: return a
-  return sym(UOp("AND", (a, b)))
-
-
-def _in_range(v: UOp, n: int) -> UOp:
-  """0 <= v < n, simplified (true when the interval proves it)."""
-  lo = sym(UOp("CMPNE", (UOp("CMPLT", (v, const(0, props(v).dtype))), TRUE)))
-  return _and(lo, sym(UOp("CMPLT", (v, const(n, props(v).dtype)))))
-
-
-def _as_index(v: UOp) -> UOp:
-  return v if props(v).dtype == "index" else sym(UOp("CAST", (v,), "index"))
-
-
-def _bcast(sshape: tuple, oshape: tuple, idx: tuple) -> tuple:
-  """The index into a source of shape sshape broadcast to oshape (right-aligned)."""
-  off = len(oshape) - len(sshape)
-  return tuple(ZERO if d == 1 else idx[off + j] for j, d in enumerate(sshape))
-
-
-# ------------------------------------------------------------------ reading a tensor at an index
-# Each reader is a generator: it yields (source, index) for the values it needs and
-# returns the kernel-level scalar. KernelBuilder.value drives them with an explicit stack.
-def _alu(b, x, idx):
-  shape = props(x).shape
-  vals = []
-  for s in x.src:
-    vals.append((yield s, _bcast(props(s).shape, shape, idx)))
-  return UOp(x.op, tuple(vals), x.arg)
-
-
-def _same(b, x, idx):
-  return (yield x.src[0], idx)
-
-
-def _bitcast(b, x, idx):
-  """BITCAST; to another itemsize (decision bitcast-size) the last axis's bytes are
-  regrouped little-endian with shifts on unsigned integers, as tinygrad's expand_bitcast
-  does: k = t/s source elements joined (the first lowest), or one split into s/t."""
-  src = x.src[0]
-  s, t = _dt(props(src).dtype).itemsize, _dt(x.arg).itemsize
-  if s == t: return UOp("BITCAST", ((yield src, idx),), x.arg)
-  us, ut = f"uint{8 * s}", f"uint{8 * t}"
-  *head, last = idx
-  if t > s:
-    r, acc = t // s, None
-    for m in range(r):
-      v = yield src, (*head, sym(UOp("ADD", (UOp("MUL", (last, const(r, "index"))), const(m, "index")))))
-      part = UOp("CAST", (UOp("BITCAST", (v,), us),), ut)
-      if m: part = UOp("SHL", (part, const(8 * s * m, ut)))
-      acc = part if acc is None else UOp("OR", (acc, part))
-    return UOp("BITCAST", (acc,), x.arg)
-  r = s // t
-  v = yield src, (*head, sym(UOp("IDIV", (last, const(r, "index")))))
-  amount = UOp("CAST", (sym(UOp("MUL", (UOp("MOD", (last, const(r, "index"))), const(8 * t, "index")))),), us)
-  return UOp("BITCAST", (UOp("CAST", (UOp("SHR", (UOp("BITCAST", (v,), us), amount)),), ut),), x.arg)
-
-
-def _permute(b, x, idx):
-  perm = list(x.arg)
-  return (yield x.src[0], tuple(idx[perm.index(j)] for j in range(len(perm))))
-
-
-def _flip(b, x, idx):
-  shape = props(x).shape
-  return (yield x.src[0], tuple(sym(UOp("ADD", (UOp("MUL", (i, const(-1, "index"))), const(d - 1, "index")))) if f else i
-                                for i, f, d in zip(idx, x.arg, shape)))
-
-
-def _reshape(b, x, idx):
-  src = x.src[0]
-  sshape, oshape = props(src).shape, props(x).shape
-  if [d for d in sshape if d != 1] == [d for d in oshape if d != 1]:
-    # only size-1 axes come or go: the other axes keep their indices (no flattening,
-    # so no division to undo)
-    kept = iter(i for i, d in zip(idx, oshape) if d != 1)
-    return (yield src, tuple(ZERO if d == 1 else next(kept) for d in sshape))
-  terms: dict = {}
-  stride, c = 1, 0
-  for i, d in reversed(list(zip(idx, oshape))):
-    if i.op == "CONST": c += int(i.arg["value"]) * stride
-    else: terms[i] = terms.get(i, 0) + stride
-    stride *= d
-  flat = build_sum(terms, c, ZERO)
-  sidx, stride = [], _numel(sshape)
-  for j, d in enumerate(sshape):
-    stride //= max(d, 1)
-    if d == 1: sidx.append(ZERO); continue
-    e = flat if stride == 1 else UOp("IDIV", (flat, const(stride, "index")))
-    if j > 0: e = UOp("MOD", (e, const(d, "index")))
-    sidx.append(sym(e))
-  return (yield src, tuple(sidx))
-
-
-def _expand(b, x, idx):
-  return (yield x.src[0], _bcast(props(x.src[0]).shape, props(x).shape, idx))
-
-
-def _shrink(b, x, idx):
-  return (yield x.src[0], tuple(sym(UOp("ADD", (i, const(o, "index")))) for i, o in zip(idx, _dims(x.src[1]))))
-
-
-def _pad(b, x, idx):
-  src = x.src[0]
-  valid = TRUE
-  sidx = []
-  for i, o, d in zip(idx, _dims(x.src[1]), props(src).shape):
-    sidx.append(sym(UOp("ADD", (i, const(-o, "index")))))
-    valid = _and(valid, _in_range(sidx[-1], d))
-  v = yield src, tuple(sidx)
-  return v if valid is TRUE else UOp("WHERE", (valid, v, _zero(props(x).dtype)))
-
-
-def _index(b, x, idx):
-  src = x.src[0]
-  tshape = props(src).shape
-  valid, sidx, pos = TRUE, [], 0
-  for j, i in enumerate(x.src[1:]):
-    if props(i).shape == (): v = yield i, ()
-    else:
-      v = yield i, (idx[pos],)
-      pos += 1
-    v = _as_index(v)
-    sidx.append(v)
-    valid = _and(valid, _in_range(v, tshape[j]))
-  v = yield src, tuple(sidx) + tuple(idx[pos:])
-  return v if valid is TRUE else UOp("WHERE", (valid, v, _zero(props(x).dtype)))
-
-
-def _stack(b, x, idx):
-  first, rest = idx[0], idx[1:]
-  vals = []
-  for s in x.src: vals.append((yield s, rest))
-  out = vals[-1]
-  for j in range(len(vals) - 2, -1, -1):
-    sel = sym(UOp("CMPNE", (first, const(j, "index"))))      # "not source j"
-    if sel.op == "CONST": out = out if sel.arg["value"] else vals[j]   # decided by the interval
-    else: out = UOp("WHERE", (sel, out, vals[j]))
-  return out
-
-
-def _reduce(b, x, idx):
-  src = x.src[0]
-  if len(x.src) > 1: raise CompileError("compile.form", "a REDUCE over RANGEs in a tensor graph", x)
-  shape = props(src).shape
-  sidx, ranges = list(idx), []
-  for a in x.arg.get("axes", ()):
-    if shape[a] == 1: sidx[a] = ZERO; continue
-    r = b.new_range(shape[a], "REDUCE")
-    sidx[a] = r
-    ranges.append(r)
-  v = yield src, tuple(sidx)
-  if ranges: return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]})
-  return with_identity(x.arg["op"], v)
-
-
-def identity(op: str, dtype: str) -> UOp:
-  """The identity of reduce op `op` in `dtype` (ops.yaml reduce_ops, decision reduce-empty) as a CONST."""
-  return const(tables().reduce_identity(op, dtype), dtype)
-
-
-def fold(op: str) -> str:
-  """The binary op that combines two partial results of reduce op `op` (ops.yaml reduce_ops)."""
-  return tables().reduce_fold(op)
-
-
-def with_identity(op: str, v: UOp) -> UOp:
-  """A reduction of one element: the identity combined with it, where that can change the
-  bits: a float identity of zero turns a -0.0 element into +0.0 (0 + -0.0 is +0.0), as the
-  reference's fold from the identity gives."""
-  dt = props(v).dtype
-  ident = tables().reduce_identity(op, dt)
-  return UOp(fold(op), (v, const(ident, dt))) if _dt(dt).cls == "float" and ident == 0 else v
-
-
-def _replicated(b, x, idx):
-  axes = set(x.arg)
-  return (yield x.src[0], tuple(ZERO if k in axes else i for k, i in enumerate(idx)))
-
-
-def _load(b, x, idx):
-  if len(x.src) < 3: return (yield x.src[0], idx)
-  gate = yield x.src[2], ()
-  alt = yield x.src[1], idx
-  v = yield x.src[0], idx
-  return UOp("WHERE", (gate, v, alt))
-
-
-READERS = {
-  "PERMUTE": _permute, "FLIP": _flip, "RESHAPE": _reshape, "EXPAND": _expand, "PAD": _pad, "SHRINK": _shrink,
-  "INDEX": _index, "STACK": _stack, "BITCAST": _bitcast, "REDUCE": _reduce, "REPLICATED": _replicated,
-  "LOAD": _load, "COPY": _same, "AFTER": _same, "CONTIGUOUS": _same,
-}
-
-
-def _reader(op: str):
-  r = READERS.get(op)
-  if r is not None: return r
-  if is_alu(op): return _alu
-  if op in policy("transparent"): return _same
-  return None
-
+from tinyspec.compiler.analysis.symbolic import simplify
+from tinyspec.compiler.analysis.bounds import gate_memory
+from tinyspec.compiler.passes.readers import ZERO, TRUE, numel, and_, in_range, as_index, reader
 
 # ------------------------------------------------------------------ one kernel
 class KernelBuilder:
@@ -353,7 +117,7 @@ class KernelBuilder:
     return self.memo[key]
 
   def _gen(self, x: UOp, idx: tuple):
-    r = _reader(x.op)
+    r = reader(x.op)
     if r is None: raise CompileError("compile.unsupported", f"{x.op} cannot be lowered into a kernel", x)
     return r(self, x, idx)
 
@@ -372,8 +136,8 @@ def _data_srcs(u: UOp) -> list[UOp]:
 
 def _expanding(s: UOp, u: UOp) -> bool:
   """Does consumer u read source s more than once per element of s?"""
-  if u.op == "EXPAND" or is_alu(u.op): return _numel(props(u).shape) > _numel(props(s).shape)
-  if u.op == "INDEX": return _numel(props(u).shape) > (1 if s is u.src[0] else _numel(props(s).shape))
+  if u.op == "EXPAND" or is_alu(u.op): return numel(props(u).shape) > numel(props(s).shape)
+  if u.op == "INDEX": return numel(props(u).shape) > (1 if s is u.src[0] else numel(props(s).shape))
   return False
 
 
@@ -391,18 +155,8 @@ def _kernel_sink_slots(body: UOp) -> set[int]:
 
 def _tensor_nodes(roots: list[UOp]) -> list[UOp]:
   """Toposort of the tensor-level nodes: kernel bodies under CALL are not entered."""
-  seen, out = set(), []
-  stack = [(r, False) for r in reversed(roots)]
-  while stack:
-    u, done = stack.pop()
-    if done: out.append(u); continue
-    if id(u) in seen: continue
-    seen.add(id(u))
-    stack.append((u, True))
-    srcs = u.src[1:] if u.op == "CALL" and u.src and u.src[0].op != "TUPLE" else u.src
-    for s in reversed(srcs):
-      if id(s) not in seen: stack.append((s, False))
-  return out
+  def srcs(u): return u.src if _kernel_body(u) is None else tuple(s for k, s in enumerate(u.src) if k not in tables().body_slots(u.op))
+  return toposort(roots, srcs)
 
 
 LOWER = Matcher([
@@ -479,14 +233,14 @@ class Rangeify:
   def _edge_ctx(self, u: UOp, k: int) -> str:
     if u.op == "STORE" and k == 0: return "target"
     if u.op == "AFTER" and k == 0: return "live"
-    if u.op == "CALL" and k == 0: return "body"
+    if k in tables().body_slots(u.op): return "body"
     if u.op == "BUFFER_VIEW": return "live"
     return "value"
 
   def _child_ctx(self, u: UOp, k: int, ctx: str) -> str:
     """The context of u's source k when u is in context ctx: a target or live chain goes
     on through the buffer of INDEX/AFTER and through markers; elsewhere the edge decides."""
-    if ctx != "value" and ((u.op in ("INDEX", "AFTER") and k == 0) or u.op in policy("transparent") | {"CONTIGUOUS"}): return ctx
+    if ctx != "value" and ((u.op in ("INDEX", "AFTER") and k == 0) or u.op in policy("transparent") | tables().marker_ops): return ctx
     return self._edge_ctx(u, k)
 
   def _walk_ctx(self, roots):
@@ -543,8 +297,8 @@ class Rangeify:
       elif u.op in policy("realize_broadcast") and self._broadcast_later(u, cons): realize.add(u)
       elif len(cons[u]) > 1 and not self.is_storage(u): self.recomputed += 1
     for u in self.nodes:
-      if u.op == "CALL" and u.src[0].op != "TUPLE":
-        by_value = _size_slots(u.src[0])
+      if (body := _kernel_body(u)) is not None:
+        by_value = _size_slots(body)
         for k, a in enumerate(u.src[1:]):
           if a.op == "CONST" and k in by_value: continue   # a constant size is passed by value
           if self._storage_of(a) is None: realize.add(a)
@@ -568,7 +322,7 @@ class Rangeify:
     axes, shape = set(u.arg.get("axes", ())), props(u.src[0]).shape
     # one reduced axis: a REDUCE over several ranges nested in another's body is a loop
     # nest expand's accumulators do not yet close correctly (RANGE closed by two ENDs)
-    if len(axes) != 1 or _numel(shape[a] for a in axes) > self.fuse_rows or len(props(u).shape) != len(shape): return False
+    if len(axes) != 1 or numel(shape[a] for a in axes) > self.fuse_rows or len(props(u).shape) != len(shape): return False
     if any(shape[d] > 1 for d in range(min(axes), len(shape)) if d not in axes): return False   # a row is the innermost axes
     def same_rows(x: UOp) -> bool:
       xs = props(x).shape
@@ -589,7 +343,7 @@ class Rangeify:
     x = u
     while len(cons.get(x, ())) == 1 and x.op not in ("EXPAND",):
       c = cons[x][0]
-      if c.op == "EXPAND": return _numel(props(c).shape) > _numel(props(x).shape)
+      if c.op == "EXPAND": return numel(props(c).shape) > numel(props(x).shape)
       if c.op not in ("RESHAPE", "PERMUTE", "SHRINK", "FLIP"): return False
       x = c
     return False
@@ -647,7 +401,7 @@ class Rangeify:
     sidx, valid = self._target_index(b, chain, idx)
     v = b.value(val, idx)
     gate = valid
-    if len(st.src) == 3: gate = _and(gate, b.value(st.src[2], ()))
+    if len(st.src) == 3: gate = and_(gate, b.value(st.src[2], ()))
     if not redirect and self._hazard(p, v, gate, sidx):
       snap = self.new_buffer(storage)
       self._copy_kernel(storage, snap)
@@ -667,7 +421,7 @@ class Rangeify:
     chain = []
     while True:
       if self.is_storage(t): return t, chain
-      if t.op == "AFTER" or t.op in policy("transparent") or t.op == "CONTIGUOUS": t = t.src[0]; continue
+      if t.op == "AFTER" or t.op in policy("transparent") | tables().marker_ops: t = t.src[0]; continue
       if t.op == "INDEX": chain.append(t); t = t.src[0]; continue
       raise CompileError("STORE.target", f"cannot store through {t.op}", t)
 
@@ -680,9 +434,9 @@ class Rangeify:
         if props(i).shape == (): v = b.value(i, ())
         else:
           v = b.value(i, (cur[pos],)); pos += 1
-        v = _as_index(v)
+        v = as_index(v)
         sidx.append(v)
-        valid = _and(valid, _in_range(v, tshape[j]))
+        valid = and_(valid, in_range(v, tshape[j]))
       cur = tuple(sidx) + tuple(cur[pos:])
     return cur, valid
 
@@ -710,7 +464,7 @@ class Rangeify:
     realize = self.plan()
     for u in self.nodes:
       if u.op == "STORE": self.store_kernel(u)
-      elif u.op == "CALL" and u.src[0].op != "TUPLE": self.call_kernel(u)
+      elif _kernel_body(u) is not None: self.call_kernel(u)
       elif u in realize and u not in self.realized: self.value_kernel(u)
     self.kernels = fuse_horizontal(self.kernels)
     outputs = []
@@ -720,6 +474,14 @@ class Rangeify:
         s = self._storage_of(e)
         outputs.append(Output("value", s if s is not None else self.realized[e], f"out{k}.{j}" if r.op == "TUPLE" else f"out{k}"))
     return Schedule(self.kernels, outputs, self.intermediates, {"recomputed": self.recomputed, "fused_rows": self.fused_rows})
+
+
+def _kernel_body(u: UOp) -> UOp | None:
+  """The kernel u runs: what its body slot (ops.yaml `kind: body`) holds, when that is a
+  kernel's SINK rather than a function's TUPLE (None: u runs no kernel)."""
+  slots = tables().body_slots(u.op)
+  if not slots or len(u.src) <= slots[0] or u.src[slots[0]].op == "TUPLE": return None
+  return u.src[slots[0]]
 
 
 def _size_slots(body: UOp) -> set[int]:
@@ -814,9 +576,7 @@ def fuse_horizontal(kernels: list[Kernel]) -> list[Kernel]:
   return out
 
 
-def _walk(*roots):
-  from tinyspec.compiler.rewrite import toposort
-  return toposort(list(roots))
+def _walk(*roots): return toposort(list(roots))
 
 
 def rangeify(roots: list[UOp], fuse_rows: int | None = None) -> Schedule:

@@ -37,9 +37,9 @@ from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
-from tinyspec.compiler.symbolic import simplify
-from tinyspec.compiler.heuristics import numbers
-from tinyspec.compiler.axes import ranges, size, reorderable, carried
+from tinyspec.compiler.analysis.symbolic import simplify
+from tinyspec.compiler.passes.heuristics import numbers
+from tinyspec.compiler.analysis.axes import ranges, size, reorderable, carried
 
 
 def _divisor_near(n: int, want: int) -> int | None:
@@ -102,7 +102,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
   pst = UOp("STORE", (UOp("INDEX", (P, *idx, g)), pred))
   psink = UOp("SINK", (UOp("END", (pst, *idx, g)),), {"name": f"{k.sink.arg.get('name', k.name)}_partial"})
   buf = UOp("BUFFER", (shape_operand(part_shape),), {"slot": slot, "dtype": dt, "device": dev_name})
-  from tinyspec.compiler.rangeify import _prune_params
+  from tinyspec.compiler.passes.rangeify import _prune_params
   psink, pargs, pwrites = _prune_params(simplify(psink), list(k.args) + [buf], {len(k.args)})
   # the combination: f of the reduce over the partials
   g2 = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "REDUCE"})
@@ -113,7 +113,7 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
 
 def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
   """Every qualifying kernel split in two (see the module doc); others unchanged."""
-  from tinyspec.compiler.layout import dev_name
+  from tinyspec.compiler.passes.layout import dev_name
   H = numbers(dev)
   per_unit = (H.get("split_reduce") or {}).get(target)
   if not per_unit: return sched

@@ -14,25 +14,25 @@ warp, one transaction). Anything else -- a stride, or an index the fastest id en
 through a division, a modulo or a loaded value -- is reported as such.
 Per kernel also the global bytes a work item's loads issue per float op it does
 (`bytes_per_flop`) and whether the loop doing the multiplies reads only local memory
-(`local_tiled`: the inputs were staged there, compiler/stage.py).
+(`local_tiled`: the inputs were staged there, compiler/passes/stage.py).
 Per kernel also every access of local memory with its bank conflict: the passes a warp
-needs through the banks (compiler/localbanks.py).
+needs through the banks (compiler/analysis/localbanks.py).
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
 over the device's, uncoalesced global accesses, bank conflicts in the loop doing the
 multiplies (elsewhere a staged tile's row pitch may trade a 2-way conflict on the copy
-for conflict-free reads: compiler/stage.py), and races between the work items on local
-memory (a missing BARRIER: compiler/localrace.py).
+for conflict-free reads: compiler/passes/stage.py), and races between the work items on local
+memory (a missing BARRIER: compiler/analysis/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.rewrite import toposort
-from tinyspec.compiler.symbolic import linear
+from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.render import launch_size
-from tinyspec.compiler.localrace import local_races
-from tinyspec.compiler.localbanks import bank_conflicts
+from tinyspec.compiler.analysis.localrace import local_races
+from tinyspec.compiler.analysis.localbanks import bank_conflicts
 from tinyspec.dtypes import dtype as _dt
 
 
@@ -56,7 +56,7 @@ class KernelLaunch:
   local_bytes: int             # __local memory declared
   iterations: int              # work items x the loop trips around the deepest global access (an estimate of the work)
   accesses: list = field(default_factory=list)
-  races: list = field(default_factory=list)   # races on local memory (compiler/localrace.py)
+  races: list = field(default_factory=list)   # races on local memory (compiler/analysis/localrace.py)
   global_read_bytes: int = 0   # bytes a work item's global loads issue (loop trips counted; caches not)
   flops: int = 0               # float multiplies and adds a work item does (a multiply-add counts 2)
   hot_global_loads: int = 0    # global loads inside the loop that holds the most multiplies (0: it reads only local memory/registers)
@@ -70,7 +70,7 @@ class KernelLaunch:
 
   @property
   def local_tiled(self) -> bool:
-    """The multiply loop reads only local memory (a staged tile: compiler/stage.py)."""
+    """The multiply loop reads only local memory (a staged tile: compiler/passes/stage.py)."""
     return self.local_bytes > 0 and self.flops > 0 and self.hot_global_loads == 0
 
   @property

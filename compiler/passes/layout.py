@@ -33,10 +33,10 @@ from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.compiler.rewrite import toposort, substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
-from tinyspec.compiler.symbolic import linear, simplify, exact_linear, linear_interval
-from tinyspec.compiler.heuristics import numbers
-from tinyspec.compiler.axes import axis_type, size
-from tinyspec.compiler.optimize import initial_types, apply_opts
+from tinyspec.compiler.analysis.symbolic import linear, simplify, exact_linear, linear_interval
+from tinyspec.compiler.passes.heuristics import numbers
+from tinyspec.compiler.analysis.axes import axis_type, size
+from tinyspec.compiler.passes.optimize import initial_types, apply_opts
 
 
 def _lane_block(i: UOp) -> int | None:
@@ -98,8 +98,8 @@ def _pack_kernel(src_shape, w: int, dtype: str, name: str) -> UOp:
 
 def pack(sched: Schedule, target: str, dev) -> Schedule:
   """Insert the packing kernels the schedule's kernels want (kernels already optimized)."""
-  from tinyspec.compiler.rangeify import _prune_params
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.rangeify import _prune_params
+  from tinyspec.compiler.passes.heuristics import default_opts
   H = numbers(dev)
   if not H.get("pack"): return sched
   kernels: list[Kernel] = []
@@ -254,8 +254,8 @@ def _intermediate(shape, pr, args: list, p: UOp, slot: int):
 def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
   """Padded tiles store ungated into padded intermediates, and read their inputs from
   zero-padded copies (module doc, `pad_outputs`)."""
-  from tinyspec.compiler.rangeify import _prune_params
-  from tinyspec.compiler.heuristics import default_opts
+  from tinyspec.compiler.passes.rangeify import _prune_params
+  from tinyspec.compiler.passes.heuristics import default_opts
   if not numbers(dev).get("pad_outputs"): return sched
   def copy(shape, src_shape, dtype, name):
     c = initial_types(_copy_kernel(shape, src_shape, dtype, name))
