@@ -11,7 +11,7 @@ banks x bank_bytes bytes, i.e. a quarter warp at a time for 16 bytes per lane.
 The first warp of the work-group (its items in the order of their linear id, local id 0
 fastest) is enumerated with every loop at its first trip -- a loop variable moves every
 lane's address alike, which a bank mapping of linear addresses does not care about --
-and each address is evaluated with NumPy (compiler/localrace._eval, which also gives a
+and each address is evaluated with NumPy (compiler/analysis/localrace._eval, which also gives a
 vector access its lanes' elements). The worst phase's ways are the access's conflict.
 """
 from __future__ import annotations

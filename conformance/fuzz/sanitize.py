@@ -241,7 +241,7 @@ def check_example(ex, runner, refused: dict) -> "Failure | None":
     first, _, rest = msg.partition("\n")
     return Failure(prop, None, None, None, f"{first}\n{ex.describe()}\n{rest}"[:3000], d)
   want = reference(ex)
-  if want[0] == "error": return None               # the reference's own trouble: tests/test_refimpl_* hunt it
+  if want[0] == "error": return None               # the reference's own trouble: tests/refimpl/test_refimpl_* hunt it
   got = runner.run(ex)
   if got.report: return fail("sanitizer", f"{_headline(got.report)}\n{got.report}")
   if got.status in ("crash", "timeout", "error"): return fail(got.status, got.message)

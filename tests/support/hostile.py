@@ -1,4 +1,4 @@
-"""Helpers of the adversarial suite (tests/test_hostile_*.py), in the spirit of the
+"""Helpers of the adversarial suite (tests/*/test_hostile_*.py), in the spirit of the
 WebAssembly spec tests' assert_malformed / assert_invalid: each hostile input is one line
 saying what must happen to it.
 
