@@ -1,4 +1,4 @@
-"""The lowering compiler: tensor graphs to OpenCL C and C kernels (seed 001's pipeline).
+"""The lowering compiler: tensor graphs to OpenCL C and C kernels (the pipeline of the Dialect document, spec/sources.yaml).
 
   compile_graph(graph, target="c"|"opencl", opts=None, beam=0) -> Compiled (stages, schedule, sources)
   run(graph, inputs, backend="c"|"opencl")            -> outputs keyed like refimpl.evaluate

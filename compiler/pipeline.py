@@ -1,4 +1,4 @@
-"""The lowering pipeline of seed 001, one function per stage, each graph -> graph:
+"""The lowering pipeline of the Dialect document (spec/sources.yaml), one function per stage, each graph -> graph:
 
   callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
 

@@ -1,7 +1,7 @@
 """Stage 4, expand: ranges that are not loops any more, and reductions as accumulators.
 
 * UPCAST and UNROLL axes are expanded: a constant-size axis of k iterations becomes k
-  copies of the code it encloses (the vector of the seed's "expand the parallel ranges
+  copies of the code it encloses (the vector of the Dialect document's "expand the parallel ranges
   into shape", kept as k scalar lanes: C compilers vectorize such lanes when the
   pointers are `restrict` (render.py), OpenCL devices vectorize across work items).
   Under an END the copies are grouped. A REDUCE over an UNROLL axis becomes k REDUCEs

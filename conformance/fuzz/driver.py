@@ -2,7 +2,7 @@
 under Hypothesis; each minimal failing case is kept.
 
 The search goes in rounds (search.py), one per Focus (foci(): every level, op and dtype
-class the backend runs, shuffled by the seed), each drawing a graph and a mutant of it
+class the backend runs, shuffled by the run's --seed), each drawing a graph and a mutant of it
 (mutations.with_mutants). A failure is shrunk by Hypothesis, then made smaller still
 (shrink.py), triaged and (with `out`) written as a corpus case. A backend with a
 `triage(failure, out)` method sorts each failure: a documented bug of its target or a
@@ -77,7 +77,7 @@ class Focus:
 
 
 def foci(caps, levels, seed: int) -> list[Focus]:
-  """Every (level, op, dtype class) the backend runs, in an order shuffled by the seed.
+  """Every (level, op, dtype class) the backend runs, in an order shuffled by the run's --seed.
   Hypothesis draws mostly variations of what it drew before (200 examples of a graph
   strategy hold about 50 distinct first choices), so left alone it reaches a few of
   the ~90 ops x dtype classes; the fuzz gives each its own round instead."""
@@ -106,7 +106,7 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   property, op and dtype, until the examples are spent.
 
   Without `strategy` the search goes in rounds, one per Focus (foci(): every level, op
-  and dtype class of the backend, shuffled by the seed): a first pass draws one example
+  and dtype class of the backend, shuffled by the run's --seed): a first pass draws one example
   of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
   passes let Hypothesis explore each focus for a few examples. Failures are triaged (see
   the module docstring; `triage` overrides the backend's own)."""

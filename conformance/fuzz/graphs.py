@@ -174,7 +174,7 @@ class _Builder:
     self.helpers: set = set()   # structure (shape operands, loop, loads)
     self.slots: dict = {}       # input op -> its next free slot
     self.n = 1                  # kernel level: the loop's length
-    self.salt = salt            # mixed into the seed of every fill (fuzz rounds differ at the zero choice)
+    self.salt = salt            # mixed into every fill's random seed (fuzz rounds differ at the zero choice)
     self.range = None
 
   def add(self, op: str, src: list, arg=None, level: str | None = None):
