@@ -263,10 +263,6 @@ def check_simulator() -> None:
     raise CompileError("run.oclgrind", "Oclgrind reported: " + " | ".join(x for x in text.splitlines() if x.strip())[:1500])
 
 
-def has_fp64() -> bool:
-  return "cl_khr_fp64" in device()[2].extensions
-
-
 class Built:
   """A built OpenCL program (one or many kernels). A fresh build's binary is stored in the
   cache after its first launch: PoCL's binary then holds the compiled work-group code too,
