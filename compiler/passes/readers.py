@@ -212,7 +212,9 @@ def _reduce(b, x, idx):
     ranges.append(r)
   v = yield src, tuple(sidx)
   if ranges: return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]})
-  return with_identity(x.arg["op"], v)
+  # no axes is no reduction: the value itself (an ADD from the identity 0 would turn -0.0 into
+  # +0.0); reduced axes of size 1 fold their one element from the identity, as the reference does
+  return with_identity(x.arg["op"], v) if x.arg.get("axes") else v
 
 
 def identity(op: str, dtype: str) -> UOp:

@@ -116,3 +116,20 @@ def test_every_elementwise_op_is_covered():
   for dt in DTYPE_NAMES: seen |= {n.split("->")[0] for n in op_graph(dt)[1]}
   want = {n for n, o in tables().ops.items() if o.category in ("elementwise", "decomposed")}
   assert want <= seen, sorted(want - seen)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+@pytest.mark.parametrize("op", ["ADD", "MUL", "MAX"])
+@pytest.mark.parametrize("axes,shape", [((), (4, 3)), ((1,), (4, 1)), ((0, 1), (1, 1))])
+def test_reduce_over_no_axes_or_size_one_axes(target, dt, op, axes, shape):
+  """A REDUCE over no axes is its input (-0.0 stays -0.0); over axes of size 1 it folds the one
+  element from the identity (0 + -0.0 = +0.0), as the reference does: found by the fuzzer."""
+  from tinyspec.refimpl import evaluate
+  x = _buf(0, shape, dt)
+  root = UOp("REDUCE", (x,), {"op": op, "axes": list(axes)})
+  vals = np.array([-0.0, 0.0, -1.5, np.inf, -np.inf, np.nan, 2.0, -0.0, 3.0, -2.0, 0.5, -0.0], np.float64)
+  inp = {"buf0": vals[: int(np.prod(shape))].reshape(shape).astype(np_dtype(dt))}
+  want = evaluate([root], inp)["out0"]
+  got = compile_graph([root], target, keep_stages=False).run(inp)["out0"]
+  assert compare(got, want, dt, 0) is None, (got, want)
