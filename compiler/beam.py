@@ -25,6 +25,7 @@ import time
 import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
+from tinyspec.dispatch import input_name
 from tinyspec.compiler.props import CompileError, props
 from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, top_nest, PARALLEL
@@ -97,7 +98,7 @@ def random_inputs(sink: UOp, seed: int = 0) -> dict:
   for u in toposort(sink):
     if u.op != "PARAM": continue
     pr = props(u)
-    name = f"param{u.arg['slot']}"
+    name = input_name(u.op, u.arg)
     if len(u.src) == 3: out[name] = np.asarray(pr.min_max[1], np_dtype(pr.dtype)); continue
     dt = np_dtype(pr.dtype)
     if dt.kind == "f": out[name] = rng.standard_normal(pr.shape).astype(dt)

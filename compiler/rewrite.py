@@ -13,6 +13,7 @@ any depth.
 """
 from __future__ import annotations
 from typing import Callable, Iterable
+from tinyspec import uop
 from tinyspec.uop import UOp
 
 
@@ -147,22 +148,9 @@ def rebuild(root: UOp, fn: Callable) -> UOp:
 
 
 def toposort(roots, srcs: Callable | None = None) -> list[UOp]:
-  """Every node under roots, sources first (iterative). srcs(u): the sources to follow
-  (default: all of u.src)."""
-  rl = [roots] if isinstance(roots, UOp) else list(roots)
-  seen: set = set()
-  out: list[UOp] = []
-  stack = [(r, False) for r in reversed(rl)]
-  while stack:
-    u, done = stack.pop()
-    if done:
-      out.append(u); continue
-    if id(u) in seen: continue
-    seen.add(id(u))
-    stack.append((u, True))
-    for s in reversed(u.src if srcs is None else srcs(u)):
-      if id(s) not in seen: stack.append((s, False))
-  return out
+  """Every node under roots, sources first; srcs(u): the sources to follow (default: all
+  of u.src). The core's one walk (tinyspec.uop.toposort)."""
+  return uop.toposort(roots, srcs=srcs)
 
 
 def fold_up(u: UOp, memo: dict, f: Callable):

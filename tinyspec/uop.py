@@ -15,22 +15,24 @@ _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary(
 DERIVE: list = []   # [derive_uop], put here by tinyspec.validate
 
 
-def toposort(*roots: "UOp") -> list["UOp"]:
-  """Every UOp reachable from roots, each once, sources first, in the order the roots and
-  their sources are listed (iterative: chains of any length)."""
+def toposort(*roots, srcs=None) -> list["UOp"]:
+  """Every UOp reachable from roots (UOps, or lists of them), each once, sources first, in
+  the order the roots and their sources are listed; srcs(u) names the sources to follow
+  (default: all of u.src). Iterative: chains of any length. The one graph walk: every
+  pass, checker and front end walks through it."""
+  flat = [r for x in roots for r in ((x,) if isinstance(x, UOp) else x)]
   seen: set[int] = set()
   out: list = []
-  for r in roots:
-    stack = [(r, False)]
-    while stack:
-      u, expanded = stack.pop()
-      if id(u) in seen: continue
-      if expanded:
-        seen.add(id(u)); out.append(u)
-        continue
-      stack.append((u, True))
-      for s in reversed(u.src):
-        if id(s) not in seen: stack.append((s, False))
+  stack = [(r, False) for r in reversed(flat)]
+  while stack:
+    u, expanded = stack.pop()
+    if expanded:
+      out.append(u); continue
+    if id(u) in seen: continue
+    seen.add(id(u))
+    stack.append((u, True))
+    for s in reversed(u.src if srcs is None else srcs(u)):
+      if id(s) not in seen: stack.append((s, False))
   return out
 
 

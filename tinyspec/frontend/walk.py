@@ -1,5 +1,6 @@
 """Iterative graph walks over UOps (graphs may be 100,000-node chains: no recursion)."""
 from __future__ import annotations
+from tinyspec import uop
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 
@@ -8,17 +9,7 @@ def toposort(roots, stop=()) -> list[UOp]:
   """Every UOp reachable from roots, sources first. Nodes in `stop` are listed but not
   entered."""
   stop_ids = {id(u) for u in stop}
-  order, seen = [], set()
-  stack = [(r, False) for r in reversed(list(roots))]
-  while stack:
-    u, done = stack.pop()
-    if done: order.append(u); continue
-    if id(u) in seen: continue
-    seen.add(id(u))
-    stack.append((u, True))
-    if id(u) not in stop_ids:
-      stack.extend((s, False) for s in reversed(u.src) if id(s) not in seen)
-  return order
+  return uop.toposort(roots, srcs=lambda u: () if id(u) in stop_ids else u.src)
 
 
 def substitute(roots, mapping: dict) -> list[UOp]:
