@@ -5,7 +5,7 @@
                        [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
                        [--coverage docs/conformance-results.json]
   tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
-  tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...]
+  tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...] [--jobs N]
 
 Prints the failures (every case with -v; a message that repeats only once), a closing list
 of the failing ids and the line `N passed, N failed, ...`. Exit 0 when there is no
@@ -16,7 +16,9 @@ an unknown or unavailable backend, or a corpus that cannot be read, 5 when no ca
 the manifests.
 """
 from __future__ import annotations
+import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
@@ -130,6 +132,13 @@ def _run_judges(a, names, show) -> int:
   return _finish(a, results, names, str(a.cases or "conformance/rules"))
 
 
+def _jobs(text: str) -> int:
+  try: n = int(text)
+  except ValueError: n = 0
+  if n < 1: raise argparse.ArgumentTypeError(f"--jobs takes a positive number of processes, not {text!r}")
+  return n
+
+
 def _run_sanitized(a) -> int:
   from tinyspec.conformance.fuzz import sanitize, hostile
   if a.backend != "c":
@@ -141,7 +150,8 @@ def _run_sanitized(a) -> int:
   why = sanitize.unavailable()
   if why:
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
-  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout)
+  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
+                                jobs=a.jobs or len(os.sched_getaffinity(0)))
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:
@@ -333,6 +343,9 @@ def fuzz_command(sub):
                       "UndefinedBehaviorSanitizer and, where threads run, ThreadSanitizer (conformance/fuzz/sanitize.py)")
   p.add_argument("--families", metavar="F,...", default=None,
                  help="with --sanitize: the example families to draw (default all of conformance/fuzz/hostile.py FAMILIES)")
+  p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                 help="with --sanitize: run the families' searches in N processes (default: the CPUs this process may use); "
+                      "each family draws the same examples whatever N is")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")

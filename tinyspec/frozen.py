@@ -19,6 +19,9 @@ class FrozenDict(dict):
     except AttributeError:
       self._hash = hash(key(self)); return self._hash
 
+  def __reduce__(self):   # pickled as its items (a worker process sends graphs back), not item by item
+    return (FrozenDict, (dict(self),))
+
   def _ro(self, *a, **k): raise TypeError("FrozenDict is immutable")
   __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _ro  # type: ignore[assignment]
 

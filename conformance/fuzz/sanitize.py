@@ -278,21 +278,28 @@ def shares(examples: int, families) -> dict:
 
 
 def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, families=None, log=None,
-                   timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True):
+                   timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True,
+                   jobs: int = 1):
   """Run `examples` hostile examples (conformance/fuzz/hostile.py families, each its share:
   `shares`) through the sanitized C backend; each failure is shrunk (unless not
   `shrink`) and (with `out`) written as a case. The search goes on after a failure,
   skipping failures of the same kind, until the examples are spent (or the first, with
   stop_at_first). `extra_env`: more environment for the children. Returns a
   driver.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
-  aside) per family."""
+  aside) per family. `jobs` > 1 runs the families' searches in that many processes: each
+  family draws the same examples as in one process (its own seed and share), so a run
+  without failures is the same run, in less time; failures are logged when all are done."""
   from tinyspec.conformance.fuzz.driver import FuzzReport
   from tinyspec.conformance.fuzz import hostile
   t0 = time.monotonic()
+  fams = tuple(dict.fromkeys(families or hostile.FAMILIES))
+  if jobs > 1 and len(fams) > 1 and not stop_at_first:
+    rep = _in_processes(shares(examples, fams), seed, out, log, timeout, extra_env, shrink, jobs)
+    rep.seconds = time.monotonic() - t0
+    return rep
   runner = SanitizedC(extra_env, timeout)
   rep = FuzzReport(runner.name)
   rep.drawn = {}
-  fams = tuple(dict.fromkeys(families or hostile.FAMILIES))
   seen: set = set()
   try:
     for fam, n in shares(examples, fams).items():
@@ -302,6 +309,36 @@ def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, 
   finally:
     runner.stop()
   rep.seconds = time.monotonic() - t0
+  return rep
+
+
+def _one_family(fam: str, n: int, seed: int, out, timeout: float, extra_env, shrink: bool):
+  """One family's search with its share, in a worker process of _in_processes."""
+  return fuzz_sanitized(n, seed, out, (fam,), None, timeout, extra_env, False, shrink)
+
+
+def _in_processes(share: dict, seed: int, out, log, timeout: float, extra_env, shrink: bool, jobs: int):
+  """Each family's search in a pool of `jobs` processes, merged into one report in the order
+  of `share` (a kind of failure two families find is reported once, as in one process)."""
+  import multiprocessing
+  from concurrent.futures import ProcessPoolExecutor
+  from tinyspec.conformance.fuzz.driver import FuzzReport
+  with ProcessPoolExecutor(max_workers=min(jobs, len(share)), mp_context=multiprocessing.get_context("fork")) as pool:
+    parts = [pool.submit(_one_family, fam, n, seed, out, timeout, extra_env, shrink) for fam, n in share.items()]
+    parts = [p.result() for p in parts]
+  rep = FuzzReport(parts[0].backend)
+  rep.drawn, seen = {}, set()
+  for part in parts:
+    rep.examples += part.examples
+    rep.written += part.written
+    for k, v in part.drawn.items(): rep.drawn[k] = rep.drawn.get(k, 0) + v
+    for k, v in part.refused.items():
+      rep.refused[k] = {**v, **rep.refused.get(k, {})} if k == "why" else rep.refused.get(k, 0) + v
+    for f in part.failures:
+      if f.signature in seen: continue
+      seen.add(f.signature)
+      rep.failures.append(f)
+      if log: log(f"FAIL {f}")
   return rep
 
 
