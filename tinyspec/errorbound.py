@@ -54,6 +54,10 @@ def _cls(dt) -> str | None:
   return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
 
 
+def _is_int(dt) -> bool:
+  return isinstance(dt, str) and dt in DTYPES and DTYPES[dt].is_int
+
+
 class _Shadow:
   """The rewrite: the original nodes keep their indices; shadow nodes follow."""
 
@@ -144,14 +148,14 @@ class _Shadow:
     src = list(n.src)
     es = [self.e(j) for j in src]
     cls = _cls(dt)
-    if n.op == "CAST" and _cls(self.views[src[0]].dtype) == "float" and cls in ("int", "uint", "index"):
+    if n.op == "CAST" and _cls(self.views[src[0]].dtype) == "float" and _is_int(dt):
       if es[0] is None: self.E[i] = None; return
       near = self.add("CMPLT", (self.const(0.0), es[0]))   # an inexact float truncated: off by up to E + 1
       self.E[i] = self.add("WHERE", (near, self.add("ADD", (es[0], self.const(1.0))), self.const(0.0))); return
     if all(e is None for e in es):
       self.E[i] = self.local(i, n) if cls == "float" else None; return
     inexact_ints = [e for j, e in zip(src, es) if e is not None and self.views[j].dtype != "bool"]
-    if cls in ("int", "uint", "index") and inexact_ints:
+    if _is_int(dt) and inexact_ints:
       # an integer from an inexact integer: wraps and bit operations are not monotone, so
       # unbounded wherever an operand is inexact (exact where its bound is 0 at run time)
       self.E[i] = self.add("WHERE", (self.any_positive(inexact_ints), self.const(INF), self.const(0.0))); return

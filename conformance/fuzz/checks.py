@@ -152,7 +152,7 @@ def check_min_max(d: Drawn, views=None, trace: dict | None = None) -> Failure | 
     v, view = trace[i], views[i]
     if view is None or view.min_max is None or not isinstance(v, np.ndarray) or not isinstance(view.dtype, str): continue
     cls = DTYPES[view.dtype].cls
-    x = v.astype(np.float64) if cls == "float" else v.astype(object) if cls in ("int", "uint", "index") else v.astype(np.int64)
+    x = v.astype(np.float64) if cls == "float" else v.astype(object) if DTYPES[view.dtype].is_int else v.astype(np.int64)
     if cls == "float": x = x[~np.isnan(x)]
     if x.size == 0: continue
     lo, hi = view.min_max

@@ -78,7 +78,7 @@ def edge_array(draw, dt: str, n: int) -> np.ndarray:
     edges += [v for k in range(0, d.bits - 1, 3) for v in (1 << k, -(1 << k)) if d.min <= v <= d.max]
   vals = draw(st.permutations(edges))[:n]
   if len(vals) < n:
-    more = st.integers(int(d.min), int(d.max)) if d.cls in ("int", "uint", "index") else st.sampled_from(edges)
+    more = st.integers(int(d.min), int(d.max)) if d.is_int else st.sampled_from(edges)
     vals = list(vals) + draw(st.lists(more, min_size=n - len(vals), max_size=n - len(vals)))
   return V.as_array(vals, dt)
 
