@@ -163,6 +163,44 @@ def _run_sanitized(a) -> int:
 
 
 def _run_execs(a, names, show) -> int:
+  opened: dict = {}
+  if not a.list:
+    if a.workers < 1: return _err("--workers must be at least 1")
+    if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
+    # a backend that cannot run here is said once, before the corpus is read
+    for name in names:
+      try: opened[name] = _open_runner(a, name)
+      except _Refused as e:
+        for r in opened.values(): r.close()
+        return _err(str(e))
+  try:
+    return _select_and_run(a, names, show, opened)
+  finally:
+    for r in opened.values(): r.close()
+
+
+class _Refused(Exception):
+  """A backend that cannot run (unknown, unavailable, or a manifest it cannot use)."""
+
+
+def _open_runner(a, name):
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
+  from tinyspec.conformance.corpus.manifest import ManifestError
+  try:
+    r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
+                   divergence=a.divergence)
+  except KeyError as e:
+    raise _Refused(str(e).strip('"')) from None
+  try:
+    r.capabilities()
+    r.use_manifest(a.manifest, a.settings.manifests)
+  except (KeyError, ManifestError, BackendUnavailable) as e:
+    r.close()
+    raise _Refused(str(e).strip('"')) from None
+  return r
+
+
+def _select_and_run(a, names, show, opened) -> int:
   from tinyspec.conformance.run import runner
   from tinyspec.conformance.corpus.cases import load_cases, CaseError
   from tinyspec.conformance.run.selection import SelectionError
@@ -178,14 +216,12 @@ def _run_execs(a, names, show) -> int:
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
-  if a.workers < 1: return _err("--workers must be at least 1")
-  if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
   # a malformed case folder is that case's error; the others run
   results = [runner.Result(cid, name, "error", msg) for cid, msg in broken for name in names]
   for r in results: show(a, r)
   with sigterm_raises():
     try:
-      return _run_each(a, names, cases, show, results)
+      return _run_each(a, names, cases, show, results, opened)
     except (KeyboardInterrupt, Terminated) as e:
       return _interrupted(a, e, results, names, cases)
 
@@ -206,20 +242,13 @@ def _interrupted(a, e, results, names, cases) -> int:
   return code
 
 
-def _run_each(a, names, cases, show, results) -> int:
+def _run_each(a, names, cases, show, results, opened) -> int:
   from tinyspec.conformance.run import runner
   from tinyspec.conformance.corpus.cases import load_cases
-  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable, coverage
-  from tinyspec.conformance.corpus.manifest import ManifestError
+  from tinyspec.conformance.run.execute import coverage
   from tinyspec.conformance.run.report import Progress, merge_coverage
   for name in names:
-    try:
-      r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
-                     divergence=a.divergence)
-      r.capabilities()
-      r.use_manifest(a.manifest, a.settings.manifests)
-    except (KeyError, ManifestError, BackendUnavailable) as e:
-      return _err(str(e).strip('"'))
+    r = opened[name]
     bar = Progress(len(cases), r.name, True if a.progress else None)
     def on(res, bar=bar):
       bar.update(res)

@@ -43,8 +43,7 @@ def test_first_positions():
 
 
 def test_the_page_in_a_headless_browser(report, tmp_path):
-  from test_show_browser import browse, BROWSER
-  from showcheck import read_png
+  from showcheck import read_png, browse, BROWSER
   if BROWSER is None: pytest.skip("no chromium")
   tmp, _ = report
   page = tmp / "rep" / "index.html"

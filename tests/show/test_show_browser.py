@@ -6,31 +6,16 @@ blank."""
 from __future__ import annotations
 import os
 import shutil
-import subprocess
 from pathlib import Path
 import pytest
-from showcheck import ink
+from showcheck import ink, browse, BROWSER
 from tinyspec.cli import main
 from tinyspec.graph import load_file
 from tinyspec.validate import validate_file
 from tinyspec.show import picture, render_svg, render_html, html
 
 ROOT = Path(__file__).resolve().parents[2]
-BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium: scripts/setup.sh installs it where it may (TINYSPEC_NO_BROWSER=1 skips that)")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--no-first-run", "--enable-logging=stderr", "--v=0"]
-
-
-def browse(tmp_path: Path, page: Path, *extra: str) -> tuple[str, list[str]]:
-  """Load a page in a fresh browser profile: (what it printed: the DOM or nothing, the
-  console messages it logged)."""
-  profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-  r = subprocess.run([BROWSER, *FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()],
-                     capture_output=True, timeout=300, cwd=tmp_path)
-  err = r.stderr.decode(errors="replace")
-  assert r.returncode == 0, err[-2000:]
-  return r.stdout.decode(errors="replace"), [line for line in err.splitlines() if ":CONSOLE" in line]
 
 
 def corpus_graphs(imported) -> list[Path]:

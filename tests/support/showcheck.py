@@ -2,6 +2,9 @@
 of the dot subset it writes, and a PNG reader (stdlib only) to tell a blank screenshot."""
 from __future__ import annotations
 import re
+import shutil
+import subprocess
+from pathlib import Path
 import struct
 import zlib
 import xml.etree.ElementTree as ET
@@ -126,3 +129,21 @@ def ink(png: bytes, step: int = 3) -> tuple[float, int]:
       if px != b"\xff\xff\xff": dark += 1
       seen.add(px)
   return dark / total, len(seen)
+
+
+# a headless browser (Chromium from Debian, installed by scripts/setup.sh where it may), shared by
+# the show pages' tests and the conformance report's
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--no-first-run", "--enable-logging=stderr", "--v=0"]
+
+
+def browse(tmp_path: Path, page: Path, *extra: str) -> tuple[str, list[str]]:
+  """Load a page in a fresh browser profile: (what it printed: the DOM or nothing, the
+  console messages it logged)."""
+  profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+  r = subprocess.run([BROWSER, *FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()],
+                     capture_output=True, timeout=300, cwd=tmp_path)
+  err = r.stderr.decode(errors="replace")
+  assert r.returncode == 0, err[-2000:]
+  return r.stdout.decode(errors="replace"), [line for line in err.splitlines() if ":CONSOLE" in line]
