@@ -124,7 +124,6 @@ class Timer:
   def build(self, opts_list: list[list]) -> list:
     """Bound programs for the candidates (None where refused), every kernel built in one
     translation unit: one run of the C compiler (or OpenCL build) per batch."""
-    from dataclasses import replace
     from tinyspec.compiler.render import assemble
     from tinyspec.compiler.executor import Executable
     compiled = [self.compile(o) for o in opts_list]
@@ -132,8 +131,7 @@ class Timer:
     # every candidate's kernels (a tiled one may have a packing kernel too) renamed apart
     for n, c in enumerate(ok):
       for j, ks in enumerate(c.sources):
-        name = f"b{n}_{ks.name}"
-        c.sources[j] = replace(ks, name=name, body=ks.body.replace(f" {ks.name}(", f" {name}(", 1))
+        c.sources[j] = ks.renamed(f"b{n}_{ks.name}")
     if not ok: return [None] * len(opts_list)
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]

@@ -32,6 +32,7 @@ from tinyspec.compiler.passes import layout as _layout, hazards as _hazards
 from tinyspec.compiler.passes import split as _split
 from tinyspec.compiler.passes import isel as _isel, linearize as _linearize, memplan as _memplan
 from tinyspec.compiler import render as _render
+from tinyspec.compiler.analysis.contract import longest_reduce
 
 STAGES = ("input", "callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render")
 
@@ -116,7 +117,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   def keep(name, make):   # make() builds the stage's graph(s), only when they are kept
     if keep_stages: stages[name] = make()
 
-  contract: set = set()    # kernels whose REG accumulators are all REDUCEs' (render.yaml `contract`)
+  contract: dict = {}    # kernels whose REG accumulators are all REDUCEs' -> elements a REDUCE sums, at most (render.yaml `contract`)
   dev = _target_device(target, device)
   if level == "program":
     root = roots[-1] if roots else None
@@ -140,12 +141,14 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
       o = kernel_opts(opts, k.name)
       if o is None and search is not None: o = search(k.sink, target, dev)
       return o
+    longest = max((longest_reduce(k.sink) for k in sched.kernels), default=1)   # a split sums in two kernels what one REDUCE sums
     if level != "kernel": sched = _split.split_reduces(sched, target, dev)    # OpenCL: a long reduce over every compute unit
     sched = _map_kernels(sched, lambda k: _optimize.optimize(k.sink, target, choose(k), dev))
     sched = _layout.pack(sched, target, dev)
     sched = _layout.pad_outputs(sched, target, dev)
     keep("optimize", lambda: sched.graph())
-    contract = {k.name for k in sched.kernels if not _has_reg(k.sink)}
+    longest = max([longest] + [longest_reduce(k.sink) for k in sched.kernels])
+    contract = {k.name: longest for k in sched.kernels if not _has_reg(k.sink)}
     tree = target == "opencl" and numbers(dev).get("group_combine") == "tree"
     sched = _map_kernels(sched, lambda k: _expand.expand(k.sink, tree))
     keep("expand", lambda: sched.graph())
@@ -159,7 +162,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   sources = []
   stream = _stream_bytes(target, dev)
   for k, lin in zip(sched.kernels, kernels_lin):
-    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=dev.kind, contract=k.name in contract,
+    ks = _render.render(lin, k.name, target, allow_untrusted, noalias=_disjoint(k.args), kind=dev.kind, contract=contract.get(k.name, 0),
                         stream_bytes=stream)
     k.program = ks
     sources.append(ks)

@@ -5,15 +5,24 @@ instead of twice: within REDUCE's tolerance. It may not change which results are
 infinite, and it would where a product overflows when rounded but not exactly (1e30 *
 1e10 in float32: -inf + inf is NaN, -inf + 1e40 is -inf), or where a partial sum
 crosses the largest finite value one way and not the other. So an update is fused only
-where the operands' intervals prove neither can happen: then both ways add finite
+where the operands' magnitudes prove neither can happen: then both ways add finite
 products into finite sums, or meet the same infinities and NaNs of infinite or NaN
 operands.
+
+The proof is static where the operands' intervals give it (narrow integers converted to
+float32). Where they do not, but an operand is read from a buffer the kernel does not
+write, the bound may use the largest finite magnitude that buffer holds when the kernel
+starts: the renderer then gives the kernel a fused variant and a `Guard` that the
+runtime checks at each launch (one scan of those buffers) to pick between the two.
 """
 from __future__ import annotations
 import math
+from dataclasses import dataclass
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props
+from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler.render.nodes import param_of
 
 
 def finite_bound(u: UOp) -> float:
@@ -25,17 +34,99 @@ def finite_bound(u: UOp) -> float:
   b = max(abs(float(mm[0])), abs(float(mm[1]))) if mm and all(math.isfinite(float(x)) for x in mm) else math.inf
   if D.cls == "float":
     b = min(b, D.normal_range[1])
-    if u.op == "CAST" and u.src and isinstance(props(u.src[0]).dtype, str) and _dt(props(u.src[0]).dtype).cls in ("float", "int", "uint", "index"):
-      b = min(b, finite_bound(u.src[0]) * (1 + 2.0 ** -D.mantissa))
+    if _converts(u): b = min(b, finite_bound(u.src[0]) * _widen(D))
   return b
 
 
-def cannot_overflow(terms: list, dt: str, trips: int) -> bool:
-  """Do the operands' intervals prove that no product among `terms` (an update's addends:
-  MULs and others), and no partial sum of them over `trips` updates, rounded or not,
-  leaves dt's finite range?"""
-  D = _dt(dt)
-  per = sum(finite_bound(t.src[0]) * finite_bound(t.src[1]) if t.op == "MUL" else finite_bound(t) for t in terms)
-  n = trips * len(terms)
-  drift = n * 2.0 ** -D.mantissa       # each rounded step may grow a partial sum by at most this factor, in all
-  return drift < 1 and per * n * math.exp(2 * drift) < D.normal_range[1]
+def _converts(u: UOp) -> bool:
+  return u.op == "CAST" and bool(u.src) and isinstance(props(u.src[0]).dtype, str) and \
+    _dt(props(u.src[0]).dtype).cls in ("float", "int", "uint", "index")
+
+
+def _widen(D) -> float:
+  return 1 + 2.0 ** -D.mantissa     # a rounding conversion moves a value by at most half an ulp
+
+
+@dataclass(frozen=True)
+class Magnitude:
+  """|v| <= this for every finite value v of an operand: the larger of `fixed` and, for
+  each (slot, factor) of `scans`, factor x the largest finite magnitude in PARAM slot's
+  buffer when the kernel starts; never more than `cap` (its static bound)."""
+  cap: float
+  fixed: float = 0.0
+  scans: tuple = ()
+
+  def at(self, largest: dict | None = None) -> float:
+    """The bound, given each scanned slot's largest finite magnitude (None: static)."""
+    if not self.scans or largest is None: return self.cap
+    return min(self.cap, max([self.fixed] + [f * largest[s] for s, f in self.scans]))
+
+
+def magnitude(u: UOp, scannable) -> Magnitude:
+  """u's Magnitude; a read (a LOAD, or an INDEX used as a value) of a PARAM whose slot is
+  `scannable(slot)` (a buffer the kernel only reads) is bounded by a scan of it, a LOAD's
+  alternative value by its own bound (a read out of range gives 0)."""
+  cap = finite_bound(u)
+  if u.op in ("LOAD", "INDEX"):
+    p = param_of(u.src[0] if u.op == "LOAD" else u)
+    if p.op == "PARAM" and len(p.src) != 3 and scannable(p.arg["slot"]):
+      alt = max((finite_bound(s) for s in u.src[1:2]), default=0.0) if u.op == "LOAD" else 0.0
+      return Magnitude(cap, alt, ((p.arg["slot"], 1.0),))
+  elif _converts(u):
+    m, g = magnitude(u.src[0], scannable), _widen(_dt(props(u).dtype))
+    if m.scans: return Magnitude(min(cap, m.cap * g), m.fixed * g, tuple((s, f * g) for s, f in m.scans))
+  return Magnitude(cap)
+
+
+@dataclass(frozen=True)
+class Update:
+  """An accumulator update acc + t1 + t2 + ...: per addend, the Magnitudes of a product's
+  two operands or of the addend itself; `count`: how many addends one result sums, at
+  most, in any order and grouping."""
+  dtype: str
+  terms: tuple
+  count: int
+
+  @property
+  def scans(self) -> set:
+    return {s for t in self.terms for m in t for s, _ in m.scans}
+
+  def cannot_overflow(self, largest: dict | None = None) -> bool:
+    """Does no product, and no partial sum of `count` addends, rounded or not, leave the
+    dtype's finite range (with the scanned buffers' magnitudes, or statically)?"""
+    D = _dt(self.dtype)
+    per = max(math.prod(m.at(largest) for m in t) for t in self.terms)
+    drift = self.count * 2.0 ** -D.mantissa     # each rounded step may grow a partial sum by at most this factor, in all
+    return drift < 1 and per * self.count * math.exp(2 * drift) < D.normal_range[1]
+
+
+def update(terms: list, dt: str, reduce_terms: int, scannable=lambda slot: False) -> Update:
+  """The Update of an accumulator whose REDUCE sums `reduce_terms` elements, each update
+  adding `terms` (a MUL's operands are bounded apart)."""
+  mags = tuple((magnitude(t.src[0], scannable), magnitude(t.src[1], scannable)) if t.op == "MUL" else (magnitude(t, scannable),)
+               for t in terms)
+  return Update(dt, mags, reduce_terms * len(terms))
+
+
+@dataclass(frozen=True)
+class Guard:
+  """A kernel's fused variant `fused` runs where every update cannot overflow with the
+  largest finite magnitudes its scanned buffers hold at launch; else the kernel itself."""
+  fused: str
+  updates: tuple
+
+  @property
+  def scans(self) -> list:
+    return sorted({s for u in self.updates for s in u.scans})
+
+  def holds(self, largest: dict) -> bool:
+    return all(u.cannot_overflow(largest) for u in self.updates)
+
+
+def longest_reduce(sink: UOp) -> int:
+  """The most elements any REDUCE of a kernel sums (the product of its ranges' largest sizes)."""
+  n = 1
+  for u in toposort(sink):
+    if u.op == "REDUCE":
+      n = max(n, math.prod(max(1, int(props(r.src[0]).min_max[1])) for r in u.src[1:] if r.op == "RANGE"))
+  return n

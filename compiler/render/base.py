@@ -10,13 +10,13 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
 from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.analysis.contract import cannot_overflow
+from tinyspec.compiler.analysis import contract as _contract
 from tinyspec.compiler.render.cases import fill, value_type, literal, select_case, utype
 from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local
 from tinyspec.compiler.render.launch import LaunchLayout
 from tinyspec.compiler.render.memory import MemoryAccess
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}(_fused)?$")   # (a guarded kernel's fused variant: its name + _fused)
 
 
 @dataclass
@@ -37,6 +37,18 @@ class KernelSource:
   bounds: dict = field(default_factory=dict)    # scalar (symbolic size) slot -> (min, max) the kernel was proved under
   work_ids: dict = field(default_factory=dict)  # OpenCL: builtin ("get_local_id(0)"...) -> the RANGE/SPECIAL it is (compiler/analysis/gpucheck.py)
   work_lanes: dict = field(default_factory=dict)  # OpenCL: builtin -> every RANGE it is (a fused row kernel's sibling lanes)
+  guard: object = None    # a contract.Guard: the fused variant runs where it holds at launch
+  fused_body: str = ""    # ... that variant's function (named guard.fused)
+
+  def renamed(self, name: str) -> "KernelSource":
+    """The same kernel under another function name (its fused variant: name + _fused)."""
+    from dataclasses import replace
+    from tinyspec.compiler.analysis.contract import Guard
+    ks = replace(self, name=name, body=self.body.replace(f" {self.name}(", f" {name}(", 1))
+    if self.guard is not None:
+      ks.guard = Guard(f"{name}_fused", self.guard.updates)
+      ks.fused_body = self.fused_body.replace(f" {self.guard.fused}(", f" {ks.guard.fused}(", 1)
+    return ks
 
 
 def assemble(kernels: list, target: str) -> str:
@@ -47,7 +59,7 @@ def assemble(kernels: list, target: str) -> str:
   pre = "".join(f"#pragma OPENCL EXTENSION {e} : enable\n" for e in exts)
   if any(k.fp64 for k in kernels): pre += T.get("prelude_fp64", "")
   helpers = dict.fromkeys(h for k in kernels for h in k.helpers)
-  return pre + T["prelude"] + "".join(helpers) + "".join(k.body for k in kernels)
+  return pre + T["prelude"] + "".join(helpers) + "".join(k.body + k.fused_body for k in kernels)
 
 
 def launch_size(entry, vals) -> int:
@@ -65,9 +77,11 @@ class Renderer(LaunchLayout, MemoryAccess):
   float_suffix_fields = False   # {fs}: "f" where the value type is float (C's float math functions)
   barrier: str | None = None    # a work-group barrier's statement (None: BARRIER renders as nothing)
 
-  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: bool = False,
-               stream_bytes: int | None = None):
-    self.contract = contract    # every REG accumulator is a REDUCE's: render.yaml `contract` applies
+  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: int = 0,
+               stream_bytes: int | None = None, fuse_guarded: bool = False):
+    self.contract = contract    # every REG accumulator is a REDUCE's summing at most this many elements (render.yaml `contract`); 0: none
+    self.fuse_guarded = fuse_guarded   # the fused variant: also fuse updates that only a launch-time scan proves safe
+    self.guards: list = []             # ... those updates (contract.Update)
     self.kind = kind            # the device kind (cpu, gpu) the rules are chosen for
     self.T = render_tables()
     self.helpers: dict[str, None] = {}
@@ -191,6 +205,7 @@ class Renderer(LaunchLayout, MemoryAccess):
     for u in instrs:
       if u.op in ("STORE", "ATOMICADD") and (t := param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
     by_slot = {s: u for u, s in self.params.items()}
+    self.writes = writes
     self.streamed = self.stream_outputs(instrs, writes)
     params = []
     for s in range(len(slots)):
@@ -245,9 +260,6 @@ class Renderer(LaunchLayout, MemoryAccess):
     # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
     self.reg_arrays = {base_of(u.src[0]) for u in instrs if u.op == "INDEX" and is_reg(u.src[0])}
     self._acc_update_of = {v: b for b, vs in self._acc_updates.items() for v in vs}
-    self.trips = 1     # iterations of all the kernel's loops: more than any accumulator's updates (render.yaml `contract`)
-    for u in instrs:
-      if u.op == "RANGE": self.trips *= max(1, int(props(u.src[0]).min_max[1]))
 
   def instr(self, u: UOp, gates: list):
     """Render one instruction through its handler (instr.py); other ops with render.yaml
@@ -278,7 +290,9 @@ class Renderer(LaunchLayout, MemoryAccess):
     """(acc read, [terms]) when u is a REDUCE(ADD) accumulator update acc + t1 + t2 + ...
     (an ADD tree: UNROLL sums its lanes before adding them to the accumulator) holding a
     product, which render.yaml `contract` lets accumulate as fused multiply-adds in turn
-    (only in kernels made from tensor graphs: self.contract), else None."""
+    (only in kernels made from tensor graphs: self.contract), else None. An update that
+    only a launch-time scan of the buffers it reads proves safe (compiler/analysis/contract.py)
+    is a guard of the fused variant (where the target has `guard`), fused there only."""
     C = self.T.get("contract") or {}
     if not self.contract or u.op not in C.get("reduce", ()) or props(u).dtype not in C.get("dtypes", ()) or u not in self._acc_update_of: return None
     acc = self._acc_update_of[u]
@@ -290,8 +304,13 @@ class Renderer(LaunchLayout, MemoryAccess):
     cur = [t for t in terms if reads_acc(t, acc)]
     if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
     rest = [t for t in terms if t is not cur[0]]
-    if not cannot_overflow(rest, props(u).dtype, self.trips): return None
-    return cur[0], rest
+    # a buffer may be scanned at launch when the kernel never writes it, nor anything that may share its memory
+    scannable = lambda slot: self.noalias and slot not in self.writes
+    up = _contract.update(rest, props(u).dtype, self.contract, scannable)
+    if up.cannot_overflow(): return cur[0], rest
+    if not up.scans or not C[self.target].get("guard"): return None
+    self.guards.append(up)
+    return (cur[0], rest) if self.fuse_guarded else None
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""

@@ -13,6 +13,9 @@ $TINYSPEC_SLICE_ORDER=reversed runs the slices one iteration each, last first, o
 thread: a threaded axis is only ever one whose iterations are independent
 (compiler/analysis/parallel.py), so the result must not change; the sanitizer fuzzer
 (conformance/fuzz/sanitize.py) runs every threaded program that way.
+A kernel with a contraction guard (KernelSource.guard) has a fused variant in the same
+library; each launch first scans the buffers the guard names (compiler/runtime/magnitude.py)
+and runs the fused variant only where the guard holds for what they hold.
 """
 from __future__ import annotations
 import ctypes
@@ -166,14 +169,35 @@ def _pool(workers: int) -> ThreadPoolExecutor:
   return _POOL
 
 
+def _kernel(lib, name: str):
+  fn = getattr(lib, name)
+  fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+  fn.restype = None
+  return fn
+
+
 class CProgram:
   """One kernel of a library; `source` is the whole translation unit (by default the
   kernel's own, or several kernels assembled by render.assemble)."""
   def __init__(self, ks, source: str | None = None):
     self.ks = ks
-    self.fn = getattr(load(source or ks.source), ks.name)
-    self.fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
-    self.fn.restype = None
+    lib = load(source or ks.source)
+    self.fn = _kernel(lib, ks.name)
+    self.fused = _kernel(lib, ks.guard.fused) if ks.guard is not None else None
+
+  def chooser(self, ptrs: list[int], threads: int | None):
+    """() -> the function to launch now: the kernel, or its fused variant where the guard
+    holds for what the scanned buffers hold at this moment (compiler/runtime/magnitude.py)."""
+    g, fn = self.ks.guard, self.fn
+    if g is None: return lambda: fn
+    from tinyspec.compiler.runtime import magnitude
+    from tinyspec.compiler.device import host_threads
+    bufs = [(s, self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans]
+    workers = threads or host_threads()
+    def choose():
+      largest = {s: magnitude.largest_finite(ptrs[s], dt, n, workers) for s, dt, n in bufs}
+      return self.fused if g.holds(largest) else fn
+    return choose
 
   def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):
     """A call with these arguments, ready to launch any number of times: () -> None."""
@@ -184,13 +208,14 @@ class CProgram:
     allp = list(ptrs) + [a.ctypes.data for a in scratch]
     bufs = (ctypes.c_void_p * max(len(allp), 1))(*allp)
     vv = (ctypes.c_int64 * max(len(vals), 1))(*vals)
-    fn, t, tail = self.fn, self.ks.thread, self.ks.tail
+    choose, t, tail = self.chooser(ptrs, threads), self.ks.thread, self.ks.tail
     if t is None:
-      def run(_keep=scratch): fn(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
+      def run(_keep=scratch): choose()(bufs, vv, 0, 0, 0)    # the scratch lives as long as the call
       return run
     total = launch_size(t, vals)
     if environment.choice("TINYSPEC_SLICE_ORDER", ("reversed",)) == "reversed":   # an independence check (module doc)
       def backwards(_keep=scratch):
+        fn = choose()
         for i in reversed(range(total)): fn(bufs, vv, i, i + 1, 0)
         if tail: fn(bufs, vv, 0, 0, 1)
       return backwards
@@ -201,18 +226,19 @@ class CProgram:
     step = -(-total // n) if total else 1
     slices = [(lo, min(lo + step, total)) for lo in range(0, total, step)]
 
-    def work(next_chunk):
+    def work(next_chunk, fn):
       for i in iter(next_chunk, None):
         if i >= len(slices): return
         fn(bufs, vv, slices[i][0], slices[i][1], 0)
 
     def launch():
       _keep = scratch   # the scratch lives as long as the call
+      fn = choose()
       if workers > 1 and len(slices) > 1:
         counter = itertools.count()
         nxt = counter.__next__           # atomic under the GIL
-        futs = [_pool(workers - 1).submit(work, nxt) for _ in range(workers - 1)]
-        work(nxt)
+        futs = [_pool(workers - 1).submit(work, nxt, fn) for _ in range(workers - 1)]
+        work(nxt, fn)
         for f in futs: f.result()
       else:
         for lo, hi in slices: fn(bufs, vv, lo, hi, 0)

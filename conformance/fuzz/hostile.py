@@ -26,7 +26,9 @@ beyond their bounds, axis types and OptOps that ask for parallelism:
   contract (a*b).sum over rows whose products overflow when rounded (2^64 * 2^64 in
            float32), meet -2^127 or an infinity, or are NaN, among small exact ones, and
            rows of bounded operands (narrow integers converted): a fused multiply-add
-           may not change which results are NaN or infinite
+           may not change which results are NaN or infinite; in float data the hazards
+           lie anywhere in the buffers (a launch-time scan must see every element), or
+           the data are scaled to where the guard of the fused kernel decides narrowly
   alias    a CALL passing one buffer, or overlapping views of it, to several slots of a
            kernel that reads and writes them; a STORE through a view of a buffer, read
            after it or reading the buffer itself
@@ -291,7 +293,11 @@ def gather(draw) -> Example:
 def contract(draw) -> Example:
   """Rows of (a*b).sum(1): small exact products, and per row perhaps one product that
   overflows when rounded, one of -max/2 (whose sum with it a fused step keeps finite), an
-  infinity or a NaN (the reference's class is the same in any order of the sum)."""
+  infinity or a NaN (the reference's class is the same in any order of the sum). Or a
+  gemm whose only hazard is one pair of elements, anywhere (the last element of a buffer
+  too: what a scan's vector body leaves), or whose data are scaled so that the largest
+  product times K is near the dtype's largest value (every partial sum exact and finite,
+  in any order): the launch-time guard decides, either way."""
   from tinyspec.tensor import Tensor
   dt = draw(st.sampled_from(["float32", "float32", "float64"]))
   M, K, N = draw(st.integers(1, 6)), draw(st.integers(2, 12)), draw(st.integers(1, 6))
@@ -299,7 +305,18 @@ def contract(draw) -> Example:
   a = (np.arange(M * K) % 7 - 3).astype(np.float64).reshape(M, K)
   w = (np.arange(K * N) % 5 - 2).astype(np.float64).reshape(K, N)
   rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))     # (one draw: a cheap example to make)
-  for m in range(M):
+  form = draw(st.sampled_from(["rows", "rows", "one pair", "scaled"]))
+  if form == "one pair":     # -max/2 then a product that overflows only when rounded: finite fused, inf twice
+    m, j = int(rng.integers(0, M)), int(rng.choice([K - 1, int(rng.integers(0, K))]))
+    a[m, :] = 0.0
+    a[m, (j - 1) % K], w[(j - 1) % K, :] = -half / 2, half
+    a[m, j], w[j, :] = half, half
+    if rng.integers(0, 2): a, w = -a, w     # (either sign)
+  elif form == "scaled":     # the largest product x K at most the largest value (exact sums, finite in any order), up to 16x less
+    top = np.abs(a).max() * np.abs(w).max() * K
+    e = int(np.log2(DTYPES[dt].normal_range[1] / top)) - int(rng.integers(0, 5))
+    a, w = a * 2.0 ** (e // 2), w * 2.0 ** (e - e // 2)
+  for m in range(M if form == "rows" else 0):
     what = rng.choice(["overflow", "halfmax", "inf", "-inf", "nan"], rng.integers(0, 4), replace=False)
     for j, kind in zip(rng.permutation(K), what):
       if kind == "overflow": a[m, j], w[j, :] = half * rng.choice([1, -1]), half

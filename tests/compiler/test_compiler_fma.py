@@ -21,12 +21,15 @@ def gemm(a, b):
   return (a.reshape(M, K, 1) * b.reshape(1, K, N)).sum(1)
 
 
-def _host_has_fma() -> bool:
-  try:
-    with open("/proc/cpuinfo") as f:
-      return any(line.startswith("flags") and " fma " in line + " " for line in f)
-  except OSError:
-    return False
+def _c_fast_fma() -> bool:
+  """Whether the C compiler, with the runtime's flags, says fma is fast (FP_FAST_FMAF:
+  GCC on FMA hardware; Clang never predefines it): only there does the C renderer's fma
+  helper call fmaf."""
+  import ctypes
+  from tinyspec.compiler.runtime.c import load
+  f = load("#include <math.h>\nint fast_fma(void) {\n#ifdef FP_FAST_FMAF\n  return 1;\n#else\n  return 0;\n#endif\n}\n").fast_fma
+  f.restype = ctypes.c_int
+  return bool(f())
 
 
 def _cl_fast_fma() -> bool:
@@ -50,7 +53,7 @@ A = np.array([-(1 + 2 * E), 1 + E], np.float32)
 B = np.array([1.0, 1 + E], np.float32)
 FUSED, TWICE = 2.0 ** -24, float(np.float32(np.float32(A[0] * B[0]) + np.float32(A[1] * B[1])))
 # the same sum scaled by 2^24, of int32 operands converted to float32: their interval
-# (|x| <= 2^31) proves that no product or sum of two overflows, so it may be fused
+# (|x| <= 2^31) proves that no product or sum of two overflows, so it is fused outright
 AI, BI = (A * 2.0 ** 12).astype(np.int32), (B * 2.0 ** 12).astype(np.int32)
 
 
@@ -63,46 +66,94 @@ def test_reduce_of_bounded_products_is_fused(target):
   assert TWICE != FUSED
   t = _bounded_dot()
   out = compile_graph(t.graph(), target).run(t.inputs())["out0"]
-  fused = _cl_fast_fma() if target == "opencl" else _host_has_fma()   # fma where it is fast (FP_FAST_FMAF)
+  fused = _cl_fast_fma() if target == "opencl" else _c_fast_fma()   # fma where it is fast (FP_FAST_FMAF)
   assert float(np.asarray(out).reshape(())) * 2.0 ** -24 == (FUSED if fused else TWICE)
 
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_products_that_may_overflow_are_not_fused(target):
   """float32 operands of any value: a product may overflow where its exact value does not
-  (1e30 * 1e10), and -inf + inf is NaN where the fused -inf + 1e40 is -inf. Not fused:
-  the reference's class, NaN, and its value everywhere else."""
+  (1e30 * 1e10), and -inf + inf is NaN where the fused -inf + 1e40 is -inf. Not fused
+  (OpenCL), or fused only in a variant that the launch-time guard refuses for these
+  operands (C): the reference's class, NaN, and its value everywhere else."""
   a = np.array([-np.inf, 1e30, 3.0, 1.7e38], np.float32); b = np.array([1.0, 1e10, 2.0, 10.0], np.float32)
   t = (Tensor(a) * Tensor(b)).sum()
   c = compile_graph(t.graph(), target)
-  assert "fma_float32" not in c.source()
+  guarded = [ks for ks in c.sources if ks.guard is not None]
+  if target == "opencl": assert "fma_float32" not in c.source() and not guarded
+  else: assert len(guarded) == 1 and guarded[0].guard.fused in c.source()
   assert np.isnan(c.run(t.inputs())["out0"])
-  assert "fma_float32" not in compile_graph((Tensor(A) * Tensor(B)).sum().graph(), target).source()
 
 
-def test_the_overflow_proof_counts_every_trip():
-  """int32 operands: a product is at most 2^62, and 2^62 x 2^12 trips is still far below
-  float32's range (fused); float64 operands converted to float32 may hold float32's largest
-  values, whose products overflow (not fused)."""
+def _two_rows(x: float):
+  """A 2x2 @ 2x1 gemm: row 0 is the sum whose fused and twice-rounded values differ,
+  row 1 is x * 1: the guard (one for the kernel) fuses both rows or neither."""
+  a = np.array([[A[0], A[1]], [x, 0.0]], np.float32)
+  b = np.array([[B[0]], [B[1]]], np.float32)
+  return gemm(Tensor(a), Tensor(b))
+
+
+@pytest.mark.skipif(not _c_fast_fma(), reason="the C compiler does not define FP_FAST_FMAF here: its fma helper keeps two roundings")
+@pytest.mark.parametrize("x, fused", [(1.0, True), (1e37, True), (-2e38, False), (np.inf, True), (np.nan, True), (3e38, False)])
+def test_the_guard_fuses_where_the_data_prove_it(x, fused):
+  """C: a float32 gemm gets a fused variant; each launch scans its operands' buffers and
+  runs it only where their largest finite magnitudes prove that no product or partial sum
+  overflows (row 1 of 1e37: yes; of 2e38, whose sum with row 0's products cannot overflow,
+  no: the proof bounds every partial sum by the largest product times the addends of a
+  2-long sum); an infinity or a NaN is no magnitude (it meets the same results either way)."""
+  t = _two_rows(x)
+  c = compile_graph(t.graph(), "c", keep_stages=False)
+  assert [ks.guard is not None for ks in c.sources].count(True) == 1
+  out = np.asarray(c.run(t.inputs())["out0"]).reshape(-1)
+  assert float(out[0]) == (FUSED if fused else TWICE)
+  np.testing.assert_array_equal(out[1:], np.float32(x))
+
+
+def test_a_kernel_that_writes_what_it_reads_has_no_guard():
+  """The scan sees a buffer before the kernel starts: a buffer the kernel also writes (or
+  one sharing memory with another argument) cannot bound what it reads; such an update
+  keeps its two roundings."""
+  from tinyspec.compiler.analysis.contract import update
+  from tinyspec.compiler.props import shape_operand
+  p = [UOp("PARAM", (shape_operand((4,)),), {"slot": k, "dtype": "float32"}) for k in range(2)]
+  i = const(0, "index")
+  m = UOp("MUL", (UOp("INDEX", (p[0], i)), UOp("INDEX", (p[1], i))))
+  assert not update([m], "float32", 4, lambda slot: False).scans
+  up = update([m], "float32", 4, lambda slot: True)
+  assert up.scans == {0, 1} and not up.cannot_overflow()     # statically: float32's range proves nothing
+  assert up.cannot_overflow({0: 1e15, 1: 1e15}) and not up.cannot_overflow({0: 1e19, 1: 1e19})
+
+
+def test_the_overflow_proof_counts_every_addend():
+  """int32 operands: a product is at most 2^62, and 2^62 x 2^12 addends is still far below
+  float32's range (fused, no guard); float64 operands converted to float32 may hold
+  float32's largest values, whose products overflow (fused only in the guarded variant)."""
   from tinyspec.compiler.analysis.contract import finite_bound
   n = 1 << 12
   ints = Tensor(np.ones(n, np.int32)).cast("float32")
-  assert "fma_float32" in compile_graph((ints * ints).sum().graph(), "c", keep_stages=False).source()
+  c = compile_graph((ints * ints).sum().graph(), "c", keep_stages=False)
+  assert "fma_float32" in c.source() and all(ks.guard is None for ks in c.sources)
   wide = Tensor(np.ones(n, np.float64)).cast("float32")
-  assert "fma_float32" not in compile_graph((wide * wide).sum().graph(), "c", keep_stages=False).source()
+  c = compile_graph((wide * wide).sum().graph(), "c", keep_stages=False)
+  assert [ks.guard is not None for ks in c.sources].count(True) == 1
   assert finite_bound(Tensor(np.ones(2, np.float16)).cast("float32").uop) == pytest.approx(65504, rel=1e-6)
 
 
 @pytest.mark.parametrize("target", ["c", "opencl"])
 def test_gemm_source_uses_fma(target):
   """A gemm of int16 data converted to float32: its products and sums are bounded, so it
-  accumulates with fma where the target's fma is fast; a float32 gemm does not."""
+  accumulates with fma where the target's fma is fast, with no guard; a float32 gemm does
+  so only in a guarded variant (C) or not at all (OpenCL)."""
   x = Tensor(np.ones((64, 64), np.int16)).cast("float32")
-  src = compile_graph(gemm(x, x).graph(), target, keep_stages=False).source()
+  c = compile_graph(gemm(x, x).graph(), target, keep_stages=False)
+  src = c.source()
   assert "fma_float32" in src and "FP_FAST_FMAF" in src    # fused where the target's fma is fast
   assert "-ffast-math" not in src and "FP_CONTRACT OFF" in src     # everything else keeps its roundings
+  assert all(ks.guard is None for ks in c.sources)
   f = Tensor(np.ones((64, 64), np.float32))
-  assert "fma_float32" not in compile_graph(gemm(f, f).graph(), target, keep_stages=False).source()
+  c = compile_graph(gemm(f, f).graph(), target, keep_stages=False)
+  if target == "opencl": assert "fma_float32" not in c.source()
+  else: assert [ks.guard is not None for ks in c.sources].count(True) == 1
 
 
 def test_sum_and_elementwise_products_are_not_fused():
@@ -142,3 +193,16 @@ def test_contract_table_lists_only_reassociating_reduces():
   assert C["reduce"] == ["ADD"] and set(C["dtypes"]) == {"float32", "float64"}
   t = Tensor(np.ones((64, 64), np.float16))
   assert "fma" not in compile_graph(gemm(t, t).graph(), "c", keep_stages=False).source()
+
+
+def test_beam_candidates_keep_their_fused_variants():
+  """BEAM builds every candidate in one translation unit, each kernel renamed apart: the
+  fused variants too (one name twice would not link), and the guard names the renamed one."""
+  from tinyspec.compiler.render import KernelSource
+  x = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+  t = gemm(Tensor(x), Tensor(x))
+  c = compile_graph(t.graph(), "c", keep_stages=False, beam=2)
+  np.testing.assert_allclose(np.asarray(c.run(t.inputs())["out0"]), x @ x, rtol=1e-5, atol=1e-4)
+  (ks,) = [k for k in c.sources if k.guard is not None]
+  r = KernelSource.renamed(ks, "b7_" + ks.name)
+  assert r.guard.fused == f"b7_{ks.name}_fused" and f" {r.guard.fused}(" in r.fused_body and f" {r.name}(" in r.body

@@ -20,7 +20,7 @@ needs_sanitizers = pytest.mark.skipif(sanitize.unavailable() is not None, reason
 
 PLANT_FAMILY = {"literal": "chain", "gate-wrap": "gated", "sizes": "sizes", "parallel": "axes", "call-const": "sizes",
                 "call-const-buffer": "sizes", "pad-partial": "padded", "pad-gather": "gather", "contract": "contract",
-                "alias": "alias", "view-store": "alias"}
+                "contract-guard": "contract", "scan-tail": "contract", "alias": "alias", "view-store": "alias"}
 
 
 @needs_sanitizers

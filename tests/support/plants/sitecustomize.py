@@ -13,6 +13,9 @@ and one per class of issue 21:
   pad-partial  a padded output is copied back whole though the kernel stores only part of it
   pad-gather   an input is padded to the reach of every index, a gathered one's dtype range too
   contract     every REDUCE(ADD) of products is fused, whatever its operands' intervals
+and of issue 24 (the launch-time guard of a fused kernel):
+  contract-guard  the fused variant runs whatever its operands' buffers hold
+  scan-tail       the magnitude scan skips the elements after its last whole vector
   alias        a kernel's arguments that share memory are neither snapshotted nor copied
   view-store   the executor binds a view's base a second time (its stores are lost) and
                reads no output back through a view
@@ -96,8 +99,19 @@ def _pad_gather():
 
 
 def _contract():
-  from tinyspec.compiler.render import base as R
-  R.cannot_overflow = lambda terms, dt, trips: True
+  from tinyspec.compiler.analysis import contract as C
+  C.Update.cannot_overflow = lambda self, largest=None: True
+
+
+def _contract_guard():
+  from tinyspec.compiler.analysis import contract as C
+  C.Guard.holds = lambda self, largest: True
+
+
+def _scan_tail():
+  from tinyspec.compiler.runtime import magnitude as M
+  assert "for (; i < hi; i++)" in M._SOURCE
+  M._SOURCE = M._SOURCE.replace("for (; i < hi; i++)", "for (; 0 && i < hi; i++)")
 
 
 def _alias():
@@ -124,4 +138,4 @@ def _view_store():
 if PLANT:
   {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
    "call-const-buffer": _call_const_buffer, "pad-partial": _pad_partial, "pad-gather": _pad_gather, "contract": _contract,
-   "alias": _alias, "view-store": _view_store}[PLANT]()
+   "contract-guard": _contract_guard, "scan-tail": _scan_tail,   "alias": _alias, "view-store": _view_store}[PLANT]()
