@@ -83,17 +83,32 @@ def candidates(sink: UOp, min_elems: int, lanes: int) -> list[tuple[UOp, int]]:
   return out
 
 
-def _pack_kernel(src_shape, w: int, dtype: str, name: str) -> UOp:
-  """Bp[a, k, j] = B[k, a*w + j], a < ceil(N / w): the columns past N read as zero
-  (decision index-oob), which is what the padded tile read there before."""
+def _loops(sizes, first_id: int) -> list[UOp]:
+  return [UOp("RANGE", (const(n, "index"),), {"id": first_id + i, "type": "LOOP"}) for i, n in enumerate(sizes)]
+
+
+def _at(r: UOp, offset: int) -> UOp:
+  return UOp("ADD", (r, const(offset, "index"))) if offset else r
+
+
+def _pack_kernels(src_shape, w: int, dtype: str, name: str) -> list[UOp]:
+  """Bp[a, k, j] = B[k, a*w + j], a < ceil(N / w): the columns past N are zeros (what the
+  padded tile read there before: decision index-oob). No read under a condition (a gated
+  read keeps a loop from becoming vector code): one kernel copies the whole tiles, and
+  where w does not divide N another copies the last tile's columns and writes its zeros."""
   K, N = src_shape
-  A = -(-N // w)
+  A, full, rest = -(-N // w), N // w, N % w
   out = UOp("PARAM", (shape_operand((A, K, w)),), {"slot": 0, "dtype": dtype})
   inp = UOp("PARAM", (shape_operand((K, N)),), {"slot": 1, "dtype": dtype})
-  a, k, j = (UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"}) for i, n in enumerate((A, K, w)))
-  col = UOp("ADD", (UOp("MUL", (a, const(w, "index"))), j))
-  st = UOp("STORE", (UOp("INDEX", (out, a, k, j)), UOp("INDEX", (inp, k, col))))
-  return UOp("SINK", (UOp("END", (st, a, k, j)),), {"name": name})
+  def nest(a_size, j_size, a_at, j_at, zero: bool):
+    rs = _loops((a_size, K, j_size), 3 * zero)      # (a kernel's loops: distinct ids)
+    a, k, j = _at(rs[0], a_at), rs[1], rs[2]
+    col = UOp("ADD", (UOp("MUL", (a, const(w, "index"))), j))
+    v = const(0, dtype) if zero else UOp("INDEX", (inp, k, col))
+    return UOp("END", (UOp("STORE", (UOp("INDEX", (out, a, k, _at(j, j_at))), v)), *rs))
+  sinks = [UOp("SINK", (nest(full, w, 0, 0, False),), {"name": name})] if full else []
+  if rest: sinks.append(UOp("SINK", (nest(1, rest, full, 0, False), nest(1, w - rest, full, rest, True)), {"name": f"{name}_edge"}))
+  return sinks
 
 
 def pack(sched: Schedule, target: str, dev) -> Schedule:
@@ -119,9 +134,10 @@ def pack(sched: Schedule, target: str, dev) -> Schedule:
       buf, q = _intermediate(shape, pr, args, p, slot)
       slot += 1
       inter.add(buf)
-      psink = initial_types(_pack_kernel((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}"))
-      psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
-      kernels.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}"))
+      for e, psink in enumerate(_pack_kernels((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}")):
+        psink = initial_types(psink)
+        psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
+        kernels.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}" + ("_edge" if e else "")))
       args.append(buf)
       i_k, i_n = idx.src[1], idx.src[2]
       subs[idx] = UOp("INDEX", (q, UOp("IDIV", (i_n, const(w, "index"))), i_k, UOp("MOD", (i_n, const(w, "index")))))
@@ -231,13 +247,22 @@ def _read_padding(p: UOp, nodes: list) -> tuple | None:
   return tuple(reach) if tuple(reach) != tuple(shape) else None
 
 
-def _copy_kernel(shape, src_shape, dtype: str, name: str) -> UOp:
-  """out[r...] = src[r...] over out's shape (src of its own shape: what it lacks reads as zero, decision index-oob)."""
+def _copy_kernels(shape, src_shape, dtype: str, name: str) -> list[UOp]:
+  """out[r...] = src[r...] over out's shape, what src lacks being zeros (decision
+  index-oob): one kernel copies the box both have, ungated; where out is larger in some
+  dims, another writes the zeros of the rest (a block per such dim)."""
   out = UOp("PARAM", (shape_operand(shape),), {"slot": 0, "dtype": dtype})
   inp = UOp("PARAM", (shape_operand(src_shape),), {"slot": 1, "dtype": dtype})
-  rs = [UOp("RANGE", (const(n, "index"),), {"id": i, "type": "LOOP"}) for i, n in enumerate(shape)]
-  st = UOp("STORE", (UOp("INDEX", (out, *rs)), UOp("INDEX", (inp, *rs))))
-  return UOp("SINK", (UOp("END", (st, *rs)),), {"name": name})
+  common = [min(a, b) for a, b in zip(shape, src_shape)]
+  rs = _loops(common, 0)
+  sinks = [UOp("SINK", (UOp("END", (UOp("STORE", (UOp("INDEX", (out, *rs)), UOp("INDEX", (inp, *rs)))), *rs)),), {"name": name})]
+  zeros = []
+  for d in (d for d in range(len(shape)) if shape[d] > common[d]):    # dims before d within the box, d past it, dims after it whole
+    rs = _loops([common[e] for e in range(d)] + [shape[d] - common[d]] + list(shape[d + 1:]), d * len(shape))
+    at = [_at(r, common[d]) if e == d else r for e, r in enumerate(rs)]
+    zeros.append(UOp("END", (UOp("STORE", (UOp("INDEX", (out, *at)), const(0, dtype))), *rs)))
+  if zeros: sinks.append(UOp("SINK", tuple(zeros), {"name": f"{name}_edge"}))
+  return sinks
 
 
 def _root(storage: UOp) -> UOp:
@@ -257,9 +282,12 @@ def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
   from tinyspec.compiler.passes.rangeify import _prune_params
   from tinyspec.compiler.passes.heuristics import default_opts
   if not numbers(dev).get("pad_outputs"): return sched
-  def copy(shape, src_shape, dtype, name):
-    c = initial_types(_copy_kernel(shape, src_shape, dtype, name))
-    return apply_opts(c, default_opts(c, target, dev), target, dev)
+  def copies(shape, src_shape, dtype, name):
+    out = []
+    for c in _copy_kernels(shape, src_shape, dtype, name):
+      c = initial_types(c)
+      out.append(apply_opts(c, default_opts(c, target, dev), target, dev))
+    return out
   kernels: list[Kernel] = []
   inter = set(sched.intermediates)
   slot = sched.free_slot()
@@ -282,7 +310,8 @@ def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
       buf, q = _intermediate(padded, pr, args, p, slot)
       slot += 1; inter.add(buf); new_writes.add(len(args)); args.append(buf)
       outs[p] = q
-      after.append(Kernel(copy(pr.shape, padded, pr.dtype, f"unpad_{'_'.join(map(str, pr.shape))}"), [k.args[p.arg["slot"]], buf], {0}, f"{k.name}_unpad{len(after)}"))
+      (c,) = copies(pr.shape, padded, pr.dtype, f"unpad_{'_'.join(map(str, pr.shape))}")    # (out within src: no zeros)
+      after.append(Kernel(c, [k.args[p.arg["slot"]], buf], {0}, f"{k.name}_unpad{len(after)}"))
     if not outs: kernels.append(k); continue
     ins = {}
     for p in sorted(params - set(stores), key=lambda p: p.arg["slot"]):
@@ -292,7 +321,8 @@ def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
       buf, q = _intermediate(padded, pr, args, p, slot)
       slot += 1; inter.add(buf); args.append(buf)
       ins[p] = q
-      kernels.append(Kernel(copy(padded, pr.shape, pr.dtype, f"pad_{'_'.join(map(str, pr.shape))}"), [buf, k.args[p.arg["slot"]]], {0}, f"{k.name}_pad{len(ins) - 1}"))
+      for e, c in enumerate(copies(padded, pr.shape, pr.dtype, f"pad_{'_'.join(map(str, pr.shape))}")):
+        kernels.append(Kernel(c, [buf, k.args[p.arg["slot"]]], {0}, f"{k.name}_pad{len(ins) - 1}" + ("_edge" if e else "")))
     sink = substitute(k.sink, ins) if ins else k.sink
     fix = {}
     for u in toposort(sink):   # the padded outputs' stores, found again after the inputs' substitution

@@ -192,11 +192,10 @@ class CProgram:
     if g is None: return lambda: fn
     from tinyspec.compiler.runtime import magnitude
     from tinyspec.compiler.device import host_threads
-    bufs = [(s, self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans]
+    bufs = [(ptrs[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans]
     workers = threads or host_threads()
     def choose():
-      largest = {s: magnitude.largest_finite(ptrs[s], dt, n, workers) for s, dt, n in bufs}
-      return self.fused if g.holds(largest) else fn
+      return self.fused if g.holds(dict(zip(g.scans, magnitude.largest_finite(bufs, workers)))) else fn
     return choose
 
   def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):

@@ -40,7 +40,7 @@ SCAN(32)
 SCAN(64)
 """
 
-SLICE = 1 << 20     # elements per thread's share, at least: below it a thread costs more than it saves
+SLICE = 1 << 16     # elements of one task at least: below it a thread's start costs more than it saves
 
 
 @lru_cache(maxsize=None)
@@ -53,19 +53,28 @@ def _scanner(bits: int):
   return f
 
 
-def largest_finite(ptr: int, dt: str, n: int, threads: int = 1) -> float:
-  """max |x| over the finite x of the n elements of dtype dt at address ptr (0.0 if none)."""
-  D = _dt(dt)
-  f = _scanner(D.bits)
-  mask, inf = (1 << (D.bits - 1)) - 1, ((1 << D.exponent) - 1) << D.mantissa
-  parts = max(1, min(threads, n // SLICE))
-  if parts == 1: bits = f(ptr, 0, n, mask, inf)
-  else:
+def largest_finite(buffers: list, threads: int = 1) -> list[float]:
+  """max |x| over the finite x of each buffer (address, dtype, elements): 0.0 where none.
+  The buffers are cut into about `threads` tasks of similar size: this thread scans the
+  first, the C runtime's threads the others."""
+  tasks, layouts = [], []
+  total = sum(n for _, _, n in buffers)
+  step = max(SLICE, -(-total // max(1, threads)))
+  for k, (ptr, dt, n) in enumerate(buffers):
+    D = _dt(dt)
+    layouts.append(D)
+    mask, inf = (1 << (D.bits - 1)) - 1, ((1 << D.exponent) - 1) << D.mantissa
+    tasks += [(k, _scanner(D.bits), ptr, lo, min(lo + step, n), mask, inf) for lo in range(0, n, step)]
+  bits = [0] * len(buffers)
+  if threads > 1 and len(tasks) > 1:
     from tinyspec.compiler.runtime.c import _pool
-    step = -(-n // parts)
-    futs = [_pool(parts).submit(f, ptr, lo, min(lo + step, n), mask, inf) for lo in range(0, n, step)]
-    bits = max(x.result() for x in futs)
-  return _value(bits, D)
+    futs = [(k, _pool(threads - 1).submit(f, *a)) for k, f, *a in tasks[1:]]
+    k, f, *a = tasks[0]
+    bits[k] = f(*a)
+    for k, fut in futs: bits[k] = max(bits[k], fut.result())
+  else:
+    for k, f, *a in tasks: bits[k] = max(bits[k], f(*a))
+  return [_value(b, D) for b, D in zip(bits, layouts)]
 
 
 def _value(bits: int, D) -> float:

@@ -149,12 +149,12 @@ def test_padto_masks_the_added_iterations(target, red):
   opts = [["PADTO", 0, 4], ["SPLIT", 0, [4, "UPCAST"]], ["PADTO", 1, 8], ["SPLIT", 1, [4, "UNROLL"]]]
   c = compile_graph(g, target, opts)
   sizes = sorted(u.src[0].arg["value"] for u in c.stages["optimize"].uops() if u.op == "RANGE")
-  # 12 = 3 x 4 rows, 8 = 2 x 4 columns; layout.pad_outputs: the (10, 7) input is first
-  # copied into a zero-padded (12, 8) one, the padded rows stored into a (12, 1) buffer
-  # and its first 10 rows copied to the (10, 1) output
-  assert sizes == [1, 2, 3, 4, 4, 8, 10, 12]
-  name = c.schedule.kernels[1].name
-  assert [k.name for k in c.schedule.kernels] == [f"{name}_pad0", name, f"{name}_unpad0"]
+  # 3 x 4 rows, 2 x 4 columns; layout.pad_outputs: the (10, 7) input is first copied into
+  # a zero-padded (12, 8) one (its (10, 7) box, then the zeros: 2 rows of 8, 10 rows of 1),
+  # the padded rows stored into a (12, 1) buffer and its first 10 rows copied to the (10, 1) output
+  assert sizes == [1, 1, 2, 2, 3, 4, 4, 7, 8, 10, 10]
+  name = c.schedule.kernels[2].name
+  assert [k.name for k in c.schedule.kernels] == [f"{name}_pad0", f"{name}_pad0_edge", name, f"{name}_unpad0"]
   assert not compare_outputs(c.run(ODD_X), evaluate(g, ODD_X))
 
 
