@@ -389,10 +389,11 @@ def _parallel_outputs(P: _Plan, grouped: bool) -> None:
   if not outs: return
   if dev.target == "c" and H.get("threads") and dev.threads > 1:
     want = _thread_slices(dev, H)
-    p = next((p for p in outs if A.size[p] >= want), None)
-    if p is not None:
+    for p in (p for p in outs if A.size[p] >= want):     # the outermost that splits (31 column tiles do not)
       t = _balanced(A.size[p], dev, H) or _divisor(A.size[p], want, 2)
-      if t: A.split(p, t, "THREAD", True)
+      if t:
+        A.split(p, t, "THREAD", True)
+        break
   elif dev.target == "opencl" and H.get("locals") and not grouped and not any(o[0] == "STAGE" for o in A.opts):
     p = outs[-1]
     k = _divisor(A.size[p], min(H["local_size"], dev.max_local or H["local_size"]), 2)
