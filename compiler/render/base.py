@@ -308,7 +308,7 @@ class Renderer(LaunchLayout, MemoryAccess):
     scannable = lambda slot: self.noalias and slot not in self.writes
     up = _contract.update(rest, props(u).dtype, self.contract, scannable)
     if up.cannot_overflow(): return cur[0], rest
-    if not up.scans or not C[self.target].get("guard"): return None
+    if not up.scans or self.kind not in C[self.target].get("guard", ()): return None
     self.guards.append(up)
     return (cur[0], rest) if self.fuse_guarded else None
 

@@ -1,10 +1,11 @@
-"""The largest finite magnitude a host buffer holds: what a kernel's contract.Guard
+"""The largest finite magnitude a buffer holds: what a kernel's contract.Guard
 (compiler/analysis/contract.py) asks before each launch, to pick its fused variant.
 
 One pass over the buffer's bits: |x| is x's bits without the sign, an infinity or NaN
 has every exponent bit set (and is skipped), and nonnegative IEEE values order as their
 bits do, so the scan is an unsigned max over 64-byte vectors (no float compare, no
-rounding). Large buffers are scanned in slices on the C runtime's threads.
+rounding). Large host buffers are scanned in slices on the C runtime's threads; an
+OpenCL buffer by a scan kernel on its device (largest_finite_cl).
 """
 from __future__ import annotations
 import ctypes
@@ -83,3 +84,74 @@ def _value(bits: int, D) -> float:
   bias = (1 << (D.exponent - 1)) - 1
   if e == 0: return math.ldexp(m, 1 - bias - D.mantissa)
   return math.ldexp(m | (1 << D.mantissa), e - bias - D.mantissa)
+
+
+# OpenCL: each work item a strided share, each work-group's maxima combined in local
+# memory (a tree, a barrier a step); the host combines one value per group
+_CL_SOURCE = r"""
+#define SCAN(W, T)                                                                      \
+__kernel void largest_finite##W(__global const T* p, ulong n, T mask, T inf, __global T* out) { \
+  __local T part[CL_ITEMS];                                                             \
+  T m = 0;                                                                              \
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                    \
+    T b = p[i] & mask;                                                                  \
+    if (b < inf && b > m) m = b;                                                        \
+  }                                                                                     \
+  uint l = get_local_id(0);                                                             \
+  part[l] = m;                                                                          \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                         \
+  for (uint s = CL_ITEMS / 2; s > 0; s >>= 1) {                                         \
+    if (l < s && part[l + s] > part[l]) part[l] = part[l + s];                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                       \
+  }                                                                                     \
+  if (l == 0) out[get_group_id(0)] = part[0];                                           \
+}
+SCAN(16, ushort)
+SCAN(32, uint)
+SCAN(64, ulong)
+"""
+GROUPS_PER_UNIT = 4
+
+
+def _cl_items(dev) -> int:
+  """Work items per scan group: 256 or the device's largest power of two below it."""
+  n = 256
+  while n > max(1, int(dev.max_work_group_size)): n //= 2
+  return n
+
+
+_CL: dict = {}
+
+
+def _cl_scanner():
+  """(queue, scan kernel per width, items per group, groups, result buffer) for the selected device."""
+  import pyopencl as cl
+  from tinyspec.compiler.runtime.opencl import Built, device
+  ctx, queue, dev = device()
+  got = _CL.get(id(ctx))
+  if got is None:
+    items = _cl_items(dev)
+    groups = max(1, int(dev.max_compute_units)) * GROUPS_PER_UNIT
+    built = Built(f"#define CL_ITEMS {items}\n" + _CL_SOURCE)
+    kernels = {w: cl.Kernel(built.prg, f"largest_finite{w}") for w in (16, 32, 64)}
+    out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, groups * 8)
+    got = _CL[id(ctx)] = (ctx, built.queue, kernels, items, groups, out)
+  return got[1:]
+
+
+def largest_finite_cl(buffers: list) -> list[float]:
+  """largest_finite for OpenCL buffers (cl.Buffer, dtype, elements), on the device: the
+  scans run in the queue after what was enqueued before them; the values are read back."""
+  import numpy as np
+  import pyopencl as cl
+  queue, kernels, items, groups, out = _cl_scanner()
+  U = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+  res = []
+  for buf, dt, n in buffers:
+    D = _dt(dt)
+    mask, inf = (1 << (D.bits - 1)) - 1, ((1 << D.exponent) - 1) << D.mantissa
+    kernels[D.bits](queue, (groups * items,), (items,), buf, np.uint64(n), U[D.bits](mask), U[D.bits](inf), out)
+    parts = np.empty(groups, U[D.bits])
+    cl.enqueue_copy(queue, parts, out)      # (blocking: the guard decides the next launch)
+    res.append(_value(int(parts.max()) if n else 0, D))
+  return res

@@ -293,7 +293,9 @@ class CLProgram:
     self.ks = ks
     self.built = shared or Built(source or ks.source)
     self.queue = self.built.queue
-    try: self.kernel = getattr(self.built.prg, ks.name)
+    try:
+      self.kernel = getattr(self.built.prg, ks.name)
+      self.fused = getattr(self.built.prg, ks.guard.fused) if ks.guard is not None else None
     except Exception as e:   # built, yet the implementation cannot make the kernel
       from tinyspec.compiler.runtime import BuildError
       raise BuildError(f"OpenCL: kernel {ks.name} built but could not be created: {str(e)[:300]}"
@@ -311,7 +313,13 @@ class CLProgram:
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
     import pyopencl as cl
-    try: self.kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
+    kernel = self.kernel
+    if self.fused is not None:   # the fused variant where what the guard's buffers hold now proves it (compiler/runtime/magnitude.py)
+      from tinyspec.compiler.runtime import magnitude
+      g = self.ks.guard
+      largest = magnitude.largest_finite_cl([(conv[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans])
+      if g.holds(dict(zip(g.scans, largest))): kernel = self.fused
+    try: kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
     except cl.Error as e:
       from tinyspec.compiler.props import CompileError
       raise CompileError("run.device", f"the OpenCL device refused to launch kernel {self.ks.name}: {e}") from None

@@ -206,3 +206,26 @@ def test_beam_candidates_keep_their_fused_variants():
   (ks,) = [k for k in c.sources if k.guard is not None]
   r = KernelSource.renamed(ks, "b7_" + ks.name)
   assert r.guard.fused == f"b7_{ks.name}_fused" and f" {r.guard.fused}(" in r.fused_body and f" {r.name}(" in r.body
+
+
+@pytest.mark.parametrize("x, fused", [(1.0, True), (-2e38, False), (np.nan, True)])
+def test_gpu_kernels_are_guarded_on_the_device(x, fused, monkeypatch):
+  """OpenCL for a GPU table (whose fma is hardware): the float32 gemm gets the guarded
+  variant; its scan runs on the device the program runs on (here PoCL or Oclgrind), the
+  guard decides as on C, and the result is the reference's either way (this device keeps
+  two roundings in both variants: FP_FAST_FMAF is a GPU's)."""
+  if not HAVE_CL: pytest.skip("no OpenCL device")
+  from tinyspec.compiler.device import table_device
+  from tinyspec.compiler.analysis.contract import Guard
+  decided = []
+  holds = Guard.holds
+  monkeypatch.setattr(Guard, "holds", lambda self, largest: decided.append(holds(self, largest)) or decided[-1])
+  t = _two_rows(x)
+  c = compile_graph(t.graph(), "opencl", keep_stages=False, device=table_device("h100"))
+  assert [ks.guard is not None for ks in c.sources].count(True) == 1
+  out = np.asarray(c.run(t.inputs())["out0"]).reshape(-1)
+  assert decided == [fused]
+  assert float(out[0]) in (FUSED, TWICE) and (fused or float(out[0]) == TWICE)
+  np.testing.assert_array_equal(out[1:], np.float32(x))
+  cpu = compile_graph(t.graph(), "opencl", keep_stages=False)       # a CPU device: no guard (its fma is software)
+  assert all(ks.guard is None for ks in cpu.sources)

@@ -1,5 +1,5 @@
 """The launch-time scan a contraction guard asks (compiler/runtime/magnitude.py): the
-largest finite |x| of a host buffer, for every float dtype, whatever its length (64-byte
+largest finite |x| of a host buffer (and of an OpenCL buffer, on its device), for every float dtype, whatever its length (64-byte
 vectors, then a scalar tail; long buffers in slices on threads) and wherever its
 infinities, NaNs, signed zeros, subnormals and largest values lie. Checked against NumPy."""
 from __future__ import annotations
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinyspec.compiler.runtime import magnitude
+from targets import needs_cl
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 BITS = {"float16": np.uint16, "bfloat16": np.uint16, "float32": np.uint32, "float64": np.uint64}
@@ -79,3 +80,24 @@ def test_several_buffers_in_one_scan():
   want_ = [float(np.abs(b[np.isfinite(b)]).max(initial=0)) for b in bufs]
   for threads in (1, 2, 5):
     assert magnitude.largest_finite(args, threads) == want_
+
+
+@needs_cl
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_the_opencl_scan_matches_numpy(dt):
+  """The device's scan (a strided share per work item, a tree per work-group, a value per
+  group read back): every length, infinities, NaNs and the largest value anywhere."""
+  import pyopencl as cl
+  from tinyspec.compiler.runtime.opencl import device
+  ctx, _, _ = device()
+  rng = np.random.default_rng(3)
+  for n in (0, 1, 2, 255, 256, 257, 10007):
+    x = (rng.standard_normal(n) * 100).astype(dt)
+    for where in {0, n // 2, n - 1} if n else ():
+      y = x.copy()
+      y[where] = np.finfo(dt).max
+      if n > 3: y[(where + 1) % n], y[(where + 2) % n] = np.inf, np.nan
+      buf = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=y)
+      assert magnitude.largest_finite_cl([(buf, dt, n)]) == [float(np.finfo(dt).max)], (n, where)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x if n else np.zeros(1, dt))
+    assert magnitude.largest_finite_cl([(buf, dt, n)]) == [float(np.abs(x).max(initial=0))], n
