@@ -14,7 +14,7 @@ thread: a threaded axis is only ever one whose iterations are independent
 (compiler/analysis/parallel.py), so the result must not change; the sanitizer fuzzer
 (conformance/fuzz/sanitize.py) runs every threaded program that way.
 A kernel with a contraction guard (KernelSource.guard) has a fused variant in the same
-library; each launch first scans the buffers the guard names (compiler/runtime/magnitude.py)
+library; each launch first scans the buffers the guard names (largest_finite)
 and runs the fused variant only where the guard holds for what they hold.
 """
 from __future__ import annotations
@@ -169,6 +169,40 @@ def _pool(workers: int) -> ThreadPoolExecutor:
   return _POOL
 
 
+SCAN_SLICE = 1 << 16     # elements of one scan task at least: below it a thread's start costs more than it saves
+
+
+@lru_cache(maxsize=None)
+def _scanner(bits: int):
+  from tinyspec.compiler.runtime.magnitude import C_SOURCE
+  u = {16: ctypes.c_uint16, 32: ctypes.c_uint32, 64: ctypes.c_uint64}[bits]
+  f = getattr(load(C_SOURCE), f"largest_finite{bits}")
+  f.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, u, u]
+  f.restype = u
+  return f
+
+
+def largest_finite(buffers: list, threads: int = 1) -> list[float]:
+  """max |x| over the finite x of each host buffer (address, dtype, elements), 0.0 where
+  none (compiler/runtime/magnitude.py). The buffers are cut into about `threads` tasks of
+  similar size: this thread scans the first, the pool's threads the others."""
+  from tinyspec.compiler.runtime.magnitude import layout, value
+  tasks = []
+  step = max(SCAN_SLICE, -(-sum(n for _, _, n in buffers) // max(1, threads)))
+  for k, (ptr, dt, n) in enumerate(buffers):
+    bits, mask, inf = layout(dt)
+    tasks += [(k, _scanner(bits), ptr, lo, min(lo + step, n), mask, inf) for lo in range(0, n, step)]
+  found = [0] * len(buffers)
+  if threads > 1 and len(tasks) > 1:
+    futs = [(k, _pool(threads - 1).submit(f, *a)) for k, f, *a in tasks[1:]]
+    k, f, *a = tasks[0]
+    found[k] = f(*a)
+    for k, fut in futs: found[k] = max(found[k], fut.result())
+  else:
+    for k, f, *a in tasks: found[k] = max(found[k], f(*a))
+  return [value(b, dt) for b, (_, dt, _) in zip(found, buffers)]
+
+
 def _kernel(lib, name: str):
   fn = getattr(lib, name)
   fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
@@ -190,12 +224,11 @@ class CProgram:
     holds for what the scanned buffers hold at this moment (compiler/runtime/magnitude.py)."""
     g, fn = self.ks.guard, self.fn
     if g is None: return lambda: fn
-    from tinyspec.compiler.runtime import magnitude
     from tinyspec.compiler.device import host_threads
     bufs = [(ptrs[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans]
     workers = threads or host_threads()
     def choose():
-      return self.fused if g.holds(dict(zip(g.scans, magnitude.largest_finite(bufs, workers)))) else fn
+      return self.fused if g.holds(dict(zip(g.scans, largest_finite(bufs, workers)))) else fn
     return choose
 
   def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):

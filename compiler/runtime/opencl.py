@@ -314,10 +314,9 @@ class CLProgram:
       else: conv.append(a)
     import pyopencl as cl
     kernel = self.kernel
-    if self.fused is not None:   # the fused variant where what the guard's buffers hold now proves it (compiler/runtime/magnitude.py)
-      from tinyspec.compiler.runtime import magnitude
+    if self.fused is not None:   # the fused variant where what the guard's buffers hold now proves it
       g = self.ks.guard
-      largest = magnitude.largest_finite_cl([(conv[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans])
+      largest = largest_finite_cl([(conv[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans])
       if g.holds(dict(zip(g.scans, largest))): kernel = self.fused
     try: kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
     except cl.Error as e:
@@ -336,3 +335,45 @@ def _check_work_group(ls: list, dev, name: str) -> None:
                                      f"device's limit of {dev.max_work_group_size}")
   for k, (d, most) in enumerate(zip(ls, dev.max_work_item_sizes)):
     if d > most: raise CompileError("run.device", f"kernel {name}: {d:,} work-items in dimension {k}, over the OpenCL device's limit of {most}")
+
+
+SCAN_GROUPS_PER_UNIT = 4
+_SCANNERS: dict = {}
+
+
+def _scanner():
+  """(queue, scan kernel per width, items per group, groups, result buffer) of the selected
+  device: work-groups of 256 items (or the device's largest power of two below), 4 per
+  compute unit."""
+  import pyopencl as cl
+  from tinyspec.compiler.runtime.magnitude import CL_SOURCE
+  ctx, queue, dev = device()
+  got = _SCANNERS.get(id(ctx))
+  if got is None:
+    items = 256
+    while items > max(1, int(dev.max_work_group_size)): items //= 2
+    groups = max(1, int(dev.max_compute_units)) * SCAN_GROUPS_PER_UNIT
+    built = Built(f"#define CL_ITEMS {items}\n" + CL_SOURCE)
+    kernels = {w: cl.Kernel(built.prg, f"largest_finite{w}") for w in (16, 32, 64)}
+    out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, groups * 8)
+    got = _SCANNERS[id(ctx)] = (ctx, built.queue, kernels, items, groups, out)
+  return got[1:]
+
+
+def largest_finite_cl(buffers: list) -> list[float]:
+  """max |x| over the finite x of each OpenCL buffer (cl.Buffer, dtype, elements), 0.0
+  where none, scanned on the device (compiler/runtime/magnitude.py) in the queue after what
+  was enqueued before; one value per work-group is read back."""
+  import numpy as np
+  import pyopencl as cl
+  from tinyspec.compiler.runtime.magnitude import layout, value
+  queue, kernels, items, groups, out = _scanner()
+  res = []
+  for buf, dt, n in buffers:
+    bits, mask, inf = layout(dt)
+    U = {16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
+    kernels[bits](queue, (groups * items,), (items,), buf, np.uint64(n), U(mask), U(inf), out)
+    parts = np.empty(groups, U)
+    cl.enqueue_copy(queue, parts, out)      # (blocking: the guard decides the next launch)
+    res.append(value(int(parts.max()) if n else 0, dt))
+  return res

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from tinyspec.compiler.runtime import magnitude
+from tinyspec.compiler.runtime.c import largest_finite, SCAN_SLICE
 from targets import needs_cl
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
@@ -44,7 +44,7 @@ def test_largest_finite_matches_numpy(dt, n, seed, specials):
   bits = rng.integers(0, np.iinfo(U).max, n, dtype=U, endpoint=True)
   for _ in range(specials if n else 0):      # anywhere: the vector body or the scalar tail
     bits[rng.integers(0, n)] = rng.choice(special_bits(dt))
-  assert magnitude.largest_finite([(bits.ctypes.data, dt, n)]) == [want(bits, dt)]
+  assert largest_finite([(bits.ctypes.data, dt, n)]) == [want(bits, dt)]
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -52,34 +52,34 @@ def test_largest_finite_matches_numpy(dt, n, seed, specials):
 def test_long_buffers_in_slices(dt, threads):
   """Longer than a slice per thread: the slices' maxima combine, the largest value found
   wherever it is (first element, last element, a slice boundary); infinities skipped."""
-  n = 7 * magnitude.SLICE + 5
+  n = 7 * SCAN_SLICE + 5
   U = BITS[dt]
   one = special_bits(dt)[3]
-  for where in (0, n - 1, magnitude.SLICE, n // 3, 2 * (n // 3) - 1):
+  for where in (0, n - 1, SCAN_SLICE, n // 3, 2 * (n // 3) - 1):
     bits = np.full(n, one, U)
     bits[::1000] = special_bits(dt)[7]          # +inf
     bits[where] = one + 5                       # a little more than 1
-    assert magnitude.largest_finite([(bits.ctypes.data, dt, n)], threads) == [want(bits, dt)] and want(bits, dt) > 1
+    assert largest_finite([(bits.ctypes.data, dt, n)], threads) == [want(bits, dt)] and want(bits, dt) > 1
 
 
 def test_every_special_value_alone():
   for dt in FLOATS:
     for b in special_bits(dt):
       x = np.array([b], BITS[dt])
-      assert magnitude.largest_finite([(x.ctypes.data, dt, 1)]) == [want(x, dt)], (dt, hex(b))
+      assert largest_finite([(x.ctypes.data, dt, 1)]) == [want(x, dt)], (dt, hex(b))
 
 
 def test_several_buffers_in_one_scan():
   """One call scans every buffer a guard names, their slices mixed on the threads: each
   gets its own maximum."""
   rng = np.random.default_rng(1)
-  bufs = [rng.standard_normal(n).astype(d) * s for n, d, s in ((5 * magnitude.SLICE + 3, np.float32, 1e3), (17, np.float64, 1e-300),
-                                                              (2 * magnitude.SLICE, np.float16, 10), (0, np.float32, 1))]
+  bufs = [rng.standard_normal(n).astype(d) * s for n, d, s in ((5 * SCAN_SLICE + 3, np.float32, 1e3), (17, np.float64, 1e-300),
+                                                              (2 * SCAN_SLICE, np.float16, 10), (0, np.float32, 1))]
   bufs[0][-1] = np.inf
   args = [(b.ctypes.data, np.dtype(b.dtype).name, b.size) for b in bufs]
   want_ = [float(np.abs(b[np.isfinite(b)]).max(initial=0)) for b in bufs]
   for threads in (1, 2, 5):
-    assert magnitude.largest_finite(args, threads) == want_
+    assert largest_finite(args, threads) == want_
 
 
 @needs_cl
@@ -88,7 +88,7 @@ def test_the_opencl_scan_matches_numpy(dt):
   """The device's scan (a strided share per work item, a tree per work-group, a value per
   group read back): every length, infinities, NaNs and the largest value anywhere."""
   import pyopencl as cl
-  from tinyspec.compiler.runtime.opencl import device
+  from tinyspec.compiler.runtime.opencl import device, largest_finite_cl
   ctx, _, _ = device()
   rng = np.random.default_rng(3)
   for n in (0, 1, 2, 255, 256, 257, 10007):
@@ -98,6 +98,6 @@ def test_the_opencl_scan_matches_numpy(dt):
       y[where] = np.finfo(dt).max
       if n > 3: y[(where + 1) % n], y[(where + 2) % n] = np.inf, np.nan
       buf = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=y)
-      assert magnitude.largest_finite_cl([(buf, dt, n)]) == [float(np.finfo(dt).max)], (n, where)
+      assert largest_finite_cl([(buf, dt, n)]) == [float(np.finfo(dt).max)], (n, where)
     buf = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x if n else np.zeros(1, dt))
-    assert magnitude.largest_finite_cl([(buf, dt, n)]) == [float(np.abs(x).max(initial=0))], n
+    assert largest_finite_cl([(buf, dt, n)]) == [float(np.abs(x).max(initial=0))], n

@@ -110,8 +110,8 @@ def _contract_guard():
 
 def _scan_tail():
   from tinyspec.compiler.runtime import magnitude as M
-  assert "for (; i < hi; i++)" in M._SOURCE
-  M._SOURCE = M._SOURCE.replace("for (; i < hi; i++)", "for (; 0 && i < hi; i++)")
+  assert "for (; i < hi; i++)" in M.C_SOURCE
+  M.C_SOURCE = M.C_SOURCE.replace("for (; i < hi; i++)", "for (; 0 && i < hi; i++)")
 
 
 def _alias():
