@@ -84,9 +84,13 @@ def _cpu_name() -> str:
 
 def host_threads() -> int:
   """TINYSPEC_THREADS, else the cores this process may use."""
-  try: cores = max(1, len(os.sched_getaffinity(0)))
-  except (AttributeError, OSError): cores = max(1, os.cpu_count() or 1)
-  return environment.integer("TINYSPEC_THREADS", cores, 1, environment.MAX_THREADS)
+  return environment.integer("TINYSPEC_THREADS", usable_cpus(), 1, environment.MAX_THREADS)
+
+
+def usable_cpus() -> int:
+  """The CPUs this process may run on (its affinity where the OS has one)."""
+  try: return max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError): return max(1, os.cpu_count() or 1)
 
 
 def table_device(name: str) -> Device:

@@ -18,7 +18,6 @@ the manifests.
 from __future__ import annotations
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
@@ -141,6 +140,7 @@ def _jobs(text: str) -> int:
 
 def _run_sanitized(a) -> int:
   from tinyspec.conformance.fuzz import sanitize, hostile
+  from tinyspec.compiler.device import usable_cpus
   if a.backend != "c":
     print("tinyspec fuzz: --sanitize builds C kernels: use --backend c", file=sys.stderr); return EXIT_UNREADABLE
   families = a.families.split(",") if a.families else list(hostile.FAMILIES)
@@ -151,7 +151,7 @@ def _run_sanitized(a) -> int:
   if why:
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
   rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
-                                jobs=a.jobs or len(os.sched_getaffinity(0)))
+                                jobs=a.jobs or usable_cpus())
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:

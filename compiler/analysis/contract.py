@@ -18,6 +18,7 @@ runtime checks at each launch (one scan of those buffers) to pick between the tw
 from __future__ import annotations
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props
@@ -39,8 +40,9 @@ def finite_bound(u: UOp) -> float:
 
 
 def _converts(u: UOp) -> bool:
-  return u.op == "CAST" and bool(u.src) and isinstance(props(u.src[0]).dtype, str) and \
-    _dt(props(u.src[0]).dtype).cls in ("float", "int", "uint", "index")
+  if u.op != "CAST" or not u.src or not isinstance(props(u.src[0]).dtype, str): return False
+  S = _dt(props(u.src[0]).dtype)
+  return S.cls == "float" or S.is_int
 
 
 def _widen(D) -> float:
@@ -115,8 +117,8 @@ class Guard:
   fused: str
   updates: tuple
 
-  @property
-  def scans(self) -> list:
+  @cached_property
+  def scans(self) -> list:     # (asked at every launch)
     return sorted({s for u in self.updates for s in u.scans})
 
   def holds(self, largest: dict) -> bool:

@@ -5,7 +5,7 @@ attributes (its index type, its barrier) and the parts of a kernel that are its 
 signature, argument unpacking, launch layout, LOCAL buffers."""
 from __future__ import annotations
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
@@ -42,11 +42,9 @@ class KernelSource:
 
   def renamed(self, name: str) -> "KernelSource":
     """The same kernel under another function name (its fused variant: name + _fused)."""
-    from dataclasses import replace
-    from tinyspec.compiler.analysis.contract import Guard
     ks = replace(self, name=name, body=self.body.replace(f" {self.name}(", f" {name}(", 1))
     if self.guard is not None:
-      ks.guard = Guard(f"{name}_fused", self.guard.updates)
+      ks.guard = _contract.Guard(f"{name}_fused", self.guard.updates)
       ks.fused_body = self.fused_body.replace(f" {self.guard.fused}(", f" {ks.guard.fused}(", 1)
     return ks
 

@@ -28,7 +28,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from tinyspec import environment
-from tinyspec.compiler.runtime import BuildError
+from tinyspec.compiler.runtime import BuildError, magnitude
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
 
@@ -174,9 +174,8 @@ SCAN_SLICE = 1 << 16     # elements of one scan task at least: below it a thread
 
 @lru_cache(maxsize=None)
 def _scanner(bits: int):
-  from tinyspec.compiler.runtime.magnitude import C_SOURCE
   u = {16: ctypes.c_uint16, 32: ctypes.c_uint32, 64: ctypes.c_uint64}[bits]
-  f = getattr(load(C_SOURCE), f"largest_finite{bits}")
+  f = getattr(load(magnitude.C_SOURCE), f"largest_finite{bits}")
   f.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, u, u]
   f.restype = u
   return f
@@ -186,11 +185,10 @@ def largest_finite(buffers: list, threads: int = 1) -> list[float]:
   """max |x| over the finite x of each host buffer (address, dtype, elements), 0.0 where
   none (compiler/runtime/magnitude.py). The buffers are cut into about `threads` tasks of
   similar size: this thread scans the first, the pool's threads the others."""
-  from tinyspec.compiler.runtime.magnitude import layout, value
   tasks = []
   step = max(SCAN_SLICE, -(-sum(n for _, _, n in buffers) // max(1, threads)))
   for k, (ptr, dt, n) in enumerate(buffers):
-    bits, mask, inf = layout(dt)
+    bits, mask, inf = magnitude.layout(dt)
     tasks += [(k, _scanner(bits), ptr, lo, min(lo + step, n), mask, inf) for lo in range(0, n, step)]
   found = [0] * len(buffers)
   if threads > 1 and len(tasks) > 1:
@@ -200,7 +198,7 @@ def largest_finite(buffers: list, threads: int = 1) -> list[float]:
     for k, fut in futs: found[k] = max(found[k], fut.result())
   else:
     for k, f, *a in tasks: found[k] = max(found[k], f(*a))
-  return [value(b, dt) for b, (_, dt, _) in zip(found, buffers)]
+  return [magnitude.value(b, dt) for b, (_, dt, _) in zip(found, buffers)]
 
 
 def _kernel(lib, name: str):

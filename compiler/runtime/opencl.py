@@ -28,6 +28,7 @@ import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
+from tinyspec.compiler.runtime import magnitude
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
 from tinyspec.compiler.tables import render_tables
 
@@ -346,14 +347,13 @@ def _scanner():
   device: work-groups of 256 items (or the device's largest power of two below), 4 per
   compute unit."""
   import pyopencl as cl
-  from tinyspec.compiler.runtime.magnitude import CL_SOURCE
   ctx, queue, dev = device()
   got = _SCANNERS.get(id(ctx))
   if got is None:
     items = 256
     while items > max(1, int(dev.max_work_group_size)): items //= 2
     groups = max(1, int(dev.max_compute_units)) * SCAN_GROUPS_PER_UNIT
-    built = Built(f"#define CL_ITEMS {items}\n" + CL_SOURCE)
+    built = Built(f"#define CL_ITEMS {items}\n" + magnitude.CL_SOURCE)
     kernels = {w: cl.Kernel(built.prg, f"largest_finite{w}") for w in (16, 32, 64)}
     out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, groups * 8)
     got = _SCANNERS[id(ctx)] = (ctx, built.queue, kernels, items, groups, out)
@@ -366,14 +366,13 @@ def largest_finite_cl(buffers: list) -> list[float]:
   was enqueued before; one value per work-group is read back."""
   import numpy as np
   import pyopencl as cl
-  from tinyspec.compiler.runtime.magnitude import layout, value
   queue, kernels, items, groups, out = _scanner()
   res = []
   for buf, dt, n in buffers:
-    bits, mask, inf = layout(dt)
+    bits, mask, inf = magnitude.layout(dt)
     U = {16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
     kernels[bits](queue, (groups * items,), (items,), buf, np.uint64(n), U(mask), U(inf), out)
     parts = np.empty(groups, U)
     cl.enqueue_copy(queue, parts, out)      # (blocking: the guard decides the next launch)
-    res.append(value(int(parts.max()) if n else 0, dt))
+    res.append(magnitude.value(int(parts.max()) if n else 0, dt))
   return res
