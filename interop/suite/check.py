@@ -1,0 +1,120 @@
+"""One captured realize (interop.capture.Realization) -> its schedule record.
+
+Each graph of the schedule (the tensor graph of the realized tensors, the SINK of each
+scheduled kernel, each kernel's lowered program) is built and judged by interop.script's
+own machinery (its graph builders and GraphResult.check: validate, evaluate with the
+reference evaluator, compare with tinygrad's values within the portable bounds), under a
+time limit per graph. A graph's verdict is the first stage it fails:
+
+  import   the importer raised, or left a tinygrad op/dtype/arg unmapped
+  valid    the validator's first diagnostic, "[rule] op: message"
+  agree    the reference's values differ from tinygrad's, the evaluator refused or crashed,
+           or tinygrad's value could not be read (unchecked)
+  time     import and check ran past the limit (tinyspec.deadline.TimeLimit)
+  ok       imported, valid and equal within the portable bounds
+
+A graph that disagrees is diagnosed (diagnose.py): the documented tinygrad behaviours
+that, redone on the graph, give tinygrad's values are recorded with its verdict.
+"""
+from __future__ import annotations
+import time
+import traceback
+from collections import Counter
+
+LEVELS = ("tensor", "kernel", "program")
+STAGES = ("import", "valid", "agree", "time")   # the failing stages, in the order a graph meets them
+
+
+def schedule_record(test: str, r, levels=LEVELS, limit: float | None = 60.0, failing: list | None = None) -> dict:
+  """The JSON record of realize r of test `test`: its schedule's CALL kinds and a verdict
+  for each of its graphs at the given levels. failing: a list that gets the GraphResult
+  of each graph that imported but failed later (to be written out)."""
+  t0 = time.perf_counter()
+  graphs = []
+  for name, level, build in _graphs(r, levels):
+    verdict, g = _verdict(name, level, build, limit)
+    graphs.append(verdict)
+    if failing is not None and g is not None and verdict["stage"] != "ok": failing.append(g)
+  return {"test": test, "schedule": r.index, "calls": dict(Counter(c.kind for c in r.calls)),
+          "graphs": graphs, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _graphs(r, levels):
+  """(name, level, build) for each graph of realize r; build() -> a GraphResult (raises
+  where the import fails)."""
+  from tinyspec.interop import script
+  if "tensor" in levels: yield f"r{r.index}.tensor", "tensor", lambda: script._tensor_graph(r)
+  for c in r.calls:
+    if c.kind != "SINK": continue
+    kernel = _Once(lambda c=c: script._kernel_graph(r, c))
+    if "kernel" in levels: yield f"r{r.index}.k{c.index}.kernel", "kernel", kernel
+    if "program" in levels: yield f"r{r.index}.k{c.index}.program", "program", lambda c=c, k=kernel: _program_graph(r, c, k())
+
+
+class _Once:
+  """A builder called at most once (a kernel's graph is also where its program's inputs come from)."""
+  def __init__(self, build): self.build, self.done = build, None
+  def __call__(self):
+    if self.done is None: self.done = self.build()
+    return self.done
+
+
+def _program_graph(r, c, k):
+  """The lowered program of call c as import_script builds it (its inputs and expected
+  values are its kernel's, in the program's PARAM dtypes)."""
+  from tinyspec.interop.script import GraphResult, as_graph_dtypes
+  from tinyspec.interop.tinygrad_import import import_program
+  p = c.program()
+  if p is None: raise LookupError(f"call {c.index} has no lowered program (device {c.device})")
+  g, rep = import_program(p, device=c.device, meta={"realize": r.index, "call": c.index})
+  return GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, *(as_graph_dtypes(g, a) for a in (k.inputs, k.expected)))
+
+
+def _verdict(name: str, level: str, build, limit: float | None) -> tuple[dict, object]:
+  """(the graph's verdict, its GraphResult or None where the import failed)."""
+  from tinyspec.deadline import TimeLimit, time_limit
+  t0, built = time.perf_counter(), []
+  shown: list[str] = []
+  try:
+    with time_limit(limit):
+      stage, error = _judge(build, built)
+      if stage == "agree" and error.startswith("mismatch"): shown = _diagnose(built[0])
+  except TimeLimit:
+    stage, error = "time", f"import and check over {limit:g} s"
+  verdict = {"name": name, "level": level, "stage": stage, "error": error, "seconds": round(time.perf_counter() - t0, 3)}
+  if shown: verdict["diagnoses"] = shown
+  return verdict, (built[0] if built else None)
+
+
+def _diagnose(g) -> list[str]:
+  from tinyspec.interop.suite.diagnose import diagnose
+  try: return diagnose(g)
+  except Exception as e:   # noqa: BLE001 (a diagnosis that cannot run shows nothing; the failure stays as it is)
+    return [f"not run: {_exception(e)}"]
+
+
+def _judge(build, built: list) -> tuple[str, str]:
+  try:
+    g = build()
+  except Exception as e:   # noqa: BLE001 (an import that raises is a finding, recorded)
+    return "import", _exception(e)
+  built.append(g)
+  if g.report.unmapped:
+    return "import", "unmapped: " + ", ".join(sorted(g.report.unmapped))
+  try:
+    g.check()
+  except Exception as e:   # noqa: BLE001 (a crash of the validator or evaluator is a finding, recorded)
+    return "valid", "check crashed: " + _exception(e)
+  if g.diagnostics:
+    d = g.diagnostics[0]
+    return "valid", f"[{d.rule}] {d.op}: {d.message}"[:400]
+  if g.eval_ok: return "ok", ""
+  if not g.expected and not g.unread: return "agree", "nothing to compare: no value of tinygrad's was read"
+  return "agree", g.evaluation[:400]
+
+
+def _exception(e: BaseException) -> str:
+  where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+  at = f" (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
+  first = str(e).splitlines()[0] if str(e) else ""
+  return f"{type(e).__name__}: {first}"[:300] + at

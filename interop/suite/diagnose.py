@@ -1,0 +1,99 @@
+"""Diagnoses: show the cause of a disagreement by redoing tinygrad's step on the graph.
+
+A graph whose reference values disagree with tinygrad's is rewritten the way a documented
+tinygrad behaviour rewrites it (docs/tinygrad-bugs.md), then evaluated again and compared
+with tinygrad's values within the portable bound (interop.script's own comparison). When
+the rewritten graph agrees, the diagnosis is confirmed and recorded with the verdict; a
+rule of classes.yaml may ask for it (`diagnosis: NAME`), so a failure is put in a class
+by what was shown, not by the look of its message.
+
+  c-association  (c-renderer-reassociates) the C-style renderer drops the parentheses of
+                 an inlined ADD/MUL operand of an ADD/MUL (renderer/cstyle.py strip_parens):
+                 `a + (b + c)` is rendered `a+b+c`, which C evaluates as `(a + b) + c`.
+                 A node is inlined when its only consumer is that node (cstyle.py: an ALU
+                 op other than WHERE with one child). Program level.
+  cast-pair-fold (image-cast-fold) `x.cast(float16).cast(float32)` of a float32 x is
+                 folded to x (codegen/late/coalesce.py's image rules, every kernel).
+                 Tensor and kernel level.
+"""
+from __future__ import annotations
+from collections import Counter
+from tinyspec.dispatch import Registry
+from tinyspec.graph import Graph, Node
+
+DIAGNOSES = Registry("tinygrad suite diagnosis", ops=False)   # name -> rewrite(graph, dtypes) -> Graph | None
+LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel")}   # where each applies
+
+
+def diagnose(g) -> list[str]:
+  """The names of the diagnoses confirmed for a GraphResult g that disagrees with tinygrad."""
+  from tinyspec.interop.script import _evaluate_and_compare
+  from tinyspec.validate import validate
+  res = validate(g.graph)
+  if not res.ok: return []
+  dtypes = [v.dtype for v in res.views]   # as the spec derives them
+  out = []
+  for name in DIAGNOSES.names():
+    if g.level not in LEVELS[name] or (h := DIAGNOSES[name](g.graph, dtypes)) is None: continue
+    verdict, _ = _evaluate_and_compare(h, g.inputs, g.expected)
+    if verdict.startswith("ok"): out.append(name)
+  return out
+
+
+def _float(dtype) -> bool:
+  return isinstance(dtype, str) and (dtype.startswith("float") or dtype == "bfloat16")
+
+
+def _rebuild(graph: Graph, expand) -> Graph | None:
+  """The graph with each node i for which expand(i, where, start) returns a list of Nodes
+  replaced by them (their src are new indices, where[j] the new index of old node j, start
+  the new index of the first; the last stands for i). A LINEAR lists the inserted nodes
+  too, before the one they replace. None when nothing changed."""
+  new, where, added = [], {}, {}
+  for i, n in enumerate(graph.nodes):
+    repl = expand(i, where, len(new))
+    if repl is None:
+      src = [x for j in n.src for x in ([*added.get(j, ()), where[j]] if n.op == "LINEAR" else [where[j]])]
+      new.append(Node(n.op, src, n.arg, n.dtype, n.shape, n.tag, n.name))
+    else:
+      added[i] = list(range(len(new), len(new) + len(repl) - 1))
+      new.extend(repl)
+    where[i] = len(new) - 1
+  if not added: return None
+  roots = None if graph.roots is None else [where[r] for r in graph.roots]
+  return Graph(new, roots, graph.level, dict(graph.meta))
+
+
+@DIAGNOSES.register("c-association")
+def c_association(graph: Graph, dtypes: list) -> Graph | None:
+  nodes = graph.nodes
+  uses = Counter(j for n in nodes if n.op != "LINEAR" for j in n.src)
+  def inlined_same(j, op): return nodes[j].op == op and uses[j] == 1
+
+  def terms(j, op) -> list[int]:   # the operands C sees in the rendered text of node j, left to right
+    if not inlined_same(j, op): return [j]
+    return [t for s in nodes[j].src for t in terms(s, op)]
+
+  def expand(i, where, start):
+    n = nodes[i]
+    if n.op not in ("ADD", "MUL") or not _float(dtypes[i]) or len(n.src) != 2 or not inlined_same(n.src[1], n.op): return None
+    flat = terms(n.src[0], n.op) + terms(n.src[1], n.op)   # only the right operand's parentheses change the order
+    out, acc = [], where[flat[0]]
+    for t in flat[1:]:
+      out.append(Node(n.op, (acc, where[t]), None, n.dtype, n.shape))
+      acc = start + len(out) - 1
+    return out
+
+  return _rebuild(graph, expand)
+
+
+@DIAGNOSES.register("cast-pair-fold")
+def cast_pair_fold(graph: Graph, dtypes: list) -> Graph | None:
+  nodes = graph.nodes
+  def expand(i, where, start):
+    n = nodes[i]
+    if n.op != "CAST" or dtypes[i] != "float32" or nodes[n.src[0]].op != "CAST" or dtypes[n.src[0]] != "float16": return None
+    x = nodes[n.src[0]].src[0]
+    if dtypes[x] != "float32": return None
+    return [Node("CAST", (where[x],), n.arg, n.dtype, n.shape)]   # a CAST to x's own dtype: x, standing for node i
+  return _rebuild(graph, expand)

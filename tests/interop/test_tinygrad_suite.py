@@ -1,0 +1,203 @@
+"""The plugin that captures tinygrad's own tests (interop/suite, docs/tinygrad-suite.md),
+run on a small tinygrad-style test file (tinygrad_suite_sample/) in a child pytest: every
+realize captured under its test id and checked, each failure classified by the table's
+rules (by signature, by test id) or left unclassified and counted, the summary line; the
+report's exit status; a tinygrad that is not the pinned release refused; the table's
+errors; a graph over its time limit stopped. No tinygrad checkout is needed (CI has no
+network). Skipped without tinygrad.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+import numpy as np
+import pytest
+
+pytest.importorskip("tinygrad")
+
+from tinyspec.interop.suite.classify import TableError, classify, load_rules   # noqa: E402
+from tinyspec.interop.suite.check import _verdict   # noqa: E402
+
+SAMPLE = Path(__file__).resolve().parent / "tinygrad_suite_sample" / "tinygrad_style_tests.py"
+PLANTED = """
+version: 1
+rules:
+  - id: nan-times-zero
+    class: tinygrad-bug
+    ref: mul-zero-fold
+    stage: agree
+    level: tensor
+    test: "*::test_nan_times_0"
+    signature: "mismatch: out0: .*reference np.float32\\\\(nan\\\\), tinygrad np.float32\\\\(0.0\\\\)"
+    reason: tinygrad rewrites x*0 to 0, the reference gives NaN for NaN and inf
+"""
+BY_TEST_ID = PLANTED + """
+  - id: shifted
+    class: capture-limitation
+    ref: the sample
+    test: ["*::test_shifted"]
+    reason: classified by its test id alone
+"""
+
+
+def _env():
+  return {**os.environ, "DEV": "PYTHON", "PYTHONPATH": ""}   # the PYTHON device: no C compiler needed
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+  """The sample run once under the plugin: (its folder, the child's output, its exit status)."""
+  d = tmp_path_factory.mktemp("suite")
+  shutil.copy(SAMPLE, d / SAMPLE.name)
+  (d / "pytest.ini").write_text("[pytest]\n")
+  (d / "planted.yaml").write_text(PLANTED)
+  p = subprocess.run([sys.executable, "-m", "pytest", "-p", "tinyspec.interop.suite.plugin", "-p", "no:cacheprovider",
+                      "-p", "no:xdist", "--tinygrad-suite-out", str(d / "out"), "--tinygrad-suite-classes", str(d / "planted.yaml"),
+                      "--tinygrad-suite-keep", "-q", SAMPLE.name], cwd=d, env=_env(), capture_output=True, text=True, timeout=300)
+  return d, p.stdout + p.stderr, p.returncode
+
+
+def _records(d):
+  return [json.loads(line) for f in sorted((d / "out").glob("records-*.jsonl")) for line in f.read_text().splitlines()]
+
+
+def test_every_realize_is_captured_under_its_test_id(run):
+  d, out, rc = run
+  assert rc == 1, out   # test_fails fails, as written
+  recs = _records(d)
+  tests = {r["test"].split("::")[-1]: r for r in recs if r["kind"] == "test"}
+  assert tests["test_agree"]["schedules"] == 2 and tests["test_no_realize"]["schedules"] == 0
+  assert tests["test_fails"]["outcome"] == "failed" and tests["test_fails"]["schedules"] == 1
+  assert not tests["test_skipped"]["ran"]
+  scheds = [r for r in recs if r["kind"] == "schedule"]
+  assert len(scheds) == 5
+  for s in scheds:
+    levels = sorted(g["level"] for g in s["graphs"])
+    assert levels[-1] == "tensor" and levels.count("kernel") == levels.count("program") == s["calls"].get("SINK", 0) >= 1
+  agree = [s for s in scheds if s["test"].endswith("test_agree")]
+  assert all(g["stage"] == "ok" for s in agree for g in s["graphs"])
+
+
+def test_failures_are_classified_or_counted_unclassified(run):
+  d, out, _ = run
+  recs = _records(d)
+  bad = {(r["test"].split("::")[-1], g["level"], g["stage"]) for r in recs if r["kind"] == "schedule" for g in r["graphs"] if g["stage"] != "ok"}
+  assert bad == {("test_nan_times_0", "tensor", "agree"), ("test_shifted", "tensor", "agree")}
+  lines = out.splitlines()
+  assert any(line.strip().startswith("1  tinygrad-bug") and "nan-times-zero" in line for line in lines), out
+  assert any(line.strip().startswith("1  UNCLASSIFIED") for line in lines), out
+  assert "tinygrad suite: 5 schedules from 5 tests; imported 100.0%, valid 100.0%, agree 60.0%, unclassified 1" in out
+  kept = d / "out" / "failing"
+  assert {p.name for p in kept.iterdir()} == {"tinygrad_style_tests.py_TestSample_test_nan_times_0", "tinygrad_style_tests.py_TestSample_test_shifted"}
+  assert list(kept.glob("*/r0.tensor.json")) and list(kept.glob("*/r0.tensor.out0.npy"))
+
+
+@pytest.mark.parametrize("table,status,unclassified", [(PLANTED, 1, 1), (BY_TEST_ID, 0, 0)])
+def test_report_lists_every_failure_and_ends_with_the_line(run, tmp_path, table, status, unclassified):
+  d, _, _ = run
+  (tmp_path / "t.yaml").write_text(table)
+  p = subprocess.run([sys.executable, "-m", "tinyspec.interop.suite", "report", str(d / "out"), "--classes", str(tmp_path / "t.yaml"),
+                      "--json", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=120)
+  assert p.returncode == status, p.stdout + p.stderr
+  lines = p.stdout.splitlines()
+  assert lines[-1] == f"tinygrad suite: 5 schedules from 5 tests; imported 100.0%, valid 100.0%, agree 60.0%, unclassified {unclassified}"
+  assert "  tinygrad_style_tests.py::TestSample::test_fails: AssertionError: Lists differ: [2, 3] != [0, 0]" in lines
+  listed = [line for line in lines if "::TestSample::" in line and "test_fails" not in line]
+  assert len(listed) == 2 and any(line.startswith("tinygrad-bug [nan-times-zero: mul-zero-fold]") for line in listed)
+  assert json.loads((tmp_path / "s.json").read_text())["unclassified"] == unclassified
+
+
+def test_report_without_records_exits_2(tmp_path):
+  p = subprocess.run([sys.executable, "-m", "tinyspec.interop.suite", "report", str(tmp_path)], capture_output=True, text=True, timeout=120)
+  assert p.returncode == 2 and "no records" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_tinygrad_that_is_not_the_pinned_release_is_refused(tmp_path):
+  """A checkout's tinygrad/ first on sys.path (pytest run from the checkout) is refused."""
+  (tmp_path / "tinygrad").mkdir()
+  (tmp_path / "tinygrad" / "__init__.py").write_text("")
+  (tmp_path / "test_x.py").write_text("def test_x(): pass\n")
+  p = subprocess.run([sys.executable, "-m", "pytest", "-p", "tinyspec.interop.suite.plugin", "-p", "no:cacheprovider",
+                      "--tinygrad-suite-out", str(tmp_path / "out"), "test_x.py"], cwd=tmp_path, env=_env(),
+                     capture_output=True, text=True, timeout=120)
+  assert p.returncode == 4 and f"tinygrad is imported from {tmp_path / 'tinygrad'}" in p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("rules,message", [
+  ("- {id: a, class: wrong, ref: r, reason: x, test: '*'}", "class 'wrong' is not one of"),
+  ("- {id: a, class: tinygrad-bug, ref: r, reason: x}", "give `test`"),
+  ("- {id: a, class: tinygrad-bug, ref: r, reason: x, signature: '('}", "not a regular expression"),
+  ("- {id: a, class: tinygrad-bug, ref: r, test: '*'}", "`reason` (text) is required"),
+  ("- {id: a, class: tinygrad-bug, ref: r, reason: x, test: '*', stage: parse}", "stage must be among"),
+  ("- {id: a, class: tinygrad-bug, ref: r, reason: x, test: '*', colour: red}", "unknown keys ['colour']"),
+  ("- {id: a, class: tinygrad-bug, ref: r, reason: x, test: '*'}\n- {id: a, class: tinygrad-bug, ref: r, reason: x, test: '*'}", "used twice"),
+])
+def test_a_bad_table_is_refused_with_the_rule_named(tmp_path, rules, message):
+  (tmp_path / "t.yaml").write_text("version: 1\nrules:\n" + "\n".join("  " + r for r in rules.splitlines()) + "\n")
+  with pytest.raises(TableError) as e: load_rules(tmp_path / "t.yaml")
+  assert message in str(e.value) and "rule a" in str(e.value)
+
+
+def test_the_shipped_table_loads_and_every_rule_has_a_reason():
+  rules = load_rules()
+  assert all(r.reason and r.ref for r in rules)
+  assert classify(rules, "x::y", "tensor", "agree", "no rule matches this text \x00") is None
+
+
+def test_a_graph_past_its_time_limit_is_stopped():
+  def slow():
+    t = time.monotonic()
+    while time.monotonic() - t < 30: pass
+  t0 = time.monotonic()
+  verdict, g = _verdict("r0.tensor", "tensor", slow, 0.3)
+  assert verdict["stage"] == "time" and g is None and time.monotonic() - t0 < 5
+
+
+# ------------------------------------------------------------------ diagnoses
+def _graph(nodes):
+  from tinyspec.graph import load_text
+  g, diags = load_text(json.dumps({"format": "tinyspec-graph", "version": 1, "level": "tensor", "nodes": nodes}))
+  assert g is not None, diags
+  return g
+
+
+def _sum3(shared: bool):
+  """buf0 + (buf1 + buf2); shared: the inner sum is also an output (two uses: C names it)."""
+  buf = [{"op": "BUFFER", "src": [0], "arg": {"slot": k, "dtype": "float32", "device": "CPU"}} for k in range(3)]
+  nodes = [{"op": "VCONST", "arg": {"values": [1], "dtype": "index"}}, *buf, {"op": "ADD", "src": [2, 3]}, {"op": "ADD", "src": [1, 4]}]
+  if shared: nodes.append({"op": "SINK", "src": [5, 4]})
+  return _graph(nodes)
+
+
+def _diagnosed(g, level, inputs, want):
+  from types import SimpleNamespace
+  from tinyspec.interop.suite.diagnose import diagnose
+  return diagnose(SimpleNamespace(level=level, graph=g, inputs=inputs, expected={"out0": np.array(want, np.float32)}))
+
+
+ONE_TINY_TINY = {"buf0": np.array([1.0], np.float32), "buf1": np.array([5e-8], np.float32), "buf2": np.array([5e-8], np.float32)}
+
+
+def test_c_association_is_confirmed_only_by_the_value_c_computes():
+  g = _sum3(shared=False)
+  assert _diagnosed(g, "program", ONE_TINY_TINY, [1.0]) == ["c-association"]          # (1 + 5e-8) + 5e-8, as C reads a+b+c
+  assert _diagnosed(g, "program", ONE_TINY_TINY, [1.0000001]) == []                    # the graph's own order: nothing shown
+  assert _diagnosed(g, "program", ONE_TINY_TINY, [1.0000002]) == []                    # another cause: nothing shown
+  assert _diagnosed(g, "kernel", ONE_TINY_TINY, [1.0]) == []                           # renderer's text: program level only
+
+
+def test_c_association_leaves_a_named_operand_alone():
+  from tinyspec.interop.suite.diagnose import c_association
+  assert c_association(_sum3(shared=True), ["index"] + ["float32"] * 6) is None      # two uses: C gives it a variable, its parentheses stay
+
+
+def test_cast_pair_fold_is_confirmed_only_by_the_unrounded_value():
+  nodes = [{"op": "VCONST", "arg": {"values": [1], "dtype": "index"}},
+           {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
+           {"op": "CAST", "src": [1], "arg": "float16"}, {"op": "CAST", "src": [2], "arg": "float32"}]
+  g, x = _graph(nodes), {"buf0": np.array([3.71262], np.float32)}
+  assert _diagnosed(g, "kernel", x, [3.71262]) == ["cast-pair-fold"]
+  assert _diagnosed(g, "kernel", x, [3.7109375]) == []    # rounded through float16 as written: the reference's own value
