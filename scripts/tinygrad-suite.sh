@@ -12,7 +12,8 @@
 # test/backend/test_uops.py test/backend/test_schedule.py test/unit.
 # Environment: TINYGRAD_SUITE_OUT (default out/tinygrad-suite), TINYGRAD_SUITE_WORKERS
 # (pytest-xdist workers, default 2; 0: none), TINYGRAD_SUITE_LIMIT (seconds per graph,
-# default 60), DEV (tinygrad's device, default CPU).
+# default 60), TINYGRAD_SUITE_KEEP=1 (write each failing graph to OUT/records/failing/),
+# DEV (tinygrad's device, default CPU).
 # Exit status: the report's (0: every failure classified; 1: some unclassified; 2: no
 # records), or 2 when the set-up or pytest itself failed (not a failing tinygrad test).
 set -euo pipefail
@@ -54,9 +55,11 @@ xdist=(); [ "$workers" -gt 0 ] && xdist=(-n "$workers")
 export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$root/.cache/tinyspec} DEV=${DEV:-CPU}
 start=$(date +%s)
 set +e
+keep=(); [ -n "${TINYGRAD_SUITE_KEEP:-}" ] && keep=(--tinygrad-suite-keep)
+# (--rootdir and -c: pytest-xdist's workers would otherwise take a rootdir above OUT/run)
 (cd "$run" && "$venv/bin/pytest" -p tinyspec.interop.suite.plugin --tinygrad-suite-out "$out/records" \
-   --tinygrad-suite-limit "${TINYGRAD_SUITE_LIMIT:-60}" -p no:cacheprovider --continue-on-collection-errors -q \
-   -o console_output_style=classic "${xdist[@]}" "${tests[@]}" "$@")
+   --tinygrad-suite-limit "${TINYGRAD_SUITE_LIMIT:-60}" "${keep[@]}" --rootdir "$run" -c "$run/pytest.ini" \
+   -p no:cacheprovider --continue-on-collection-errors -q -o console_output_style=classic "${xdist[@]}" "${tests[@]}" "$@")
 rc=$?
 set -e
 echo "tinygrad's tests ran in $(( $(date +%s) - start )) s (pytest exit $rc)"
