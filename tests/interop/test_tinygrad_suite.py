@@ -147,6 +147,14 @@ def test_the_shipped_table_loads_and_every_rule_has_a_reason():
   assert classify(rules, "x::y", "tensor", "agree", "no rule matches this text \x00") is None
 
 
+def test_every_tinygrad_bug_class_is_an_entry_of_the_ledger():
+  import re
+  ledger = (Path(__file__).resolve().parents[2] / "docs" / "tinygrad-bugs.md").read_text()
+  entries = set(re.findall(r"^### ([a-z0-9-]+)", ledger, re.M))
+  bugs = [r for r in load_rules() if r.kind == "tinygrad-bug"]
+  assert bugs and all(r.ref in entries for r in bugs), [r.ref for r in bugs if r.ref not in entries]
+
+
 def test_a_graph_past_its_time_limit_is_stopped():
   def slow():
     t = time.monotonic()
