@@ -209,3 +209,12 @@ def test_cast_pair_fold_is_confirmed_only_by_the_unrounded_value():
   g, x = _graph(nodes), {"buf0": np.array([3.71262], np.float32)}
   assert _diagnosed(g, "kernel", x, [3.71262]) == ["cast-pair-fold"]
   assert _diagnosed(g, "kernel", x, [3.7109375]) == []    # rounded through float16 as written: the reference's own value
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+  (tmp_path / "test_x.py").write_text("def test_x(): pass\n")
+  base = [sys.executable, "-m", "pytest", "-p", "tinyspec.interop.suite.plugin", "-p", "no:cacheprovider", "test_x.py"]
+  for extra, message in ((["--tinygrad-suite-out", "o", "--tinygrad-suite-levels", "tensor,bogus"], "--tinygrad-suite-levels takes some of"),
+                         ([], "--tinygrad-suite-out DIR is required")):
+    p = subprocess.run(base + extra, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 4 and message in p.stderr and "Traceback" not in p.stderr, p.stdout + p.stderr
