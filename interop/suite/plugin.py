@@ -45,18 +45,21 @@ def pytest_configure(config):
   from tinyspec.interop.suite.check import LEVELS
   if not levels or set(levels) - set(LEVELS):
     raise pytest.UsageError(f"tinygrad suite: --tinygrad-suite-levels takes some of {', '.join(LEVELS)}, not {','.join(levels)!r}")
-  _check_pinned_tinygrad(config.rootpath)
+  _check_pinned_tinygrad()
+  from tinyspec.interop.suite.classify import TableError, load_rules
+  try: rules = load_rules(config.getoption("tinygrad_suite_classes"))
+  except TableError as e: raise pytest.UsageError(f"tinygrad suite: {e}") from None
   out = Path(out)
   out.mkdir(parents=True, exist_ok=True)
   if not hasattr(config, "workerinput"):   # the controller (or a run without pytest-xdist): a fresh set of records
     for f in out.glob("records-*.jsonl"): f.unlink()
   worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
   keep = out / "failing" if config.getoption("tinygrad_suite_keep") else None
-  config.pluginmanager.register(_Capturer(out / f"records-{worker}.jsonl", levels, config.getoption("tinygrad_suite_limit"), keep),
+  config.pluginmanager.register(_Capturer(out / f"records-{worker}.jsonl", levels, config.getoption("tinygrad_suite_limit"), keep, rules),
                                 "tinygrad-suite-capturer")
 
 
-def _check_pinned_tinygrad(rootpath: Path) -> None:
+def _check_pinned_tinygrad() -> None:
   """The tests must run against the tinygrad release the importer maps: refuse another."""
   import importlib.metadata
   import tinygrad
@@ -79,8 +82,8 @@ def _folder_name(test_id: str) -> str:
 
 
 class _Capturer:
-  def __init__(self, path: Path, levels: tuple, limit: float, keep: Path | None):
-    self.path, self.levels, self.limit, self.keep = path, levels, (limit or None), keep
+  def __init__(self, path: Path, levels: tuple, limit: float, keep: Path | None, rules: list):
+    self.path, self.levels, self.limit, self.keep, self.rules = path, levels, (limit or None), keep, rules
 
   def _write(self, rec: dict) -> None:
     with open(self.path, "a", encoding="utf-8") as f: f.write(json.dumps(rec) + "\n")
@@ -126,9 +129,7 @@ class _Capturer:
   def pytest_terminal_summary(self, terminalreporter, config):
     if hasattr(config, "workerinput"): return
     from tinyspec.interop.suite.report import load, summarize
-    from tinyspec.interop.suite.classify import load_rules
-    rules = load_rules(config.getoption("tinygrad_suite_classes"))
-    s = summarize(load(self.path.parent), rules)
+    s = summarize(load(self.path.parent), self.rules)
     terminalreporter.section("tinygrad suite (tinyspec)")
     for line in s.class_lines(): terminalreporter.write_line(line)
     terminalreporter.write_line(s.line())

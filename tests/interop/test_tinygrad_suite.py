@@ -211,10 +211,13 @@ def test_cast_pair_fold_is_confirmed_only_by_the_unrounded_value():
   assert _diagnosed(g, "kernel", x, [3.7109375]) == []    # rounded through float16 as written: the reference's own value
 
 
-def test_bad_options_are_usage_errors(tmp_path):
+def test_bad_options_are_usage_errors_before_any_test(tmp_path):
   (tmp_path / "test_x.py").write_text("def test_x(): pass\n")
+  (tmp_path / "t.yaml").write_text("version: 1\nrules:\n  - {id: a, class: nonsense, ref: r, reason: x, test: '*'}\n")
   base = [sys.executable, "-m", "pytest", "-p", "tinyspec.interop.suite.plugin", "-p", "no:cacheprovider", "test_x.py"]
   for extra, message in ((["--tinygrad-suite-out", "o", "--tinygrad-suite-levels", "tensor,bogus"], "--tinygrad-suite-levels takes some of"),
-                         ([], "--tinygrad-suite-out DIR is required")):
+                         ([], "--tinygrad-suite-out DIR is required"),
+                         (["--tinygrad-suite-out", "o", "--tinygrad-suite-classes", "t.yaml"], "rule a: class 'nonsense'")):
     p = subprocess.run(base + extra, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 4 and message in p.stderr and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "test_x.py ." not in p.stdout and " passed" not in p.stdout
