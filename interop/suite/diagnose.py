@@ -15,6 +15,9 @@ by what was shown, not by the look of its message.
   cast-pair-fold (image-cast-fold) `x.cast(float16).cast(float32)` of a float32 x is
                  folded to x (codegen/late/coalesce.py's image rules, every kernel).
                  Tensor and kernel level.
+  recip-cancellation (recip-cancellation) uop/symbolic.py's `x*d -> 1-d`, `x*(d*y) ->
+                 y*(1-d)` and `x*(d+y) -> (1-d)+x*y` for d = 1/(1+x), each operand order
+                 (tinygrad matches MUL and ADD either way round). Tensor and kernel level.
 """
 from __future__ import annotations
 from collections import Counter
@@ -22,7 +25,8 @@ from tinyspec.dispatch import Registry
 from tinyspec.graph import Graph, Node
 
 DIAGNOSES = Registry("tinygrad suite diagnosis", ops=False)   # name -> rewrite(graph, dtypes) -> Graph | None
-LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel")}   # where each applies
+LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel"),   # where each applies
+          "recip-cancellation": ("tensor", "kernel")}
 
 
 def diagnose(g) -> list[str]:
@@ -96,4 +100,34 @@ def cast_pair_fold(graph: Graph, dtypes: list) -> Graph | None:
     x = nodes[n.src[0]].src[0]
     if dtypes[x] != "float32": return None
     return [Node("CAST", (where[x],), n.arg, n.dtype, n.shape)]   # a CAST to x's own dtype: x, standing for node i
+  return _rebuild(graph, expand)
+
+
+@DIAGNOSES.register("recip-cancellation")
+def recip_cancellation(graph: Graph, dtypes: list) -> Graph | None:
+  nodes = graph.nodes
+  def one(j) -> bool:   # the constant 1 (at tensor level: reshaped and expanded to its operand's shape)
+    while nodes[j].op in ("RESHAPE", "EXPAND"): j = nodes[j].src[0]
+    return nodes[j].op == "CONST" and isinstance(nodes[j].arg, dict) and nodes[j].arg.get("value") == 1
+  def recip_of_one_plus(d, x):   # d = RECIP(ADD(1, x)): the node giving 1, else None
+    if nodes[d].op != "RECIP" or nodes[nodes[d].src[0]].op != "ADD": return None
+    a, b = nodes[nodes[d].src[0]].src
+    return a if b == x and one(a) else b if a == x and one(b) else None
+  def pairs(j): return [tuple(nodes[j].src), tuple(reversed(nodes[j].src))]
+
+  def expand(i, where, start):
+    n = nodes[i]
+    if n.op != "MUL" or not _float(dtypes[i]) or len(n.src) != 2: return None
+    for x, other in pairs(i):
+      if (c1 := recip_of_one_plus(other, x)) is not None:                       # x * d -> 1 - d
+        return [Node("SUB", (where[c1], where[other]))]
+      for op in ("MUL", "ADD"):
+        if nodes[other].op != op: continue
+        for d, y in pairs(other):
+          if (c1 := recip_of_one_plus(d, x)) is None: continue
+          if op == "MUL":                                                        # x * (d*y) -> y * (1-d)
+            return [Node("SUB", (where[c1], where[d])), Node("MUL", (where[y], start))]
+          return [Node("SUB", (where[c1], where[d])), Node("MUL", (where[x], where[y])),   # x * (d+y) -> (1-d) + x*y
+                  Node("ADD", (start, start + 1))]
+    return None
   return _rebuild(graph, expand)

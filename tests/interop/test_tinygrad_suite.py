@@ -221,3 +221,14 @@ def test_bad_options_are_usage_errors_before_any_test(tmp_path):
     p = subprocess.run(base + extra, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 4 and message in p.stderr and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert "test_x.py ." not in p.stdout and " passed" not in p.stdout
+
+
+def test_recip_cancellation_is_confirmed_only_by_the_cancelled_value():
+  nodes = [{"op": "VCONST", "arg": {"values": [1], "dtype": "index"}},
+           {"op": "BUFFER", "src": [0], "arg": {"slot": 0, "dtype": "float32", "device": "CPU"}},
+           {"op": "CONST", "arg": {"value": 1.0, "dtype": "float32"}}, {"op": "RESHAPE", "src": [2, 0]},
+           {"op": "ADD", "src": [3, 1]}, {"op": "RECIP", "src": [4]}, {"op": "MUL", "src": [5, 1]}]   # x * 1/(1+x), as written
+  x = np.array([1e-4], np.float32)
+  cancelled = np.float32(1) - np.float32(1) / (np.float32(1) + x)                                   # tinygrad's 1 - 1/(1+x)
+  assert _diagnosed(_graph(nodes), "tensor", {"buf0": x}, cancelled) == ["recip-cancellation"]
+  assert _diagnosed(_graph(nodes), "tensor", {"buf0": x}, 2 * x) == []    # far outside RECIP's 3 ulp at 1: another cause
