@@ -18,6 +18,8 @@ by what was shown, not by the look of its message.
   recip-cancellation (recip-cancellation) uop/symbolic.py's `x*d -> 1-d`, `x*(d*y) ->
                  y*(1-d)` and `x*(d+y) -> (1-d)+x*y` for d = 1/(1+x), each operand order
                  (tinygrad matches MUL and ADD either way round). Tensor and kernel level.
+  mul-zero-fold  (mul-zero-fold) uop/symbolic.py's `x*0 -> 0` for a float x that is not a
+                 constant NaN or inf ("this can be wrong for loaded NaN"). Tensor and kernel level.
 """
 from __future__ import annotations
 from collections import Counter
@@ -26,7 +28,7 @@ from tinyspec.graph import Graph, Node
 
 DIAGNOSES = Registry("tinygrad suite diagnosis", ops=False)   # name -> rewrite(graph, dtypes) -> Graph | None
 LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel"),   # where each applies
-          "recip-cancellation": ("tensor", "kernel")}
+          "recip-cancellation": ("tensor", "kernel"), "mul-zero-fold": ("tensor", "kernel")}
 
 
 def diagnose(g) -> list[str]:
@@ -42,6 +44,20 @@ def diagnose(g) -> list[str]:
     verdict, _ = _evaluate_and_compare(h, g.inputs, g.expected)
     if verdict.startswith("ok"): out.append(name)
   return out
+
+
+def diagnose_kept(folder, name: str) -> list[str] | None:
+  """diagnose() for graph `name` as --tinygrad-suite-keep wrote it to folder (NAME.json, its
+  inputs NAME.inputs.npz and tinygrad's values NAME.OUTPUT.npy); None where it is not there."""
+  from types import SimpleNamespace
+  from tinyspec.files import load_npy, load_npz
+  from tinyspec.graph import load_file
+  if not (folder / f"{name}.json").is_file(): return None
+  g, _ = load_file(folder / f"{name}.json")
+  if g is None: return None
+  inputs = load_npz(folder / f"{name}.inputs.npz") if (folder / f"{name}.inputs.npz").is_file() else {}
+  expected = {p.name[len(name) + 1:-4]: load_npy(p) for p in folder.glob(f"{name}.*.npy")}
+  return diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
 
 
 def _float(dtype) -> bool:
@@ -103,12 +119,31 @@ def cast_pair_fold(graph: Graph, dtypes: list) -> Graph | None:
   return _rebuild(graph, expand)
 
 
+def _constant(nodes, j):
+  """The value of the CONST node j stands for (through the RESHAPE and EXPAND that shape it at
+  tensor level), or None."""
+  while nodes[j].op in ("RESHAPE", "EXPAND"): j = nodes[j].src[0]
+  return nodes[j].arg.get("value") if nodes[j].op == "CONST" and isinstance(nodes[j].arg, dict) else None
+
+
+@DIAGNOSES.register("mul-zero-fold")
+def mul_zero_fold(graph: Graph, dtypes: list) -> Graph | None:
+  nodes = graph.nodes
+  def expand(i, where, start):
+    n = nodes[i]
+    if n.op != "MUL" or not _float(dtypes[i]) or len(n.src) != 2: return None
+    for x, zero in (n.src, tuple(reversed(n.src))):
+      if _constant(nodes, zero) == 0 and _constant(nodes, x) is None:   # a constant x keeps its NaN or inf
+        # tinygrad's x.const_like(0): a 0 of x's shape (a select between two zeros on a condition shaped like x)
+        return [Node("CMPNE", (where[x], where[x])), Node("WHERE", (start, where[zero], where[zero]))]
+    return None
+  return _rebuild(graph, expand)
+
+
 @DIAGNOSES.register("recip-cancellation")
 def recip_cancellation(graph: Graph, dtypes: list) -> Graph | None:
   nodes = graph.nodes
-  def one(j) -> bool:   # the constant 1 (at tensor level: reshaped and expanded to its operand's shape)
-    while nodes[j].op in ("RESHAPE", "EXPAND"): j = nodes[j].src[0]
-    return nodes[j].op == "CONST" and isinstance(nodes[j].arg, dict) and nodes[j].arg.get("value") == 1
+  def one(j) -> bool: return _constant(nodes, j) == 1
   def recip_of_one_plus(d, x):   # d = RECIP(ADD(1, x)): the node giving 1, else None
     if nodes[d].op != "RECIP" or nodes[nodes[d].src[0]].op != "ADD": return None
     a, b = nodes[nodes[d].src[0]].src

@@ -75,12 +75,6 @@ def _check_pinned_tinygrad() -> None:
                             f"(scripts/tinygrad-suite.sh runs the checkout's test/ from a folder that links only it)")
 
 
-def _folder_name(test_id: str) -> str:
-  """A test id as one folder name (path separators and pytest's punctuation replaced)."""
-  import re
-  return re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id).strip("._")[:200] or "test"
-
-
 class _Capturer:
   def __init__(self, path: Path, levels: tuple, limit: float, keep: Path | None, rules: list):
     self.path, self.levels, self.limit, self.keep, self.rules = path, levels, (limit or None), keep, rules
@@ -121,7 +115,8 @@ class _Capturer:
     del item.stash[_RECORDS]
     if self.keep is not None and failing:
       from tinyspec.interop.script import ScriptResult
-      ScriptResult(item.nodeid, graphs=failing).write(self.keep / _folder_name(item.nodeid))
+      from tinyspec.interop.suite.report import folder_name
+      ScriptResult(item.nodeid, graphs=failing).write(self.keep / folder_name(item.nodeid))
     outcome, error = item.stash.get(_OUTCOME, ("unknown", ""))
     self._write({"kind": "test", "test": item.nodeid, "outcome": outcome, "error": error, "ran": outcome != "skipped",   # unittest skips in the call phase
                  "schedules": n, "check_seconds": round(time.perf_counter() - t0, 3)})

@@ -86,6 +86,8 @@ def test_failures_are_classified_or_counted_unclassified(run):
   recs = _records(d)
   bad = {(r["test"].split("::")[-1], g["level"], g["stage"]) for r in recs if r["kind"] == "schedule" for g in r["graphs"] if g["stage"] != "ok"}
   assert bad == {("test_nan_times_0", "tensor", "agree"), ("test_shifted", "tensor", "agree")}
+  shown = [g.get("diagnoses") for r in recs if r["kind"] == "schedule" for g in r["graphs"] if g["stage"] != "ok"]
+  assert shown == [["mul-zero-fold"]] * 2   # tinygrad's x*0 -> 0 redone on the graph gives tinygrad's values
   lines = out.splitlines()
   assert any(line.strip().startswith("1  tinygrad-bug") and "nan-times-zero" in line for line in lines), out
   assert any(line.strip().startswith("1  UNCLASSIFIED") for line in lines), out
@@ -108,6 +110,23 @@ def test_report_lists_every_failure_and_ends_with_the_line(run, tmp_path, table,
   listed = [line for line in lines if "::TestSample::" in line and "test_fails" not in line]
   assert len(listed) == 2 and any(line.startswith("tinygrad-bug [nan-times-zero: mul-zero-fold]") for line in listed)
   assert json.loads((tmp_path / "s.json").read_text())["unclassified"] == unclassified
+
+
+def test_rediagnose_shows_again_from_the_kept_graphs(run, tmp_path):
+  """Records written before a diagnosis existed are classified by it from the kept graphs."""
+  d, _, _ = run
+  shutil.copytree(d / "out" / "failing", tmp_path / "failing")
+  lines = [json.loads(x) for x in (d / "out" / "records-main.jsonl").read_text().splitlines()]
+  for rec in lines:
+    for g in rec.get("graphs", ()): g.pop("diagnoses", None)
+  (tmp_path / "records-main.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+  table = PLANTED.replace('signature: "mismatch', 'diagnosis: mul-zero-fold\n    signature: "mismatch')
+  (tmp_path / "t.yaml").write_text(table)
+  cmd = [sys.executable, "-m", "tinyspec.interop.suite", "report", str(tmp_path), "--classes", str(tmp_path / "t.yaml")]
+  before = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+  after = subprocess.run(cmd + ["--rediagnose"], capture_output=True, text=True, timeout=120).stdout
+  assert "unclassified 2" in before.splitlines()[-1] and "unclassified 1" in after.splitlines()[-1], (before, after)
+  assert "diagnosed again: 2 kept graphs" in after and "(shown: mul-zero-fold)" in after
 
 
 def test_report_without_records_exits_2(tmp_path):
