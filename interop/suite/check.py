@@ -14,7 +14,9 @@ time limit per graph. A graph's verdict is the first stage it fails:
   ok       imported, valid and equal within the portable bounds
 
 A graph that disagrees is diagnosed (diagnose.py): the documented tinygrad behaviours
-that, redone on the graph, give tinygrad's values are recorded with its verdict.
+that, redone on the graph, give tinygrad's values are recorded with its verdict, and so
+is what the schedule's graphs show together (add_evidence). A failing graph's verdict
+lists the ops it holds.
 """
 from __future__ import annotations
 import time
@@ -23,6 +25,7 @@ from collections import Counter
 
 LEVELS = ("tensor", "kernel", "program")
 STAGES = ("import", "valid", "agree", "time")   # the failing stages, in the order a graph meets them
+EVIDENCE = ("program-agrees",)   # what a schedule's graphs show together (add_evidence), beside diagnose.py's diagnoses
 
 
 def schedule_record(test: str, r, levels=LEVELS, limit: float | None = 60.0, failing: list | None = None) -> dict:
@@ -34,9 +37,25 @@ def schedule_record(test: str, r, levels=LEVELS, limit: float | None = 60.0, fai
   for name, level, build in _graphs(r, levels):
     verdict, g = _verdict(name, level, build, limit)
     graphs.append(verdict)
-    if failing is not None and g is not None and verdict["stage"] != "ok": failing.append(g)
-  return {"test": test, "schedule": r.index, "calls": dict(Counter(c.kind for c in r.calls)),
-          "graphs": graphs, "seconds": round(time.perf_counter() - t0, 3)}
+    if g is not None and verdict["stage"] != "ok":
+      verdict["ops"] = sorted({n.op for n in g.graph.nodes})
+      if failing is not None: failing.append(g)
+  rec = {"test": test, "schedule": r.index, "calls": dict(Counter(c.kind for c in r.calls)),
+         "graphs": graphs, "seconds": round(time.perf_counter() - t0, 3)}
+  add_evidence(rec)
+  return rec
+
+
+def add_evidence(rec: dict) -> None:
+  """program-agrees: a kernel that disagrees with tinygrad while its lowered program (what
+  ran) agrees: the difference comes from tinygrad's lowering (its decompositions and
+  rewrites), not from the capture or the run."""
+  verdicts = {g["name"]: g for g in rec["graphs"]}
+  for g in rec["graphs"]:
+    if g["level"] != "kernel" or g["stage"] != "agree" or not g["error"].startswith("mismatch"): continue
+    prog = verdicts.get(g["name"].removesuffix(".kernel") + ".program")
+    if prog is not None and prog["stage"] == "ok" and "program-agrees" not in g.get("diagnoses", ()):
+      g["diagnoses"] = [*g.get("diagnoses", ()), "program-agrees"]
 
 
 def _graphs(r, levels):

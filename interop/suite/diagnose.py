@@ -46,9 +46,10 @@ def diagnose(g) -> list[str]:
   return out
 
 
-def diagnose_kept(folder, name: str) -> list[str] | None:
-  """diagnose() for graph `name` as --tinygrad-suite-keep wrote it to folder (NAME.json, its
-  inputs NAME.inputs.npz and tinygrad's values NAME.OUTPUT.npy); None where it is not there."""
+def diagnose_kept(folder, name: str) -> tuple[list[str], list[str]] | None:
+  """(diagnose(), the graph's ops) for graph `name` as --tinygrad-suite-keep wrote it to folder
+  (NAME.json, its inputs NAME.inputs.npz and tinygrad's values NAME.OUTPUT.npy); None where
+  it is not there."""
   from types import SimpleNamespace
   from tinyspec.files import load_npy, load_npz
   from tinyspec.graph import load_file
@@ -57,7 +58,8 @@ def diagnose_kept(folder, name: str) -> list[str] | None:
   if g is None: return None
   inputs = load_npz(folder / f"{name}.inputs.npz") if (folder / f"{name}.inputs.npz").is_file() else {}
   expected = {p.name[len(name) + 1:-4]: load_npy(p) for p in folder.glob(f"{name}.*.npy")}
-  return diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
+  shown = diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
+  return shown, sorted({n.op for n in g.nodes})
 
 
 def _float(dtype) -> bool:

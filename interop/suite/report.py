@@ -13,8 +13,9 @@ S counts the captured realizes that scheduled at least one CALL; T the tests who
 phase ran. A schedule is imported when each of its graphs imported, valid when each also
 validated, agrees when each also matched tinygrad's values; U counts the failing
 schedules with a failure no rule classifies. Percentages are rounded down.
---rediagnose diagnoses again each disagreement whose graph the run kept (DIR/failing/,
---tinygrad-suite-keep), so diagnoses added since the run classify it without a rerun.
+--rediagnose diagnoses again each disagreement that no diagnosis showed and whose graph the
+run kept (DIR/failing/, --tinygrad-suite-keep), so diagnoses added since the run classify
+it without a rerun.
 Exit status: 0 (every failure classified), 1 (some unclassified), 2 (no records, or the
 table or a record cannot be read).
 """
@@ -51,16 +52,18 @@ def folder_name(test_id: str) -> str:
 
 
 def rediagnose(records: list[dict], out) -> int:
-  """Diagnose again every disagreement kept under out/failing/; the records get the result.
-  Returns how many graphs were diagnosed."""
+  """Diagnose again every disagreement kept under out/failing/ that no diagnosis showed; the
+  records get the result. Returns how many graphs were diagnosed."""
+  from tinyspec.interop.suite.check import add_evidence
   from tinyspec.interop.suite.diagnose import diagnose_kept
   n = 0
   for rec in records:
     if rec.get("kind") != "schedule": continue
     for g in rec["graphs"]:
-      if g["stage"] != "agree" or not g["error"].startswith("mismatch"): continue
-      shown = diagnose_kept(Path(out) / "failing" / folder_name(rec["test"]), g["name"])
-      if shown is not None: g["diagnoses"], n = shown, n + 1
+      if g["stage"] != "agree" or not g["error"].startswith("mismatch") or g.get("diagnoses"): continue   # shown already
+      kept = diagnose_kept(Path(out) / "failing" / folder_name(rec["test"]), g["name"])
+      if kept is not None: (g["diagnoses"], g["ops"]), n = kept, n + 1
+    add_evidence(rec)
   return n
 
 
@@ -138,7 +141,7 @@ def summarize(records: list[dict], rules) -> Summary:
       if g["stage"] == "ok": continue
       shown = tuple(g.get("diagnoses", ()))
       f = Failure(rec["test"], g["name"], g["level"], g["stage"], g["error"],
-                  classify(rules, rec["test"], g["level"], g["stage"], g["error"], shown), shown)
+                  classify(rules, rec["test"], g["level"], g["stage"], g["error"], shown, g.get("ops", ())), shown)
       s.failures.append(f)
       unclassified |= f.rule is None
     s.unclassified += unclassified

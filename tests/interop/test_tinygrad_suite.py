@@ -251,3 +251,18 @@ def test_recip_cancellation_is_confirmed_only_by_the_cancelled_value():
   cancelled = np.float32(1) - np.float32(1) / (np.float32(1) + x)                                   # tinygrad's 1 - 1/(1+x)
   assert _diagnosed(_graph(nodes), "tensor", {"buf0": x}, cancelled) == ["recip-cancellation"]
   assert _diagnosed(_graph(nodes), "tensor", {"buf0": x}, 2 * x) == []    # far outside RECIP's 3 ulp at 1: another cause
+
+
+def test_program_agrees_is_evidence_only_where_the_lowered_program_agrees(tmp_path):
+  from tinyspec.interop.suite.check import add_evidence
+  def rec(program_stage):
+    return {"graphs": [{"name": "r0.k1.kernel", "level": "kernel", "stage": "agree", "error": "mismatch: param0: ...", "ops": ["SIN", "STORE"]},
+                       {"name": "r0.k1.program", "level": "program", "stage": program_stage, "error": ""}]}
+  agreed, also_wrong = rec("ok"), rec("agree")
+  add_evidence(agreed), add_evidence(also_wrong)
+  assert agreed["graphs"][0]["diagnoses"] == ["program-agrees"] and "diagnoses" not in also_wrong["graphs"][0]
+  (tmp_path / "t.yaml").write_text("version: 1\nrules:\n  - {id: s, class: tinygrad-bug, ref: sin-accuracy, reason: x, diagnosis: program-agrees, ops: [SIN]}\n")
+  rules = load_rules(tmp_path / "t.yaml")
+  assert classify(rules, "t", "kernel", "agree", "mismatch", ["program-agrees"], ["SIN", "STORE"]).id == "s"
+  assert classify(rules, "t", "kernel", "agree", "mismatch", ["program-agrees"], ["EXP2", "STORE"]) is None
+  assert classify(rules, "t", "kernel", "agree", "mismatch", [], ["SIN", "STORE"]) is None
