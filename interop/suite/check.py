@@ -48,13 +48,17 @@ def schedule_record(test: str, r, levels=LEVELS, limit: float | None = 60.0, fai
 
 def add_evidence(rec: dict) -> None:
   """program-agrees: a kernel that disagrees with tinygrad while its lowered program (what
-  ran) agrees: the difference comes from tinygrad's lowering (its decompositions and
-  rewrites), not from the capture or the run."""
+  ran) agrees, or a tensor graph that disagrees while every lowered program of its schedule
+  agrees: the difference comes from tinygrad's lowering (its decompositions and rewrites),
+  not from the capture or the run."""
   verdicts = {g["name"]: g for g in rec["graphs"]}
+  programs = [g for g in rec["graphs"] if g["level"] == "program"]
   for g in rec["graphs"]:
-    if g["level"] != "kernel" or g["stage"] != "agree" or not g["error"].startswith("mismatch"): continue
-    prog = verdicts.get(g["name"].removesuffix(".kernel") + ".program")
-    if prog is not None and prog["stage"] == "ok" and "program-agrees" not in g.get("diagnoses", ()):
+    if g["stage"] != "agree" or not g["error"].startswith("mismatch") or "program-agrees" in g.get("diagnoses", ()): continue
+    if g["level"] == "kernel": ran = [verdicts.get(g["name"].removesuffix(".kernel") + ".program")]
+    elif g["level"] == "tensor": ran = programs
+    else: continue
+    if ran and all(p is not None and p["stage"] == "ok" for p in ran):
       g["diagnoses"] = [*g.get("diagnoses", ()), "program-agrees"]
 
 
@@ -93,23 +97,24 @@ def _verdict(name: str, level: str, build, limit: float | None) -> tuple[dict, o
   """(the graph's verdict, its GraphResult or None where the import failed)."""
   from tinyspec.deadline import TimeLimit, time_limit
   t0, built = time.perf_counter(), []
-  shown: list[str] = []
+  shown, present = [], []
   try:
     with time_limit(limit):
       stage, error = _judge(build, built)
-      if stage == "agree" and error.startswith("mismatch"): shown = _diagnose(built[0])
+      if stage == "agree" and error.startswith("mismatch"): shown, present = _diagnose(built[0])
   except TimeLimit:
     stage, error = "time", f"import and check over {limit:g} s"
   verdict = {"name": name, "level": level, "stage": stage, "error": error, "seconds": round(time.perf_counter() - t0, 3)}
   if shown: verdict["diagnoses"] = shown
+  if present: verdict["patterns"] = present
   return verdict, (built[0] if built else None)
 
 
-def _diagnose(g) -> list[str]:
+def _diagnose(g) -> tuple[list[str], list[str]]:
   from tinyspec.interop.suite.diagnose import diagnose
   try: return diagnose(g)
   except Exception as e:   # noqa: BLE001 (a diagnosis that cannot run shows nothing; the failure stays as it is)
-    return [f"not run: {_exception(e)}"]
+    return [f"not run: {_exception(e)}"], []
 
 
 def _judge(build, built: list) -> tuple[str, str]:

@@ -5,7 +5,8 @@ A rule matches a failing graph when every condition it gives holds: `stage` (imp
 valid, agree, time), `level` (tensor, kernel, program), `test` (fnmatch globs on the
 pytest node id, any of them), `signature` (a regular expression searched in the
 "STAGE: error" text), `diagnosis` (a diagnosis of diagnose.py confirmed on the graph,
-or the evidence of check.py) and `ops` (the graph holds one of these ops). The first rule that matches classifies it; a failure no rule matches is
+or the evidence of check.py), `pattern` (the graph holds the pattern a diagnosis
+rewrites, confirmed or not) and `ops` (the graph holds one of these ops). The first rule that matches classifies it; a failure no rule matches is
 unclassified.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 TABLE = Path(__file__).resolve().parent / "classes.yaml"
 KINDS = ("tinyspec-defect", "tinygrad-bug", "allowed-variant", "capture-limitation")
-_KEYS = {"id", "class", "ref", "stage", "level", "test", "signature", "diagnosis", "ops", "reason"}
+_KEYS = {"id", "class", "ref", "stage", "level", "test", "signature", "diagnosis", "pattern", "ops", "reason"}
 
 
 class TableError(ValueError):
@@ -35,9 +36,11 @@ class Rule:
   signature: re.Pattern | None = None
   diagnosis: str | None = None
   ops: tuple = ()
+  pattern: str | None = None
 
-  def matches(self, test: str, level: str, stage: str, error: str, diagnoses=(), ops=()) -> bool:
+  def matches(self, test: str, level: str, stage: str, error: str, diagnoses=(), ops=(), patterns=()) -> bool:
     if self.diagnosis is not None and self.diagnosis not in diagnoses: return False
+    if self.pattern is not None and self.pattern not in patterns: return False
     if self.ops and not set(self.ops) & set(ops): return False
     if self.stage and stage not in self.stage: return False
     if self.level and level not in self.level: return False
@@ -75,13 +78,15 @@ def _rule(path: Path, k: int, r) -> Rule:
   from tinyspec.interop.suite.check import EVIDENCE
   if "diagnosis" in r and r["diagnosis"] not in DIAGNOSES and r["diagnosis"] not in EVIDENCE:
     raise bad(f"diagnosis {r['diagnosis']!r} is not one of {', '.join([*DIAGNOSES.names(), *EVIDENCE])} (interop/suite/diagnose.py, check.py)")
+  if "pattern" in r and r["pattern"] not in DIAGNOSES:
+    raise bad(f"pattern {r['pattern']!r} is not one of {', '.join(DIAGNOSES.names())} (interop/suite/diagnose.py)")
   try: sig = re.compile(r["signature"]) if "signature" in r else None
   except (re.error, TypeError) as e: raise bad(f"signature is not a regular expression: {e}") from None
   from tinyspec.interop.suite.check import LEVELS, STAGES
   stage, level, test, ops = (_strings(r.get(key), bad, key) for key in ("stage", "level", "test", "ops"))
   if set(stage) - set(STAGES): raise bad(f"stage must be among {', '.join(STAGES)}")
   if set(level) - set(LEVELS): raise bad(f"level must be among {', '.join(LEVELS)}")
-  return Rule(rid, r["class"], r["ref"], " ".join(r["reason"].split()), stage, level, test, sig, r.get("diagnosis"), ops)
+  return Rule(rid, r["class"], r["ref"], " ".join(r["reason"].split()), stage, level, test, sig, r.get("diagnosis"), ops, r.get("pattern"))
 
 
 def _strings(v, bad, key) -> tuple:
@@ -91,6 +96,6 @@ def _strings(v, bad, key) -> tuple:
   raise bad(f"`{key}` is text or a list of texts")
 
 
-def classify(rules: list[Rule], test: str, level: str, stage: str, error: str, diagnoses=(), ops=()) -> Rule | None:
+def classify(rules: list[Rule], test: str, level: str, stage: str, error: str, diagnoses=(), ops=(), patterns=()) -> Rule | None:
   """The first rule matching this failing graph, or None (unclassified)."""
-  return next((r for r in rules if r.matches(test, level, stage, error, diagnoses, ops)), None)
+  return next((r for r in rules if r.matches(test, level, stage, error, diagnoses, ops, patterns)), None)

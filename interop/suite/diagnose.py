@@ -31,23 +31,25 @@ LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel"),
           "recip-cancellation": ("tensor", "kernel"), "mul-zero-fold": ("tensor", "kernel")}
 
 
-def diagnose(g) -> list[str]:
-  """The names of the diagnoses confirmed for a GraphResult g that disagrees with tinygrad."""
+def diagnose(g) -> tuple[list[str], list[str]]:
+  """For a GraphResult g that disagrees with tinygrad: (the diagnoses confirmed, the
+  diagnoses whose pattern the graph holds: their rewrite changes it, confirmed or not)."""
   from tinyspec.interop.script import _evaluate_and_compare
   from tinyspec.validate import validate
   res = validate(g.graph)
-  if not res.ok: return []
+  if not res.ok: return [], []
   dtypes = [v.dtype for v in res.views]   # as the spec derives them
-  out = []
+  shown, present = [], []
   for name in DIAGNOSES.names():
     if g.level not in LEVELS[name] or (h := DIAGNOSES[name](g.graph, dtypes)) is None: continue
+    present.append(name)
     verdict, _ = _evaluate_and_compare(h, g.inputs, g.expected)
-    if verdict.startswith("ok"): out.append(name)
-  return out
+    if verdict.startswith("ok"): shown.append(name)
+  return shown, present
 
 
-def diagnose_kept(folder, name: str) -> tuple[list[str], list[str]] | None:
-  """(diagnose(), the graph's ops) for graph `name` as --tinygrad-suite-keep wrote it to folder
+def diagnose_kept(folder, name: str) -> tuple[list[str], list[str], list[str]] | None:
+  """(*diagnose(), the graph's ops) for graph `name` as --tinygrad-suite-keep wrote it to folder
   (NAME.json, its inputs NAME.inputs.npz and tinygrad's values NAME.OUTPUT.npy); None where
   it is not there."""
   from types import SimpleNamespace
@@ -58,8 +60,8 @@ def diagnose_kept(folder, name: str) -> tuple[list[str], list[str]] | None:
   if g is None: return None
   inputs = load_npz(folder / f"{name}.inputs.npz") if (folder / f"{name}.inputs.npz").is_file() else {}
   expected = {p.name[len(name) + 1:-4]: load_npy(p) for p in folder.glob(f"{name}.*.npy")}
-  shown = diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
-  return shown, sorted({n.op for n in g.nodes})
+  shown, present = diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
+  return shown, present, sorted({n.op for n in g.nodes})
 
 
 def _float(dtype) -> bool:
@@ -145,12 +147,18 @@ def mul_zero_fold(graph: Graph, dtypes: list) -> Graph | None:
 @DIAGNOSES.register("recip-cancellation")
 def recip_cancellation(graph: Graph, dtypes: list) -> Graph | None:
   nodes = graph.nodes
-  def one(j) -> bool: return _constant(nodes, j) == 1
+  def base(j):   # through MULs by the constant 1 (tinygrad folds x*1 to x before these rules; exact)
+    while nodes[j].op == "MUL" and len(nodes[j].src) == 2:
+      a, b = nodes[j].src
+      if _constant(nodes, b) == 1: j = a
+      elif _constant(nodes, a) == 1: j = b
+      else: break
+    return j
   def recip_of_one_plus(d, x):   # d = RECIP(ADD(1, x)): the node giving 1, else None
     if nodes[d].op != "RECIP" or nodes[nodes[d].src[0]].op != "ADD": return None
     a, b = nodes[nodes[d].src[0]].src
-    return a if b == x and one(a) else b if a == x and one(b) else None
-  def pairs(j): return [tuple(nodes[j].src), tuple(reversed(nodes[j].src))]
+    return a if base(b) == x and _constant(nodes, a) == 1 else b if base(a) == x and _constant(nodes, b) == 1 else None
+  def pairs(j): return [(base(p), base(q)) for p, q in (nodes[j].src, tuple(reversed(nodes[j].src)))]
 
   def expand(i, where, start):
     n = nodes[i]

@@ -62,7 +62,7 @@ def rediagnose(records: list[dict], out) -> int:
     for g in rec["graphs"]:
       if g["stage"] != "agree" or not g["error"].startswith("mismatch") or g.get("diagnoses"): continue   # shown already
       kept = diagnose_kept(Path(out) / "failing" / folder_name(rec["test"]), g["name"])
-      if kept is not None: (g["diagnoses"], g["ops"]), n = kept, n + 1
+      if kept is not None: (g["diagnoses"], g["patterns"], g["ops"]), n = kept, n + 1
     add_evidence(rec)
   return n
 
@@ -141,7 +141,7 @@ def summarize(records: list[dict], rules) -> Summary:
       if g["stage"] == "ok": continue
       shown = tuple(g.get("diagnoses", ()))
       f = Failure(rec["test"], g["name"], g["level"], g["stage"], g["error"],
-                  classify(rules, rec["test"], g["level"], g["stage"], g["error"], shown, g.get("ops", ())), shown)
+                  classify(rules, rec["test"], g["level"], g["stage"], g["error"], shown, g.get("ops", ()), g.get("patterns", ())), shown)
       s.failures.append(f)
       unclassified |= f.rule is None
     s.unclassified += unclassified

@@ -87,7 +87,8 @@ def test_failures_are_classified_or_counted_unclassified(run):
   bad = {(r["test"].split("::")[-1], g["level"], g["stage"]) for r in recs if r["kind"] == "schedule" for g in r["graphs"] if g["stage"] != "ok"}
   assert bad == {("test_nan_times_0", "tensor", "agree"), ("test_shifted", "tensor", "agree")}
   shown = [g.get("diagnoses") for r in recs if r["kind"] == "schedule" for g in r["graphs"] if g["stage"] != "ok"]
-  assert shown == [["mul-zero-fold"]] * 2   # tinygrad's x*0 -> 0 redone on the graph gives tinygrad's values
+  # tinygrad's x*0 -> 0 redone on the graph gives tinygrad's values; the lowered programs that ran agree
+  assert shown == [["mul-zero-fold", "program-agrees"]] * 2
   lines = out.splitlines()
   assert any(line.strip().startswith("1  tinygrad-bug") and "nan-times-zero" in line for line in lines), out
   assert any(line.strip().startswith("1  UNCLASSIFIED") for line in lines), out
@@ -126,7 +127,7 @@ def test_rediagnose_shows_again_from_the_kept_graphs(run, tmp_path):
   before = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
   after = subprocess.run(cmd + ["--rediagnose"], capture_output=True, text=True, timeout=120).stdout
   assert "unclassified 2" in before.splitlines()[-1] and "unclassified 1" in after.splitlines()[-1], (before, after)
-  assert "diagnosed again: 2 kept graphs" in after and "(shown: mul-zero-fold)" in after
+  assert "diagnosed again: 2 kept graphs" in after and "(shown: mul-zero-fold, program-agrees)" in after
 
 
 def test_report_without_records_exits_2(tmp_path):
@@ -202,7 +203,7 @@ def _sum3(shared: bool):
 def _diagnosed(g, level, inputs, want):
   from types import SimpleNamespace
   from tinyspec.interop.suite.diagnose import diagnose
-  return diagnose(SimpleNamespace(level=level, graph=g, inputs=inputs, expected={"out0": np.array(want, np.float32)}))
+  return diagnose(SimpleNamespace(level=level, graph=g, inputs=inputs, expected={"out0": np.array(want, np.float32)}))[0]
 
 
 ONE_TINY_TINY = {"buf0": np.array([1.0], np.float32), "buf1": np.array([5e-8], np.float32), "buf2": np.array([5e-8], np.float32)}
@@ -266,3 +267,10 @@ def test_program_agrees_is_evidence_only_where_the_lowered_program_agrees(tmp_pa
   assert classify(rules, "t", "kernel", "agree", "mismatch", ["program-agrees"], ["SIN", "STORE"]).id == "s"
   assert classify(rules, "t", "kernel", "agree", "mismatch", ["program-agrees"], ["EXP2", "STORE"]) is None
   assert classify(rules, "t", "kernel", "agree", "mismatch", [], ["SIN", "STORE"]) is None
+  tensor = {"graphs": [{"name": "r0.tensor", "level": "tensor", "stage": "agree", "error": "mismatch: out0"}, *agreed["graphs"][1:]]}
+  add_evidence(tensor)   # every program of the schedule agrees: the tensor graph's difference is the lowering's
+  assert tensor["graphs"][0]["diagnoses"] == ["program-agrees"]
+  (tmp_path / "p.yaml").write_text("version: 1\nrules:\n  - {id: p, class: tinygrad-bug, ref: r, reason: x, diagnosis: program-agrees, pattern: recip-cancellation}\n")
+  rules = load_rules(tmp_path / "p.yaml")
+  assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["recip-cancellation"]).id == "p"
+  assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["mul-zero-fold"]) is None
