@@ -32,7 +32,8 @@ def main(argv=None) -> int:
     print(f.line())
   if s.failed_tests:
     print(f"tinygrad's tests that failed as run here ({len(s.failed_tests)}; their schedules up to the failure are counted):")
-    for test, error in sorted(s.failed_tests): print(f"  {test}: {error}")
+    for test, error, rule in sorted(s.failed_tests, key=lambda t: t[:2]):
+      print(f"  {f'{rule.kind} [{rule.id}: {rule.ref}]' if rule else 'UNCLASSIFIED'} {test}: {error}")
   for line in s.class_lines(): print(line)
   if a.json:
     with open(a.json, "w", encoding="utf-8") as fh: json.dump(s.to_json(), fh, indent=1)

@@ -2,7 +2,7 @@
 suite belongs to, by test id pattern and/or failure signature, each rule with its reason.
 
 A rule matches a failing graph when every condition it gives holds: `stage` (import,
-valid, agree, time), `level` (tensor, kernel, program), `test` (fnmatch globs on the
+valid, agree, time; `test` for a tinygrad test that failed as run, its error the test's), `level` (tensor, kernel, program), `test` (fnmatch globs on the
 pytest node id, any of them), `signature` (a regular expression searched in the
 "STAGE: error" text), `diagnosis` (a diagnosis of diagnose.py confirmed on the graph,
 or the evidence of check.py), `pattern` (the graph holds the pattern a diagnosis
@@ -42,7 +42,7 @@ class Rule:
     if self.diagnosis is not None and self.diagnosis not in diagnoses: return False
     if self.pattern is not None and self.pattern not in patterns: return False
     if self.ops and not set(self.ops) & set(ops): return False
-    if self.stage and stage not in self.stage: return False
+    if (self.stage and stage not in self.stage) or (stage == "test" and "test" not in self.stage): return False   # a failed test: asked for by name
     if self.level and level not in self.level: return False
     if self.test and not any(fnmatch.fnmatchcase(test, p) for p in self.test): return False
     return self.signature is None or self.signature.search(f"{stage}: {error}") is not None
@@ -84,7 +84,7 @@ def _rule(path: Path, k: int, r) -> Rule:
   except (re.error, TypeError) as e: raise bad(f"signature is not a regular expression: {e}") from None
   from tinyspec.interop.suite.check import LEVELS, STAGES
   stage, level, test, ops = (_strings(r.get(key), bad, key) for key in ("stage", "level", "test", "ops"))
-  if set(stage) - set(STAGES): raise bad(f"stage must be among {', '.join(STAGES)}")
+  if set(stage) - set(STAGES) - {"test"}: raise bad(f"stage must be among {', '.join(STAGES)}, test")
   if set(level) - set(LEVELS): raise bad(f"level must be among {', '.join(LEVELS)}")
   return Rule(rid, r["class"], r["ref"], " ".join(r["reason"].split()), stage, level, test, sig, r.get("diagnosis"), ops, r.get("pattern"))
 

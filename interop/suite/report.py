@@ -94,7 +94,7 @@ class Summary:
   graphs: Counter = field(default_factory=Counter)      # level -> graphs checked
   failures: list = field(default_factory=list)          # Failure, in record order
   unclassified: int = 0                                 # schedules with an unclassified failure
-  failed_tests: list = field(default_factory=list)      # (test id, its error): tinygrad's test failed as run here
+  failed_tests: list = field(default_factory=list)      # (test id, its error, its rule or None): tinygrad's test failed as run here
   seconds: float = 0.0                                  # import and check, all schedules
 
   def pct(self, n: int) -> str:
@@ -115,7 +115,7 @@ class Summary:
     return {"schedules": self.schedules, "tests": self.tests, "tests_with_schedules": self.tests_with_schedules,
             "imported": self.imported, "valid": self.valid, "agree": self.agree, "unclassified": self.unclassified,
             "graphs": dict(self.graphs), "seconds": round(self.seconds, 1), "line": self.line(),
-            "failed_tests": [{"test": t, "error": e} for t, e in self.failed_tests],
+            "failed_tests": [{"test": t, "error": e, "rule": r.id if r else None} for t, e, r in self.failed_tests],
             "failures": [{"test": f.test, "graph": f.graph, "level": f.level, "stage": f.stage, "error": f.error,
                           "class": f.rule.kind if f.rule else None, "rule": f.rule.id if f.rule else None,
                           "diagnoses": list(f.diagnoses)} for f in self.failures]}
@@ -126,7 +126,8 @@ def summarize(records: list[dict], rules) -> Summary:
   for rec in records:
     if rec.get("kind") == "test":
       s.tests += bool(rec.get("ran"))
-      if rec.get("outcome") == "failed": s.failed_tests.append((rec["test"], rec.get("error", "")))
+      if rec.get("outcome") == "failed":
+        s.failed_tests.append((rec["test"], rec.get("error", ""), classify(rules, rec["test"], "test", "test", rec.get("error", ""))))
       s.tests_with_schedules += rec.get("schedules", 0) > 0
       continue
     s.schedules += 1
