@@ -1,7 +1,8 @@
 """Comparing tinygrad's results with the reference evaluator's.
 
-Integers and bools must be equal. Floats are judged under the portable profile: each
-element must lie within the forward error bound that tinyspec/errorbound.py propagates
+Integers and bools must be equal, except where the bound is inf (an integer taken from an
+inexact float: not judged, counted as unbounded). Floats are judged under the portable
+profile: each element must lie within the forward error bound that tinyspec/errorbound.py propagates
 through the graph from the tables (every op's `portable_ulp`, contraction into MULACC,
 flushed subnormals, a reduction's `ulp_per_element` in any order over the magnitude of its
 terms, so a sum whose terms cancel is judged at its terms' scale). NaN matches NaN and +0
@@ -37,11 +38,15 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
     else: return Comparison(False, message=f"shape {got.shape} != tinygrad's {want.shape}")
   if want.dtype != got.dtype: return Comparison(False, message=f"dtype {got.dtype} != tinygrad's {want.dtype}")
   if want.dtype.kind != "f" and want.dtype.name != "bfloat16":
-    bad = np.flatnonzero(want.ravel() != got.ravel())
-    if not len(bad): return Comparison(True, message="exact")
+    # exact, except where the bound is inf: an integer taken from an inexact float (a CAST, a BITCAST) is not judged
+    loose = np.isinf(_bound_like(bound, want.shape)).ravel() if bound is not None else np.zeros(want.size, bool)
+    bad = np.flatnonzero((want.ravel() != got.ravel()) & ~loose)
+    unbounded = int(loose.sum())
+    note = f"; {unbounded} of {want.size} unbounded" if unbounded else ""
+    if not len(bad): return Comparison(True, message="exact" + note, unbounded=unbounded)
     i = bad[0]
     return Comparison(False, message=f"{len(bad)} of {want.size} elements differ; first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: "
-                                     f"{who} {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}")
+                                     f"{who} {got.ravel()[i]!r}, tinygrad {want.ravel()[i]!r}{note}", unbounded=unbounded)
   ulp = ulp_distance(got, want)
   worst = float(ulp.max()) if ulp.size else 0.0
   if not worst: return Comparison(True, message="exact")
@@ -49,8 +54,7 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
     close, unbounded, how = ulp <= FLOAT_ULP, 0, f"within {FLOAT_ULP} ulp (no error bound)"
   else:
     from tinyspec.errorbound import within
-    b = np.asarray(bound, np.float64)
-    b = b.reshape(want.shape) if b.size == want.size else np.broadcast_to(b, want.shape)
+    b = _bound_like(bound, want.shape)
     close, unbounded, how = within(got, want, b), int(np.isinf(b).sum()), "within the portable bound"
   if close.all():
     note = f"; {unbounded} of {want.size} unbounded" if unbounded else ""
@@ -60,3 +64,8 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
   return Comparison(False, worst, f"{int((~close).sum())} of {want.size} elements outside the portable bound (max {worst:g} ulp); "
                                   f"first at {tuple(int(j) for j in np.unravel_index(i, want.shape))}: {who} {got.ravel()[i]!r}, tinygrad "
                                   f"{want.ravel()[i]!r}{extra}", unbounded)
+
+
+def _bound_like(bound, shape) -> np.ndarray:
+  b = np.asarray(bound, np.float64)
+  return b.reshape(shape) if b.size == int(np.prod(shape)) else np.broadcast_to(b, shape)

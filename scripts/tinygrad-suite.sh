@@ -7,8 +7,8 @@
 #
 # CHECKOUT: a tinygrad git checkout (the 0.14.0 release's commit, or the nearest one). Its
 # tests run against the installed tinygrad 0.14.0 (the release the importer maps), never
-# its own tinygrad/: they run from OUT/run, which links only the checkout's test/ and
-# conftest.py. Default tests: test/backend/test_ops.py test/backend/test_dtype_alu.py
+# its own tinygrad/: they run from OUT/run, which links only the checkout's test/,
+# conftest.py, extra/ and examples/. Default tests: test/backend/test_ops.py test/backend/test_dtype_alu.py
 # test/backend/test_uops.py test/backend/test_schedule.py test/unit.
 # Environment: TINYGRAD_SUITE_OUT (default out/tinygrad-suite), TINYGRAD_SUITE_WORKERS
 # (pytest-xdist workers, default 2; 0: none), TINYGRAD_SUITE_LIMIT (seconds per graph,
@@ -48,11 +48,13 @@ run=$out/run
 rm -rf "$run"; mkdir -p "$run"
 ln -s "$checkout/test" "$run/test"
 [ -f "$checkout/conftest.py" ] && ln -s "$checkout/conftest.py" "$run/conftest.py"
+for d in extra examples; do [ -d "$checkout/$d" ] && ln -s "$checkout/$d" "$run/$d"; done   # tests import these (not the tinygrad package)
 printf '[pytest]\n# tinygrad %s checkout: %s\n' "$(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo '?')" "$checkout" > "$run/pytest.ini"
 
 workers=${TINYGRAD_SUITE_WORKERS:-2}
 xdist=(); [ "$workers" -gt 0 ] && xdist=(-n "$workers")
-export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$root/.cache/tinyspec} DEV=${DEV:-CPU}
+# DERANDOMIZE_CI: tinygrad's hypothesis profile draws the same examples every run (test_dtype_alu)
+export TINYSPEC_CACHE=${TINYSPEC_CACHE:-$root/.cache/tinyspec} DEV=${DEV:-CPU} DERANDOMIZE_CI=${DERANDOMIZE_CI:-1}
 start=$(date +%s)
 set +e
 keep=(); [ -n "${TINYGRAD_SUITE_KEEP:-}" ] && keep=(--tinygrad-suite-keep)

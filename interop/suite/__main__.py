@@ -1,4 +1,4 @@
-"""python -m tinyspec.interop.suite report DIR [--classes FILE] [--json FILE] [--rediagnose] (report.py)."""
+"""python -m tinyspec.interop.suite report DIR [--classes FILE] [--json FILE] [--rediagnose] [--recheck] (report.py)."""
 from __future__ import annotations
 import argparse
 import json
@@ -7,7 +7,8 @@ import sys
 
 def main(argv=None) -> int:
   from tinyspec.interop.suite.classify import TableError, load_rules
-  from tinyspec.interop.suite.report import RecordError, load, rediagnose, summarize
+  from tinyspec.interop.suite.kept import rediagnose
+  from tinyspec.interop.suite.report import RecordError, load, summarize
   p = argparse.ArgumentParser(prog="python -m tinyspec.interop.suite",
                               description="Report a captured run of tinygrad's own tests (docs/tinygrad-suite.md).")
   sub = p.add_subparsers(dest="command", required=True)
@@ -16,6 +17,7 @@ def main(argv=None) -> int:
   r.add_argument("--classes", metavar="FILE", default=None, help="the classification table (default: the shipped one)")
   r.add_argument("--json", metavar="FILE", default=None, help="also write the figures and every failure as JSON here")
   r.add_argument("--rediagnose", action="store_true", help="diagnose again the disagreements whose graphs the run kept (DIR/failing/)")
+  r.add_argument("--recheck", action="store_true", help="validate, evaluate and compare again the failing graphs the run kept, then diagnose")
   a = p.parse_args(argv)
   try:
     rules = load_rules(a.classes)
@@ -26,7 +28,7 @@ def main(argv=None) -> int:
   if not records:
     print(f"error: no records in {a.out} (records-*.jsonl, written by -p tinyspec.interop.suite.plugin)", file=sys.stderr)
     return 2
-  if a.rediagnose: print(f"diagnosed again: {rediagnose(records, a.out)} kept graphs")
+  if a.rediagnose or a.recheck: print(f"judged again: {rediagnose(records, a.out, a.recheck)} kept graphs")
   s = summarize(records, rules)
   for f in sorted(s.failures, key=lambda f: (f.rule is not None, f.rule.kind if f.rule else "", f.test, f.graph)):
     print(f.line())

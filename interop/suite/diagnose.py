@@ -48,22 +48,6 @@ def diagnose(g) -> tuple[list[str], list[str]]:
   return shown, present
 
 
-def diagnose_kept(folder, name: str) -> tuple[list[str], list[str], list[str]] | None:
-  """(*diagnose(), the graph's ops) for graph `name` as --tinygrad-suite-keep wrote it to folder
-  (NAME.json, its inputs NAME.inputs.npz and tinygrad's values NAME.OUTPUT.npy); None where
-  it is not there."""
-  from types import SimpleNamespace
-  from tinyspec.files import load_npy, load_npz
-  from tinyspec.graph import load_file
-  if not (folder / f"{name}.json").is_file(): return None
-  g, _ = load_file(folder / f"{name}.json")
-  if g is None: return None
-  inputs = load_npz(folder / f"{name}.inputs.npz") if (folder / f"{name}.inputs.npz").is_file() else {}
-  expected = {p.name[len(name) + 1:-4]: load_npy(p) for p in folder.glob(f"{name}.*.npy")}
-  shown, present = diagnose(SimpleNamespace(level=name.rsplit(".", 1)[-1], graph=g, inputs=inputs, expected=expected))
-  return shown, present, sorted({n.op for n in g.nodes})
-
-
 def _float(dtype) -> bool:
   return isinstance(dtype, str) and (dtype.startswith("float") or dtype == "bfloat16")
 

@@ -115,7 +115,7 @@ class _Capturer:
     del item.stash[_RECORDS]
     if self.keep is not None and failing:
       from tinyspec.interop.script import ScriptResult
-      from tinyspec.interop.suite.report import folder_name
+      from tinyspec.interop.suite.kept import folder_name
       ScriptResult(item.nodeid, graphs=failing).write(self.keep / folder_name(item.nodeid))
     outcome, error = item.stash.get(_OUTCOME, ("unknown", ""))
     self._write({"kind": "test", "test": item.nodeid, "outcome": outcome, "error": error, "ran": outcome != "skipped",   # unittest skips in the call phase

@@ -1,7 +1,7 @@
 """The records of a captured run (plugin.py) -> figures, the classified failures and the
 summary line.
 
-    python -m tinyspec.interop.suite report DIR [--classes FILE] [--json FILE] [--rediagnose]
+    python -m tinyspec.interop.suite report DIR [--classes FILE] [--json FILE] [--rediagnose] [--recheck]
 
 prints every failing graph (its class, rule, test id, graph, stage and error), the tests
 that failed as run (tinygrad's own assertion, or an error under the capture), the count
@@ -13,9 +13,7 @@ S counts the captured realizes that scheduled at least one CALL; T the tests who
 phase ran. A schedule is imported when each of its graphs imported, valid when each also
 validated, agrees when each also matched tinygrad's values; U counts the failing
 schedules with a failure no rule classifies. Percentages are rounded down.
---rediagnose diagnoses again each disagreement that no diagnosis showed and whose graph the
-run kept (DIR/failing/, --tinygrad-suite-keep), so diagnoses added since the run classify
-it without a rerun.
+--rediagnose and --recheck work on the graphs the run kept (DIR/failing/, kept.py).
 Exit status: 0 (every failure classified), 1 (some unclassified), 2 (no records, or the
 table or a record cannot be read).
 """
@@ -43,28 +41,6 @@ def load(out) -> list[dict]:
       try: recs.append(json.loads(line))
       except json.JSONDecodeError as e: raise RecordError(f"{f}:{n}: not a JSON record: {e}") from None
   return recs
-
-
-def folder_name(test_id: str) -> str:
-  """A test id as one folder name under DIR/failing/ (path separators and pytest's punctuation replaced)."""
-  import re
-  return re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id).strip("._")[:200] or "test"
-
-
-def rediagnose(records: list[dict], out) -> int:
-  """Diagnose again every disagreement kept under out/failing/ that no diagnosis showed; the
-  records get the result. Returns how many graphs were diagnosed."""
-  from tinyspec.interop.suite.check import add_evidence
-  from tinyspec.interop.suite.diagnose import diagnose_kept
-  n = 0
-  for rec in records:
-    if rec.get("kind") != "schedule": continue
-    for g in rec["graphs"]:
-      if g["stage"] != "agree" or not g["error"].startswith("mismatch") or g.get("diagnoses"): continue   # shown already
-      kept = diagnose_kept(Path(out) / "failing" / folder_name(rec["test"]), g["name"])
-      if kept is not None: (g["diagnoses"], g["patterns"], g["ops"]), n = kept, n + 1
-    add_evidence(rec)
-  return n
 
 
 @dataclass

@@ -134,7 +134,7 @@ def test_rediagnose_shows_again_from_the_kept_graphs(run, tmp_path):
   before = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
   after = subprocess.run(cmd + ["--rediagnose"], capture_output=True, text=True, timeout=120).stdout
   assert "unclassified 2" in before.splitlines()[-1] and "unclassified 1" in after.splitlines()[-1], (before, after)
-  assert "diagnosed again: 2 kept graphs" in after and "(shown: mul-zero-fold, program-agrees)" in after
+  assert "judged again: 2 kept graphs" in after and "(shown: mul-zero-fold, program-agrees)" in after
 
 
 def test_report_without_records_exits_2(tmp_path):
@@ -281,3 +281,29 @@ def test_program_agrees_is_evidence_only_where_the_lowered_program_agrees(tmp_pa
   rules = load_rules(tmp_path / "p.yaml")
   assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["recip-cancellation"]).id == "p"
   assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["mul-zero-fold"]) is None
+
+
+def test_an_integer_from_an_inexact_float_is_not_judged_where_its_bound_is_inf():
+  """compare(): an int output (e.g. the BITCAST of a float computed with SIN) whose bound is inf
+  is counted as unbounded; where the bound is 0 it is still compared exactly."""
+  from tinyspec.interop.compare import compare
+  want, got = np.array([7, -1108270581, 3], np.int32), np.array([7, -1108270579, 4], np.int32)
+  c = compare(want, got, np.array([0.0, np.inf, 0.0]))
+  assert not c.ok and c.unbounded == 1 and "1 of 3 elements differ; first at (2,)" in c.message
+  assert compare(want, got, np.array([0.0, np.inf, np.inf])).ok
+  assert not compare(want, got, None).ok     # no bound: exact everywhere
+
+
+def test_recheck_judges_kept_graphs_again(run, tmp_path):
+  """A kept graph judged again with the code of now: here tinygrad's kept value is replaced by the
+  reference's (as a fix would make them meet), and --recheck counts the schedule as agreeing."""
+  d, _, _ = run
+  shutil.copytree(d / "out" / "failing", tmp_path / "failing")
+  shutil.copy(d / "out" / "records-main.jsonl", tmp_path / "records-main.jsonl")
+  (kept,) = (tmp_path / "failing").glob("*test_shifted")
+  np.save(kept / "r0.tensor.out0.npy", np.array([np.nan, 0.0], np.float32))   # NaN*0, 2*0 as IEEE says
+  (tmp_path / "t.yaml").write_text(PLANTED)
+  cmd = [sys.executable, "-m", "tinyspec.interop.suite", "report", str(tmp_path), "--classes", str(tmp_path / "t.yaml")]
+  p = subprocess.run(cmd + ["--recheck"], capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0 and "judged again: 2 kept graphs" in p.stdout, p.stdout + p.stderr
+  assert p.stdout.splitlines()[-1].endswith("agree 80.0%, unclassified 0")
