@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from tinyspec.conformance.run.runner import Result
-from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, read_outputs, run_message, worker_command,
+from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, RequestTooLong, read_outputs, worker_command,
                                               split_command)
 from tinyspec.files import FileRefused
 from tinyspec.conformance.corpus.cases import from_disk, load_array, storage_dtype
@@ -43,19 +43,24 @@ class BackendSpec:
   command: list         # how to start it
   python: bool          # a registered Python backend (served by conformance/run/worker.py)
   home: Path | None = None   # where its program lives: a manifest it names is relative to it
+  cwd: Path | None = None    # the folder it runs in (None: the current one)
 
 
-def resolve_backend(spec: str) -> BackendSpec:
-  """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable."""
+def resolve_backend(spec: str, cwd: Path | None = None) -> BackendSpec:
+  """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable. With
+  `cwd` (the folder of the pyproject.toml that names it), relative paths in it are
+  relative to cwd, and the backend runs there."""
+  base = Path(cwd) if cwd is not None else Path.cwd()
   if spec.startswith("cmd:"):
     try: cmd = split_command(spec[4:])
     except ValueError as e: raise KeyError(f"cmd: cannot split the command line ({e})") from None
     if not cmd: raise KeyError("cmd: needs a command line")
-    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd))
-  p = Path(spec)
+    if cwd is not None and ("/" in cmd[0] or os.sep in cmd[0]): cmd[0] = str(base / cmd[0])   # ./backend, bin/x
+    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd, base), cwd)
+  p = base / spec
   try: executable = ("/" in spec or os.sep in spec) and p.is_file() and os.access(p, os.X_OK)
   except OSError: executable = False     # a name the file system cannot hold is no program
-  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
+  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent, cwd)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
     from tinyspec.conformance.run.selection import did_you_mean
@@ -64,14 +69,16 @@ def resolve_backend(spec: str) -> BackendSpec:
   return BackendSpec(spec, worker_command(spec), True)
 
 
-def _home(cmd: list) -> Path:
+def _home(cmd: list, base: Path) -> Path:
   """The folder of an external backend's program: the first argument naming a file (the
-  script an interpreter runs: `node backend.js`), else the program itself (a path, or
-  found on PATH), else the current directory."""
+  script an interpreter runs: `node backend.js`; relative to base), else the program
+  itself (a path, or found on PATH), else base."""
   for a in cmd[1:]:
-    if not a.startswith("-") and Path(a).is_file(): return Path(a).resolve().parent
+    try:
+      if not a.startswith("-") and (base / a).is_file(): return (base / a).resolve().parent
+    except OSError: continue   # an argument the file system cannot hold is no file
   found = shutil.which(cmd[0])
-  return Path(found).resolve().parent if found else Path.cwd()
+  return Path(found).resolve().parent if found else base
 
 
 def _label(stem: str) -> str:
@@ -115,10 +122,12 @@ def judge_negative(case, answer: dict) -> str | None:
 class CaseRunner:
   def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
                manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
-               profile: str | None = None, divergence: int = 20):
-    self.spec = resolve_backend(backend)
+               profile: str | None = None, divergence: int = 20, project: Path | None = None):
+    # project: the folder of the pyproject.toml whose [tool.tinyspec] names the backend: its
+    # relative paths are from there, it runs there, and a repro command leaves --backend to it
+    self.spec = resolve_backend(backend, project)
     self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/run/divergence.py)
-    self.backend_arg = backend    # as given: what a repro command names
+    self.backend_arg = None if project is not None else backend   # what a repro command names (None: the project's)
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
     self.stopping = False         # set when the run is interrupted: results after it are dropped
@@ -139,7 +148,7 @@ class CaseRunner:
 
   def _new_process(self) -> BackendProcess:
     env = dict(os.environ if self.env is None else self.env)
-    return BackendProcess(self.spec.command, env=env)
+    return BackendProcess(self.spec.command, env=env, cwd=str(self.spec.cwd) if self.spec.cwd else None)
 
   def capabilities(self):
     """Start one backend process and read its capabilities (BackendUnavailable if it
@@ -150,6 +159,7 @@ class CaseRunner:
     try: hello = p.start(timeout=max(self.timeout, 120.0))
     except BackendDied as e:
       p.stop()
+      if e.kind == "protocol": raise BackendUnavailable(f"backend {self.name} broke the protocol in its hello: {e}") from None
       raise BackendUnavailable(f"backend {self.name} is not available: {e}") from None
     try:
       self.caps = Capabilities.from_json(hello.get("capabilities") or {})
@@ -198,11 +208,12 @@ class CaseRunner:
     return ("needs " + ", ".join(miss[:4]) + (" ..." if len(miss) > 4 else "")) if miss else None
 
   # -- running
-  def run_one(self, case) -> Result:
+  def run_one(self, case, keep: dict | None = None) -> Result:
     """One case on the first worker process (kept running between calls), judged alone
     (no batching), its failure's message as the runner's (operands, profile, repro) but
     not turned into xfail by the manifest: what the pytest plugin (which marks expected
-    failures itself) and `tinyspec run --case` call."""
+    failures itself) and `tinyspec run --case` call. `keep` (a dict) gets the outputs
+    the backend gave."""
     self.capabilities()
     self._cases[case.id] = case
     why = self.unsupported(case)
@@ -211,7 +222,7 @@ class CaseRunner:
     if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
     d = Path(tempfile.mkdtemp(dir=self._tmp))
-    try: r = self._diverge(self._procs[0], case, self._run_one(self._procs[0], case, d), d, expected=False)
+    try: r = self._diverge(self._procs[0], case, self._run_one(self._procs[0], case, d, keep), d, expected=False)
     finally: shutil.rmtree(d, ignore_errors=True)
     return self._explained(r, case)
 
@@ -320,7 +331,7 @@ class CaseRunner:
     from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
-      try: ans = self._request(proc, run_message(f"{case.id} (cut)", graph_file, inputs, sub), self.timeout)
+      try: ans = self._run(proc, f"{case.id} (cut)", graph_file, inputs, sub, self.timeout)
       except BackendDied as e: raise RuntimeError(f"{e.kind}: {e}") from None
       if not ans.get("ok"): raise RuntimeError(str(ans.get("error", "refused"))[:200])
       return read_outputs(ans, sub)
@@ -335,21 +346,24 @@ class CaseRunner:
   def _ensure(self, proc: BackendProcess):
     if not proc.alive(): proc.start(timeout=max(self.timeout, 120.0))
 
-  def _request(self, proc, msg, timeout) -> dict:
+  def _run(self, proc, rid: str, graph, inputs: dict, d: Path, timeout: float) -> dict:
     self._ensure(proc)
-    return proc.request(msg, timeout)
+    return proc.run(rid, graph, inputs, d, timeout)
 
-  def _run_one(self, proc, case, d: Path) -> Result:
+  def _run_one(self, proc, case, d: Path, keep: dict | None = None) -> Result:
     t0 = time.perf_counter()
     try:
-      ans = self._request(proc, run_message(case.id, case.graph, case.inputs, d), self.timeout)
+      ans = self._run(proc, case.id, case.graph, case.inputs, d, self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
-    st, msg, prof = self._judge(case, ans, d)
+    except (FileRefused, RequestTooLong) as e:   # an input the runner cannot send (inline arrays are read here)
+      return Result(case.id, self.name, "error", f"input: {e}", time.perf_counter() - t0)
+    st, msg, prof = self._judge(case, ans, d, keep)
     return Result(case.id, self.name, st, msg, time.perf_counter() - t0, prof)
 
-  def _judge(self, case, ans: dict, d: Path) -> tuple[str, str, dict]:
-    """(status in the run's profile, message, {profile: pass/fail})."""
+  def _judge(self, case, ans: dict, d: Path, keep: dict | None = None) -> tuple[str, str, dict]:
+    """(status in the run's profile, message, {profile: pass/fail}); `keep` gets the
+    outputs the backend gave."""
     if case.kind == "negative":
       why = judge_negative(case, ans)
       st = "fail" if why else "pass"
@@ -358,7 +372,11 @@ class CaseRunner:
       return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000], {p: "fail" for p in PROFILES}
     try: outs = read_outputs(ans, d)
     except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}", {p: "fail" for p in PROFILES}
-    return self._verdict(judge_profiles(case, outs, self.decomposed))
+    if keep is not None: keep.update(outs)
+    try: whys = judge_profiles(case, outs, self.decomposed)
+    except FileRefused as e:   # the case's own arrays cannot be read: the case's error, not the backend's
+      return "error", f"the case cannot be judged: {e}", {p: "fail" for p in PROFILES}
+    return self._verdict(whys)
 
   def _verdict(self, whys: dict) -> tuple[str, str, dict]:
     why = whys[self.profile]
@@ -374,9 +392,11 @@ class CaseRunner:
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]
     path = write(m, d)
     try:
-      ans = self._request(proc, run_message(f"batch of {len(unit)}", path, m.inputs, d), self.timeout * (1 + len(unit) / 16))
+      ans = self._run(proc, f"batch of {len(unit)}", path, m.inputs, d, self.timeout * (1 + len(unit) / 16))
     except BackendDied as e:
       return [Result(c.id, self.name, "error", str(e)) for c in unit]
+    except (FileRefused, RequestTooLong):   # too large inline, or an unreadable input: each case decides alone
+      return [Result(c.id, self.name, "fail", "not run in a batch") for c in unit]
     if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
     try: outs = m.split(read_outputs(ans, d))
     except (FileRefused, BadAnswer) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]

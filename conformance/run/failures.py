@@ -93,10 +93,11 @@ def case_arg(case) -> str:
   except (OSError, ValueError): return str(d)
 
 
-def repro_command(case, backend: str, profile: str | None = None, verify: bool = True) -> str:
+def repro_command(case, backend: str | None, profile: str | None = None, verify: bool = True) -> str:
   """The one-line shell command that judges `case` alone on `backend` as the runner did
-  (`tinyspec run --case`), quoted for a POSIX shell."""
-  args = ["tinyspec", "run", "--backend", backend, "--case", case_arg(case)]
+  (`tinyspec run --case`), quoted for a POSIX shell; backend None: the one the project's
+  [tool.tinyspec] names (which `tinyspec run` reads too)."""
+  args = ["tinyspec", "run"] + (["--backend", backend] if backend else []) + ["--case", case_arg(case)]
   if profile: args += ["--profile", profile]
   if not verify: args.append("--no-verify")
   return shlex.join(args)

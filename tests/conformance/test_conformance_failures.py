@@ -64,7 +64,7 @@ def test_different_failures_are_each_said(tmp_path, capsys):
   rc, out, err = run(capsys, "--backend", _broken_backend(tmp_path), "--case", "ADD/float32", "--case", "ADD/int32")
   assert rc == 1 and out.count("elements differ") == 2, out
   closing = out[out.index("failing cases (2):"):]
-  assert "FAIL  numpy-example ADD/float32\n  FAIL  numpy-example ADD/int32\n" in closing and "same message" not in closing
+  assert "FAIL  starter-python ADD/float32\n  FAIL  starter-python ADD/int32\n" in closing and "same message" not in closing
 
 
 @pytest.mark.parametrize("caps, said", [

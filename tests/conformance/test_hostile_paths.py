@@ -51,7 +51,7 @@ def test_a_malformed_run_request_is_an_answer_not_a_crash(tmp_path, msg):
   assert ans["ok"] is False and "error" in ans
 
 
-@pytest.mark.parametrize("name,ok", [("out0", True), ("out0.1", True), ("03_rangeify.k0", True), ("numpy-example", True), ("buf_7", True),
+@pytest.mark.parametrize("name,ok", [("out0", True), ("out0.1", True), ("03_rangeify.k0", True), ("starter-python", True), ("buf_7", True),
                                      ("..", False), (".", False), ("", False), (".hidden", False), ("-rf", False), ("a/b", False),
                                      ("/abs", False), ("a\nb", False), ("x" * 129, False), ("é", False), (None, False), ("a..b", False)])
 def test_file_names(tmp_path, name, ok):

@@ -17,7 +17,7 @@ import pytest
 from hostile import cli, console, assert_refused, FAKE, ROOT
 
 CASES = ROOT / "conformance" / "cases"
-EXAMPLE = ROOT / "conformance" / "examples" / "numpy_backend.py"
+EXAMPLE = ROOT / "conformance" / "starters" / "python" / "backend.py"
 
 
 def copy_case(dst: Path, name: str = "NEG/float32", **meta) -> Path:
