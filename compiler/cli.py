@@ -4,7 +4,8 @@
       prints the rendered kernels; --dump-stages writes one graph file per stage
       (NN_stage.json), each accepted by `tinyspec validate`.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
-      runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
+      runs the graph and writes each output to DIR/NAME.npy, and prints each output as
+      `tinyspec eval` does (name, dtype, shape, values).
 Without --opt every kernel gets the device's default OptOps (compiler/passes/heuristics.py);
 --beam N searches them by timing candidates on the device (width N) and caches the
 winner under $TINYSPEC_CACHE/beam, so the next compile of the same kernel reads it.
@@ -63,7 +64,9 @@ def compile_command(sub):
   p.add_argument("--dump-stages", metavar="DIR", help="write one graph file per stage into DIR")
   p.add_argument("--opt", metavar="JSON", help='OptOps for every kernel, e.g. \'[["SPLIT", 0, [4, "THREAD"]]]\', or {"kernel name": [...]}')
   p.add_argument("--beam", metavar="N", type=int, default=None, help="BEAM search of width N for the kernels --opt does not set (cached on disk)")
-  p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
+  p.add_argument("--allow-untrusted", action="store_true",
+                 help="accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no semantics; their text "
+                      "is pasted into the kernel source as it is). Without it such a graph is refused (rule compile.untrusted)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
   add_option(p)
 
@@ -101,7 +104,7 @@ def dump_stages(c, where) -> list[Path]:
   return written
 
 
-def _parse_inputs(items) -> dict:
+def parse_inputs(items) -> dict:
   """--input NAME=X.npy arguments, each read as a checked .npy (tinyspec.files) within the memory budget."""
   from tinyspec.files import load_npy
   from tinyspec.limits import default_budget
@@ -119,18 +122,23 @@ BUILT_IN = ("ref", "c", "opencl")   # run in this process (the compiler's with -
 
 
 def run_command(sub, run_other=None):
-  """`tinyspec run`. run_other(backend, file, inputs, timeout) -> outputs runs any other
-  backend (the conformance layer passes its protocol runner: tinyspec.conformance.cli)."""
+  """`tinyspec run`. run_other(a, inputs) -> outputs (or an exit code) runs any other
+  backend from the parsed arguments (the conformance layer passes its protocol runner:
+  tinyspec.conformance.cli, which also picks the project's backend when --backend is not
+  given)."""
   p = sub.add_parser("run", help="run a graph on the reference evaluator, a compiled backend or any other backend",
                      description="Run a graph, or judge one conformance case (--case). Exit 0 success, 1 refused or failed, "
                                  "2 unreadable input, bad usage or an unknown or unavailable backend, 5 a case not run.")
   p.add_argument("file", metavar="FILE", nargs="?", help="the graph file (or --case: judge a conformance case)")
-  p.add_argument("--backend", default="ref", metavar="NAME",
-                 help="ref (default), c, opencl, any registered backend (entry point group tinyspec.backends), "
-                      "cmd:COMMAND or the path of an executable speaking the protocol (conformance/run/protocol.py)")
+  p.add_argument("--backend", default=None, metavar="NAME",
+                 help="ref, c, opencl, any registered backend (entry point group tinyspec.backends), cmd:COMMAND or the path "
+                      "of an executable speaking the backend protocol (`tinyspec docs`: protocol.md); default: the backend of "
+                      "the project's pyproject.toml [tool.tinyspec], else ref")
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
-  p.add_argument("--allow-untrusted", action="store_true")
+  p.add_argument("--allow-untrusted", action="store_true",
+                 help="ref, c, opencl: accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no "
+                      "semantics); without it such a graph is refused (rule eval.untrusted, compile.untrusted)")
   p.add_argument("--cast", action="store_true",
                  help="ref, c, opencl: convert an input whose dtype is not its buffer's when every value converts exactly "
                       "(without it: refused, rule eval.input, exit 2)")
@@ -138,12 +146,13 @@ def run_command(sub, run_other=None):
   add_option(p)
 
   def run(a) -> int:
-    import numpy as np
+    from tinyspec.refimpl.cli import summary
+    a.backend = a.backend or "ref"
     if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
     if a.file is None: print("tinyspec run: give the graph FILE to run", file=sys.stderr); return EXIT_UNREADABLE
     g, code = _load(a.file)
     if g is None: return code
-    try: inputs = _parse_inputs(a.input)
+    try: inputs = parse_inputs(a.input)
     except FileRefused as e:
       print(f"tinyspec run: {e}", file=sys.stderr); return EXIT_INVALID if e.rule == "eval.budget" else EXIT_UNREADABLE
     except ValueError as e:
@@ -151,7 +160,7 @@ def run_command(sub, run_other=None):
     if a.backend not in BUILT_IN:
       if run_other is None: print(f"tinyspec run: unknown backend {a.backend!r}", file=sys.stderr); return EXIT_UNREADABLE
       if a.beam is not None: print("tinyspec run: --beam is for c and opencl", file=sys.stderr); return EXIT_UNREADABLE
-      out = run_other(a.backend, a.file, inputs, a.time_limit)
+      out = run_other(a, inputs)
       if isinstance(out, int): return out
     try:
       if a.backend not in BUILT_IN: pass
@@ -174,8 +183,6 @@ def run_command(sub, run_other=None):
         for k, v in out.items(): save_npy(d, k, v)
       except FileRefused as e:
         print(f"tinyspec run: {e}", file=sys.stderr); return e.exit_code
-    for k, v in out.items():
-      v = np.asarray(v)
-      print(f"{k}: {v.dtype} {tuple(v.shape)}" + (f" {np.array2string(v.reshape(-1)[:8], threshold=8)}" if v.size else ""))
+    for k, v in out.items(): print(summary(k, v))
     return EXIT_OK
   return p, run

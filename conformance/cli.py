@@ -70,9 +70,10 @@ def conformance_command(sub):
   p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
   p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions (default: the project's [tool.tinyspec.manifests] "
-                                                                "entry for the backend, else the one the backend names in its hello, else "
-                                                                "the shipped one for <backend> or <backend>-<variant>)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions; `none` (or /dev/null): run without "
+                                                                "one (default: the project's [tool.tinyspec.manifests] entry for the "
+                                                                "backend, else the one the backend names in its hello, else the shipped "
+                                                                "one for <backend> or <backend>-<variant>)")
   p.add_argument("--profile", choices=["strict", "portable"], default=None,
                  help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
@@ -106,8 +107,9 @@ def conformance_command(sub):
 def _defaults(a, settings) -> None:
   """What the command line leaves out, from [tool.tinyspec] (said on stderr where it
   picks the backend), else the built-in defaults."""
+  a.project = None   # the folder of the pyproject.toml that names the backend
   if not a.backends and settings.backend:
-    a.backends = [settings.backend]
+    a.backends, a.project = [settings.backend], settings.folder
     print(printable(f"tinyspec conformance: backend {settings.backend} (from {settings.where()})"), file=sys.stderr)
   if a.cases is None and settings.cases is not None: a.cases = settings.cases
   if a.timeout is None: a.timeout = settings.timeout or 60.0
@@ -158,21 +160,24 @@ def _run_sanitized(a) -> int:
     print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
     for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
-  print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  from tinyspec.conformance.run.runner import count
+  print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
   return EXIT_OK if not rep.failures else EXIT_INVALID
 
 
 def _run_execs(a, names, show) -> int:
   opened: dict = {}
-  if not a.list:
-    if a.workers < 1: return _err("--workers must be at least 1")
-    if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
-    # a backend that cannot run here is said once, before the corpus is read
-    for name in names:
-      try: opened[name] = _open_runner(a, name)
-      except _Refused as e:
-        for r in opened.values(): r.close()
-        return _err(str(e))
+  if a.workers < 1: return _err("--workers must be at least 1")
+  if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
+  # a backend that cannot run here is said once, before the corpus is read (--list: said, and
+  # the cases listed without what it would do with them)
+  for name in names:
+    try: opened[name] = _open_runner(a, name)
+    except _Refused as e:
+      if a.list:
+        print(printable(f"tinyspec conformance: {e} (listing the cases without its manifest and capabilities)"), file=sys.stderr); continue
+      for r in opened.values(): r.close()
+      return _err(str(e))
   try:
     return _select_and_run(a, names, show, opened)
   finally:
@@ -188,7 +193,7 @@ def _open_runner(a, name):
   from tinyspec.conformance.corpus.manifest import ManifestError
   try:
     r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
-                   divergence=a.divergence)
+                   divergence=a.divergence, project=getattr(a, "project", None))
   except KeyError as e:
     raise _Refused(str(e).strip('"')) from None
   try:
@@ -214,7 +219,7 @@ def _select_and_run(a, names, show, opened) -> int:
   cases = [c for c in cases if not isinstance(c, _Named)]
   if not cases and not broken: return _none_selected(a)
   if a.list:
-    for c in cases: print(printable(c.id))
+    for c in cases: print(printable(c.id + _listed(c, opened.values())))
     return EXIT_OK
   # a malformed case folder is that case's error; the others run
   results = [runner.Result(cid, name, "error", msg) for cid, msg in broken for name in names]
@@ -224,6 +229,18 @@ def _select_and_run(a, names, show, opened) -> int:
       return _run_each(a, names, cases, show, results, opened)
     except (KeyboardInterrupt, Terminated) as e:
       return _interrupted(a, e, results, names, cases)
+
+
+def _listed(case, runners) -> str:
+  """What --list says after a case's id: what each backend would do with it other than run
+  it (excluded or expected to fail by its manifest, unsupported); '' when it just runs."""
+  said = []
+  for r in runners:
+    out, why = r.manifest.excluded(case.id), r.manifest.reason(case.id)
+    if out: said.append(f"{r.name}: excluded by its manifest: {out}")
+    elif r.unsupported(case): said.append(f"{r.name}: unsupported, {r.unsupported(case)}")
+    elif why: said.append(f"{r.name}: expected to fail: {why}")
+  return "".join(f"  ({s})" for s in said)
 
 
 class _Named:
@@ -296,7 +313,7 @@ def _finish(a, results, names, cases_dir, cases=()) -> int:
 def _rerun(a, names) -> str:
   """The start of the command that runs the failing cases again."""
   import shlex
-  args = ["tinyspec", "conformance"] + [x for n in names for x in ("--backend", n)]
+  args = ["tinyspec", "conformance"] + ([] if getattr(a, "project", None) else [x for n in names for x in ("--backend", n)])
   if a.cases is not None: args += ["--cases", str(a.cases)]
   if getattr(a, "profile", None): args += ["--profile", a.profile]
   if not getattr(a, "verify", True): args.append("--no-verify")
@@ -305,25 +322,26 @@ def _rerun(a, names) -> str:
 
 def run_command(sub):
   """`tinyspec run` (compiler/cli.py) with every backend: the ones it does not run itself
-  go through the protocol in their own process; `--case` judges a conformance case
+  go through the protocol in their own process; without --backend the project's; `--case`
+  judges a conformance case, `--compare ref` a graph against the reference
   (conformance/run/repro.py)."""
   from tinyspec.compiler.cli import run_command as base
   from tinyspec.conformance.run import repro
   p, run = base(sub, run_other=_run_other)
   repro.add_options(p)
-  return p, lambda a: repro.judge_case(a) if a.case is not None else run(a)
+  return p, lambda a: repro.run_or_judge(a, run)
 
 
-def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
-  """Outputs of the graph file on `backend`, or the exit code after saying why not."""
+def _run_other(a, inputs: dict) -> dict | int:
+  """Outputs of the graph file on a.backend, or the exit code after saying why not."""
   from tinyspec.conformance.run.client import run_graph
   from tinyspec.conformance.run.execute import BackendUnavailable
-  try: return run_graph(backend, file, inputs, float(timeout) if timeout else 60.0)
+  try: return run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None))
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
   except (RuntimeError, ValueError) as e:
     rule = getattr(e, "rule", None)
-    print(printable(f"{file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    print(printable(f"{a.file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
     return EXIT_INVALID
 
 
@@ -414,6 +432,7 @@ def fuzz_command(sub):
       print("unsupported by the backend's adapter (not failures): " + "; ".join(f"{k} x{v}" for k, v in sorted(rep.unsupported.items())))
     if rep.known:
       print("documented bugs (not failures): " + ", ".join(sorted({f.triage.bug for f in rep.known})))
-    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
+    from tinyspec.conformance.run.runner import count
+    print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
     return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
   return p, run

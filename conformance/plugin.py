@@ -22,13 +22,14 @@ collection's error, its message alone (pytest exits 2). A session in which no ca
 (all skipped) exits 5, as pytest does when nothing is collected.
 """
 from __future__ import annotations
+import shlex
 from pathlib import Path
 import pytest
 
 OPTIONS = {   # name -> (help, default, type): --tinyspec-NAME on the command line, tinyspec_NAME in the ini file
   "backend": ("the backend to test: a registered name, cmd:COMMAND, or an executable (default ref)", None, str),
   "cases": ("the case corpus folder (default: the corpus shipped with tinyspec)", None, Path),
-  "manifest": ("expected failures and exclusions (default: [tool.tinyspec.manifests], the backend's own, the shipped one)", None, Path),
+  "manifest": ("expected failures and exclusions; none: no manifest (default: [tool.tinyspec.manifests], the backend's own, the shipped one)", None, Path),
   "case-timeout": ("seconds per case before it fails as a hang (default 60)", None, float),
   "profile": ("judge by the canonical results (strict) or any allowed one (portable); default: the backend's", None, str),
 }
@@ -71,12 +72,14 @@ def settings(config) -> dict:
   try: project = load_settings(config.invocation_params.dir)
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
-  out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids")}
+  out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids"), "project": None}
   for name, (_, default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
-    if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path else ini.strip()
-    if v is None: v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
+    if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path and ini.strip() != "none" else ini.strip()
+    if v is None:
+      v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
+      if name == "backend" and v is not None: out["project"] = project.folder   # its command's paths are relative to it
     try: out[name] = None if v is None else kind(v)
     except ValueError: _refuse(f"--tinyspec-{name}: {v!r} is not a {kind.__name__}")
   if out["profile"] not in (None, "strict", "portable"): _refuse(f"--tinyspec-profile: {out['profile']!r} is neither strict nor portable")
@@ -93,7 +96,7 @@ def _runner(config):
   from tinyspec.conformance.corpus.manifest import ManifestError
   s = settings(config)
   try:
-    r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"])
+    r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"], project=s["project"])
     r.capabilities()
     r.use_manifest(s["manifest"], s["manifests"])
   except (KeyError, BackendUnavailable, ManifestError) as e:
@@ -131,19 +134,37 @@ class _Tally:
   """The corpus's tests and how many ran (counted in the process that gets the reports: the
   controller under pytest-xdist); a session where none ran exits 5, not green."""
 
-  def __init__(self): self.cases = self.ran = 0
+  def __init__(self):
+    self.cases = self.ran = 0
+    self.failed: list = []   # node ids of the corpus's failing tests
 
   def pytest_runtest_logreport(self, report):
     if CASE_ID not in report.keywords: return
     if report.when == "setup": self.cases += 1
     if report.when == "call" and (not report.skipped or hasattr(report, "wasxfail")): self.ran += 1
+    if report.failed and report.nodeid not in self.failed: self.failed.append(report.nodeid)
 
   def none_ran(self) -> bool: return self.cases > 0 and self.ran == 0
 
   def pytest_sessionfinish(self, session, exitstatus):
     if self.none_ran() and exitstatus == pytest.ExitCode.OK: session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 
-  def pytest_terminal_summary(self, terminalreporter):
+  def pytest_terminal_summary(self, terminalreporter, config):
+    self._pasteable(terminalreporter, config)
     if self.none_ran():
-      terminalreporter.write_line(f"tinyspec conformance: none of the {self.cases} cases ran (each unsupported by the backend "
+      from tinyspec.conformance.run.runner import count
+      terminalreporter.write_line(f"tinyspec conformance: none of the {count(self.cases, 'case')} ran (each unsupported by the backend "
                                   "or excluded by its manifest): exit 5", red=True)
+
+  def _pasteable(self, tr, config, limit: int = 12):
+    """The failing cases as node ids pytest takes back: a test collected from the installed
+    package (`--pyargs tinyspec.conformance`) has a node id relative to the package, which
+    pytest cannot find from here, so its `--pyargs` form is printed."""
+    from tinyspec.files import printable
+    lost = [n for n in self.failed if not (Path(config.rootpath) / n.split("::")[0]).exists()]
+    if not lost: return
+    tr.write_line("tinyspec conformance: run a failing case again with the same --tinyspec-* options and:")
+    for n in lost[:limit]:
+      file, test = n.split("::", 1)
+      tr.write_line("  " + printable("pytest --pyargs " + shlex.quote(f"{__package__}.{Path(file).stem}::{test}")))
+    if len(lost) > limit: tr.write_line(f"  ... and {len(lost) - limit} more (--tinyspec-case ID runs one by its case id)")

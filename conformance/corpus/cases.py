@@ -221,10 +221,13 @@ def digest_of(case: ExecCase) -> str:
 def verify(case: ExecCase) -> str | None:
   """None when the case's files match its sha256 pin, else why not (rule case.pin)."""
   from tinyspec.files import FileRefused
-  if not case.sha256: return "the case has no sha256 pin [case.pin]"
+  import shlex
+  pin = f"`tinyspec case pin {shlex.quote(str(case.dir))}` pins it"
+  if not case.sha256: return f"the case has no sha256 pin: {pin} (--no-verify runs it as it is) [case.pin]"
   try: got = digest_of(case)
   except FileRefused as e: return f"{e}"
-  if got != case.sha256: return "its files do not match its sha256 pin (tampered or stale; --no-verify runs it anyway) [case.pin]"
+  if got != case.sha256:
+    return f"its files do not match its sha256 pin (tampered or stale): --no-verify runs it anyway; changed on purpose, {pin} again [case.pin]"
   return None
 
 

@@ -32,8 +32,8 @@ class GraphClient:
   """One backend process (started here; BackendUnavailable where it does not start) that
   runs graphs given as Graph objects or graph files, with their inputs as arrays."""
 
-  def __init__(self, spec: str, timeout: float = 60.0):
-    self.runner = CaseRunner(spec, timeout=timeout)
+  def __init__(self, spec: str, timeout: float = 60.0, project: Path | None = None):
+    self.runner = CaseRunner(spec, timeout=timeout, project=project)
     self.caps = self.runner.capabilities()
     self.name = self.runner.name
     self.proc = self.runner._procs[0]
@@ -84,8 +84,8 @@ def buffer_dtypes(graph: Graph | str | Path) -> dict:
   return {name: views[i].dtype for name, i in input_names(g, views).items()}
 
 
-def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
+def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0, project: Path | None = None) -> dict:
   """Run one graph file on backend `spec` in a process of its own: output name -> array.
   BackendUnavailable if it does not start; RunFailed (a RuntimeError, with .rule where the
   backend gave one) if it refuses, dies or hangs."""
-  with GraphClient(spec, timeout) as c: return c.run(graph_file, inputs)
+  with GraphClient(spec, timeout, project) as c: return c.run(graph_file, inputs)

@@ -1,7 +1,7 @@
 """A project's conformance settings: the `[tool.tinyspec]` table of its pyproject.toml.
 
     [tool.tinyspec]
-    backend = "cmd:node backend/main.js"    # what `tinyspec conformance` and the pytest plugin run
+    backend = "cmd:node backend/main.js"    # what `tinyspec conformance`, `tinyspec run` and the pytest plugin run
     cases = "tests/cases"                   # a case corpus of the project's own (default: the shipped one)
     timeout = 30                            # seconds per case
     profile = "portable"                    # strict or portable (default: the one the backend claims)
@@ -10,7 +10,8 @@
 
 The file is the nearest pyproject.toml holding a `[tool.tinyspec]` table, looking from the
 current directory up (as ruff and black look for theirs). Paths are relative to that file's
-folder. A command-line option wins over the file. An unknown key is refused with the
+folder, the backend's command too (`cmd:./backend`, `cmd:python backend.py`: it runs in that
+folder). A command-line option wins over the file. An unknown key is refused with the
 nearest known one named (rule file.schema), so a misspelt key never silently does nothing.
 """
 from __future__ import annotations
@@ -35,6 +36,11 @@ class Settings:
   manifests: dict = field(default_factory=dict)   # backend name -> Path
 
   def where(self) -> str: return f"[tool.tinyspec] of {self.path}"
+
+  @property
+  def folder(self) -> Path | None:
+    """The folder of the pyproject.toml: what its relative paths (the backend's too) start from."""
+    return self.path.parent if self.path is not None else None
 
 
 def find_pyproject(start: Path | str | None = None) -> Path | None:

@@ -124,7 +124,7 @@ def test_unsupported_cases_are_not_run(capsys):
 
 
 def test_the_example_backend_passes_with_its_manifest(capsys):
-  ex = ROOT / "conformance" / "starters" / "python" / "backend.py"
+  ex = ROOT / "conformance" / "examples" / "python" / "backend.py"
   rc, out, _ = cli(capsys, "conformance", "--backend", f"cmd:{sys.executable} {ex}", "-k", "/float32")
   last = out.strip().splitlines()[-1]
   assert rc == 0 and "unsupported" in last and " 0 failed" in last and "unexpected" not in last   # its manifest is empty: MAX follows max-nan

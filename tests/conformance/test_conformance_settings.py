@@ -13,7 +13,7 @@ from tinyspec.cli import main
 from tinyspec.conformance.run.settings import load_settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "conformance" / "starters" / "python" / "backend.py"
+EXAMPLE = ROOT / "conformance" / "examples" / "python" / "backend.py"
 
 
 def backend_with_manifest(folder: Path, manifest_text: str | None, named: str = "mine.yaml") -> str:

@@ -119,7 +119,7 @@ def test_docs_are_written_inside_out_by_rename(tmp_path):
   assert rc == 1 and "status.md" in text and "FIFO" in text, text
   rc, text = cli("docs", "--out", out)
   assert rc == 0 and victim.read_text() == "keep me" and not (out / "spec.md").is_symlink(), text
-  assert sorted(p.name for p in out.iterdir()) == ["spec.md", "spec.tex", "status.md"] and (out / "status.md").is_file()
+  assert sorted(p.name for p in out.iterdir()) == ["protocol.md", "spec.md", "spec.tex", "status.md"] and (out / "status.md").is_file()
   assert cli("docs", "--out", out, "--check")[0] == 0
   assert_refused(["docs", "--out", "/proc/nope"], "path.write", 2, "cannot create")
 

@@ -17,7 +17,7 @@ import pytest
 from hostile import cli, console, assert_refused, FAKE, ROOT
 
 CASES = ROOT / "conformance" / "cases"
-EXAMPLE = ROOT / "conformance" / "starters" / "python" / "backend.py"
+EXAMPLE = ROOT / "conformance" / "examples" / "python" / "backend.py"
 
 
 def copy_case(dst: Path, name: str = "NEG/float32", **meta) -> Path:
@@ -40,7 +40,7 @@ def test_a_fifo_in_a_case_folder_blocks_nothing(tmp_path, which):
   assert time.monotonic() - t0 < 60
   assert r.returncode == 1 and ("not a regular file" in r.stdout + r.stderr or "case.pin" in r.stdout), r.stdout + r.stderr
   r = console("conformance", "--backend", "ref", "--cases", tmp_path / "cases", "--timeout", "10", "--no-verify", timeout=120)
-  assert r.returncode == 1 and "1 errors" in r.stdout + r.stderr or "failed" in r.stdout, r.stdout + r.stderr
+  assert r.returncode == 1 and "1 error" in r.stdout + r.stderr or "failed" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", "[" * 100000 + "]" * 100000, '{"format": "tinyspec-case", "kind": "positive", "graph": 5}',
@@ -58,7 +58,7 @@ def test_a_tampered_case_is_caught_by_its_pin(tmp_path):
   f = copy_case(tmp_path / "cases")
   want = np.load(f / "out.out0.npy"); np.save(f / "out.out0.npy", np.zeros_like(want))   # an expected value changed
   rc, text = cli("conformance", "--backend", "ref", "--cases", tmp_path / "cases")
-  assert rc == 1 and "[case.pin]" in text and "0 passed" in text and "1 errors" in text, text
+  assert rc == 1 and "[case.pin]" in text and "0 passed" in text and "1 error" in text, text
   rc, text = cli("conformance", "--backend", "ref", "--cases", tmp_path / "cases", "--no-verify")
   assert rc == 1 and "FAIL" in text and "case.pin" not in text, text   # run, and judged against the changed value
   from tinyspec.conformance.corpus.cases import load_cases, verify
@@ -89,7 +89,7 @@ def test_case_ids_and_backend_text_are_escaped(tmp_path):
   assert "\\x1b[2J" in out
   import re
   summary = [line for line in r.stdout.splitlines() if re.match(r"\d+ passed, ", line)]
-  assert summary == ["0 passed, 0 failed, 1 errors"], r.stdout   # the forged "999 passed" never starts a line
+  assert summary == ["0 passed, 0 failed, 1 error"], r.stdout   # the forged "999 passed" never starts a line
   root = ET.parse(junit).getroot()                                # parses: real XML
   case = root.find("testsuite/testcase")
   assert "\\x1b[2J" in case.get("classname") + case.get("name") and case.find("error") is not None

@@ -14,7 +14,7 @@ import pytest
 from tinyspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "conformance" / "starters" / "python" / "backend.py"
+EXAMPLE = ROOT / "conformance" / "examples" / "python" / "backend.py"
 CASE = ROOT / "conformance" / "cases" / "ADD" / "float32"
 
 

@@ -1,9 +1,9 @@
 /* A tinyspec conformance backend in C: a starting point to grow your own.
 
    It speaks the backend protocol (`tinyspec docs --out docs` writes docs/protocol.md) on
-   stdin/stdout with inline arrays, so it needs no .npy code: a request is one JSON line,
-   its arrays are JSON integers (float elements as their IEEE bit patterns), and so is the
-   answer. It evaluates tensor-level graphs of BUFFER, CONST, VCONST, ADD and MOD, with
+   stdin/stdout with inline arrays, so it reads and writes no array files: a request is one
+   JSON line, its arrays are JSON integers (float elements as their IEEE bit patterns), and
+   so is the answer. It evaluates tensor-level graphs of BUFFER, CONST, VCONST, ADD and MOD, with
    broadcasting, in every dtype.
 
      make                                                # or: cc -O2 -o backend backend.c -lm
