@@ -8,7 +8,7 @@ A backend is a small class:
       def run(self, graph, inputs) -> dict: ...     # outputs keyed as refimpl.evaluate keys them
 
 `graph` is a tinyspec Graph, `inputs` maps input names (`buf{slot}`, `param{slot}` or the
-node's `name`, docs/architecture.md) to NumPy arrays; the outputs come back as
+node's `name`: protocol.md, written by `tinyspec docs`) to NumPy arrays; the outputs come back as
 `out{k}` for the k-th value root, or the stored buffers by input name for void roots. A
 backend refuses a graph it cannot run by raising; an exception with a `rule` attribute
 (refimpl.EvalError, compiler.CompileError) names the rule id it refuses by.
