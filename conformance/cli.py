@@ -147,11 +147,21 @@ def _run_sanitized(a) -> int:
   bad = [f for f in families if f not in hostile.FAMILIES]
   if bad:
     print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   why = sanitize.unavailable()
-  if why:
+  if why and address is None:   # (on a cluster the workers' own runtimes count: a worker without them runs no unit)
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
-  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
-                                jobs=a.jobs or usable_cpus())
+  try:
+    rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
+                                  jobs=a.jobs or usable_cpus(), scheduler=address, db=db, progress=a.progress or None)
+  except (ClusterUnreachable, FindingsError) as e:
+    print(printable(f"tinyspec fuzz: {e}" + ("" if f"[{e.rule}]" in str(e) else f" [{e.rule}]")), file=sys.stderr); return EXIT_UNREADABLE
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:
@@ -159,6 +169,9 @@ def _run_sanitized(a) -> int:
     for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
   print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  lost = units.said("tinyspec fuzz", rep, db, len(sanitize.plan(a.examples, a.seed, families)))
+  if lost is not None: return lost
+  if rep.missing: return EXIT_UNREADABLE
   return EXIT_OK if not rep.failures else EXIT_INVALID
 
 
@@ -373,12 +386,14 @@ def fuzz_command(sub):
   p.add_argument("--families", metavar="F,...", default=None,
                  help="with --sanitize: the example families to draw (default all of conformance/fuzz/hostile.py FAMILIES)")
   p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                 help="with --sanitize: run the families' searches in N processes (default: the CPUs this process may use); "
-                      "each family draws the same examples whatever N is")
+                 help="with --sanitize or --campaign and no --scheduler: an embedded Dask cluster of N worker processes (default: "
+                      "the CPUs this process may use); the same --seed draws the same examples whatever N is")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
+  from tinyspec.conformance.fuzz.units import add_options
+  add_options(p, "an embedded cluster of --jobs processes")
 
   def run(a) -> int:
     from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
