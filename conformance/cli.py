@@ -350,16 +350,29 @@ def _run_campaign(a) -> int:
     print(f"tinyspec fuzz: --campaign: backend {a.backend} has no campaign", file=sys.stderr); return EXIT_UNREADABLE
   if not a.campaign > 0: print("tinyspec fuzz: --campaign needs a positive number of minutes", file=sys.stderr); return EXIT_UNREADABLE
   devices = [d for d in (a.devices or "").split(",") if d] or None
+  from tinyspec.compiler.device import usable_cpus
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   try:
     with sigterm_raises():
-      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True))
-  except ValueError as e:
-    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
+      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True), examples=a.examples,
+                       scheduler=address, jobs=a.jobs or usable_cpus(), db=db, progress=a.progress or None)
+  except (ValueError, ClusterUnreachable, FindingsError) as e:
+    rule = getattr(e, "rule", None)
+    print(printable(f"tinyspec fuzz: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    return EXIT_UNREADABLE
   except (KeyboardInterrupt, Terminated) as e:
     from tinyspec.deadline import kill_children
     kill_children()
     print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
     return getattr(e, "exit_code", 130)
+  lost = units.said("tinyspec fuzz", rep, db, 0)
+  if lost is not None: return lost
   return EXIT_INVALID if rep.new else EXIT_OK
 
 
@@ -371,7 +384,9 @@ def fuzz_command(sub):
                                  "graph and written as a corpus case under --out. Exit 0 when nothing failed, 1 when something "
                                  "did, 2 for bad usage or an unavailable backend.")
   p.add_argument("--backend", required=True, metavar="NAME", help="a registered backend, cmd:COMMAND, or an executable speaking the protocol")
-  p.add_argument("--examples", type=int, default=100, metavar="N", help="graphs to draw (default 100)")
+  p.add_argument("--examples", type=int, default=None, metavar="N",
+                 help="graphs to draw (default 100); with --campaign: graphs per device, then the campaign ends (default: "
+                      "until its minutes are spent)")
   p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0): the same seed draws the same graphs")
   p.add_argument("--out", type=Path, default=Path("fuzz-cases"), metavar="DIR", help="where the minimal failing cases go (default ./fuzz-cases)")
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
@@ -399,10 +414,11 @@ def fuzz_command(sub):
     from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
     from tinyspec.conformance.run.execute import BackendUnavailable
     from tinyspec.refimpl import EvalError
-    if a.examples < 1 or a.max_ops < 1: 
+    if (a.examples is not None and a.examples < 1) or a.max_ops < 1:
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    if a.campaign is not None and not a.sanitize: return _run_campaign(a)
+    a.examples = 100 if a.examples is None else a.examples
     if a.sanitize: return _run_sanitized(a)
-    if a.campaign is not None: return _run_campaign(a)
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:

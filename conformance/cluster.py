@@ -85,7 +85,7 @@ def scheduler_address(given: str | None, settings=None) -> tuple[str | None, str
 # ------------------------------------------------------------------ progress
 @dataclass
 class Progress:
-  """The progress line on stderr: units done, examples per second per worker, findings so
+  """The progress line on stderr (total: the units planned, 0 when the plan has no end): units done, examples per second per worker, findings so
   far, elapsed, and the Dask dashboard's address where there is one. Redrawn in place on
   a terminal; a plain line every `every` seconds when asked for without one."""
   total: int
@@ -115,7 +115,8 @@ class Progress:
   def line(self) -> str:
     t = max(time.monotonic() - self.t0, 1e-9)
     rates = ", ".join(f"{_short(w)} {n / t:.1f}/s" for w, n in sorted(self.per_worker.items())) or "none yet"
-    return (f"{self.label}: {self.done}/{self.total} units, {sum(self.per_worker.values())} examples "
+    of = f"/{self.total}" if self.total else ""
+    return (f"{self.label}: {self.done}{of} units, {sum(self.per_worker.values())} examples "
             f"({rates}), {self.findings} findings, {t:.0f} s" + (f", dashboard {self.dashboard}" if self.dashboard else ""))
 
   def show(self, force: bool = False) -> None:
@@ -195,48 +196,62 @@ class Cluster:
     """worker address -> {resource tag: quantity} as the scheduler knows them now."""
     return {w: dict(d.get("resources") or {}) for w, d in self.client.scheduler_info(n_workers=-1)["workers"].items()}
 
+  def threads(self) -> int:
+    """The worker threads the scheduler knows now."""
+    return sum(d.get("nthreads", 1) for d in self.client.scheduler_info(n_workers=-1)["workers"].values())
+
   def missing(self, needs) -> list[str]:
     """The tags of `needs` that no worker has."""
     have = {t for res in self.tags().values() for t, q in res.items() if q > 0}
     return sorted({n for n in needs if n is not None and n not in have})
 
-  def run(self, fn, units, done, *args, progress: Progress | None = None, stop=None) -> None:
-    """fn(unit, *args) for every unit on the workers; done(unit, result) here, once per
-    unit, as each finishes. stop(): True once the caller wants no more (the units not
-    started are cancelled). ClusterLost when the scheduler goes away."""
+  def run(self, fn, units, done, *args, progress: Progress | None = None, stop=None, window: int | None = None) -> None:
+    """fn(unit, *args) for every unit (an iterable, endless too) on the workers; done(unit,
+    result) here, once per unit, as each finishes. window: units in flight at most (None:
+    all at once). stop(): True once the caller wants no more (the units in flight are
+    cancelled, no more are taken). ClusterLost when the scheduler goes away."""
     from dask.base import tokenize
     from distributed.client import FutureCancelledError, _wait
-    futures = {}
     token = tokenize(fn.__module__, fn.__qualname__, *args)[:12]   # another run's units (other arguments) are other tasks
-    for u in units:
-      res = {u.needs: 1} if u.needs else None
-      futures[self.client.submit(fn, u, *args, key=f"{u.key}-{token}", resources=res, pure=False)] = u
-    pending = set(futures)
+    todo, futures, pending, finished_n = iter(units), {}, set(), [0]
+
+    def top_up():
+      while window is None or len(pending) < window:
+        u = next(todo, None)
+        if u is None: return
+        f = self.client.submit(fn, u, *args, key=f"{u.key}-{token}", resources={u.needs: 1} if u.needs else None, pure=False)
+        futures[f] = u
+        pending.add(f)
+
     try:
+      top_up()
       while pending:
-        try: finished, pending = self.client.sync(_wait, list(pending), timeout=WAIT_STEP, return_when="FIRST_COMPLETED")
-        except TimeoutError: finished = set()
-        pending = set(pending)
-        self._check_alive(len(futures) - len(pending), len(futures))
+        try: finished, rest = self.client.sync(_wait, list(pending), timeout=WAIT_STEP, return_when="FIRST_COMPLETED")
+        except TimeoutError: finished, rest = set(), pending
+        pending.intersection_update(rest)
+        self._check_alive(finished_n[0])
         for f in finished:
-          if f.status == "cancelled": raise ClusterLost(self._lost_text(len(futures) - len(pending), len(futures)))
+          if f.status == "cancelled": raise ClusterLost(self._lost_text(finished_n[0]))
           done(futures[f], f.result())
+          finished_n[0] += 1
         if progress is not None: progress.show()
-        if stop is not None and stop() and pending:
-          self.client.cancel(list(pending)); pending = set()
+        if stop is not None and stop():
+          if pending: self.client.cancel(list(pending))
+          return
+        top_up()
     except (FutureCancelledError, OSError) as e:
       if isinstance(e, OSError) and self.client.status == "running": raise
-      raise ClusterLost(self._lost_text(len(futures) - len(pending), len(futures))) from None
+      raise ClusterLost(self._lost_text(finished_n[0])) from None
     finally:
       for f in futures: f.release()
 
-  def _check_alive(self, finished: int, total: int) -> None:
+  def _check_alive(self, finished: int) -> None:
     if self.client.status in ("closed", "closing", "failed"):
-      raise ClusterLost(self._lost_text(finished, total))
+      raise ClusterLost(self._lost_text(finished))
 
-  def _lost_text(self, finished: int, total: int) -> str:
+  def _lost_text(self, finished: int) -> str:
     where = self.address or "the embedded LocalCluster"
-    return f"the Dask scheduler at {where} went away after {finished} of {total} units"
+    return f"the Dask scheduler at {where} went away after {finished} units had finished"
 
 
 def _has_bokeh() -> bool:

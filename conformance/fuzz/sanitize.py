@@ -355,7 +355,7 @@ def run_unit(unit, examples: dict, timeout: float, extra_env, shrink: bool, stop
   runner = _runner(timeout, extra_env)
   rep = FuzzReport(runner.name)
   rep.drawn = {}
-  db = example_database(examples.get(unit.name, []))
+  db = example_database(examples.get(database_key(unit), []))
   _hunt(rep, runner, hostile.examples((unit.name,)), unit.share, unit.seed, set(), None, None, stop_at_first, shrink,
         db, database_key(unit))
   why = rep.refused.pop("why", {})

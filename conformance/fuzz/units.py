@@ -7,10 +7,10 @@
     ran.missing     # resource tags no worker has (their units did not run), each said once
 
 fn(unit, examples, *args) runs on a worker; `examples` is the snapshot of Hypothesis's
-entries for the unit's family or device (findings.Findings.examples, other hunts' only).
+entries (database_key -> entries, findings.Findings.examples: other hunts' only).
 Its result is a dict with at least `examples` (checked), `worker`, `saved` (Hypothesis
 entries it saved) and `findings` (the JSON of each distinct finding, findings.record's
-form): `stored(result)` is what the database keeps of it (JSON only).
+form): `stored_part(result)` is what the database keeps of it (JSON only).
 """
 from __future__ import annotations
 import sys
@@ -22,6 +22,7 @@ from tinyspec.conformance.cluster import Cluster, ClusterLost, Progress
 @dataclass
 class Ran:
   results: dict = field(default_factory=dict)
+  order: list = field(default_factory=list)   # the units taken from the plan (run or resumed), in its order: how results merge
   lost: ClusterLost | None = None
   missing: list = field(default_factory=list)
   resumed: int = 0                     # units whose stored result was taken (not run again)
@@ -34,44 +35,51 @@ def database_key(unit) -> bytes:
   return f"tinyspec/{unit.kind}/{unit.name}".encode()
 
 
-def stored(result: dict) -> dict:
+def stored_part(result: dict) -> dict:
   """What the database keeps of a result: its JSON parts (a live Failure stays here)."""
   return {k: v for k, v in result.items() if k != "live"}
 
 
 def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, scheduler: str | None = None, jobs: int = 1,
-              probe=None, log=None, progress: bool | None = None, stop=None, label: str = "fuzz",
-              resources: dict | None = None, cleanup=None) -> Ran:
-  """Every unit of `plan` not finished before (in the database, for this hunt) through
-  fn on the cluster; each result recorded in the database as it arrives. cleanup(): run
-  on every worker at the end (what fn kept between units, such as child processes)."""
+              probe=None, progress: bool | None = None, stop=None, label: str = "fuzz", resources: dict | None = None,
+              cleanup=None, sample=None, window: int | str | None = None, on_done=None) -> Ran:
+  """Every unit of `plan` (a list, or an endless iterable with `sample`: a unit of each kind
+  and family or device it has, and `window`: units in flight, "auto": twice the workers'
+  threads) not finished before (in the database, for this hunt) through fn on the
+  cluster; each result recorded in the database as it arrives, then on_done(unit, result). stop(results): True once no more are wanted. cleanup(): run on
+  every worker at the end (what fn kept between units, such as child processes)."""
   from tinyspec.conformance.findings import Findings
   ran = Ran()
   book = Findings(db) if db is not None else None
   try:
-    if book is not None:
-      done = book.done_units(hunt)
-      for u in plan:
-        if u.key in done: ran.results[u.key] = done[u.key]
-      ran.resumed = len(ran.results)
-    todo = [u for u in plan if u.key not in ran.results]
-    if not todo: return ran
-    snapshot = {u.name: book.examples(database_key(u), hunt) if book is not None else [] for u in todo}
+    stored = book.done_units(hunt) if book is not None else {}
+    sample = plan if sample is None else sample
+    keys = sorted({database_key(u) for u in sample})
+    snapshot = {k: book.examples(k, hunt) if book is not None else [] for k in keys}
     with Cluster(scheduler, jobs, resources) as c:
       if probe is not None: c.declare(probe, label)
-      ran.missing = c.missing({u.needs for u in todo})
-      todo = [u for u in todo if u.needs not in ran.missing]
       ran.dashboard = c.dashboard
-      bar = Progress(len(todo), label, ran.dashboard, progress)
+      ran.missing = c.missing({u.needs for u in sample})
+      bar = Progress(len(plan) if isinstance(plan, list) else 0, label, ran.dashboard, progress)
       if ran.dashboard and bar.on: bar.show(force=True)
+
+      def taken():   # the plan's units in order: a stored one is its result, the others go to the workers
+        for u in plan:
+          if u.needs in ran.missing: continue
+          ran.order.append(u)
+          if u.key in stored:
+            ran.results[u.key] = stored[u.key]; ran.resumed += 1
+            if stop is not None and stop(ran.results): return
+          else: yield u
 
       def done(unit, result):
         ran.results[unit.key] = result
-        if book is not None: book.record(hunt, unit.key, stored(result), result.get("findings", []), result.get("worker", "?"))
+        if book is not None: book.record(hunt, unit.key, stored_part(result), result.get("findings", []), result.get("worker", "?"))
         bar.unit_done(result.get("worker", "?"), result.get("examples", 0), len(result.get("findings", [])))
+        if on_done is not None: on_done(unit, result)
 
-      try: c.run(fn, todo, done, {k: v for k, v in snapshot.items()}, *args, progress=bar,
-                 stop=(lambda: stop(ran.results)) if stop else None)
+      if window == "auto": window = 2 * max(1, c.threads())
+      try: c.run(fn, taken(), done, snapshot, *args, progress=bar, stop=(lambda: stop(ran.results)) if stop else None, window=window)
       except ClusterLost as e: ran.lost = e
       finally: bar.close()
       if cleanup is not None and ran.lost is None:
@@ -79,6 +87,7 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
         except Exception: pass   # a worker gone meanwhile: its children went with it
   finally:
     if book is not None: book.close()
+  ran.order = [u for u in ran.order if u.key in ran.results]
   return ran
 
 
@@ -114,8 +123,8 @@ def said(prog: str, rep, db: Path, total: int) -> int | None:
   from tinyspec.files import printable
   from tinyspec.conformance.cluster import EXIT_LOST
   if rep.resumed:
-    print(printable(f"{prog}: {rep.resumed} of {total} units were finished before: taken from {db} (another --db or --out starts over)"),
-          file=sys.stderr)
+    print(printable(f"{prog}: {rep.resumed}{f' of {total}' if total else ''} units were finished before: taken from {db} "
+                    "(another --db or --out starts over)"), file=sys.stderr)
   for tag in rep.missing:
     print(printable(f"{prog}: no worker has {tag}: its units did not run (start a worker that has it: "
                     f"dask worker ADDRESS --resources \"{tag}=1\"; docs/cluster.md)"), file=sys.stderr)
