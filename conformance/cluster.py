@@ -155,11 +155,11 @@ class Cluster:
     self._config = dask.config.set({"distributed.comm.timeouts.connect": f"{int(LOST_AFTER)}s",
                                     "distributed.scheduler.worker-ttl": None, "logging.distributed": "error"})
     self._config.__enter__()
-    for name in ("distributed", "tornado"): logging.getLogger(name).setLevel(logging.CRITICAL)
+    self._levels = _quiet_logs()
     if self.address is not None:
       try: self.client = Client(self.address, timeout=f"{int(LOST_AFTER)}s", set_as_default=False)
       except (OSError, TimeoutError, ValueError) as e:
-        self._config.__exit__(None, None, None)
+        self.__exit__(None, None, None)
         raise ClusterUnreachable(f"no Dask scheduler answers at {self.address}: {type(e).__name__}: {e}"[:400]) from None
     else:
       self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=self.workers > 1,
@@ -176,6 +176,7 @@ class Cluster:
       pass
     finally:
       self._config.__exit__(None, None, None)
+      for name, level in self._levels.items(): logging.getLogger(name).setLevel(level)
 
   @property
   def dashboard(self) -> str | None:
@@ -211,7 +212,8 @@ class Cluster:
     all at once). stop(): True once the caller wants no more (the units in flight are
     cancelled, no more are taken). ClusterLost when the scheduler goes away."""
     from dask.base import tokenize
-    from distributed.client import FutureCancelledError, _wait
+    from concurrent.futures import CancelledError
+    from distributed.client import _wait
     token = tokenize(fn.__module__, fn.__qualname__, *args)[:12]   # another run's units (other arguments) are other tasks
     todo, futures, pending, finished_n = iter(units), {}, set(), [0]
 
@@ -239,7 +241,7 @@ class Cluster:
           if pending: self.client.cancel(list(pending))
           return
         top_up()
-    except (FutureCancelledError, OSError) as e:
+    except (CancelledError, OSError) as e:   # (Dask's Future(s)CancelledError: the scheduler's connection lost)
       if isinstance(e, OSError) and self.client.status == "running": raise
       raise ClusterLost(self._lost_text(finished_n[0])) from None
     finally:
@@ -252,6 +254,15 @@ class Cluster:
   def _lost_text(self, finished: int) -> str:
     where = self.address or "the embedded LocalCluster"
     return f"the Dask scheduler at {where} went away after {finished} units had finished"
+
+
+def _quiet_logs() -> dict:
+  """Dask's and its event loop's loggers silenced (a lost scheduler is said once, by the
+  caller, not as a page of tracebacks); their levels before, to put back."""
+  names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
+  before = {n: logging.getLogger(n).level for n in {*names, "distributed", "tornado", "asyncio"}}
+  for n in before: logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+  return before
 
 
 def _has_bokeh() -> bool:
