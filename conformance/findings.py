@@ -68,6 +68,8 @@ class Findings:
       if row is None and create: self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
       elif row is None or row[0] != SCHEMA:
         raise FindingsError(f"{self.path}: a findings database of another kind ({row[0] if row else 'none'}; this tinyspec reads {SCHEMA}) [findings.db]")
+      # (a write-ahead log: a unit's transaction is an append, not a synced rewrite; a crash loses at most the last units, which run again)
+      self.db.execute("PRAGMA journal_mode=WAL"); self.db.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.DatabaseError as e:
       raise FindingsError(f"{self.path}: cannot be used as a findings database: {e} [findings.db]") from None
 

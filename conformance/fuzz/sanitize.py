@@ -277,7 +277,7 @@ def shares(examples: int, families) -> dict:
   return {f: per + (k < extra) for k, f in enumerate(families)}
 
 
-UNIT_EXAMPLES = 50   # examples per unit at most: each family's share of the CI slice (44 or 45) stays one unit (its draws unchanged); bench/bench_cluster.py: the overhead
+UNIT_EXAMPLES = 100   # examples per unit at most: each family's share of the CI slice (44 or 45) stays one unit (its draws unchanged); units of ~50 s keep the overhead < 5% at 100 workers (bench/bench_cluster.py)
 SANITIZE_TAG = "c.sanitize"   # the resource of a worker whose C compiler has the sanitizer runtimes
 
 
