@@ -419,6 +419,9 @@ def fuzz_command(sub):
     if a.campaign is not None and not a.sanitize: return _run_campaign(a)
     a.examples = 100 if a.examples is None else a.examples
     if a.sanitize: return _run_sanitized(a)
+    if a.scheduler is not None or a.db is not None:   # (the graph fuzz's rounds depend on each other: it is not cut into units)
+      print("tinyspec fuzz: --scheduler and --db go with --sanitize or --campaign; the graph fuzz runs in this process", file=sys.stderr)
+      return EXIT_UNREADABLE
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:
