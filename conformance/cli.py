@@ -158,10 +158,14 @@ def _run_sanitized(a) -> int:
   if why and address is None:   # (on a cluster the workers' own runtimes count: a worker without them runs no unit)
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
   try:
-    rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
-                                  jobs=a.jobs or usable_cpus(), scheduler=address, db=db, progress=a.progress or None)
+    with sigterm_raises():
+      rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
+                                    jobs=a.jobs or usable_cpus(), scheduler=address, db=db, progress=a.progress or None)
   except (ClusterUnreachable, FindingsError) as e:
     print(printable(f"tinyspec fuzz: {e}" + ("" if f"[{e.rule}]" in str(e) else f" [{e.rule}]")), file=sys.stderr); return EXIT_UNREADABLE
+  except (KeyboardInterrupt, Terminated) as e:
+    sanitize.stop_runners()
+    return units.interrupted("tinyspec fuzz", e, db)
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:
@@ -367,10 +371,7 @@ def _run_campaign(a) -> int:
     print(printable(f"tinyspec fuzz: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
     return EXIT_UNREADABLE
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.deadline import kill_children
-    kill_children()
-    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-    return getattr(e, "exit_code", 130)
+    return units.interrupted("tinyspec fuzz", e, db)
   lost = units.said("tinyspec fuzz", rep, db, 0)
   if lost is not None: return lost
   return EXIT_INVALID if rep.new else EXIT_OK

@@ -133,3 +133,13 @@ def said(prog: str, rep, db: Path, total: int) -> int | None:
                     f"continues from there [cluster.lost]"), file=sys.stderr)
     return EXIT_LOST
   return None
+
+
+def interrupted(prog: str, e: BaseException, db: Path) -> int:
+  """After SIGINT or SIGTERM: the children killed, what is kept said; exit 130 or 143."""
+  from tinyspec.deadline import kill_children, Terminated
+  from tinyspec.files import printable
+  kill_children()
+  print(printable(f"{prog}: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}; the findings of the units that "
+                  f"finished are kept in {db}: the same command continues from there"), file=sys.stderr)
+  return getattr(e, "exit_code", 130)
