@@ -234,6 +234,9 @@ class Cluster:
         self._check_alive(finished_n[0])
         for f in finished:
           if f.status == "cancelled": raise ClusterLost(self._lost_text(finished_n[0]))
+          if f.status == "error" and type(f.exception()).__name__ == "KilledWorker":   # (every retry's worker died)
+            raise ClusterLost(f"unit {futures[f].key} ended every worker that ran it (out of memory, or killed): "
+                              f"{str(f.exception())[:300]}; {finished_n[0]} units had finished")
           done(futures[f], f.result())
           finished_n[0] += 1
         if progress is not None: progress.show()
