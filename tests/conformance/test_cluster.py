@@ -253,3 +253,36 @@ def test_the_scheduler_setting_and_variable_are_checked(tmp_path, monkeypatch):
   assert scheduler_address(None, s)[0] == "tcp://127.0.0.1:8786" and scheduler_address("tcp://h:1", s)[0] == "tcp://h:1"
   (tmp_path / "pyproject.toml").write_text('[tool.tinyspec]\nscheduler = "not an address; rm -rf"\n')
   with pytest.raises(SettingsError, match=r"scheduler.*\[file.schema\]"): load_settings(tmp_path)
+
+
+def test_a_campaign_sorts_its_units_findings_and_resumes(tmp_path, monkeypatch):
+  """The campaign's units (interop/campaign_units.py) with a planted fuzz turn: a new bug
+  found by two units is one bug seen twice, its repro.py comes home under OUT/DEVICE/repros,
+  the database keeps it once per unit, and the same campaign again runs no unit."""
+  from tinyspec.interop import campaign as C
+  from tinyspec.interop.hunt import Verdict
+  calls = []
+  def planted_turn(part, dev, seed, out, triage, log, examples=0, database=None, database_key=None):
+    calls.append(seed)
+    part.examples += examples
+    repro = Path(out) / "repros" / f"ADD-float32-nan-{dev}-x" / "repro.py"
+    repro.parent.mkdir(parents=True)
+    repro.write_text("import tinygrad  # planted\n")
+    class F:
+      triage = Verdict("new", why="planted", repro=repro, facts={"ops": {"ADD"}, "classes": {"float"}, "device": dev, "kind": "nan"})
+      def __str__(self): return "values: node 2 (ADD, float32): planted"
+    C.record(part, F(), log)
+  monkeypatch.setattr(C, "_fuzz_turn", planted_turn)
+  monkeypatch.setattr(C, "PROGRAMS_PER_TURN", 0)
+  monkeypatch.setattr(C, "FUZZ_EXAMPLES", 3)
+  from tinyspec.interop.campaign_units import campaign
+  lines, again = [], []
+  rep = campaign(5, ["PYTHON"], tmp_path / "out", 1, lines.append, lambda d: None, examples=6, db=tmp_path / "db.sqlite")
+  assert calls == [1, 3] and rep.examples == 6 and len(rep.new) == 1 and rep.repeats[next(iter(rep.new))] == 1
+  (v, _), = rep.new.values()
+  assert v.repro == tmp_path / "out" / "PYTHON" / "repros" / "ADD-float32-nan-PYTHON-x" / "repro.py" and "planted" in v.repro.read_text()
+  assert sum(line.startswith("NEW BUG ADD float on PYTHON: nan") for line in lines) == 2   # when found, and in the summary
+  (row,) = Findings(tmp_path / "db.sqlite").rows()
+  assert row["count"] == 2 and row["device"] == "PYTHON" and row["repro"].startswith("import tinygrad")
+  rep2 = campaign(5, ["PYTHON"], tmp_path / "out", 1, again.append, lambda d: None, examples=6, db=tmp_path / "db.sqlite")
+  assert calls == [1, 3] and rep2.resumed == 4 and rep2.examples == 6 and list(rep2.new) == list(rep.new)
