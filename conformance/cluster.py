@@ -19,7 +19,8 @@ declares it too). A unit that needs a tag runs only where a worker has it; a tag
 worker has is said once by the caller (Cluster.missing).
 
 A scheduler that goes away ends the run with ClusterLost (rule cluster.lost, exit
-EXIT_LOST): what finished before is the caller's to keep.
+EXIT_LOST): what finished before is the caller's to keep. One that does not answer at
+the start is ClusterUnreachable (rule cluster.unreachable).
 """
 from __future__ import annotations
 import logging
@@ -30,8 +31,9 @@ from dataclasses import dataclass, field
 
 SCHEDULER_ENV = "TINYSPEC_SCHEDULER"
 EXIT_LOST = 3                 # the run stopped because its scheduler went away (what it found is kept)
-LOST_AFTER = 20.0             # seconds a client may spend reconnecting before the scheduler counts as gone
+LOST_AFTER = 20.0             # seconds to reach the scheduler (at the start: else ClusterUnreachable; Dask's connections after)
 WAIT_STEP = 2.0               # how often the wait for results wakes (progress line, scheduler check)
+ORPHAN_AFTER = 60.0           # seconds units may wait for a tag no worker has any more (its workers died) before the run ends
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def split(total: int, size: int) -> list[int]:
 
 
 class ClusterLost(RuntimeError):
-  """The scheduler went away (or could not be reached) during a run."""
+  """The scheduler went away during a run, or a unit ended every worker that ran it."""
   rule = "cluster.lost"
 
 
@@ -188,6 +190,13 @@ class Cluster:
     except Exception:
       return None
 
+  def wait_for_workers(self) -> None:
+    """At least one worker (ClusterUnreachable when none joins in LOST_AFTER seconds)."""
+    try: self.client.wait_for_workers(1, timeout=LOST_AFTER)
+    except TimeoutError:
+      raise ClusterUnreachable(f"no Dask worker has joined the scheduler at {self.address} in {LOST_AFTER:.0f} s "
+                               "(start some: dask worker ADDRESS)") from None
+
   def declare(self, probe, name: str) -> None:
     """Each worker declares the tags probe() names there (Declare)."""
     from tinyspec.conformance.cluster_plugin import Declare
@@ -216,6 +225,7 @@ class Cluster:
     from distributed.client import _wait
     token = tokenize(fn.__module__, fn.__qualname__, *args)[:12]   # another run's units (other arguments) are other tasks
     todo, futures, pending, finished_n = iter(units), {}, set(), [0]
+    orphaned: dict = {}   # tag -> since when the units that need it have had no worker
 
     def top_up():
       while window is None or len(pending) < window:
@@ -232,6 +242,7 @@ class Cluster:
         except TimeoutError: finished, rest = set(), pending
         pending.intersection_update(rest)
         self._check_alive(finished_n[0])
+        self._check_orphans({futures[f].needs for f in pending}, orphaned, finished_n[0])
         for f in finished:
           if f.status == "cancelled": raise ClusterLost(self._lost_text(finished_n[0]))
           if f.status == "error" and type(f.exception()).__name__ == "KilledWorker":   # (every retry's worker died)
@@ -249,6 +260,17 @@ class Cluster:
       raise ClusterLost(self._lost_text(finished_n[0])) from None
     finally:
       for f in futures: f.release()
+
+  def _check_orphans(self, needs: set, orphaned: dict, finished: int) -> None:
+    """ClusterLost when units have waited ORPHAN_AFTER seconds for a tag that no worker has
+    any more (every worker that had it died and none came back)."""
+    gone = set(self.missing(needs)) if any(needs) else set()
+    now = time.monotonic()
+    for tag in list(orphaned):
+      if tag not in gone: del orphaned[tag]
+    for tag in gone:
+      if now - orphaned.setdefault(tag, now) > ORPHAN_AFTER:
+        raise ClusterLost(f"no worker has {tag} any more (those that had it left {ORPHAN_AFTER:.0f} s ago); {finished} units had finished")
 
   def _check_alive(self, finished: int) -> None:
     if self.client.status in ("closed", "closing", "failed"):

@@ -57,6 +57,7 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
     keys = sorted({database_key(u) for u in sample})
     snapshot = {k: book.examples(k, hunt) if book is not None else [] for k in keys}
     with Cluster(scheduler, jobs, resources) as c:
+      c.wait_for_workers()
       if probe is not None: c.declare(probe, label)
       ran.dashboard = c.dashboard
       ran.missing = c.missing({u.needs for u in sample})
