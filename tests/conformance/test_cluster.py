@@ -73,17 +73,15 @@ def test_a_worker_killed_mid_unit_loses_nothing_and_counts_nothing_twice(tmp_pat
   marks = tmp_path / "marks"; marks.mkdir()
   rc = RealCluster(tmp_path, 2, nanny=False)
   killed = {}
-  def kill_when_busy():
-    from distributed import Client
-    with Client(rc.address, timeout=30) as c:
-      while not killed:
-        busy = [w for w, keys in c.processing().items() if keys]
-        if busy and len(list(marks.iterdir())) >= 2:
-          pid = c.run(os.getpid, workers=[busy[0]])[busy[0]]
-          killed["running"] = list(c.processing()[busy[0]])
-          os.kill(pid, signal.SIGKILL)
-          killed["pid"] = pid
-        time.sleep(0.05)
+  def kill_when_busy():   # the worker that started a unit within the last 0.3 s (of its 0.7): mid-unit for sure
+    while not killed:
+      fresh = [m.name.split(".") for m in marks.iterdir()]
+      fresh = [(int(t), int(pid), key) for key, pid, t in fresh if time.monotonic_ns() - int(t) < 0.3e9]
+      if len(list(marks.iterdir())) >= 2 and fresh:
+        _, pid, key = max(fresh)
+        os.kill(pid, signal.SIGKILL)
+        killed.update(pid=pid, unit=key)
+      time.sleep(0.02)
   t = threading.Thread(target=kill_when_busy, daemon=True)
   plan = [Unit("test", "x", 100 + k, 1, k) for k in range(8)]
   try:
@@ -95,7 +93,7 @@ def test_a_worker_killed_mid_unit_loses_nothing_and_counts_nothing_twice(tmp_pat
   assert killed.get("pid") and ran.lost is None
   assert sorted(ran.results) == sorted(u.key for u in plan) and [u.key for u in ran.order] == [u.key for u in plan]
   assert [ran.results[u.key]["seed"] for u in plan] == [u.seed for u in plan]
-  assert max(starts(marks).values()) == 2, "no unit was running when its worker was killed: the test shows nothing"
+  assert starts(marks)[killed["unit"]] == 2, "the unit its worker was killed in did not run again elsewhere"
   db = Findings(tmp_path / "db.sqlite")
   assert sorted((r["signature"], r["count"]) for r in db.rows()) == [(json.dumps(["planted", k]), 1) for k in range(3)]
   assert len(db.done_units("kill")) == 8
@@ -104,8 +102,11 @@ def test_a_worker_killed_mid_unit_loses_nothing_and_counts_nothing_twice(tmp_pat
 def test_a_scheduler_that_goes_away_is_one_error_and_keeps_the_findings(tmp_path, capsys):
   marks = tmp_path / "marks"; marks.mkdir()
   rc = RealCluster(tmp_path, 1)
-  def kill_scheduler():
-    while len(list(marks.iterdir())) < 2: time.sleep(0.05)
+  def kill_scheduler():   # while the second unit runs (0.3 s into its 0.6): the first one's result is home by then
+    while True:
+      ts = sorted(int(m.name.split(".")[2]) for m in marks.iterdir())
+      if len(ts) >= 2 and time.monotonic_ns() - ts[1] > 0.3e9: break
+      time.sleep(0.02)
     os.killpg(rc.scheduler().pid, signal.SIGKILL)
   threading.Thread(target=kill_scheduler, daemon=True).start()
   plan = [Unit("test", "x", k, 1, k) for k in range(6)]
