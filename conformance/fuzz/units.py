@@ -46,8 +46,9 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
   """Every unit of `plan` (a list, or an endless iterable with `sample`: a unit of each kind
   and family or device it has, and `window`: units in flight, "auto": twice the workers'
   threads) not finished before (in the database, for this hunt) through fn on the
-  cluster; each result recorded in the database as it arrives, then on_done(unit, result). stop(results): True once no more are wanted. cleanup(): run on
-  every worker at the end (what fn kept between units, such as child processes)."""
+  cluster; each result recorded in the database as it arrives, then on_done(unit, result).
+  stop(results): True once no more are wanted. cleanup(): run on every worker at the end
+  (what fn kept between units, such as child processes)."""
   from tinyspec.conformance.findings import Findings
   ran = Ran()
   book = Findings(db) if db is not None else None
@@ -61,6 +62,7 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
       if probe is not None: c.declare(probe, label)
       ran.dashboard = c.dashboard
       ran.missing = c.missing({u.needs for u in sample})
+      if all(u.needs in ran.missing for u in sample): return ran   # (nothing can run: an endless plan would never end)
       bar = Progress(len(plan) if isinstance(plan, list) else 0, label, ran.dashboard, progress)
       if ran.dashboard and bar.on: bar.show(force=True)
 
@@ -96,14 +98,21 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
 def add_options(p, local: str) -> None:
   """--scheduler, --db and --progress of a command whose searches run in units; `local`
   says what runs without a scheduler."""
-  from tinyspec.environment import scheduler
-  p.add_argument("--scheduler", metavar="ADDRESS", type=lambda v: scheduler("--scheduler", v), default=None,
+  p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
                  help=f"run the units on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
                       f"[tool.tinyspec] scheduler; without one: {local}); docs/cluster.md")
   p.add_argument("--db", metavar="PATH", type=Path, default=None,
                  help="the findings database (default OUT/findings.sqlite): each distinct finding once with its repro and "
                       "count; a run that stopped continues there (`tinyspec findings PATH` lists them)")
   p.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
+
+
+def _address(text: str) -> str:
+  """--scheduler's value: a Dask scheduler's address."""
+  import argparse
+  from tinyspec.environment import scheduler, EnvironmentValue
+  try: return scheduler("--scheduler", text)
+  except EnvironmentValue as e: raise argparse.ArgumentTypeError(e.msg) from None
 
 
 def resolve(a, prog: str) -> tuple[str | None, Path]:
