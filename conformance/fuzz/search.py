@@ -46,6 +46,9 @@ def search(strategy, examples: int, seed: int, check, seen: set, shrink: bool = 
   try:
     with warnings.catch_warnings():   # Hypothesis's repr of a failing example (dataclasses of arrays): unused here
       warnings.filterwarnings("ignore", message="Generating overly large repr")
+      # (in a Dask worker thread the event loop's thread draws from the global `random` while a
+      # strategy runs; Hypothesis takes that for the strategy's own use: no strategy here uses it)
+      warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
       prop()
   except PropertyFailed: pass
   except Exception as e:
