@@ -124,7 +124,8 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=
         log(f"NEW BUG {C._key_text(key)}: {n['text']}\n  repro: {_repro_line(n, out)}")
 
   sample = list(plan(devices, seed, 1))
-  ran = run_units(plan(devices, seed, examples), run_unit, (triage_for,), hunt, db, scheduler, jobs, probe=probe,
+  units = list(plan(devices, seed, examples)) if examples is not None else plan(devices, seed)   # (a list: the progress line knows the total)
+  ran = run_units(units, run_unit, (triage_for,), hunt, db, scheduler, jobs, probe=probe,
                   progress=progress, stop=lambda results: time.monotonic() >= deadline, label="campaign", sample=sample,
                   on_done=on_done, window=None if examples is not None else "auto")
   if len(ran.missing) == len(devices): raise ValueError(f"no worker has any of the devices {', '.join(devices)} "
