@@ -149,11 +149,25 @@ def _run_sanitized(a) -> int:
   bad = [f for f in families if f not in hostile.FAMILIES]
   if bad:
     print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   why = sanitize.unavailable()
-  if why:
+  if why and address is None:   # (on a cluster the workers' own runtimes count: a worker without them runs no unit)
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
-  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
-                                jobs=a.jobs or usable_cpus())
+  try:
+    with sigterm_raises():
+      rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
+                                    jobs=a.jobs or usable_cpus(), scheduler=address, db=db, progress=a.progress or None)
+  except (ClusterUnreachable, FindingsError) as e:
+    print(printable(f"tinyspec fuzz: {e}" + ("" if f"[{e.rule}]" in str(e) else f" [{e.rule}]")), file=sys.stderr); return EXIT_UNREADABLE
+  except (KeyboardInterrupt, Terminated) as e:
+    sanitize.stop_runners()
+    return units.interrupted("tinyspec fuzz", e, db)
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:
@@ -162,6 +176,9 @@ def _run_sanitized(a) -> int:
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
   from tinyspec.conformance.run.runner import count
   print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  lost = units.said("tinyspec fuzz", rep, db, len(sanitize.plan(a.examples, a.seed, families)))
+  if lost is not None: return lost
+  if rep.missing: return EXIT_UNREADABLE
   return EXIT_OK if not rep.failures else EXIT_INVALID
 
 
@@ -355,16 +372,26 @@ def _run_campaign(a) -> int:
     print(f"tinyspec fuzz: --campaign: backend {a.backend} has no campaign", file=sys.stderr); return EXIT_UNREADABLE
   if not a.campaign > 0: print("tinyspec fuzz: --campaign needs a positive number of minutes", file=sys.stderr); return EXIT_UNREADABLE
   devices = [d for d in (a.devices or "").split(",") if d] or None
+  from tinyspec.compiler.device import usable_cpus
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   try:
     with sigterm_raises():
-      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True))
-  except ValueError as e:
-    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
+      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True), examples=a.examples,
+                       scheduler=address, jobs=a.jobs or usable_cpus(), db=db, progress=a.progress or None)
+  except (ValueError, ClusterUnreachable, FindingsError) as e:
+    rule = getattr(e, "rule", None)
+    print(printable(f"tinyspec fuzz: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    return EXIT_UNREADABLE
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.deadline import kill_children
-    kill_children()
-    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-    return getattr(e, "exit_code", 130)
+    return units.interrupted("tinyspec fuzz", e, db)
+  lost = units.said("tinyspec fuzz", rep, db, 0)
+  if lost is not None: return lost
   return EXIT_INVALID if rep.new else EXIT_OK
 
 
@@ -376,7 +403,9 @@ def fuzz_command(sub):
                                  "graph and written as a corpus case under --out. Exit 0 when nothing failed, 1 when something "
                                  "did, 2 for bad usage or an unavailable backend.")
   p.add_argument("--backend", required=True, metavar="NAME", help="a registered backend, cmd:COMMAND, or an executable speaking the protocol")
-  p.add_argument("--examples", type=int, default=100, metavar="N", help="graphs to draw (default 100)")
+  p.add_argument("--examples", type=int, default=None, metavar="N",
+                 help="graphs to draw (default 100); with --campaign: graphs per device, then the campaign ends (default: "
+                      "until its minutes are spent)")
   p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0): the same seed draws the same graphs")
   p.add_argument("--out", type=Path, default=Path("fuzz-cases"), metavar="DIR", help="where the minimal failing cases go (default ./fuzz-cases)")
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
@@ -391,21 +420,27 @@ def fuzz_command(sub):
   p.add_argument("--families", metavar="F,...", default=None,
                  help="with --sanitize: the example families to draw (default all of conformance/fuzz/hostile.py FAMILIES)")
   p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                 help="with --sanitize: run the families' searches in N processes (default: the CPUs this process may use); "
-                      "each family draws the same examples whatever N is")
+                 help="with --sanitize or --campaign and no --scheduler: an embedded Dask cluster of N worker processes (default: "
+                      "the CPUs this process may use); the same --seed draws the same examples whatever N is")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
+  from tinyspec.conformance.fuzz.units import add_options
+  add_options(p, "an embedded cluster of --jobs processes")
 
   def run(a) -> int:
     from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
     from tinyspec.conformance.run.execute import BackendUnavailable
     from tinyspec.refimpl import EvalError
-    if a.examples < 1 or a.max_ops < 1: 
+    if (a.examples is not None and a.examples < 1) or a.max_ops < 1:
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    if a.campaign is not None and not a.sanitize: return _run_campaign(a)
+    a.examples = 100 if a.examples is None else a.examples
     if a.sanitize: return _run_sanitized(a)
-    if a.campaign is not None: return _run_campaign(a)
+    if a.scheduler is not None or a.db is not None:   # (the graph fuzz's rounds depend on each other: it is not cut into units)
+      print("tinyspec fuzz: --scheduler and --db go with --sanitize or --campaign; the graph fuzz runs in this process", file=sys.stderr)
+      return EXIT_UNREADABLE
     levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
     try:

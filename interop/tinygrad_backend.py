@@ -39,6 +39,11 @@ def _version() -> str:
   except PackageNotFoundError: return "?"
 
 
+def _triage_on(device: str):
+  """The backend's triage on `device` (what a campaign unit sorts its findings by)."""
+  return TinygradBackend(device).triage
+
+
 class TinygradBackend(Backend):
   name = "tinygrad"
 
@@ -94,10 +99,11 @@ class TinygradBackend(Backend):
     from tinyspec.interop.hunt import triage
     return triage(failure, out, _base(self.device), self.kernel_uops)
 
-  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print):
-    """Hunt on each device for `minutes` (interop/campaign.py); prints each new bug once."""
-    from tinyspec.interop.campaign import campaign
-    return campaign(minutes, devices, out, seed, log, lambda d: TinygradBackend(d).triage)
+  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print, **cluster):
+    """Hunt on each device for `minutes` (interop/campaign.py) in units on Dask (cluster:
+    examples, scheduler, jobs, db, progress: interop/campaign_units.py); prints each new bug once."""
+    from tinyspec.interop.campaign_units import campaign
+    return campaign(minutes, devices, out, seed, log, _triage_on, **cluster)
 
   def kernel_uops(self, graph, res, inputs: dict):
     """(the kernel's SINK of UOps over placeholders, [(input name, dtype, shape) per PARAM

@@ -13,7 +13,7 @@ RULE = "env.value"
 
 # every variable tinyspec reads (what each means: README.md's Environment table)
 VARIABLES = ("TINYSPEC_CACHE", "TINYSPEC_EVAL_BUDGET", "TINYSPEC_OPENCL_DEVICE", "TINYSPEC_CFLAGS", "TINYSPEC_BEAM", "TINYSPEC_THREADS",
-             "TINYSPEC_SLICE_ORDER", "TINYSPEC_TINYGRAD_DEVICE")
+             "TINYSPEC_SLICE_ORDER", "TINYSPEC_TINYGRAD_DEVICE", "TINYSPEC_SCHEDULER")
 MAX_BEAM = 2 ** 31
 MAX_THREADS = 1024
 
@@ -65,6 +65,19 @@ def device_table(name: str, rows: dict) -> str:
   return key
 
 
+SCHEDULER_RE = r"(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:[0-9]{1,5}"
+
+
+def scheduler(name: str, raw: str) -> str:
+  """A Dask scheduler's address (`tcp://HOST:PORT` or `HOST:PORT`), from `name` (a variable,
+  an option or a setting): EnvironmentValue when it cannot be one."""
+  import re
+  text = raw.strip()
+  if len(text) > 300 or not re.fullmatch(SCHEDULER_RE, text):
+    raise EnvironmentValue(name, raw, "expected a Dask scheduler's address, tcp://HOST:PORT")
+  return text
+
+
 def check_all() -> None:
   """Read every variable whose values tinyspec interprets (raises EnvironmentValue)."""
   from tinyspec.limits import parse_bytes
@@ -75,6 +88,7 @@ def check_all() -> None:
   integer("TINYSPEC_BEAM", 0, 0, MAX_BEAM)
   integer("TINYSPEC_THREADS", 1, 1, MAX_THREADS)
   choice("TINYSPEC_SLICE_ORDER", ("reversed",))
+  if os.environ.get("TINYSPEC_SCHEDULER", "").strip(): scheduler("TINYSPEC_SCHEDULER", os.environ["TINYSPEC_SCHEDULER"])
   dev = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
   if dev.startswith("table:"):
     import yaml

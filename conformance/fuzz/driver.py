@@ -99,7 +99,7 @@ def foci(caps, levels, seed: int) -> list[Focus]:
 
 def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, levels=("tensor", "kernel"),
          stages: bool = True, isolate: bool = True, strategy=None, max_ops: int = 6, log=None, timeout: float = 60.0,
-         profile: str | None = None, triage=None) -> FuzzReport:
+         profile: str | None = None, triage=None, database=None, database_key: bytes | None = None) -> FuzzReport:
   """Run the properties on `examples` drawn graphs (split over the levels). Each failure
   is shrunk by Hypothesis, cut to the failing node and what it reads, and (with `out`)
   written as a corpus case; the search then goes on, skipping failures of the same
@@ -109,7 +109,8 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   and dtype class of the backend, shuffled by the run's --seed): a first pass draws one example
   of each (Hypothesis's zero choice, which the strategies make an edge-dense one), later
   passes let Hypothesis explore each focus for a few examples. Failures are triaged (see
-  the module docstring; `triage` overrides the backend's own)."""
+  the module docstring; `triage` overrides the backend's own). database, database_key: a
+  Hypothesis example database whose failing examples each round replays first (search.py)."""
   t0 = time.monotonic()
   runner = Isolated(backend, timeout) if isolate and isinstance(backend, str) else InProcess(backend)
   runner.profile = profile or getattr(runner.caps, "profile", "strict")
@@ -129,8 +130,9 @@ def fuzz(backend, examples: int = 100, seed: int = 0, out: Path | None = None, l
   try:
     while budget > 0:
       strat, n = _round(plan, round_, strategy, budget, runner.caps, max_ops, seed)
+      key = database_key and (database_key + _focus_key(plan, round_))   # a focus's examples replay in that focus
       count, f = search(with_mutants(strat, round_), n, seed + round_, check, seen, shrink_calls=SHRINK_CALLS,
-                        unsatisfiable_ok=True, log=log)   # unsatisfiable: the focus could not be drawn
+                        unsatisfiable_ok=True, log=log, database=database, database_key=key)   # unsatisfiable: the focus could not be drawn
       rep.examples += count
       budget -= max(count, 1)
       round_ += 1
@@ -153,6 +155,13 @@ def _round(plan, round_: int, strategy, budget: int, caps, max_ops: int, seed: i
   focus = plan[round_ % len(plan)]
   n = min(budget, 1 if round_ < len(plan) else EXPLORE_PER_ROUND)
   return backend_strategy(caps, focus.level, max_ops, focus=focus, salt=seed * 7919 + round_), n
+
+
+def _focus_key(plan, round_: int) -> bytes:
+  """The part of a round's example database key that names its focus."""
+  if plan is None: return b""
+  f = plan[round_ % len(plan)]
+  return f"/{f.level}/{f.op}/{f.dtypes[0] if f.dtypes else ''}".encode()
 
 
 def _checker(runner, stage_backend, decomposed: bool, refused: dict, seen: set):

@@ -5,6 +5,7 @@
     cases = "tests/cases"                   # a case corpus of the project's own (default: the shipped one)
     timeout = 30                            # seconds per case
     profile = "portable"                    # strict or portable (default: the one the backend claims)
+    scheduler = "tcp://10.0.0.5:8786"       # the Dask scheduler tinyspec fuzz runs on (docs/cluster.md)
     [tool.tinyspec.manifests]
     mine = "tests/mine-manifest.yaml"       # expected failures / exclusions of the backend named `mine`
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KEYS = {"backend": str, "cases": str, "timeout": (int, float), "profile": str, "manifests": dict}
+KEYS = {"backend": str, "cases": str, "timeout": (int, float), "profile": str, "manifests": dict, "scheduler": str}
 PROFILES = ("strict", "portable")
 
 
@@ -34,6 +35,7 @@ class Settings:
   timeout: float | None = None
   profile: str | None = None
   manifests: dict = field(default_factory=dict)   # backend name -> Path
+  scheduler: str | None = None      # a Dask scheduler's address (conformance/cluster.py)
 
   def where(self) -> str: return f"[tool.tinyspec] of {self.path}"
 
@@ -85,8 +87,13 @@ def load_settings(start: Path | str | None = None) -> Settings:
   mans = t.get("manifests", {})
   if not all(isinstance(v, str) for v in mans.values()):
     raise SettingsError(f"{p}: [tool.tinyspec.manifests] maps backend names to manifest files [file.schema]")
+  if "scheduler" in t:
+    from tinyspec.environment import scheduler, EnvironmentValue
+    try: scheduler("scheduler", t["scheduler"])
+    except EnvironmentValue as e: raise SettingsError(f"{p}: [tool.tinyspec] {e.msg} [file.schema]") from None
   return Settings(p, t.get("backend"), base / t["cases"] if "cases" in t else None,
-                  float(t["timeout"]) if "timeout" in t else None, t.get("profile"), {k: base / v for k, v in mans.items()})
+                  float(t["timeout"]) if "timeout" in t else None, t.get("profile"), {k: base / v for k, v in mans.items()},
+                  t.get("scheduler"))
 
 
 def _kind(t) -> str:

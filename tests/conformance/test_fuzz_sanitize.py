@@ -61,18 +61,6 @@ def test_a_family_alone_draws_what_it_draws_in_the_slice():
 
 
 @needs_sanitizers
-def test_processes_draw_what_one_process_draws():
-  """--jobs: each family's search runs in a worker process with its own seed and share, so
-  the examples, the refusals and the findings (a planted bug's included) are one process's."""
-  fams, env = ["chain", "alias", "sizes"], {"PYTHONPATH": str(PLANTS), "TINYSPEC_PLANT": "alias"}
-  one = sanitize.fuzz_sanitized(30, sanitize.CI_SEED, None, families=fams, shrink=False, extra_env=env)
-  many = sanitize.fuzz_sanitized(30, sanitize.CI_SEED, None, families=fams, shrink=False, extra_env=env, jobs=2)
-  assert one.drawn == many.drawn and set(one.drawn) == set(fams)
-  assert (one.examples, one.refused) == (many.examples, many.refused) == (30, one.refused)
-  assert one.failures and [f.signature for f in one.failures] == [f.signature for f in many.failures]
-
-
-@needs_sanitizers
 def test_the_compiler_passes_a_short_run(tmp_path):
   r = subprocess.run([sys.executable, "-m", "tinyspec.cli", "fuzz", "--backend", "c", "--sanitize", "--examples", "25", "--seed", "7",
                       "--out", str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path)
