@@ -110,17 +110,18 @@ def conformance_runner(request):
 
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus.cases import load_cases, CaseError
+  from tinyspec.conformance.corpus.cases import load_cases, CaseError, BrokenCase
   from tinyspec.conformance.run.selection import select, SelectionError
   cfg = metafunc.config
   s = settings(cfg)
-  try: cases = select(load_cases(s["cases"]), None, s["case_ids"])
+  broken: list = []   # a malformed case folder is that case's error (its test fails); the others run
+  try: cases = select(load_cases(s["cases"], broken) + [BrokenCase(cid, msg) for cid, msg in broken], None, s["case_ids"])
   except (CaseError, SelectionError) as e: _refuse(str(e))
   manifest = _runner(cfg).manifest
   params = []
   for c in cases:
     marks = [getattr(pytest.mark, CASE_ID)]
-    out, why = manifest.excluded(c.id), manifest.reason(c.id)
+    out, why = (None, None) if isinstance(c, BrokenCase) else (manifest.excluded(c.id), manifest.reason(c.id))
     if out: marks.append(pytest.mark.skip(reason=f"excluded by the manifest: {out}"))
     elif why: marks.append(pytest.mark.xfail(reason=why, strict=True))
     params.append(pytest.param(c, id=c.id, marks=marks))
