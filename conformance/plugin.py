@@ -67,7 +67,11 @@ def settings(config) -> dict:
   """The settings (name -> value; None where unset) from the command line, the ini file and
   [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
   if _SETTINGS in config.stash: return config.stash[_SETTINGS]
+  from tinyspec import environment
+  from tinyspec.files import control_character
   from tinyspec.conformance.run.settings import load_settings, SettingsError
+  try: environment.check_all()
+  except environment.EnvironmentValue as e: _refuse(str(e))
   try: project = load_settings(config.invocation_params.dir)
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
@@ -75,6 +79,9 @@ def settings(config) -> dict:
   for name, (_, default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
+    for where, text in ((f"--tinyspec-{name}", v), (f"{_dest(name)} (ini)", ini)):
+      bad = control_character(str(text)) if isinstance(text, (str, Path)) else None
+      if bad: _refuse(f"{where} holds the control character {bad} [setting.value]")
     if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path else ini.strip()
     if v is None: v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
     try: out[name] = None if v is None else kind(v)

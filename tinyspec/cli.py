@@ -139,12 +139,30 @@ def version_text() -> str:
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
+def _control_in_arguments(argv: list) -> str | None:
+  """What is wrong with the first argument that holds a NUL or another control character
+  (no setting may: tinyspec.files.control_character), or None. Checked before parsing, so
+  an option of any type (a number, a choice) is refused the same way."""
+  from tinyspec.files import control_character, printable
+  for k, arg in enumerate(argv):
+    bad = control_character(arg)
+    if bad is None: continue
+    if arg.startswith("--") and "=" in arg: name, arg = arg.split("=", 1)
+    elif k and argv[k - 1].startswith("-") and "=" not in argv[k - 1]: name = argv[k - 1]
+    else: name = f"argument {k + 1}"
+    return f"{printable(name)[:80]} {printable(repr(arg))[:200]}: holds the control character {bad} [setting.value]"
+  return None
+
+
 def main(argv=None, owns_process: bool | None = None) -> int:
   """Run one subcommand. Called without argv (the console script) it owns the process
   (owns_process says so for a caller with argv): a command past its --timeout then ends
   the process even from inside native code."""
   owns_process = argv is None if owns_process is None else owns_process
   argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+  bad = _control_in_arguments(argv)
+  if bad:
+    print(f"tinyspec: {bad}", file=sys.stderr); return EXIT_UNREADABLE
   eps = _commands()
   first = next((a for a in argv if not a.startswith("-")), None)
   # load only the command that runs (a graph check should not import the compiler);
