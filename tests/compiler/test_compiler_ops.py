@@ -138,8 +138,10 @@ def test_reduce_over_no_axes_or_size_one_axes(target, dt, op, axes, shape):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", ["ADD", "MUL", "MAX"])
-def test_kernel_reduce_over_a_range_of_size_one(target, op):
-  """At kernel level a REDUCE over a RANGE that runs once is its one element (reduce-one)."""
+@pytest.mark.parametrize("opts", [None, [["PADTO", 1, 4]]], ids=["plain", "padded"])
+def test_kernel_reduce_over_a_range_of_size_one(target, op, opts):
+  """At kernel level a REDUCE over a RANGE that runs once is its one element (reduce-one),
+  also where PADTO pads that axis (its padded iterations would fold in identities)."""
   from tinyspec.refimpl import evaluate
   from tinyspec.refimpl.build import Builder
   b = Builder()
@@ -149,5 +151,5 @@ def test_kernel_reduce_over_a_range_of_size_one(target, op):
   b.SINK(b.END(b.STORE(b.INDEX(o, r), red), r))
   inp = {"param0": np.array([-0.0, np.nan, -1.5], np.float32), "param1": np.ones(3, np.float32)}
   want = evaluate(b.graph(), inp)["param1"]
-  got = compile_graph(b.graph(), target, keep_stages=False).run(inp)["param1"]
+  got = compile_graph(b.graph(), target, opts=opts, keep_stages=False).run(inp)["param1"]
   assert np.asarray(want).tobytes() == inp["param0"].tobytes() == np.asarray(got).tobytes(), (want, got)
