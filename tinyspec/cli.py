@@ -139,18 +139,19 @@ def version_text() -> str:
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
-def _control_in_arguments(argv: list) -> str | None:
-  """What is wrong with the first argument that holds a NUL or another control character
-  (no setting may: tinyspec.files.control_character), or None. Checked before parsing, so
-  an option of any type (a number, a choice) is refused the same way."""
+def _control_in_options(argv: list, parser) -> str | None:
+  """What is wrong with the first option value that holds a NUL or another control
+  character (no setting may: tinyspec.files.control_character), or None. Checked before
+  parsing, so an option of any type (a number, a choice) is refused the same way. File
+  and folder arguments are not settings: a hostile name comes back escaped where it is named."""
   from tinyspec.files import control_character, printable
+  takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs != 0}
   for k, arg in enumerate(argv):
-    bad = control_character(arg)
-    if bad is None: continue
-    if arg.startswith("--") and "=" in arg: name, arg = arg.split("=", 1)
-    elif k and argv[k - 1].startswith("-") and "=" not in argv[k - 1]: name = argv[k - 1]
-    else: name = f"argument {k + 1}"
-    return f"{printable(name)[:80]} {printable(repr(arg))[:200]}: holds the control character {bad} [setting.value]"
+    if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in takes: name, value = arg.split("=", 1)
+    elif k and argv[k - 1] in takes: name, value = argv[k - 1], arg
+    else: continue
+    bad = control_character(value)
+    if bad: return f"{printable(name)[:80]} {printable(repr(value))[:200]}: holds the control character {bad} [setting.value]"
   return None
 
 
@@ -160,9 +161,6 @@ def main(argv=None, owns_process: bool | None = None) -> int:
   the process even from inside native code."""
   owns_process = argv is None if owns_process is None else owns_process
   argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-  bad = _control_in_arguments(argv)
-  if bad:
-    print(f"tinyspec: {bad}", file=sys.stderr); return EXIT_UNREADABLE
   eps = _commands()
   first = next((a for a in argv if not a.startswith("-")), None)
   # load only the command that runs (a graph check should not import the compiler);
@@ -181,6 +179,9 @@ def main(argv=None, owns_process: bool | None = None) -> int:
       if name == first: return EXIT_UNREADABLE
       continue
     _, runners[name] = add(sub)
+  bad = _control_in_options(argv, sub.choices[first]) if first in sub.choices else None
+  if bad:
+    print(f"tinyspec {first}: {bad}", file=sys.stderr); return EXIT_UNREADABLE
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE
