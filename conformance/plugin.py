@@ -68,7 +68,11 @@ def settings(config) -> dict:
   """The settings (name -> value; None where unset) from the command line, the ini file and
   [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
   if _SETTINGS in config.stash: return config.stash[_SETTINGS]
+  from tinyspec import environment
+  from tinyspec.files import control_character
   from tinyspec.conformance.run.settings import load_settings, SettingsError
+  try: environment.check_all()
+  except environment.EnvironmentValue as e: _refuse(str(e))
   try: project = load_settings(config.invocation_params.dir)
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
@@ -76,6 +80,9 @@ def settings(config) -> dict:
   for name, (_, default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
+    for where, text in ((f"--tinyspec-{name}", v), (f"{_dest(name)} (ini)", ini)):
+      bad = control_character(str(text)) if isinstance(text, (str, Path)) else None
+      if bad: _refuse(f"{where} holds the control character {bad} [setting.value]")
     if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path and ini.strip() != "none" else ini.strip()
     if v is None:
       v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
@@ -113,17 +120,18 @@ def conformance_runner(request):
 
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus.cases import load_cases, CaseError
+  from tinyspec.conformance.corpus.cases import load_cases, CaseError, BrokenCase
   from tinyspec.conformance.run.selection import select, SelectionError
   cfg = metafunc.config
   s = settings(cfg)
-  try: cases = select(load_cases(s["cases"]), None, s["case_ids"])
+  broken: list = []   # a malformed case folder is that case's error (its test fails); the others run
+  try: cases = select(load_cases(s["cases"], broken) + [BrokenCase(cid, msg) for cid, msg in broken], None, s["case_ids"])
   except (CaseError, SelectionError) as e: _refuse(str(e))
   manifest = _runner(cfg).manifest
   params = []
   for c in cases:
     marks = [getattr(pytest.mark, CASE_ID)]
-    out, why = manifest.excluded(c.id), manifest.reason(c.id)
+    out, why = (None, None) if isinstance(c, BrokenCase) else (manifest.excluded(c.id), manifest.reason(c.id))
     if out: marks.append(pytest.mark.skip(reason=f"excluded by the manifest: {out}"))
     elif why: marks.append(pytest.mark.xfail(reason=why, strict=True))
     params.append(pytest.param(c, id=c.id, marks=marks))

@@ -139,6 +139,22 @@ def version_text() -> str:
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
 
 
+def _control_in_options(argv: list, parser) -> str | None:
+  """What is wrong with the first option value that holds a NUL or another control
+  character (no setting may: tinyspec.files.control_character), or None. Checked before
+  parsing, so an option of any type (a number, a choice) is refused the same way. File
+  and folder arguments are not settings: a hostile name comes back escaped where it is named."""
+  from tinyspec.files import control_character, printable
+  takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs != 0}
+  for k, arg in enumerate(argv):
+    if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in takes: name, value = arg.split("=", 1)
+    elif k and argv[k - 1] in takes: name, value = argv[k - 1], arg
+    else: continue
+    bad = control_character(value)
+    if bad: return f"{printable(name)[:80]} {printable(repr(value))[:200]}: holds the control character {bad} [setting.value]"
+  return None
+
+
 def main(argv=None, owns_process: bool | None = None) -> int:
   """Run one subcommand. Called without argv (the console script) it owns the process
   (owns_process says so for a caller with argv): a command past its --timeout then ends
@@ -163,6 +179,9 @@ def main(argv=None, owns_process: bool | None = None) -> int:
       if name == first: return EXIT_UNREADABLE
       continue
     _, runners[name] = add(sub)
+  bad = _control_in_options(argv, sub.choices[first]) if first in sub.choices else None
+  if bad:
+    print(f"tinyspec {first}: {bad}", file=sys.stderr); return EXIT_UNREADABLE
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE

@@ -79,8 +79,13 @@ def scheduler(name: str, raw: str) -> str:
 
 
 def check_all() -> None:
-  """Read every variable whose values tinyspec interprets (raises EnvironmentValue)."""
+  """Read every variable tinyspec reads (raises EnvironmentValue): none may hold a NUL or
+  another control character, and those whose values tinyspec interprets must mean one."""
   from tinyspec.limits import parse_bytes
+  from tinyspec.files import control_character
+  for name in VARIABLES:
+    bad = control_character(os.environ.get(name, ""))
+    if bad: raise EnvironmentValue(name, os.environ[name], f"holds the control character {bad}")
   budget = os.environ.get("TINYSPEC_EVAL_BUDGET", "")
   if budget:
     try: parse_bytes(budget)

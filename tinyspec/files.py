@@ -255,6 +255,17 @@ def save_npz(path, arrays: dict) -> Path:
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
+_SETTING_CONTROL = re.compile("[\t\n" + _CONTROL.pattern[1:])
+
+
+def control_character(text: str) -> str | None:
+  """The first character a setting may not hold, as U+XXXX: NUL and every other control
+  character (tab and newline too: C0, DEL, C1) and the bidi controls printable() escapes;
+  None when there is none."""
+  m = _SETTING_CONTROL.search(text)
+  return None if m is None else f"U+{ord(m.group()):04X}"
+
+
 def _escape(m) -> str:
   c = ord(m.group())
   return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"

@@ -34,7 +34,8 @@
 
   REDUCEs over the same ranges share one loop (END over a GROUP of their updates).
 * An END over several ranges becomes nested ENDs of one range each (the loop nest).
-The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum for MAX.
+The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum for MAX;
+a REDUCE whose RANGEs all run once is its value, nothing folded in (decision reduce-one).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
@@ -83,6 +84,7 @@ def _unroll(sink: UOp, kinds=UNROLLED) -> UOp:
         if rest and props(u).shape:   # a vector accumulator's lanes run in parallel already: one accumulator
           subs[u] = UOp("REDUCE", (combine(fold(op), copies), *rest), u.arg)
         elif rest: subs[u] = combine(fold(op), [UOp("REDUCE", (c, *rest), u.arg) for c in copies])
+        elif len(copies) == 1: subs[u] = copies[0]     # one element: itself (decision reduce-one)
         else: subs[u] = with_identity(op, combine(fold(op), copies)) if copies else identity(op, dt)
       else:
         body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
@@ -236,7 +238,8 @@ def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
         for red, lbuf in zip(members, lbufs):
           cur = UOp("AFTER", (lbuf, bar))
           parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in left]
-          subs[red] = with_identity(red.arg["op"], combine(fold(red.arg["op"]), parts))
+          whole = combine(fold(red.arg["op"]), parts)
+          subs[red] = with_identity(red.arg["op"], whole) if len(parts) > 1 else whole     # one element: itself (reduce-one)
         continue
       g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
       next_id += 1
@@ -284,6 +287,17 @@ def _order_key(b: UOp, it: str, mag: int) -> UOp:
   """The IEEE total-order key of float bits b (an involution: it also maps keys back)."""
   neg = UOp("CMPLT", (b, const(0, it)))
   return UOp("XOR", (b, UOp("WHERE", (neg, const(mag, it), const(0, it)))))
+
+
+def _one_element(sink: UOp) -> UOp:
+  """A REDUCE over RANGEs that all run once is its value at index 0: one element is itself,
+  nothing folded in from the identity (decision reduce-one: -0.0 stays -0.0 under ADD, NaN
+  stays NaN under MAX)."""
+  def lower(u: UOp):
+    rr = u.src[1:] if u.op == "REDUCE" else ()
+    if not rr or not all(r.op == "RANGE" and r.src[0].op == "CONST" and r.src[0].arg["value"] == 1 for r in rr): return None
+    return substitute(u.src[0], {r: const(0, "index") for r in rr})
+  return rebuild(sink, lower)
 
 
 def _max_on_integers(sink: UOp) -> UOp:
@@ -391,4 +405,4 @@ def expand(sink: UOp, tree: bool = False) -> UOp:
   # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
   # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
   # the reduction's (decision reduce-max)
-  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",)), tree), ("UNROLL",))))))
+  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(_one_element(sink))), ("UPCAST",)), tree), ("UNROLL",))))))

@@ -174,6 +174,11 @@ def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   if padded > limits().max_numel:   # (an index must stay far from int64 overflow, as a shape's)
     raise CompileError("opt.divisible", f"PADTO to a multiple of {m} makes axis {r.arg['id']} {padded:,} long, more than limits.max_numel")
   if padded == n: return sink
+  # a REDUCE of one element is that element (decision reduce-one): taken as it is, before
+  # padding would fold it with identities (0 + -0.0 is +0.0)
+  one = {u: substitute(u.src[0], {x: const(0, "index") for x in u.src[1:]}) for u in toposort(sink)
+         if u.op == "REDUCE" and r in u.src[1:] and all(size(x) == 1 for x in u.src[1:])}
+  if one: sink = substitute(sink, one)
   r2 = UOp("RANGE", (const(padded, "index"),), r.arg)
   valid = UOp("CMPLT", (r2, const(n, "index")))
   opened: dict = {}

@@ -77,7 +77,8 @@ def cache_dir(sub: str = "") -> Path:
   for d in (base, base / sub) if sub else (base,):
     try: d.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as e: return _fallback(sub, _refuse(d, f"not usable ({e.strerror or e})"))
-    why = _unsafe(d)
+    # (the root may be a link the user made; a folder inside it may not: its files would land elsewhere)
+    why = "a symbolic link" if d != base and os.path.islink(d) else _unsafe(d)
     if why: return _fallback(sub, _refuse(d, why))
   return base / sub if sub else base
 

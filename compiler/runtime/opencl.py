@@ -80,13 +80,31 @@ def _register_oclgrind() -> None:
     try: icds[f.name] = f.read_text()
     except OSError: pass
   for name, text in icds.items():
-    f = d / name
-    if not f.is_file() or f.read_text() != text: f.write_text(text)
+    if _regular_text(d / name) != text: _write_cached(d / name, text)
   os.environ["OCL_ICD_VENDORS"] = str(d)
   os.environ.setdefault("OCLGRIND_DATA_RACES", "1")
   # (its uninitialized-value check stays off unless asked for: it counts bytes a buffer copy
   # or an earlier kernel wrote as uninitialized, a report against a correct program)
-  os.environ.setdefault("OCLGRIND_LOG", str(d / f"oclgrind-{os.getpid()}.log"))
+  if not os.environ.get("OCLGRIND_LOG"):
+    log = d / f"oclgrind-{os.getpid()}.log"
+    _write_cached(log, "")     # a new regular file: Oclgrind appends to it, never through a link planted at its name
+    os.environ["OCLGRIND_LOG"] = str(log)
+
+
+def _regular_text(path: Path) -> str | None:
+  """The text of a regular file at path (not through a link), or None."""
+  from tinyspec.files import read_text, FileRefused
+  if os.path.islink(path): return None
+  try: return read_text(path, 1 << 16)
+  except FileRefused: return None
+
+
+def _write_cached(path: Path, text: str) -> None:
+  """A file of the cache written through a temporary name and renamed over whatever is at
+  path: a link planted there is replaced, never followed."""
+  from tinyspec.files import write_file, FileRefused
+  try: write_file(path, text)
+  except FileRefused as e: raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={wanted()}: {e.message} ({path}) [{RULE}]") from None
 
 
 def devices() -> list:

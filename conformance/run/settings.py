@@ -80,6 +80,7 @@ def load_settings(start: Path | str | None = None) -> Settings:
       raise SettingsError(f"{p}: [tool.tinyspec] has an unknown key {k!r}{did_you_mean(k, KEYS)} (known: {', '.join(KEYS)}) [file.schema]")
     if not isinstance(v, KEYS[k]) or isinstance(v, bool):
       raise SettingsError(f"{p}: [tool.tinyspec] {k} must be a {_kind(KEYS[k])} [file.schema]")
+  _no_control(p, t)
   base = p.parent
   if t.get("profile") is not None and t["profile"] not in PROFILES:
     raise SettingsError(f"{p}: [tool.tinyspec] profile must be strict or portable [file.schema]")
@@ -94,6 +95,17 @@ def load_settings(start: Path | str | None = None) -> Settings:
   return Settings(p, t.get("backend"), base / t["cases"] if "cases" in t else None,
                   float(t["timeout"]) if "timeout" in t else None, t.get("profile"), {k: base / v for k, v in mans.items()},
                   t.get("scheduler"))
+
+
+def _no_control(p: Path, t: dict) -> None:
+  """No text of the table (a value, a manifest's backend name or file) holds a NUL or
+  another control character (tinyspec.files.control_character): SettingsError."""
+  from tinyspec.files import control_character, printable
+  texts = [(k, v) for k, v in t.items() if isinstance(v, str)]
+  texts += [(f"manifests.{m}", x) for m, v in t.get("manifests", {}).items() for x in (m, v) if isinstance(x, str)]
+  for key, text in texts:
+    bad = control_character(text)
+    if bad: raise SettingsError(f"{p}: [tool.tinyspec] {printable(key)[:80]} holds the control character {bad} [setting.value]")
 
 
 def _kind(t) -> str:

@@ -1,5 +1,5 @@
 """`tinyspec fuzz --sanitize`: the sanitizer fuzzer finds a planted bug of each class of
-issues 12 and 21 within the CI slice's examples (conformance/fuzz/sanitize.py CI_EXAMPLES,
+issues 12, 21, 24 and 32 within the CI slice's examples (conformance/fuzz/sanitize.py CI_EXAMPLES,
 CI_SEED; scripts/test.sh runs that slice), and reports nothing on the compiler as it is.
 The plants (tests/support/plants/sitecustomize.py) go into the fuzzer's child only, through
 PYTHONPATH and $TINYSPEC_PLANT; the reference stays the oracle. Each family of the slice
@@ -20,7 +20,7 @@ needs_sanitizers = pytest.mark.skipif(sanitize.unavailable() is not None, reason
 
 PLANT_FAMILY = {"literal": "chain", "gate-wrap": "gated", "sizes": "sizes", "parallel": "axes", "call-const": "sizes",
                 "call-const-buffer": "sizes", "pad-partial": "padded", "pad-gather": "gather", "contract": "contract",
-                "contract-guard": "contract", "scan-tail": "contract", "alias": "alias", "view-store": "alias"}
+                "contract-guard": "contract", "scan-tail": "contract", "scan-int": "contract", "alias": "alias", "view-store": "alias"}
 
 
 @needs_sanitizers

@@ -138,7 +138,7 @@ def test_fuzz_against_the_shipped_example_backend(tmp_path):
 
 def test_describe_a_0d_output():
   from tinyspec.conformance.run.compare import describe
-  assert describe(np.float32(1), np.float32(2), "float32") == "1 of 1 elements differ; at (): got 1.0, expected 2.0 (bit-exact)"
+  assert describe(np.float32(1), np.float32(2), "float32") == "1 of 1 elements differ; at (): got 1.0 (0x3f800000), expected 2.0 (0x40000000), 8388608 ulp apart (bit-exact)"
   assert describe(np.array(3, np.int32), np.array(3, np.int32), "int32") is None
 
 

@@ -52,7 +52,7 @@ def test_a_failure_prints_a_repro_command_that_judges_the_case(tmp_path, capsys)
   assert rc == 1, out
   fail = out[out.index("FAIL"):out.index("failing cases")]
   assert "ADD/float32" in fail and "elements differ" in fail
-  assert re.search(r"operands of element \(\d+,\): buf0\[\d+\] = \S+, buf1\[\d+\] = \S+", fail), fail   # the operands there
+  assert re.search(r"operands of element \(\d+,\): buf0\[\d+\] = \S+ \(0x[0-9a-f]{8}\), buf1\[\d+\] = \S+ \(0x[0-9a-f]{8}\)", fail), fail   # the operands there, with their bits
   assert "profile: strict" in fail
   assert str(CASE.parent.parent) not in fail, fail                  # no path into the installed corpus: its id is enough
   repro = next(line for line in out.splitlines() if line.strip().startswith("repro: ")).split("repro: ", 1)[1]
@@ -63,7 +63,7 @@ def test_a_failure_prints_a_repro_command_that_judges_the_case(tmp_path, capsys)
   said = capsys.readouterr().out
   assert rc == 1, said
   assert said.startswith("FAIL ADD/float32 on starter-python (profile strict): out0: ") and "elements differ" in said, said
-  assert "got -1.0, expected 1.0" in said and "operands of element" in said, said   # a - b where a + b was wanted
+  assert "got -1.0 (0xbf800000), expected 1.0 (0x3f800000)" in said and "operands of element" in said, said   # a - b where a + b was wanted
   assert "repro:" not in said
 
 

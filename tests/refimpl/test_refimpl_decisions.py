@@ -286,6 +286,25 @@ def test_decision_reduce_empty():
     assert evaluate(bld.graph())["out0"].tolist() == [[want], [want]], (dt, op)
 
 
+def test_decision_reduce_one():
+  """One element per result is itself: no axes, axes of size 1, a kernel RANGE of size 1."""
+  x = np.array([[-0.0], [math.nan], [-1.5]], np.float32)
+  for op in ("ADD", "MUL", "MAX"):
+    for axes in ([], [1]):
+      bld = Builder()
+      bld.REDUCE(bld.buffer((3, 1), F32, 0), arg={"op": op, "axes": axes})
+      assert bits_equal(evaluate(bld.graph(), {0: x})["out0"], x), (op, axes)
+  bld = Builder()
+  p = bld.param((1,), F32, 0)
+  r = bld.range(1, 0)
+  bld.REDUCE(bld.INDEX(p, r), r, arg={"op": "ADD"})
+  got = evaluate(bld.graph(), {"param0": np.array([-0.0], np.float32)})["out0"]
+  assert got.tolist() == 0.0 and math.copysign(1, float(got)) == -1
+  bld = Builder()   # two elements still fold from the identity: 0 + -0.0 + -0.0 = +0.0
+  bld.REDUCE(bld.buffer((1, 2), F32, 0), arg={"op": "ADD", "axes": [1]})
+  assert math.copysign(1, float(evaluate(bld.graph(), {0: np.array([[-0.0, -0.0]], np.float32)})["out0"][0, 0])) == 1
+
+
 def test_decision_where_cond():
   bld = Builder()
   bld.WHERE(bld.buffer((3,), "bool", 0), bld.const(1, "int32"), bld.const(2, "int32"))

@@ -16,6 +16,8 @@ and one per class of issue 21:
 and of issue 24 (the launch-time guard of a fused kernel):
   contract-guard  the fused variant runs whatever its operands' buffers hold
   scan-tail       the magnitude scan skips the elements after its last whole vector
+and of issue 32:
+  scan-int        the guard scans an integer buffer (read through a CAST to float) as floats
   alias        a kernel's arguments that share memory are neither snapshotted nor copied
   view-store   the executor binds a view's base a second time (its stores are lost) and
                reads no output back through a view
@@ -114,6 +116,15 @@ def _scan_tail():
   M.C_SOURCE = M.C_SOURCE.replace("for (; i < hi; i++)", "for (; 0 && i < hi; i++)")
 
 
+def _scan_int():
+  import inspect, textwrap
+  from tinyspec.compiler.analysis import contract as C
+  src = textwrap.dedent(inspect.getsource(C.magnitude))
+  test = ' and _dt(props(u).dtype).cls == "float"'
+  assert test in src
+  exec(compile(src.replace(test, ""), "<planted magnitude>", "exec"), C.__dict__)
+
+
 def _alias():
   from tinyspec.compiler.passes import hazards as H
   H.separate_aliases = lambda s: s
@@ -138,4 +149,4 @@ def _view_store():
 if PLANT:
   {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
    "call-const-buffer": _call_const_buffer, "pad-partial": _pad_partial, "pad-gather": _pad_gather, "contract": _contract,
-   "contract-guard": _contract_guard, "scan-tail": _scan_tail,   "alias": _alias, "view-store": _view_store}[PLANT]()
+   "contract-guard": _contract_guard, "scan-tail": _scan_tail, "scan-int": _scan_int, "alias": _alias, "view-store": _view_store}[PLANT]()
