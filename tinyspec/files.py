@@ -186,6 +186,8 @@ def check_name(name, what: str = "name") -> str:
 def make_dir(directory) -> Path:
   """The directory the user gave, created if missing (FileRefused path.write if it cannot be)."""
   d = Path(directory)
+  if not d.exists() and (bad := control_character(str(d))):   # a name no terminal or script shows as it is
+    raise FileRefused(directory, "path.name", f"the directory to create holds the control character {bad}: refused")
   try:
     d.mkdir(parents=True, exist_ok=True)
   except (OSError, ValueError) as e:

@@ -46,7 +46,7 @@ def test_every_option_of_every_command_refuses_control_characters():
 def test_a_file_argument_is_not_a_setting(tmp_path):
   """A hostile file name is named escaped (as tests/show/test_hostile_show.py has it), not
   refused as a setting: every command that takes one."""
-  extra = {"compile": ["--target", "c"], "import-tinygrad": ["--out", str(tmp_path / "o")]}
+  extra = {"compile": ["--target", "c"], "import-tinygrad": ["--out", str(tmp_path / "o")], "new-backend": ["--lang", "c"]}
   cmds = sorted({cmd for cmd, opt in every_argument() if opt is None})
   assert {"validate", "props", "show", "eval", "compile", "run", "import-tinygrad"} <= set(cmds), cmds
   for cmd in cmds:
