@@ -58,6 +58,9 @@ class GraphResult:
     if not res.ok:
       self.evaluation = "not run: invalid graph"
       return self
+    if missing := missing_inputs(self.graph, self.inputs):   # the inputs file must give every buffer: `tinyspec eval` refuses otherwise
+      self.evaluation = f"error: no input for {', '.join(missing)} [eval.input]"
+      return self
     self.evaluation, bounds = _evaluate_and_compare(self.graph, self.inputs, self.expected)
     for b in backends: self.runs[b] = run_and_compare(b, self.graph, self.inputs, self.expected, bounds)
     if self.unread: self.evaluation = f"unchecked: tinygrad's {', '.join(self.unread)} could not be read; {self.evaluation}"
@@ -194,9 +197,20 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
   return res
 
 
+def missing_inputs(graph, inputs: dict) -> list[str]:
+  """The input names of the graph's global BUFFERs (and, in a kernel or program, its PARAMs)
+  that inputs does not give (a kernel's REG and LOCAL buffers are its own scratch)."""
+  kinds = ("BUFFER",) if graph.level == "tensor" else ("BUFFER", "PARAM")
+  names = {input_name(n.op, n.arg) for n in graph.nodes if n.op in kinds and isinstance(n.arg, dict) and "slot" in n.arg
+           and n.arg.get("addrspace", "GLOBAL") == "GLOBAL"}
+  return sorted(names - set(inputs))
+
+
 def _tensor_graph(r) -> GraphResult:
-  g, rep = import_uops(r.roots, "tensor", meta={"realize": r.index})
+  meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
+  g, rep = import_uops(r.roots, "tensor", meta=meta)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
+  inputs.update({_input_name(u): np.zeros(tuple(int(d) for d in u.shape), _np(u)) for u in r.created})   # allocated by this realize: no contents before it
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
   return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread)
