@@ -323,10 +323,12 @@ class _Shadow:
     for r in g.root_indices:
       n = g.nodes[r]
       if n.op == "PROGRAM":   # the LINEAR lists each shadow node after the node it shadows
-        listed = []
+        listed, seen = [], set()   # a set beside the list: a program of n instructions is not n^2 membership tests
         for j in g.nodes[n.src[0]].src:
           listed.append(j)
-          listed += [x for x in self.after.get(j, ()) if x not in listed]
+          seen.add(j)
+          for x in self.after.get(j, ()):
+            if x not in seen: listed.append(x); seen.add(x)
         self.nodes.append(Node("LINEAR", _dedup(listed)))
         lin = len(self.nodes) - 1
         keep |= {(lin, j) for j in listed}
