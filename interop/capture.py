@@ -48,8 +48,8 @@ class Call:
 class Realization:
   """One Tensor.realize: the UOps of every tensor passed to it (tensor level, in the order
   given), the contents of every BUFFER those graphs read, keyed by the BUFFER UOp (a buffer
-  this realize allocates has none before it: `created`, zeros), the schedule and the
-  values of the tensors. `unrealized`: the positions of tensors tinygrad leaves as they are
+  this realize allocates has none before it: `created`, zeros), the schedule, the values
+  of the tensors and the contents of the buffers after it (`final`). `unrealized`: the positions of tensors tinygrad leaves as they are
   (a constant-only tensor has no device; a realized buffer is one already): their values
   are read as tinygrad gives them (`Tensor.numpy`)."""
   index: int
@@ -59,6 +59,7 @@ class Realization:
   outputs: list = field(default_factory=list)
   created: list = field(default_factory=list)
   unrealized: list = field(default_factory=list)
+  final: dict = field(default_factory=dict)   # BUFFER UOp -> its contents after the realize
 
 
 @dataclass
@@ -122,6 +123,7 @@ def capture():
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
       rec.outputs = [_tensor_value(t) for t in tensors]
+      rec.final = {u: read_buffer(_uop_buffer(u)) for u in [*inputs, *created]}
     finally:
       active.pop()
     return self

@@ -44,10 +44,23 @@ def target_chain(dst):
     u = u.src[0]
 
 
-def is_storage(cv, u) -> bool:
+def is_storage(u) -> bool:
   """u is a buffer of the spec (BUFFER, PARAM: `storage: true`), not a Variable."""
+  from tinyspec.tables import tables
   a = getattr(u.arg, "addrspace", None)
-  return cv.entry(u).get("op", u.op.name) in cv.T.storage_ops and not (a is not None and a.name == "ALU")
+  op = (mapping()["ops"].get(u.op.name) or {}).get("op", u.op.name)
+  return op in tables().storage_ops and not (a is not None and a.name == "ALU")
+
+
+def stored_buffers(roots) -> dict:
+  """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
+  (through views and earlier assigns): what the realize leaves in those buffers is a result
+  of it too."""
+  from tinygrad.uop.ops import UOp
+  out = {}
+  for u in UOp.sink(*roots).toposort():
+    if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+  return out
 
 
 def _refused(views) -> str | None:
@@ -63,7 +76,7 @@ def store(cv, u):
   for s in u.src[2:]: gates.append((yield s, V()))
   base, views, orders = target_chain(dst)
   refused = _refused(views)
-  if not is_storage(cv, base) or refused:
+  if not is_storage(base) or refused:
     why = f"a view through {refused}" if refused else f"a {base.op.name}, not storage, outside the AFTER that orders it"
     cv.report.unmapped[f"assign into {why}"] += 1
     return cv.add("STORE", [(yield dst, TARGET), val, *gates])

@@ -348,7 +348,11 @@ class _Converter:
   def store_form(self, u, ctx):
     if is_invalid(u.src[1].base):   # Tensor.invalids: tinygrad drops the store (rangeify), the contents stay undefined
       self.report.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] += 1
-      return self.add("STORE", [(yield u.src[0], TARGET), (yield u.src[1], V())])
+      tdtype = self.dtype_of(u.src[0])
+      val = self.add("CONST", (), {"value": "Invalid", "dtype": tdtype})   # the validator refuses it (arg.schema)
+      if self.level == "tensor" and (shape := self.declared(u.src[1], tdtype)[1]):
+        val = self.add("EXPAND", (self.add("RESHAPE", (val, self.vshape((1,) * len(shape)))), self.vshape(shape)))
+      return self.add("STORE", [(yield u.src[0], TARGET), val])
     if self.level == "tensor": return (yield from tinygrad_assign.store(self, u))
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], self.adopt(u.src[1], tdtype)
@@ -364,7 +368,7 @@ class _Converter:
     """AFTER at tensor level: over a tensor that is not storage, the value its assigns give it
     (interop/tinygrad_assign.py); otherwise the plain form."""
     base = tinygrad_assign.target_chain(u.src[0])[0]
-    if not tinygrad_assign.is_storage(self, base):
+    if not tinygrad_assign.is_storage(base):
       made = yield from tinygrad_assign.after(self, u)
       if made is not None: return made
       self.report.unmapped[f"AFTER of a {base.op.name} (not storage) ordered after something other than its assigns"] += 1
