@@ -323,10 +323,12 @@ class _Shadow:
     for r in g.root_indices:
       n = g.nodes[r]
       if n.op == "PROGRAM":   # the LINEAR lists each shadow node after the node it shadows
-        listed = []
+        listed, seen = [], set()   # a set beside the list: a program of n instructions is not n^2 membership tests
         for j in g.nodes[n.src[0]].src:
           listed.append(j)
-          listed += [x for x in self.after.get(j, ()) if x not in listed]
+          seen.add(j)
+          for x in self.after.get(j, ()):
+            if x not in seen: listed.append(x); seen.add(x)
         self.nodes.append(Node("LINEAR", _dedup(listed)))
         lin = len(self.nodes) - 1
         keep |= {(lin, j) for j in listed}
@@ -334,10 +336,12 @@ class _Shadow:
         continue
       if n.op == "LINEAR": raise ValueError("a LINEAR root outside a PROGRAM")
       new_roots.append(r)
-    value_roots = [r for r in g.root_indices if isinstance(self.views[r].dtype, str) and self.views[r].dtype != "void"]
-    for k, r in enumerate(value_roots):
+    # the evaluator names a value root out{its position among all roots}: a void root before
+    # or between them (a GROUP of stores) takes a position too; the shadows come after them all
+    value_roots = [(p, r) for p, r in enumerate(g.root_indices) if isinstance(self.views[r].dtype, str) and self.views[r].dtype != "void"]
+    for k, (p, r) in enumerate(value_roots):
       e = self.E.get(r)
-      self.outputs[f"out{k}"] = f"out{len(value_roots) + k}"
+      self.outputs[f"out{p}"] = f"out{len(g.root_indices) + k}"
       new_roots.append(e if e is not None else self.zero_like(r))
     for root, s in self.shadow_root.items():   # REG and LOCAL buffers are private: no output
       root_node = g.nodes[root]
