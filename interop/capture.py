@@ -73,6 +73,8 @@ def read_buffer(buf, shape=None) -> np.ndarray | None:
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
+  if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
+    return np.zeros(0 if shape is None else shape, np_dtype(dtype_name(buf.dtype)))
   if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
     buf.ensure_allocated()   # a view (an offset into a realized buffer) is opened lazily: its base holds the data
   if not buf.is_initialized(): return None

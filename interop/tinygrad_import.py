@@ -272,14 +272,26 @@ class _Converter:
     dtype = self.dtype_of(u, ctx)
     rop, n = u.arg[0].name, int(u.arg[1])
     x = yield u.src[0], self.adopt(u.src[0], dtype)
+    negate = False
+    if dtype == "bool" and (b := self.m.get("bool_reduce", {}).get(rop)):   # OR and AND of bools (decision bool-arith)
+      self.report.forms[f"bool REDUCE {rop} as {'NOT MAX NOT' if b.get('negate') else b['op']}"] += 1
+      rop, negate = b["op"], bool(b.get("negate"))
+      if negate: x = self.add("NOT", (x,), None, *self.declared_as(dtype, self._shape_of(u.src[0])))
     if self.level == "tensor":
       self.report.forms["reduce"] += 1
       r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
+      if negate: r = self.add("NOT", (r,), None, dtype)
       return self.add("RESHAPE", (r, self.vshape(tuple(u.shape))), None, *self.declared(u, dtype))
     if n: self.report.unmapped["REDUCE over axes inside a kernel"] += 1
     rngs = []
     for s in u.src[1:]: rngs.append((yield s, RANGE))
-    return self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
+    r = self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
+    return self.add("NOT", (r,), None, dtype) if negate else r
+
+  @staticmethod
+  def _shape_of(u):
+    try: return tuple(int(d) for d in u.shape)
+    except Exception: return None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
 
   @FORMS.register("range")
   def range_form(self, u, ctx):

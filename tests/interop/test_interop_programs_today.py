@@ -35,7 +35,7 @@ PROGRAMS = Path(__file__).resolve().parents[2] / "interop" / "programs"
 LONG = os.environ.get("TINYSPEC_TINYGRAD_LONG") == "1"
 TODAY = ["gpt2_block", "rope", "kv_cache_decode", "gqa", "swiglu", "adamw_mlp", "topk_sample", "resnet_block", "scans",
          "int_ranking", "uint8_normalize", "dropout_train", "causal_mask", "constant_outputs", "assign_views",
-         "greedy_decode", "layernorm_backward", "einsum_attention", "upsample", "label_smoothing_ce"]
+         "greedy_decode", "layernorm_backward", "einsum_attention", "upsample", "label_smoothing_ce", "all_any", "zero_size"]
 SLOW = ["prime_reductions"]
 # lowered programs of 600 to 1300 instructions, each evaluated with its error bound (4 to 7 s
 # of CPU a program): in CI their tensor and kernel graphs only, every level with LONG
@@ -201,3 +201,16 @@ def test_a_graph_missing_an_input_is_not_evaluated():
   del g.inputs[dropped]
   for h in res.graphs: h.check()
   assert g.evaluation == f"error: no input for {dropped} [eval.input]" and not res.ok
+
+
+def test_all_reduces_bools_by_de_morgan():
+  """tinygrad's Tensor.all is a REDUCE MUL over bool (AND): imported as NOT(MAX(NOT x)), the
+  spec's only reduce of bools being MAX (OR); any stays MAX."""
+  res = _import_all_ok("all_any")
+  assert res.report.forms["bool REDUCE MUL as NOT MAX NOT"] >= 3
+
+
+def test_a_zero_size_buffer_is_read_as_empty():
+  """A (4, 0) input: tinygrad's NPY buffer cannot be viewed, the capture reads it empty."""
+  res = _import_all_ok("zero_size")
+  assert any(a.size == 0 for g in res.graphs for a in g.inputs.values())
