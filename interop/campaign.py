@@ -1,7 +1,7 @@
 """`tinyspec fuzz --backend tinygrad --campaign MINUTES --devices PYTHON,CPU,CL`: hunt tinygrad's
 bugs on each device for a while and print each distinct new one once, with its repro.
 
-Two kinds of search take turns on each device, until the time is spent:
+Three kinds of search take turns on each device, until the time is spent:
 
 * graphs: `tinyspec fuzz` rounds (conformance/fuzz/driver.py) drawn from the tables, every op
   in every dtype class, each finding sorted by interop/hunt.py;
@@ -12,7 +12,9 @@ Two kinds of search take turns on each device, until the time is spent:
   campaign), compared with the reference within the portable profile's error bound. Where
   tinygrad's result is outside it, the program's tensor graph is checked node by node
   (every node an output, through the tinygrad backend) to find the op that diverges; that
-  finding is sorted like any other, and its repro is the op alone.
+  finding is sorted like any other, and its repro is the op alone;
+* compositions: tinygrad's Tensor-API methods (relu6, logcumsumexp, softplus, cumprod, pow,
+  ...) on special values, judged against their documented meaning (interop/compositions.py).
 
 A new bug is keyed by op, dtype class, device and kind of difference (hunt.Verdict.key):
 the campaign prints the first of each key (with its repro) and counts the rest.
@@ -45,6 +47,7 @@ class CampaignReport:
   repeats: Counter = field(default_factory=Counter)  # Verdict.key -> further findings of a new bug
   examples: int = 0
   programs: int = 0
+  compositions: int = 0
   seconds: float = 0.0
 
 
@@ -68,13 +71,15 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=
         log(f"{dev}: skipped ({why})"); devices = [d for d in devices if d != dev]; continue
       triage = triage_for(dev)
       with _device(dev):
-        if turn % 2 == 0: _fuzz_turn(rep, dev, seed + turn, out / dev, triage, log)
-        else: _program_turn(rep, dev, rng, out / dev, triage, log, deadline)
+        if turn % 3 == 0: _fuzz_turn(rep, dev, seed + turn, out / dev, triage, log)
+        elif turn % 3 == 1: _program_turn(rep, dev, rng, out / dev, triage, log, deadline)
+        else: _composition_turn(rep, dev, rng, out / dev, log, deadline)
     if not devices: raise ValueError("no tinygrad device can run here")
     turn += 1
   rep.seconds = time.monotonic() - t0
-  log(f"campaign: {rep.seconds / 60:.1f} min on {', '.join(devices)}: {rep.examples} graphs, {rep.programs} programs; "
-      f"{len(rep.new)} new bugs, documented: {dict(sorted(rep.known.items())) or 'none'}"
+  from tinyspec.interop.hunt import class_counts
+  log(f"campaign: {rep.seconds / 60:.1f} min on {', '.join(devices)}: {rep.examples} graphs, {rep.programs} programs, "
+      f"{rep.compositions} compositions; {len(rep.new)} new bugs, in the ledger: {class_counts(rep.known) or 'none'}"
       + (f", unsupported: {sum(rep.unsupported.values())}" if rep.unsupported else ""))
   for key, (v, text) in rep.new.items():
     log(f"NEW BUG {_key_text(key)}: {text}\n  repro: {v.repro or 'none kept (' + v.note[:200] + ')'}"
@@ -126,6 +131,12 @@ def _fuzz_turn(rep, dev, seed, out, triage, log) -> None:
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
   for why, n in r.unsupported.items(): rep.unsupported[why] += n
+
+
+def _composition_turn(rep, dev, rng, out, log, deadline) -> None:
+  from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
+  rep.compositions += CASES_PER_TURN
+  for f in composition_turn(dev, rng, out, deadline): record(rep, f, log)
 
 
 # ------------------------------------------------------------------ programs
