@@ -163,6 +163,16 @@ def _argmax(values):
   return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
+def _argmin(values):
+  if any(_isnan(v) for v in values): return next(i for i, v in enumerate(values) if _isnan(v))
+  return min(range(len(values)), key=lambda i: (values[i], i))
+
+
+def _sorted(values):
+  """Ascending, NaNs last (torch and numpy)."""
+  return sorted(v for v in values if not _isnan(v)) + [v for v in values if _isnan(v)]
+
+
 MEANING = {   # the names a meaning of compositions.yaml may use
   "fmax": _fmax, "fmin": _fmin, "fmaxs": lambda vs: _scan(_fmax, vs)[-1], "exp": _exp, "log": _log,
   "log10": lambda x: _log(x) / math.log(10) if not _isnan(_log(x)) else math.nan,
@@ -176,6 +186,8 @@ MEANING = {   # the names a meaning of compositions.yaml may use
   "fmod": _real(math.fmod), "pymod": _pymod, "pyfloordiv": lambda x, y: x // y, "pypow": _pow,
   "fsum": _fsum, "fprod": _fprod, "cumsum": lambda vs: _scan(lambda a, b: _fsum([a, b]), vs),
   "cumprod": lambda vs: _scan(lambda a, b: a * b, vs), "cummax": lambda vs: _scan(_fmax, vs), "argmax": _argmax,
+  "fmins": lambda vs: _scan(_fmin, vs)[-1], "cummin": lambda vs: _scan(_fmin, vs), "argmin": _argmin, "sorted": _sorted,
+  "trunc": _round_to(math.trunc), "inf": math.inf,
   "pi": math.pi, "len": len, "min": min, "max": max,
 }
 
