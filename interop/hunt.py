@@ -194,6 +194,8 @@ def triage(f, out: Path | None, device: str, kernel_uops=None) -> Verdict | None
   facts = facts_of(f, device)
   if f.prop == "run" and "[backend.unsupported]" in f.message:   # the adapter's limit (normally refused before this)
     return Verdict("unsupported", why=f.message.split(": ", 2)[-1][:160], facts=facts)
+  if "the graph is invalid" in f.message:   # the per-node check built a graph the validator refuses: tinyspec's, never tinygrad's
+    return Verdict("tinyspec", why=f.message[:300], facts=facts)
   bug = documented(facts)
   v = Verdict("documented", bug, facts=facts) if bug is not None else Verdict("new", why=str(f), facts=facts)
   if out is None: v.note = "no --out: no repro written"; return v

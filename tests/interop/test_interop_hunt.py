@@ -148,6 +148,17 @@ def test_a_planted_class_b_finding_is_a_divergence_and_a_class_a_one_a_bug():
   assert hunt.Verdict("new", facts={}).ledger_class is None
 
 
+def test_an_invalid_check_graph_is_tinyspec_s_not_a_new_tinygrad_bug(tmp_path):
+  """A per-node check whose own graph the validator refuses (the campaign met one: AFTER with
+  no sources) is tinyspec's failure, never reported as a tinygrad bug."""
+  from tinyspec.conformance.fuzz.checks import Failure
+  d = _tensor_drawn("ADD", "float32", [1.0, 2.0], const=1.0)
+  f = Failure("values", 3, "ADD", "float32", "the reference evaluator cannot check this node: EvalError: node 0 (AFTER): "
+              "the graph is invalid, nothing was evaluated", d)
+  v = _triage(f, tmp_path)
+  assert v.kind == "tinyspec" and v.repro is None and not list(tmp_path.rglob("repro.py"))
+
+
 def test_a_composition_signature_matches_only_compositions():
   """`api` signatures (a Tensor method) never match a graph finding and `ops` ones never a
   composition finding: relu6's NaN at +inf is relu-difference-inf, a MUL's not-nan is not."""
