@@ -135,6 +135,7 @@ def _fuzz_turn(rep, dev, seed, out, triage, log) -> None:
 
 def _composition_turn(rep, dev, rng, out, log, deadline) -> None:
   from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
+  if time.monotonic() >= deadline: return
   rep.compositions += CASES_PER_TURN
   for f in composition_turn(dev, rng, out, deadline): record(rep, f, log)
 
