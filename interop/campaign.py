@@ -1,7 +1,7 @@
 """`tinyspec fuzz --backend tinygrad --campaign MINUTES --devices PYTHON,CPU,CL`: hunt tinygrad's
 bugs on each device for a while and print each distinct new one once, with its repro.
 
-Two kinds of search take turns on each device, until the time is spent (each turn a unit
+Three kinds of search take turns on each device, until the time is spent (each turn a unit
 on Dask distributed: interop/campaign_units.py, which runs the campaign):
 
 * graphs: `tinyspec fuzz` rounds (conformance/fuzz/driver.py) drawn from the tables, every op
@@ -13,7 +13,9 @@ on Dask distributed: interop/campaign_units.py, which runs the campaign):
   campaign), compared with the reference within the portable profile's error bound. Where
   tinygrad's result is outside it, the program's tensor graph is checked node by node
   (every node an output, through the tinygrad backend) to find the op that diverges; that
-  finding is sorted like any other, and its repro is the op alone.
+  finding is sorted like any other, and its repro is the op alone;
+* compositions: tinygrad's Tensor-API methods (relu6, logcumsumexp, softplus, cumprod, pow,
+  ...) on special values, judged against their documented meaning (interop/compositions.py).
 
 A new bug is keyed by op, dtype class, device and kind of difference (hunt.Verdict.key):
 the campaign prints the first of each key (with its repro) and counts the rest.
@@ -46,6 +48,7 @@ class CampaignReport:
   repeats: Counter = field(default_factory=Counter)  # Verdict.key -> further findings of a new bug
   examples: int = 0
   programs: int = 0
+  compositions: int = 0
   seconds: float = 0.0
 
 
@@ -93,6 +96,13 @@ def _fuzz_turn(rep, dev, seed, out, triage, log, examples: int = FUZZ_EXAMPLES, 
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
   for why, n in r.unsupported.items(): rep.unsupported[why] += n
+
+
+def _composition_turn(rep, dev, rng, out, log, deadline) -> None:
+  from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
+  if time.monotonic() >= deadline: return
+  rep.compositions += CASES_PER_TURN
+  for f in composition_turn(dev, rng, out, deadline): record(rep, f, log)
 
 
 # ------------------------------------------------------------------ programs

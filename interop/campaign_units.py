@@ -2,14 +2,16 @@
 (conformance/cluster.py): `tinyspec fuzz --backend tinygrad --campaign MINUTES`.
 
 The plan takes turns as the campaign always did: turn t on each device is a fuzz unit
-(FUZZ_EXAMPLES graphs, seed --seed + t) when t is even, a program unit (PROGRAMS_PER_TURN
-programs drawn from random.Random(--seed * 1000003 + t)) when odd. A unit needs the
+(FUZZ_EXAMPLES graphs, seed --seed + t) when t % 3 == 0, a program unit (PROGRAMS_PER_TURN
+programs drawn from random.Random(--seed * 1000003 + t)) when t % 3 == 1, and a composition
+unit (CASES_PER_TURN Tensor-API compositions on special values, interop/compositions.py,
+drawn from the same kind of generator) when t % 3 == 2. A unit needs the
 resource tinygrad.DEVICE: it runs on a worker that has that device (its --resources, or
 what the probe sees there: interop/campaign.py _unavailable); a device no worker has is
 said once and its units do not run. Without --examples the plan has no end and the
 campaign stops taking units when its minutes are spent (the units in flight then are
 dropped); with --examples N it is finite (fuzz units drawing N graphs per device, each
-followed by a program unit) and the same on one process, N processes and a cluster.
+followed by a program and a composition unit) and the same on one process, N processes and a cluster.
 
 A unit's findings come home as JSON (a new bug's repro.py as its text, written here under
 OUT/DEVICE/repros/); a new bug is printed when its first unit comes home, and the
@@ -23,7 +25,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from tinyspec.interop import campaign as C
-from tinyspec.interop.hunt import Verdict
+from tinyspec.interop.hunt import Verdict, class_counts, entry_class, ledger
 
 TAG = "tinygrad."   # a worker resource tinygrad.DEVICE: the device is there
 
@@ -38,19 +40,22 @@ def plan(devices, seed: int, examples: int | None = None):
   from tinyspec.conformance.cluster import Unit, split
   fuzz_shares = split(examples, C.FUZZ_EXAMPLES) if examples is not None else None
   turn, index = 0, 0
-  while fuzz_shares is None or turn < 2 * len(fuzz_shares):
+  from tinyspec.interop.compositions import CASES_PER_TURN
+  while fuzz_shares is None or turn < 3 * len(fuzz_shares):
     for dev in devices:
-      if turn % 2 == 0:
-        share = C.FUZZ_EXAMPLES if fuzz_shares is None else fuzz_shares[turn // 2]
+      if turn % 3 == 0:
+        share = C.FUZZ_EXAMPLES if fuzz_shares is None else fuzz_shares[turn // 3]
         yield Unit("campaign-fuzz", dev, seed + turn, share, index, TAG + dev)
-      else:
+      elif turn % 3 == 1:
         yield Unit("campaign-programs", dev, seed * 1000003 + turn, C.PROGRAMS_PER_TURN, index, TAG + dev)
+      else:
+        yield Unit("campaign-compositions", dev, seed * 1000003 + turn, CASES_PER_TURN, index, TAG + dev)
       index += 1
     turn += 1
 
 
 def run_unit(unit, examples: dict, triage_for) -> dict:
-  """One unit on a worker: a fuzz turn or a program turn on its device (campaign.py)."""
+  """One unit on a worker: a fuzz, program or composition turn on its device (campaign.py)."""
   from tinyspec.conformance.cluster import worker_name
   from tinyspec.conformance.findings import example_database
   from tinyspec.conformance.fuzz.units import database_key
@@ -63,6 +68,8 @@ def run_unit(unit, examples: dict, triage_for) -> dict:
     with C._device(unit.name):
       if unit.kind == "campaign-fuzz":
         C._fuzz_turn(part, unit.name, unit.seed, work / unit.name, triage, _quiet, unit.share, db, database_key(unit))
+      elif unit.kind == "campaign-compositions":
+        C._composition_turn(part, unit.name, random.Random(unit.seed), work / unit.name, _quiet, float("inf"))
       else:
         rng = random.Random(unit.seed)
         for _ in range(unit.share):
@@ -71,7 +78,7 @@ def run_unit(unit, examples: dict, triage_for) -> dict:
     new = [_new_json(key, v, text, part.repeats[key]) for key, (v, text) in part.new.items()]
   finally:
     shutil.rmtree(work, ignore_errors=True)
-  return {"examples": part.examples, "programs": part.programs, "known": dict(part.known), "unsupported": dict(part.unsupported),
+  return {"examples": part.examples, "programs": part.programs, "compositions": part.compositions, "known": dict(part.known), "unsupported": dict(part.unsupported),
           "new": new, "findings": _findings(unit.name, new, part.known), "worker": worker_name(),
           "seconds": time.monotonic() - t0, "saved": db.saved}
 
@@ -93,9 +100,14 @@ def _findings(device: str, new: list, known: Counter) -> list[dict]:
   out = [{"signature": json.dumps(["tinygrad", *n["key"]]), "op": "/".join(n["key"][0]), "dtype_class": "/".join(n["key"][1]),
           "device": n["key"][2], "kind": n["key"][3], "text": n["text"][:3000], "repro": n["repro"] or n["note"]} for n in new]
   out += [{"signature": json.dumps(["tinygrad-documented", bug, device]), "op": None, "dtype_class": None, "device": device,
-           "kind": f"documented: {bug}", "text": f"tinygrad bug {bug} (interop/tinygrad_bugs.yaml) on {device}", "repro": None}
-          for bug in sorted(known)]
+           "kind": f"documented: {bug}", "text": f"ledger entry {bug} ({_ledger_class(bug)}, interop/tinygrad_bugs.yaml) on {device}",
+           "repro": None} for bug in sorted(known)]
   return out
+
+
+def _ledger_class(entry: str) -> str:
+  """a bug, an acknowledged divergence or an undefined input (docs/tinygrad-bugs.md's classes)."""
+  return entry_class(entry) if entry in ledger() else "bug"
 
 
 # ------------------------------------------------------------------ where the campaign runs
@@ -133,8 +145,8 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=
   _merge(rep, ran, out)
   rep.seconds = time.monotonic() - t0
   ran_on = [d for d in devices if TAG + d not in ran.missing]
-  log(f"campaign: {rep.seconds / 60:.1f} min on {', '.join(ran_on)}: {rep.examples} graphs, {rep.programs} programs; "
-      f"{len(rep.new)} new bugs, documented: {dict(sorted(rep.known.items())) or 'none'}"
+  log(f"campaign: {rep.seconds / 60:.1f} min on {', '.join(ran_on)}: {rep.examples} graphs, {rep.programs} programs, "
+      f"{rep.compositions} compositions; {len(rep.new)} new bugs, in the ledger: {class_counts(rep.known) or 'none'}"
       + (f", unsupported: {sum(rep.unsupported.values())}" if rep.unsupported else ""))
   for key, (v, text) in rep.new.items():
     log(f"NEW BUG {C._key_text(key)}: {text}\n  repro: {v.repro or 'none kept (' + v.note[:200] + ')'}"
@@ -162,7 +174,7 @@ def _merge(rep: C.CampaignReport, ran, out: Path) -> None:
   rep.lost, rep.missing, rep.resumed, rep.dashboard = ran.lost, ran.missing, ran.resumed, ran.dashboard
   for u in ran.order:
     r = ran.results[u.key]
-    rep.examples += r["examples"]; rep.programs += r["programs"]
+    rep.examples += r["examples"]; rep.programs += r["programs"]; rep.compositions += r.get("compositions", 0)
     rep.known.update(r["known"]); rep.unsupported.update(r["unsupported"])
     for n in r["new"]:
       key = _key(n["key"])

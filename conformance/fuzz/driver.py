@@ -200,7 +200,7 @@ def _record(rep: FuzzReport, f: Failure, triage, out, log) -> None:
   kind, repro = getattr(v, "kind", None), getattr(v, "repro", None)
   if kind == "documented":
     rep.known.append(f)
-    if log: log(f"KNOWN {v.bug}: {f}" + (f"\n  repro: {repro} (fails on tinygrad)" if repro else ""))
+    if log: log(f"KNOWN {getattr(v, 'label', v.bug)}: {f}" + (f"\n  repro: {repro} (fails on tinygrad)" if repro else ""))
   elif kind == "unsupported":
     rep.unsupported[v.why] = rep.unsupported.get(v.why, 0) + 1
     if log: log(f"UNSUPPORTED {v.why}: {f}")
