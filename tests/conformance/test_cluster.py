@@ -237,12 +237,13 @@ def test_the_campaign_plan_takes_turns_and_ends_with_examples():
   from tinyspec.interop import campaign as C
   from tinyspec.interop.campaign_units import plan
   units = list(plan(["PYTHON", "CL"], 5, C.FUZZ_EXAMPLES + 1))
-  assert [(u.kind, u.name) for u in units[:4]] == [("campaign-fuzz", "PYTHON"), ("campaign-fuzz", "CL"),
-                                                   ("campaign-programs", "PYTHON"), ("campaign-programs", "CL")]
-  assert len(units) == 8 and sum(u.share for u in units if u.kind == "campaign-fuzz") == 2 * (C.FUZZ_EXAMPLES + 1)
+  assert [(u.kind, u.name) for u in units[:6]] == [("campaign-fuzz", "PYTHON"), ("campaign-fuzz", "CL"),
+                                                   ("campaign-programs", "PYTHON"), ("campaign-programs", "CL"),
+                                                   ("campaign-compositions", "PYTHON"), ("campaign-compositions", "CL")]
+  assert len(units) == 12 and sum(u.share for u in units if u.kind == "campaign-fuzz") == 2 * (C.FUZZ_EXAMPLES + 1)
   assert {u.needs for u in units} == {"tinygrad.PYTHON", "tinygrad.CL"} and units == list(plan(["PYTHON", "CL"], 5, C.FUZZ_EXAMPLES + 1))
   endless = plan(["PYTHON"], 5)
-  assert [next(endless).seed for _ in range(4)] == [5, 5 * 1000003 + 1, 7, 5 * 1000003 + 3]
+  assert [next(endless).seed for _ in range(4)] == [5, 5 * 1000003 + 1, 5 * 1000003 + 2, 8]
 
 
 def test_the_scheduler_setting_and_variable_are_checked(tmp_path, monkeypatch):
@@ -277,15 +278,16 @@ def test_a_campaign_sorts_its_units_findings_and_resumes(tmp_path, monkeypatch):
     C.record(part, F(), log)
   monkeypatch.setattr(C, "_fuzz_turn", planted_turn)
   monkeypatch.setattr(C, "PROGRAMS_PER_TURN", 0)
+  monkeypatch.setattr(C, "_composition_turn", lambda *a, **k: None)
   monkeypatch.setattr(C, "FUZZ_EXAMPLES", 3)
   from tinyspec.interop.campaign_units import campaign
   lines, again = [], []
   rep = campaign(5, ["PYTHON"], tmp_path / "out", 1, lines.append, lambda d: None, examples=6, db=tmp_path / "db.sqlite")
-  assert calls == [1, 3] and rep.examples == 6 and len(rep.new) == 1 and rep.repeats[next(iter(rep.new))] == 1
+  assert calls == [1, 4] and rep.examples == 6 and len(rep.new) == 1 and rep.repeats[next(iter(rep.new))] == 1
   (v, _), = rep.new.values()
   assert v.repro == tmp_path / "out" / "PYTHON" / "repros" / "ADD-float32-nan-PYTHON-x" / "repro.py" and "planted" in v.repro.read_text()
   assert sum(line.startswith("NEW BUG ADD float on PYTHON: nan") for line in lines) == 2   # when found, and in the summary
   (row,) = Findings(tmp_path / "db.sqlite").rows()
   assert row["count"] == 2 and row["device"] == "PYTHON" and row["repro"].startswith("import tinygrad")
   rep2 = campaign(5, ["PYTHON"], tmp_path / "out", 1, again.append, lambda d: None, examples=6, db=tmp_path / "db.sqlite")
-  assert calls == [1, 3] and rep2.resumed == 4 and rep2.examples == 6 and list(rep2.new) == list(rep.new)
+  assert calls == [1, 4] and rep2.resumed == 6 and rep2.examples == 6 and list(rep2.new) == list(rep.new)
