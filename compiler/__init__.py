@@ -21,18 +21,20 @@ from tinyspec.compiler.pipeline import lower, Compiled, STAGES
 from tinyspec.compiler.support import supported_ops
 
 
-def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None, device=None) -> Compiled:
+def compile_graph(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, beam: int | None = None, device=None,
+                  trace=None) -> Compiled:
   """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
   opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
   default -- the heuristics, or with beam=N (default $TINYSPEC_BEAM) a BEAM search of
   width N, its winner cached on disk (compiler/beam.py). device: a compiler.device.Device
-  to compile for instead of the target's own (table_device("h100"): static GPU checks)."""
+  to compile for instead of the target's own (table_device("h100"): static GPU checks).
+  trace: a tinyspec.rewrite.Trace counting the rules that fire, per stage."""
   if beam is None: beam = environment.integer("TINYSPEC_BEAM", 0, 0, environment.MAX_BEAM)
   search = None
   if beam > 0:
     from tinyspec.compiler.beam import best_opts
     def search(sink, target, dev): return best_opts(sink, target, beam, dev)
-  return lower(g, target, opts, allow_untrusted, keep_stages, search, device)
+  return lower(g, target, opts, allow_untrusted, keep_stages, search, device, trace)
 
 
 def run(graph, inputs=None, backend: str = "c", opts=None, allow_untrusted: bool = False, cast: bool = False):

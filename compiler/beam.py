@@ -23,11 +23,10 @@ import json
 import os
 import time
 import numpy as np
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.dispatch import input_name
 from tinyspec.compiler.props import CompileError, props
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, top_nest, PARALLEL
 from tinyspec.compiler.passes.optimize import apply_opts, initial_types, opts_fit
 

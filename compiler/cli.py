@@ -1,8 +1,9 @@
 """`tinyspec compile` and `tinyspec run`.
 
-  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted]
+  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted] [--explain]
       prints the rendered kernels; --dump-stages writes one graph file per stage
-      (NN_stage.json), each accepted by `tinyspec validate`.
+      (NN_stage.json), each accepted by `tinyspec validate`; --explain prints instead,
+      stage by stage, the rewrite rules that fired and how often.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
       runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
 Without --opt every kernel gets the device's default OptOps (compiler/passes/heuristics.py);
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import add_option
+from tinyspec.rewrite import RewriteLimit, Trace
 from tinyspec.files import FileRefused, make_dir, output_path, printable, save_npy, write_file
 
 
@@ -50,7 +52,6 @@ def _failure(path: str, e) -> int:
 def _runtime_errors():
   from tinyspec.compiler.runtime import BuildError
   from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
-  from tinyspec.compiler.rewrite import RewriteLimit
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
 
 
@@ -65,6 +66,7 @@ def compile_command(sub):
   p.add_argument("--beam", metavar="N", type=int, default=None, help="BEAM search of width N for the kernels --opt does not set (cached on disk)")
   p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
+  p.add_argument("--explain", action="store_true", help="print, stage by stage, the rewrite rules that fired (and how often) instead of the source")
   add_option(p)
 
   def run(a) -> int:
@@ -76,7 +78,8 @@ def compile_command(sub):
       print(f"--opt: not JSON: {e}", file=sys.stderr); return EXIT_UNREADABLE
     try:
       if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
-      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam)
+      trace = Trace()
+      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam, trace=trace)
       if a.build: c.executable()
     except CompileError as e:
       return _refusal(a.file, e)
@@ -85,9 +88,18 @@ def compile_command(sub):
     if a.dump_stages:
       try: dump_stages(c, a.dump_stages)
       except FileRefused as e: print(f"tinyspec compile: {e}", file=sys.stderr); return e.exit_code
-    print(c.source(), end="")
+    print(explain(trace) if a.explain else c.source(), end="")
     return EXIT_OK
   return p, run
+
+
+def explain(trace) -> str:
+  """Each stage that fired rules, then each rule with how often it fired (most first)."""
+  lines = []
+  for stage, counts in trace.by_stage().items():
+    lines.append(f"{stage}:")
+    lines += [f"  {rule} x{n}" for rule, n in sorted(counts.items(), key=lambda rn: (-rn[1], rn[0]))]
+  return "\n".join(lines) + "\n" if lines else "no rewrite rule fired\n"
 
 
 def dump_stages(c, where) -> list[Path]:

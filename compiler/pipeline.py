@@ -19,12 +19,12 @@ are the inputs) or a linearized program (LINEAR: rendered as it is).
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinyspec.graph import Graph
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
+from tinyspec.rewrite import Trace, tracing, substitute
 from tinyspec.tables import tables
 from tinyspec.validate import validate
 from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.passes.heuristics import numbers
 from tinyspec.compiler.passes import callify as _callify, rangeify as _rangeify, optimize as _optimize, expand as _expand
@@ -83,7 +83,6 @@ def _map_kernels(s: Schedule, fn) -> Schedule:
 def _kernel_schedule(sink: UOp) -> Schedule:
   """A bare kernel: its PARAMs are the program's inputs and outputs (named by their own
   slots); inside, they are renumbered 0..n-1, the argument positions."""
-  from tinyspec.compiler.rewrite import substitute
   params = sorted({u for u in toposort(sink) if u.op == "PARAM"}, key=lambda p: p.arg["slot"])
   slots = [p.arg["slot"] for p in params]
   if len(set(slots)) != len(slots):
@@ -101,21 +100,30 @@ def kernel_opts(opts, name: str):
   return list(opts) if isinstance(opts, (list, tuple)) else opts   # anything else: optimize refuses it
 
 
-def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, search=None, device=None) -> Compiled:
+def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_stages: bool = True, search=None, device=None,
+          trace: Trace | None = None) -> Compiled:
   """Compile a Graph (or a UOp / list of root UOps) for target "c" or "opencl".
   opts: OptOps for every kernel (a list), per kernel name (a dict), or None: the device's
   default, which is `search(kernel sink, target, device)` when given (BEAM search: the
   public compile_graph in compiler/__init__.py passes it) and else, or when it gives
   None, the heuristics. device: the compiler.device.Device to compile for (default: the
-  target's own, compiler/device.py; a table_device compiles for hardware not present)."""
+  target's own, compiler/device.py; a table_device compiles for hardware not present).
+  trace: a tinyspec.rewrite.Trace that counts the rules fired, per stage (--explain)."""
+  with tracing(trace) as t:
+    return _lower(g, target, opts, allow_untrusted, keep_stages, search, device, t)
+
+
+def _lower(g, target: str, opts, allow_untrusted: bool, keep_stages: bool, search, device, trace: Trace) -> Compiled:
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
   if isinstance(g, UOp): g = Graph.from_uops(g)
   elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
   level = check_input(g, allow_untrusted)
   roots = g.root_uops()
   stages: dict = {"input": g}
-  def keep(name, make):   # make() builds the stage's graph(s), only when they are kept
+  trace.stage = STAGES[1]
+  def keep(name, make):   # make() builds the stage's graph(s), only when they are kept; the rules fired next count for the next stage
     if keep_stages: stages[name] = make()
+    trace.stage = STAGES[STAGES.index(name) + 1] if name != STAGES[-1] else name
 
   contract: dict = {}    # kernels whose REG accumulators are all REDUCEs' -> elements a REDUCE sums, at most (render.yaml `contract`)
   dev = _target_device(target, device)

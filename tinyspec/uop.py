@@ -36,6 +36,21 @@ def toposort(*roots, srcs=None) -> list["UOp"]:
   return out
 
 
+def fold_up(u: "UOp", memo: dict, f):
+  """f(x, [memo[s] for s in x.src]) for u and every node below it that `memo` does not
+  hold yet, sources first (iterative: no recursion limit); `memo` keeps the answers, so
+  later calls stop at nodes already known. Returns memo[u]. The one bottom-up fold."""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in memo: stack.pop(); continue
+    todo = [s for s in x.src if s not in memo]
+    if todo: stack.extend(todo); continue
+    stack.pop()
+    memo[x] = f(x, [memo[s] for s in x.src])
+  return memo[u]
+
+
 class UOp:
   __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "__weakref__")
 

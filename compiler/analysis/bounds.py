@@ -104,7 +104,7 @@ def _and(gate: UOp | None, extra: list[UOp]) -> UOp:
 
 def gate_memory(sink: UOp) -> UOp:
   """Add every unproved bounds clause to its access's gate (see the module doc)."""
-  from tinyspec.compiler.rewrite import toposort
+  from tinyspec.uop import toposort
   memo: dict[UOp, UOp] = {}
   for u in toposort(sink):
     src = [memo[s] for s in u.src]

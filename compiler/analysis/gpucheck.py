@@ -26,9 +26,8 @@ memory (a missing BARRIER: compiler/analysis/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.render import launch_size
 from tinyspec.compiler.analysis.localrace import local_races

@@ -24,9 +24,8 @@ dtype: nothing wraps).
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort, fold_up
 from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.analysis.axes import carried, open_ranges
 

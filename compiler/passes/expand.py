@@ -37,9 +37,10 @@
 The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum for MAX.
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
+from tinyspec.rewrite import substitute, rebuild
+from tinyspec.compiler.analysis.axes import ranges_open
 from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.passes.readers import with_identity, identity, fold
@@ -288,7 +289,7 @@ def _order_key(b: UOp, it: str, mag: int) -> UOp:
 
 def _max_on_integers(sink: UOp) -> UOp:
   """Float MAX reductions -> one integer MAX reduction (see the module doc)."""
-  def lower(u: UOp):
+  def max_on_integers(u: UOp):
     if u.op != "REDUCE" or u.arg["op"] != "MAX" or len(u.src) < 2: return None
     dt = props(u).dtype
     if dt not in _KEYED: return None
@@ -300,7 +301,7 @@ def _max_on_integers(sink: UOp) -> UOp:
     k = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
     k = UOp("MAX", (k, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
     return UOp("BITCAST", (_order_key(k, it, mag),), dt)
-  out = rebuild(sink, lower)
+  out = rebuild(sink, max_on_integers)
   return simplify(out) if out is not sink else sink
 
 

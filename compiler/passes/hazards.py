@@ -20,9 +20,8 @@ kernel, and where two written slots overlap each gets a private copy (copied in 
 the kernel, out after it, in slot order).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.analysis.parallel import hazards, WRITES
 

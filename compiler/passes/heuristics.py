@@ -37,9 +37,8 @@ nest (their axes are not GLOBAL), keep their loops; a float MUL reduction keeps 
 order (opt.order).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, output_nest, reorderable

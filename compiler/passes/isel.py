@@ -9,9 +9,9 @@ with rule compile.unsupported. Every memory access not proved in bounds gets its
 check as a gate (compiler/analysis/bounds.py gate_memory).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.rewrite import toposort, rebuild
+from tinyspec.rewrite import rebuild
 from tinyspec.compiler.tables import category, render_tables
 from tinyspec.compiler import render as R
 

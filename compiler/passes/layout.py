@@ -29,9 +29,9 @@ edge (a padded row of A) are copied first into buffers padded with zeros to the 
 reads: what those reads gave (decision index-oob), now in bounds and ungated.
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props, const, shape_operand
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import linear, simplify, exact_linear, linear_interval
 from tinyspec.compiler.passes.heuristics import numbers

@@ -13,9 +13,9 @@ loops, is refused (compile.form).
 """
 from __future__ import annotations
 import heapq
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import substitute
 
 
 def split_ends(sink: UOp) -> UOp:

@@ -40,11 +40,11 @@ What each AxisType becomes: expand (UPCAST, UNROLL, GROUP_REDUCE) and render (GL
 LOCAL, THREAD) say.
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.limits import limits
 from tinyspec.compiler.props import props, const, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute, rebuild
+from tinyspec.rewrite import substitute, rebuild
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.passes.readers import identity

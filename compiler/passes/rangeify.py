@@ -31,10 +31,10 @@ kernels run on, so a COPY or device LOAD is a copy kernel and an n-tuple buffer 
 whole (decided in docs: compiler section of the README).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
+from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import Matcher, Pat, toposort
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
 from tinyspec.compiler.tables import policy, is_alu
 from tinyspec.compiler.analysis.symbolic import simplify
@@ -143,7 +143,6 @@ def _expanding(s: UOp, u: UOp) -> bool:
 
 def _kernel_sink_slots(body: UOp) -> set[int]:
   """PARAM slots a kernel body stores to."""
-  from tinyspec.compiler.rewrite import toposort
   out = set()
   for u in toposort(body):
     if u.op in ("STORE", "ATOMICADD"):
@@ -156,14 +155,15 @@ def _kernel_sink_slots(body: UOp) -> set[int]:
 def _tensor_nodes(roots: list[UOp]) -> list[UOp]:
   """Toposort of the tensor-level nodes: kernel bodies under CALL are not entered."""
   def srcs(u): return u.src if _kernel_body(u) is None else tuple(s for k, s in enumerate(u.src) if k not in tables().body_slots(u.op))
-  return toposort(roots, srcs)
+  return toposort(roots, srcs=srcs)
 
 
-LOWER = Matcher([
-  # a masked storage read becomes a gated LOAD: the read is skipped, not just discarded
-  (Pat("WHERE", (Pat.var("g"), Pat("INDEX", name="i"), Pat.cvar("z")), name="x"),
-   lambda x, g, i, z: UOp("LOAD", (i, z, g)) if (z.arg["value"] in (0, False) and i.src[0].op == "PARAM" and props(g).dtype == "bool") else None),
-])
+def _masked_read(x: UOp, g: UOp, i: UOp, z: UOp):
+  """A masked storage read becomes a gated LOAD: the read is skipped, not just discarded."""
+  return UOp("LOAD", (i, z, g)) if (z.arg["value"] in (0, False) and i.src[0].op == "PARAM" and props(g).dtype == "bool") else None
+
+
+LOWER = RuleSet([Rule("masked_read", Pat("WHERE", (Pat.var("g"), Pat("INDEX", name="i"), Pat.cvar("z")), name="x"), _masked_read)], "lower")
 
 
 class Rangeify:
@@ -491,7 +491,6 @@ def _size_slots(body: UOp) -> set[int]:
 
 def _prune_params(sink: UOp, args: list, writes: set):
   """Drop the arguments whose PARAM simplification removed; number the rest 0..n-1."""
-  from tinyspec.compiler.rewrite import substitute
   used = sorted({u.arg["slot"] for u in _walk(sink) if u.op == "PARAM"})
   if used == list(range(len(args))): return sink, args, writes
   new = {old: i for i, old in enumerate(used)}
@@ -542,7 +541,6 @@ def _merge(a: Kernel, b: Kernel) -> Kernel:
   for u in _walk(b.sink):
     if u.op == "RANGE" and u not in rmap:
       rmap[u] = u.replace(arg={**u.arg, "id": top}); top += 1
-  from tinyspec.compiler.rewrite import substitute
   bsink = substitute(b.sink, {**pmap, **rmap})
   def stores(k_sink, nest_ranges):
     body = k_sink.src[0]

@@ -32,10 +32,10 @@ INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `spl
 iterations (constant sizes), and G divides the reduce's outermost range (the one split).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.passes.heuristics import numbers

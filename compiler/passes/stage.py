@@ -25,9 +25,9 @@ compiler/analysis/parallel.py `hazards` (compiler/passes/expand.py `_race_free`)
 """
 from __future__ import annotations
 import numpy as np
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import substitute
 from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.analysis.axes import axis_type, size, closers, top_nest, reorderable
 from tinyspec.dtypes import dtype as _dt

@@ -1,6 +1,6 @@
 """Instances of the simplifier's rewrite rules, built from the rules' own patterns.
 
-`instances(pat, dt, rng, kb)` builds nodes that match a rule's pattern (compiler/rewrite
+`instances(pat, dt, rng, kb)` builds nodes that match a rule's pattern (tinyspec/rewrite
 Pat) with operands of dtype dt drawn from `operands`: loads of edge-dense buffers (the
 dtype's whole range) and loads narrowed by a CAST from a narrower dtype, a MOD, an IDIV
 or a MAX by a constant, a bounded symbolic size, the loop index itself -- so the
@@ -90,7 +90,7 @@ class KernelBuilder:
 
   def used_inputs(self, sink: UOp) -> dict:
     """The inputs of the PARAMs the kernel uses (instances that were dropped have others)."""
-    from tinyspec.compiler.rewrite import toposort
+    from tinyspec.uop import toposort
     names = {f"param{u.arg['slot']}" for u in toposort(sink) if u.op == "PARAM"}
     return {k: v for k, v in self.inputs.items() if k in names}
 

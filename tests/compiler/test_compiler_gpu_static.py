@@ -238,7 +238,7 @@ def test_local_races_count_a_vector_access_lanes(h100):
   which only counting the lanes shows."""
   from tinyspec.compiler.analysis.gpucheck import kernel_launch
   from tinyspec.compiler.props import props, const
-  from tinyspec.compiler.rewrite import substitute
+  from tinyspec.rewrite import substitute
   c = compile_graph(gemm(Tensor(_z(128, 64)), Tensor(_z(64, 128))).graph(), "opencl", keep_stages=False, device=h100)
   ks, lin = c.sources[0], c.linear[0]
   assert kernel_launch(ks, lin).races == []
@@ -252,7 +252,7 @@ def test_local_races_count_a_vector_access_lanes(h100):
 
 
 def _nodes(u):
-  from tinyspec.compiler.rewrite import toposort
+  from tinyspec.uop import toposort
   return toposort(u)
 
 
@@ -401,7 +401,7 @@ def _staged_kernel(h100):
   from tinyspec.compiler.passes.optimize import optimize
   t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
   sink = optimize(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink, "opencl", None, h100)
-  from tinyspec.compiler.rewrite import toposort
+  from tinyspec.uop import toposort
   nodes = toposort(sink)
   assert any(u.op == "BUFFER" and u.arg.get("addrspace") == "LOCAL" for u in nodes)
   return sink, nodes
@@ -414,7 +414,7 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   from tinyspec.compiler.passes import expand as E
   from tinyspec.compiler.passes.optimize import proved_parallel
   from tinyspec.compiler.props import CompileError, const
-  from tinyspec.compiler.rewrite import substitute
+  from tinyspec.rewrite import substitute
   sink, nodes = _staged_kernel(h100)
   E.expand(sink)                                   # as made: proved race-free
   proved_parallel(sink, "opencl")
@@ -451,7 +451,7 @@ def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeyp
     stores = [inner] if inner.op == "STORE" else list(inner.src)
     def unbar(u):
       return u.src[0] if u.op == "AFTER" and len(u.src) == 2 and u.src[1].op == "BARRIER" and u.src[1] is not bar else None
-    from tinyspec.compiler.rewrite import rebuild
+    from tinyspec.rewrite import rebuild
     return UOp("BARRIER", (rebuild(steps, lambda u: UOp("AFTER", (u.src[0], u.src[1].src[0])) if unbar(u) is not None else None),)), left, nid
   monkeypatch.setattr(E, "_tree_combine", planted)
   with pytest.raises(CompileError, match="compile.order"):

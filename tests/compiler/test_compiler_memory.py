@@ -2,12 +2,11 @@
 from __future__ import annotations
 import numpy as np
 import pytest
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import shape_operand as S, const
 from tinyspec.compiler.analysis.bounds import missing, proved
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.refimpl import evaluate
 
 from targets import HAVE_CL, TARGETS

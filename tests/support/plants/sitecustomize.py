@@ -33,7 +33,8 @@ def _literal():
     v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
     if v1 < 1 or v2 < 1 or not S._is_intlike(x): return None
     return UOp("IDIV", (a, S.const(S.wrap(v1 * v2, props(x).dtype), props(x).dtype)))
-  S.RULES.rules = [(p, div_div if f is S.div_div else f) for p, f in S.RULES.rules]
+  from tinyspec.rewrite import Rule
+  S.RULES.rules = [Rule(r.name, r.pat, div_div) if r.fn is S.div_div else r for r in S.RULES.rules]
   S.RULES.by_op.clear()
 
 
