@@ -10,9 +10,12 @@ it) and returns a replacement UOp, or None to decline.
 `graph_rewrite(roots, rules, ctx)` rebuilds the graph bottom-up: sources first, then the
 node with its new sources, then the rules. By default a rule's result is itself rewritten
 (its new inner nodes included) until no rule applies: a fixed point. `once=True` applies
-the rules once per node (a result is final); `top_down=True` tries the rules on each node
-as it is before its sources (a hit is final and not entered: a substitution); `enter(u, k)`
-says whether source k of u is rewritten at all (the bodies a rewrite must not enter).
+the rules once per node (a result is final). `top_down=True` tries the rules on each node
+as it is, before its sources: a hit replaces it and is rewritten again (with `once`: is
+final and not entered, a substitution). `enter(u, k)` says whether source k of u is
+rewritten at all (the bodies a rewrite must not enter). A rule that builds one result from
+several nodes (the reductions sharing one loop) asks for `rewrite`, which gives any node's
+rewritten form within the same rewrite.
 No recursion: an explicit stack walks graphs of any depth.
 
 Every rule that fires is counted in the active trace (`tracing()`): the compiler's
@@ -66,9 +69,12 @@ class Pat:
 
 @dataclass(frozen=True)
 class Rule:
-  """A named rewrite: `fn(**bound)` (plus ctx= when fn takes it) -> a replacement or None;
-  `apply(u, ctx)` matches and calls it. Untraced rules (a substitution's mapping) are not
-  counted in traces."""
+  """A named rewrite: `fn(**bound)` -> a replacement or None; fn also gets, when it names
+  them, `ctx=` (the rewrite's context), `rewrite=` (the rewritten form of any other node of
+  the same rewrite, for rules that build one result from several nodes) and `orig=` (the
+  node as the graph had it, before its sources were rewritten: what a context computed
+  ahead knows it as). `apply(u, ctx, rewrite, orig)` matches and calls it. Untraced rules
+  (a substitution's mapping) are not counted in traces."""
   name: str
   pat: Pat
   fn: Callable
@@ -76,22 +82,26 @@ class Rule:
 
   def __post_init__(self):
     params = inspect.signature(self.fn).parameters
-    wants_ctx = "ctx" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    extra = [k for k in ("ctx", "rewrite", "orig") if k in params]
     bare = self.pat.ops is None and self.pat.src is None and self.pat.pred is None and self.pat.name is not None
     # a pattern that matches any node calls fn positionally (no binding: the common substitution is cheap)
-    positional = bare and list(params) in ([self.pat.name], [self.pat.name, "ctx"])
-    object.__setattr__(self, "apply", self._positional(wants_ctx) if positional else self._matching(wants_ctx))
+    if bare and list(params) in ([self.pat.name], [self.pat.name, "ctx"]): apply = self._positional("ctx" in params)
+    else: apply = self._matching(extra)
+    object.__setattr__(self, "apply", apply)
 
   def _positional(self, wants_ctx: bool) -> Callable:
     fn = self.fn
-    return (lambda u, ctx: fn(u, ctx)) if wants_ctx else (lambda u, ctx: fn(u))
+    return (lambda u, ctx, rewrite, orig: fn(u, ctx)) if wants_ctx else (lambda u, ctx, rewrite, orig: fn(u))
 
-  def _matching(self, wants_ctx: bool) -> Callable:
+  def _matching(self, extra: list) -> Callable:
     pat, fn = self.pat, self.fn
-    def apply(u: UOp, ctx) -> UOp | None:
+    def apply(u: UOp, ctx, rewrite, orig) -> UOp | None:
       b: dict = {}
       if not pat.match(u, b): return None
-      if wants_ctx: b["ctx"] = ctx
+      if extra:
+        if "ctx" in extra: b["ctx"] = ctx
+        if "rewrite" in extra: b["rewrite"] = rewrite
+        if "orig" in extra: b["orig"] = orig
       return fn(**b)
     return apply
 
@@ -112,9 +122,9 @@ class RuleSet:
     if r is None: r = self.by_op[op] = [x for x in self.rules if x.pat.ops is None or op in x.pat.ops]
     return r
 
-  def rewrite(self, u: UOp, ctx=None) -> UOp | None:
+  def rewrite(self, u: UOp, ctx=None, rewrite: Callable | None = None, orig: UOp | None = None) -> UOp | None:
     for rule in self._for(u.op):
-      r = rule.apply(u, ctx)
+      r = rule.apply(u, ctx, rewrite, u if orig is None else orig)
       if r is not None and r is not u:
         if rule.traced and _TRACES: _TRACES[-1].count(rule.name, u.op)
         return r
@@ -172,42 +182,66 @@ class RewriteLimit(Exception):
   """A rewrite that did not reach its fixed point within its step limit."""
 
 
+class _Rewriter:
+  """One rewrite: its rules, context, mode and memo (original node -> rewritten node).
+  Calling it rewrites a node (and everything below it not done yet): the engine's loop,
+  also what a rule's `rewrite=` is."""
+
+  def __init__(self, rules: RuleSet, ctx, once: bool, top_down: bool, enter, limit: int):
+    self.rules, self.ctx, self.once, self.top_down, self.enter, self.limit = rules, ctx, once, top_down, enter, limit
+    self.memo: dict[UOp, UOp] = {}
+    self.steps = 0
+    self.running: set[UOp] = set()     # nodes whose rules run now (a rule's `rewrite` may not come back to them)
+
+  def _rules(self, u: UOp, orig: UOp) -> UOp | None:
+    self.steps += 1
+    if self.steps > self.limit: raise RewriteLimit("rewrite did not reach a fixed point")
+    if orig in self.running: raise RewriteLimit(f"a rule asked for the rewrite of {u.op}, whose own rules asked for it")
+    self.running.add(orig)
+    try: return self.rules.rewrite(u, self.ctx, self, orig)
+    finally: self.running.discard(orig)
+
+  def __call__(self, root: UOp) -> UOp:
+    memo, enter, once, top_down = self.memo, self.enter, self.once, self.top_down
+    stack: list = [(root, 0, None)]
+    while stack:
+      u, phase, extra = stack.pop()
+      if phase == 0:
+        if u in memo: continue
+        if top_down and (r := self._rules(u, u)) is not None:
+          if once: memo[u] = r
+          else: stack += [(u, 2, r), (r, 0, None)]     # the hit is rewritten again
+          continue
+        stack.append((u, 1, None))
+        for k in range(len(u.src) - 1, -1, -1):
+          s = u.src[k]
+          if s not in memo and (enter is None or enter(u, k)): stack.append((s, 0, None))
+      elif phase == 1:
+        if u in memo: continue
+        if enter is None: new_src = tuple(memo[s] for s in u.src)
+        else: new_src = tuple(memo[s] if enter(u, k) else s for k, s in enumerate(u.src))
+        n = u if all(a is b for a, b in zip(new_src, u.src)) else u.replace(src=new_src)
+        r = None if top_down else self._rules(n, u)
+        if r is None:
+          memo[u] = n
+          if n is not u and not (once or top_down): memo[n] = n    # a fixed point (elsewhere n, met as it is, may still change)
+        elif once: memo[u] = r
+        else:
+          stack.append((u, 2, r))
+          if r not in memo: stack.append((r, 0, None))
+      else:
+        memo[u] = memo[extra]
+    return memo[root]
+
+
 def graph_rewrite(roots, rules: RuleSet, ctx=None, *, once: bool = False, top_down: bool = False,
                   enter: Callable[[UOp, int], bool] | None = None, limit: int = 10_000_000):
   """Rewrite the graphs under `roots` (a UOp or a list of them) with `rules` (module doc)."""
-  single = isinstance(roots, UOp)
-  rl = [roots] if single else list(roots)
-  memo: dict[UOp, UOp] = {}
-  stack: list = [(r, 0, None) for r in reversed(rl)]
-  steps = 0
-  while stack:
-    u, phase, extra = stack.pop()
-    if phase == 0:
-      if u in memo: continue
-      if top_down and (r := rules.rewrite(u, ctx)) is not None:
-        memo[u] = r; continue
-      stack.append((u, 1, None))
-      for k in range(len(u.src) - 1, -1, -1):
-        s = u.src[k]
-        if s not in memo and (enter is None or enter(u, k)): stack.append((s, 0, None))
-    elif phase == 1:
-      if u in memo: continue
-      if enter is None: new_src = tuple(memo[s] for s in u.src)
-      else: new_src = tuple(memo[s] if enter(u, k) else s for k, s in enumerate(u.src))
-      n = u if all(a is b for a, b in zip(new_src, u.src)) else u.replace(src=new_src)
-      steps += 1
-      if steps > limit: raise RewriteLimit("rewrite did not reach a fixed point")
-      r = None if top_down else rules.rewrite(n, ctx)
-      if r is None:
-        memo[u] = n
-        if n is not u and not (once or top_down): memo[n] = n    # a fixed point (elsewhere n, met as it is, may still change)
-      elif once: memo[u] = r
-      else:
-        stack.append((u, 2, r))
-        if r not in memo: stack.append((r, 0, None))
-    else:
-      memo[u] = memo[extra]
-  return memo[rl[0]] if single else [memo[r] for r in rl]
+  rw = _Rewriter(rules, ctx, once, top_down, enter, limit)
+  if isinstance(roots, UOp): return rw(roots)
+  rl = list(roots)
+  for r in rl: rw(r)
+  return [rw.memo[r] for r in rl]
 
 
 def _mapped(x: UOp, ctx: dict): return ctx.get(x)
@@ -219,7 +253,7 @@ SUBSTITUTE = RuleSet([Rule("substitute", Pat.var("x"), _mapped, traced=False)], 
 def substitute(roots, mapping: dict, stop: Callable | None = None):
   """Replace nodes by mapping (UOp -> UOp) everywhere under roots, rebuilding consumers; a
   replacement is final (not entered). `stop(u)` true: keep u and do not enter it."""
-  return graph_rewrite(roots, SUBSTITUTE, mapping, top_down=True, enter=None if stop is None else (lambda u, k: not stop(u)))
+  return graph_rewrite(roots, SUBSTITUTE, mapping, top_down=True, once=True, enter=None if stop is None else (lambda u, k: not stop(u)))
 
 
 def rebuild(root, fn: Callable, name: str | None = None):

@@ -38,7 +38,7 @@ def _outside_bodies(u: UOp, k: int) -> bool:
 def substitute_params(body: UOp, args: tuple) -> UOp:
   """body with its own PARAM slot k replaced by args[k]; the bodies (ops.yaml `kind: body`) of nested
   FUNCTIONs and CALLs are left alone."""
-  return graph_rewrite(body, BIND, tuple(args), top_down=True, enter=_outside_bodies)
+  return graph_rewrite(body, BIND, tuple(args), top_down=True, once=True, enter=_outside_bodies)
 
 
 def _inline(f: UOp) -> UOp:

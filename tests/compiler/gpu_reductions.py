@@ -73,7 +73,7 @@ def races(c) -> list[str]:
 
 
 def planted_tree_combine(real):
-  """compiler/passes/expand.py _tree_combine with its first step run even when it has one lane
+  """compiler/passes/accumulate.py _tree_combine with its first step run even when it has one lane
   (n = 2^k + 1): that range of one is no range after simplification, so every work item
   runs l[base] = op(l[base], l[base + h])."""
   from tinyspec.uop import UOp

@@ -108,3 +108,25 @@ def test_a_rebuilt_node_equal_to_an_original_one_is_still_substituted():
   g = UOp("SINK", (UOp("INDEX", (a,)), UOp("INDEX", (b,))))
   assert substitute(g, {a: b, b: d}) is UOp("SINK", (UOp("INDEX", (b,)), UOp("INDEX", (d,))))
   assert rebuild(g, lambda u: {a: b, b: d}.get(u)) is UOp("SINK", (UOp("INDEX", (b,)), UOp("INDEX", (d,))))
+
+
+def test_top_down_without_once_rewrites_a_hit_again_then_its_sources():
+  def double(x, two): return add(x, x) if two.arg["value"] == 2 else None
+  rules = RuleSet([Rule("double", Pat("MUL", (Pat.var("x"), Pat.cvar("two"))), double)])
+  g = mul(mul(X, c(2)), c(2))
+  assert graph_rewrite(g, rules, top_down=True) is add(add(X, X), add(X, X))
+  assert graph_rewrite(g, rules, top_down=True, once=True) is add(mul(X, c(2)), mul(X, c(2)))
+
+
+def test_a_rule_may_ask_for_another_nodes_rewritten_form():
+  """A result built from several nodes (reductions sharing one loop): `rewrite` gives any
+  node's form in the same rewrite, each node rewritten once; a rule that comes back to the
+  node it runs for is refused, not a recursion."""
+  y = UOp("DEFINE_VAR", (), {"name": "y"})
+  def pair(v, ctx, rewrite): return UOp("GROUP", (v, rewrite(ctx[v]))) if v in ctx else None
+  rules = FOLD + RuleSet([Rule("pair", Pat("DEFINE_VAR", name="v"), pair)])
+  with tracing() as t:
+    out = graph_rewrite(UOp("SINK", (X, add(y, c(0)))), rules, ctx={X: add(y, c(0))}, once=True)
+  assert out is UOp("SINK", (UOp("GROUP", (X, y)), y)) and t.times("pair") == 1 and t.times("add_zero") == 1
+  with pytest.raises(RewriteLimit, match="asked for it"):
+    graph_rewrite(UOp("SINK", (X,)), rules, ctx={X: add(y, c(0)), y: add(X, c(0))}, once=True)
