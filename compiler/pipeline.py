@@ -141,7 +141,7 @@ def _rangeify(p: Program) -> None:
     if len(p.roots) != 1 or p.roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
     p.sched = _kernel_schedule(p.roots[0])
   else: p.sched = _rangeify_pass.rangeify(p.roots, fuse_rows(p.target, p.dev))
-  p.sched = _hazards.separate_reads(p.sched)   # user kernels (a kernel-level graph, CALLed ones): reads of what they write
+  p.sched = _hazards.separate(p.sched)   # user kernels (a kernel-level graph, CALLed ones): reads of what they write
 
 
 def _optimize(p: Program) -> None:

@@ -168,6 +168,11 @@ class Trace:
 _TRACES: list[Trace] = []
 
 
+def note(rule: str, op: str) -> None:
+  """Count a rule that fired outside graph_rewrite (a schedule rule: one kernel into others)."""
+  if _TRACES: _TRACES[-1].count(rule, op)
+
+
 @contextmanager
 def tracing(trace: Trace | None = None) -> Iterator[Trace]:
   """Count every traced rule that fires inside the block (nested blocks count in the innermost)."""

@@ -11,7 +11,7 @@ program keeps that meaning in two ways:
     least one write, and no read carries a value from one iteration to the next;
   * a read of storage the kernel writes, which the reference orders before those writes
     (it is not ordered after them through AFTER), must not see them: `plain_hazards`
-    finds the reads that might, and `separate_reads` points them at a copy of the storage
+    finds the reads that might, and compiler/passes/hazards.py points them at a copy of the storage
     made before the kernel (as rangeify does for tensor STOREs).
 
 The proofs are about element indices. Two accesses of one storage are *separated* over

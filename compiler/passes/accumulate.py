@@ -73,7 +73,7 @@ def _is_grouped(u: UOp) -> bool: return u.op == "REDUCE" and any(rtype(r) == "GR
 
 
 def _grouping(sink: UOp, env) -> _Grouping | None:
-  g = _Grouping(sink, bool(env and env.get("tree")))
+  g = _Grouping(sink, env is not None and env.tree)
   return g if g else None
 
 

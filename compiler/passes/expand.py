@@ -31,7 +31,7 @@ from tinyspec.compiler.analysis.axes import depends, open_ranges
 from tinyspec.compiler.analysis.symbolic import RULES as SYMBOLIC, linear
 from tinyspec.compiler.analysis.parallel import hazards
 from tinyspec.compiler.passes.readers import with_identity, identity, fold
-from tinyspec.compiler.passes.steps import Step, run_steps
+from tinyspec.compiler.passes.steps import Env, Step, run_steps
 from tinyspec.compiler.passes.accumulate import GROUP_REDUCE, ACCUMULATE, combine, rtype
 from tinyspec.compiler.passes.linearize import SPLIT_ENDS
 
@@ -261,4 +261,4 @@ STEPS = (
 def expand(sink: UOp, tree: bool = False) -> UOp:
   """tree: combine GROUP_REDUCE partials as a tree (render.yaml heuristics
   `group_combine`), not serially."""
-  return run_steps(sink, STEPS, {"tree": tree})
+  return run_steps(sink, STEPS, Env("", tree=tree))

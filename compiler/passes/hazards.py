@@ -20,10 +20,12 @@ kernel, and where two written slots overlap each gets a private copy (copied in 
 the kernel, out after it, in slot order).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp, toposort
+from tinyspec.uop import UOp
+from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.analysis.parallel import hazards, WRITES
+from tinyspec.compiler.passes.steps import KernelRule, ScheduleContext, rewrite_schedule
 
 
 def copy_kernel(shape: tuple, dtype: str, name: str) -> UOp:
@@ -44,76 +46,82 @@ def _redirect(s: UOp, old: UOp, new: UOp) -> UOp:
   return s
 
 
-def _read_from(sink: UOp, reads: set, old: UOp, new: UOp) -> UOp:
-  """The kernel with the read positions whose storage expression is one of `reads`
-  (the INDEX, or the storage itself) reading `new`; the same nodes where they are
-  written (a STORE's target) are left alone."""
-  memo: dict[UOp, UOp] = {}
-  def base(s: UOp) -> UOp:
-    while s.op == "AFTER": s = s.src[0]
-    return s
-  for u in toposort(sink):
-    src = [memo[s] for s in u.src]
-    if u.op != "AFTER":
-      for k, s in enumerate(u.src):
-        if k == 0 and (u.op in WRITES or u.op == "INDEX"): continue
-        if base(s) in reads: src[k] = _redirect(src[k], old, new)
-    memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=tuple(src))
-  return memo[sink]
+def _base(s: UOp) -> UOp:
+  while s.op == "AFTER": s = s.src[0]
+  return s
 
 
-def separate_aliases(s: Schedule) -> Schedule:
-  """Kernels whose written arguments overlap another argument (module doc): snapshots of
-  the read-only slots that overlap what they write, private copies of written slots
-  that overlap each other."""
+def redirect_reads(x: UOp, ctx: dict):
+  """The read positions of x whose storage expression is one of the hazardous reads (the
+  INDEX, or the storage itself: ctx maps it to (old storage, its snapshot)) read the
+  snapshot; the same nodes where they are written (a STORE's target) are left alone.
+  (Top-down: the read is recognized as the graph has it.)"""
+  if x.op == "AFTER": return None
+  src = list(x.src)
+  for k, s in enumerate(x.src):
+    if k == 0 and (x.op in WRITES or x.op == "INDEX"): continue
+    if (hit := ctx.get(_base(s))) is not None: src[k] = _redirect(s, *hit)
+  return x.replace(src=tuple(src)) if any(a is not b for a, b in zip(src, x.src)) else None
+
+
+READS = RuleSet([Rule("redirect_reads", Pat.var("x"), redirect_reads)], "hazard_reads")
+
+
+def separate_aliases(k: Kernel, ctx: ScheduleContext):
+  """A kernel whose written arguments overlap another argument (module doc): snapshots of
+  the read-only slots that overlap what it writes, private copies of written slots that
+  overlap each other; None when none do."""
+  a = k.args
+  private = sorted(w for w in k.writes if any(overlap(a[w], a[j]) for j in k.writes if j != w))
+  snapshot = [j for j in range(len(a)) if j not in k.writes and any(overlap(a[j], a[w]) for w in k.writes if w not in private)]
+  if not private and not snapshot: return None
   out: list[Kernel] = []
-  for k in s.kernels:
-    a = k.args
-    private = sorted(w for w in k.writes if any(overlap(a[w], a[j]) for j in k.writes if j != w))
-    snapshot = [j for j in range(len(a)) if j not in k.writes and any(overlap(a[j], a[w]) for w in k.writes if w not in private)]
-    if not private and not snapshot: out.append(k); continue
-    args, after = list(k.args), []
-    for j in private + snapshot:
-      pr = props(args[j])
-      copy = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": s.free_slot(), "dtype": pr.dtype, "device": _device(extent(args[j])[0])})
-      s.intermediates.add(copy)
-      name = f"{'private' if j in private else 'snapshot'}_{k.name}_{j}"
-      out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, name), [copy, args[j]], {0}, name))
-      if j in private: after.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, f"{name}_out"), [args[j], copy], {0}, f"{name}_out"))
-      args[j] = copy
-    out.append(Kernel(k.sink, args, set(k.writes), k.name))
-    out.extend(after)    # written back in slot order: where they overlap the last slot's contents stay, as in the reference
-  return Schedule(out, s.outputs, s.intermediates, dict(s.meta))
+  args, after = list(k.args), []
+  for j in private + snapshot:
+    pr = props(args[j])
+    copy = ctx.buffer(pr.shape, pr.dtype, _device(extent(args[j])[0]))
+    name = f"{'private' if j in private else 'snapshot'}_{k.name}_{j}"
+    out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, name), [copy, args[j]], {0}, name))
+    if j in private: after.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, f"{name}_out"), [args[j], copy], {0}, f"{name}_out"))
+    args[j] = copy
+  out.append(Kernel(k.sink, args, set(k.writes), k.name))
+  return out + after    # written back in slot order: where they overlap the last slot's contents stay, as in the reference
 
 
-def separate_reads(s: Schedule) -> Schedule:
-  """Every kernel's hazardous reads (see the module doc) read a snapshot instead; aliased
-  arguments first get their copies (separate_aliases)."""
-  s = separate_aliases(s)
+def separate_reads(k: Kernel, ctx: ScheduleContext):
+  """A kernel's hazardous reads (see the module doc) read a snapshot instead; None when it
+  has none."""
+  if k.sink.op != "SINK": return None
+  risky, bad = hazards(k.sink)
+  if bad:
+    raise CompileError("compile.order", f"kernel {k.name}: a read of the storage it writes is ordered after some of its stores "
+                       "but may see another iteration's (or an unordered) store of its element: the loops cannot give it the value "
+                       "decision kernel-loops says", bad[0].node)
+  if not risky: return None
   out: list[Kernel] = []
-  for k in s.kernels:
-    if k.sink.op != "SINK": out.append(k); continue
-    risky, bad = hazards(k.sink)
-    if bad:
-      raise CompileError("compile.order", f"kernel {k.name}: a read of the storage it writes is ordered after some of its stores "
-                         "but may see another iteration's (or an unordered) store of its element: the loops cannot give it the value "
-                         "decision kernel-loops says", bad[0].node)
-    if not risky: out.append(k); continue
-    sink, args = k.sink, list(k.args)
-    for p in dict.fromkeys(a.storage for a in risky):
-      if p.op != "PARAM":
-        raise CompileError("compile.order", f"kernel {k.name}: a read of a {props(p).addrspace} buffer may see a store of another "
-                           "iteration that decision kernel-loops says it does not see", p)
-      pr = props(p)
-      snap = UOp("BUFFER", (shape_operand(pr.shape),), {"slot": s.free_slot(), "dtype": pr.dtype, "device": _device(args[p.arg["slot"]])})
-      s.intermediates.add(snap)
-      out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, f"snapshot_{k.name}_{p.arg['slot']}"), [snap, args[p.arg["slot"]]], {0},
-                        f"snapshot_{k.name}_{p.arg['slot']}"))
-      q = UOp("PARAM", (shape_operand(pr.shape),), {"slot": len(args), "dtype": pr.dtype})
-      sink = _read_from(sink, {a.node for a in risky if a.storage is p}, p, q)
-      args.append(snap)
-    out.append(Kernel(sink, args, set(k.writes), k.name))
-  return Schedule(out, s.outputs, s.intermediates, dict(s.meta))
+  args, reads = list(k.args), {}
+  for p in dict.fromkeys(a.storage for a in risky):
+    if p.op != "PARAM":
+      raise CompileError("compile.order", f"kernel {k.name}: a read of a {props(p).addrspace} buffer may see a store of another "
+                         "iteration that decision kernel-loops says it does not see", p)
+    pr = props(p)
+    snap = ctx.buffer(pr.shape, pr.dtype, _device(args[p.arg["slot"]]))
+    name = f"snapshot_{k.name}_{p.arg['slot']}"
+    out.append(Kernel(copy_kernel(tuple(pr.shape), pr.dtype, name), [snap, args[p.arg["slot"]]], {0}, name))
+    q = UOp("PARAM", (shape_operand(pr.shape),), {"slot": len(args), "dtype": pr.dtype})
+    reads.update({a.node: (p, q) for a in risky if a.storage is p})
+    args.append(snap)
+  out.append(Kernel(graph_rewrite(k.sink, READS, reads, top_down=True), args, set(k.writes), k.name))
+  return out
+
+
+ALIASES = (KernelRule("separate_aliases", separate_aliases),)
+SNAPSHOTS = (KernelRule("separate_reads", separate_reads),)
+
+
+def separate(s: Schedule) -> Schedule:
+  """Every kernel's aliased arguments get their copies, then its hazardous reads read snapshots."""
+  return rewrite_schedule(rewrite_schedule(s, ALIASES), SNAPSHOTS)
 
 
 def _device(storage: UOp):

@@ -38,7 +38,7 @@ from tinyspec.compiler.props import props, const, shape_operand, CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
 from tinyspec.compiler.tables import policy, is_alu
 from tinyspec.compiler.analysis.symbolic import simplify
-from tinyspec.compiler.analysis.bounds import gate_memory
+from tinyspec.compiler.passes.gates import gate_memory
 from tinyspec.compiler.passes.readers import ZERO, TRUE, numel, and_, in_range, as_index, reader
 
 # ------------------------------------------------------------------ one kernel

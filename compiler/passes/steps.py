@@ -7,6 +7,11 @@ through the core's engine (tinyspec/rewrite.py): to a fixed point, or once per n
 its steps in order (`run_steps`); checks that only refuse a kernel are plain functions
 among them.
 
+A schedule stage's rules take one kernel to the kernels that replace it (`KernelRule`,
+`rewrite_schedule`): a kernel split in two, a copy kernel put before it; what changes
+inside a kernel changes through the engine. Their context (`ScheduleContext`) hands out
+the new intermediate buffers.
+
 `Rounds` is the context of rules that rewrite nested nodes innermost first and several
 at once (the reductions that share one loop, the group reductions that share one buffer
 and BARRIER): one bottom-up rewrite visits each node once, and `Rounds` says which nodes
@@ -17,8 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 from tinyspec.uop import UOp, toposort
-from tinyspec.rewrite import RuleSet, graph_rewrite
+from tinyspec.rewrite import RuleSet, graph_rewrite, note
+from tinyspec.compiler.props import shape_operand
+from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import simplify
+
+
+@dataclass(frozen=True)
+class Env:
+  """What a stage's rules may ask of the compile: the target, its device, and whether GPU
+  group reductions combine as a tree (render.yaml heuristics `group_combine`)."""
+  target: str
+  dev: object = None
+  tree: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,48 @@ def run_steps(sink: UOp, steps, env=None) -> UOp:
   """The steps in order (a step is a Step or a check: sink, env -> sink)."""
   for step in steps: sink = step(sink, env)
   return sink
+
+
+@dataclass(frozen=True)
+class KernelRule:
+  """A schedule rule: fn(kernel, ctx) -> the kernels that replace it, or None (it stays)."""
+  name: str
+  fn: Callable
+
+
+class ScheduleContext:
+  """What schedule rules share: the environment (target, device...), the intermediate
+  buffers (new ones get the next free slots)."""
+
+  def __init__(self, sched: Schedule, env):
+    self.sched, self.env = sched, env
+    self.intermediates = set(sched.intermediates)
+    self.slot = sched.free_slot()
+
+  def buffer(self, shape, dtype: str, device) -> UOp:
+    """A new intermediate BUFFER."""
+    b = UOp("BUFFER", (shape_operand(shape),), {"slot": self.slot, "dtype": dtype, "device": device})
+    self.slot += 1
+    self.intermediates.add(b)
+    return b
+
+
+def rewrite_schedule(sched: Schedule, rules, env=None) -> Schedule:
+  """Each kernel in order through `rules` (the first that returns kernels replaces it);
+  the schedule itself when no rule fired."""
+  ctx = ScheduleContext(sched, env)
+  out: list[Kernel] = []
+  fired = False
+  for k in sched.kernels:
+    for rule in rules:
+      new = rule.fn(k, ctx)
+      if new is not None:
+        note(rule.name, "KERNEL")
+        out += new
+        fired = True
+        break
+    else: out.append(k)
+  return Schedule(out, sched.outputs, ctx.intermediates, dict(sched.meta)) if fired else sched
 
 
 class Rounds:
