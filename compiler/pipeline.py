@@ -1,20 +1,29 @@
-"""The lowering pipeline of the Dialect document (spec/sources.yaml), one function per stage, each graph -> graph:
+"""The lowering pipeline of the Dialect document (spec/sources.yaml): STAGES, in order,
 
   callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
 
-`lower` runs them all and keeps each stage's output as a graph (`Compiled.stages`):
-every stage's graph is a tensor-level schedule (CALLs of kernel SINKs up to isel, of
-PROGRAM(LINEAR) after linearize, of PROGRAM(LINEAR, SOURCE) after render) that the
-validator accepts and the reference evaluator runs.
-The optimize stage also holds the two schedule rewrites that depend on the device: a long
-reduce with few outputs split over OpenCL work-groups (compiler/passes/split.py, before the
-OptOps) and inputs packed in tile order for register-tiled kernels (compiler/passes/layout.py,
-after them); both add kernels, and the stage's graph shows them.
-Right after rangeify, compiler/passes/hazards.py points every read of what a kernel writes that
-the graph does not order after the write at a snapshot copy kernel (user kernels: a
-kernel-level input, the body of a CALL).
+`lower` is a loop over them; each stage changes the Program (the input, the device, the
+schedule of kernels, their LINEARs and sources) through its rule sets (compiler/passes/
+steps.py: steps of kernel rules with their context, and schedule rules that replace one
+kernel by others), and the trace counts every rule fired under the stage's name
+(`tinyspec compile --explain`). Each stage's graph is kept (`Compiled.stages`): every one
+is a tensor-level schedule (CALLs of kernel SINKs up to isel, of PROGRAM(LINEAR) after
+linearize, of PROGRAM(LINEAR, SOURCE) after render) that the validator accepts and the
+reference evaluator runs.
+  callify    FUNCTION/CALL-of-TUPLE inlined (compiler/passes/callify.py)
+  rangeify   the kernel split, tensors down to shape () (rangeify.py); then the reads of what a
+             kernel writes get snapshots (hazards.py)
+  optimize   a long reduce split over OpenCL work-groups (split.py), each kernel's axis types
+             and OptOps (optimize.py, heuristics.py, tiles.py), inputs packed in tile order and
+             padded outputs (layout.py)
+  expand     vectors, unrolls, group reductions, accumulators, loop ends (expand.py, accumulate.py)
+  isel       decompositions, value loads, bounds gates (isel.py, gates.py)
+  linearize  each kernel one instruction list (linearize.py)
+  memplan    intermediates placed in one arena (memplan.py: a plan, no rewrite)
+  render     C or OpenCL C (compiler/render)
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
-are the inputs) or a linearized program (LINEAR: rendered as it is).
+are the inputs: callify is skipped) or a linearized program (LINEAR: rendered as it is,
+from linearize on).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field

@@ -243,7 +243,7 @@ def _feeds(a: Access, w: Access, below: dict) -> bool:
 
 
 def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
-  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/passes/stage.py) sees only
+  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/passes/tiles.py) sees only
   this iteration's writes when: every work item runs r alike (its bound is a constant),
   the writes it is ordered after rewrite, at each point of r, every element of the tile
   exactly once between them (so earlier iterations' values are gone: _covers), and a

@@ -114,7 +114,7 @@ def _in_bounds(index: UOp) -> bool:
 
 def _vector_storage(p: UOp) -> bool:
   """Storage a vector load or store may address: a PARAM, or a LOCAL buffer (a staged
-  tile, compiler/passes/stage.py) seen through AFTERs."""
+  tile, compiler/passes/tiles.py) seen through AFTERs."""
   while p.op == "AFTER": p = p.src[0]
   return p.op == "PARAM" or (p.op == "BUFFER" and props(p).addrspace == "LOCAL")
 

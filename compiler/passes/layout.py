@@ -150,9 +150,12 @@ def pack_inputs(k: Kernel, ctx: ScheduleContext):
   return out + [Kernel(sink, args, writes, k.name)]
 
 
+PACK = (KernelRule("pack_inputs", pack_inputs),)
+
+
 def pack(sched: Schedule, target: str, dev) -> Schedule:
   """Insert the packing kernels the schedule's kernels want (kernels already optimized)."""
-  return rewrite_schedule(sched, (KernelRule("pack_inputs", pack_inputs),), Env(target, dev))
+  return rewrite_schedule(sched, PACK, Env(target, dev))
 
 
 def _conjuncts(g: UOp) -> list[UOp]:
@@ -352,7 +355,10 @@ def pad_output(k: Kernel, ctx: ScheduleContext):
 def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
   """Padded tiles store ungated into padded intermediates, and read their inputs from
   zero-padded copies (module doc, `pad_outputs`)."""
-  return rewrite_schedule(sched, (KernelRule("pad_output", pad_output),), Env(target, dev))
+  return rewrite_schedule(sched, PAD_OUTPUTS, Env(target, dev))
+
+
+PAD_OUTPUTS = (KernelRule("pad_output", pad_output),)
 
 
 def dev_name(storage: UOp):

@@ -28,7 +28,7 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
        STAGE  arg k: a gemm-shaped reduce reads its inputs through local memory, k
-              reduce steps at a time (compiler/passes/stage.py);
+              reduce steps at a time (compiler/passes/tiles.py);
        NOLOCALS: no LOCAL, GROUP_REDUCE or STAGE (workgroup memory) afterwards;
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
@@ -49,6 +49,7 @@ from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.passes.readers import identity
 from tinyspec.compiler.analysis.parallel import accesses, conflict_free
+from tinyspec.compiler.passes.tiles import stage_tiles
 
 def retype(x: UOp, ctx: dict):
   """A RANGE -> the same range with the AxisType ctx gives it."""
@@ -310,9 +311,8 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
     elif op == "STAGE":
-      from tinyspec.compiler.passes.stage import stage
       if no_locals: raise CompileError("opt.unsupported", "STAGE after NOLOCALS")
-      sink = stage(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
+      sink = stage_tiles(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
     elif op == "SWAP":
       if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
       sink = _swap(sink, r, axes[arg])

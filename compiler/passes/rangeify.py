@@ -418,12 +418,13 @@ class Rangeify:
     self._finish(b, UOp("STORE", (UOp("INDEX", (p, *idx)) if idx else p, b.read(src, idx))), ranges, shape, {0})
 
   def _target_chain(self, t: UOp):
+    """(the storage a STORE target reaches, the INDEXes on the way, outermost first)."""
     chain = []
-    while True:
-      if self.is_storage(t): return t, chain
-      if t.op == "AFTER" or t.op in policy("transparent") | tables().marker_ops: t = t.src[0]; continue
-      if t.op == "INDEX": chain.append(t); t = t.src[0]; continue
-      raise CompileError("STORE.target", f"cannot store through {t.op}", t)
+    while not self.is_storage(t):
+      if t.op == "INDEX": chain.append(t)
+      elif not (t.op == "AFTER" or t.op in policy("transparent") | tables().marker_ops): raise CompileError("STORE.target", f"cannot store through {t.op}", t)
+      t = t.src[0]
+    return t, chain
 
   def _target_index(self, b: KernelBuilder, chain: list, idx: tuple):
     cur, valid = idx, TRUE

@@ -129,7 +129,7 @@ def _prod(xs) -> int:
   return n
 
 
-def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
+def stage_tiles(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
   """The STAGE opt on reduce axis r (see the module doc). `split`: optimize's _split."""
   if target != "opencl": _refuse("local memory shared by work items needs the opencl target (C runs work items one after another)")
   cl = closers(sink, r)
