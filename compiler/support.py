@@ -20,7 +20,7 @@ def supported_ops(target: str) -> dict[str, set[str]]:
   except Exception:
     decomposable = frozenset()
   low = rendered | structural | {"REDUCE", "END", "AFTER"} | {op for op in decomposable if T.ops[op].category == "decomposed"}
-  tensor = set(READERS.names()) | policy("storage") | policy("constant_storage") | policy("transparent") | policy("realize") \
+  tensor = set(READERS.names()) | T.storage_ops | policy("constant_storage") | policy("transparent") | policy("realize") \
     | {op for op in T.ops if is_alu(op) and op in low} | {"PARAM", "CONST", "STORE", "SINK", "GROUP", "FUNCTION", "CALL", "TUPLE", "GETTUPLE"}
   out: dict[str, set[str]] = {}
   for name, od in T.ops.items():

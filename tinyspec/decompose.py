@@ -402,7 +402,7 @@ def _expand(graph_or_uops, ops):
   res = validate(g)
   if not res.ok:
     raise DecompositionError("cannot expand an invalid graph:\n" + "\n".join(d.format() for d in res.diagnostics[:20]))
-  listing = {n for n, od in T.ops.items() if any("linear_order_ok" in c.expr for c in od.checks)}
+  listing = T.listing_ops
   views = res.views
   new: list = [None] * len(g.nodes)
   made_by: dict[int, list] = {}

@@ -16,10 +16,10 @@ from tinyspec import rules
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
 
 PROPS = ("dtype", "shape", "device", "addrspace", "min_max", "axis")
-SLOT_KINDS = ("value", "shape", "range", "void", "any", "body")
-UNCHECKED_KINDS = ("any", "body")   # slot kinds that accept any node
+SLOT_KINDS = ("value", "shape", "range", "void", "any", "body", "listing")
+UNCHECKED_KINDS = ("any", "body", "listing")   # slot kinds that accept any node (listing: instructions in execution order)
 FOLDS = ("value", "values", "stack")  # op `fold:` forms (see validate.fold_value)
-STORAGE = (True, "through")           # op `storage:` values
+STORAGE = (True, "through", "writes")   # op `storage:` values
 NAN_RESULTS = ("canonical", "payload")  # op/category `nan:` values
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: the tables load 10x faster
 
@@ -116,7 +116,7 @@ class Op:
   example: list | None = None
   family: str | None = None
   fold: str | None = None       # how an index node folds to constant dims (FOLDS), or None
-  storage: object = None        # True: storage; "through": passes src[0]'s storage on; None
+  storage: object = None        # True: storage; "through": passes src[0]'s storage on; "writes": writes into it; None
   nan: str = "payload"          # "canonical": a NaN it computes is the dtype's canonical NaN (decision nan-canonical)
   commutes: frozenset = frozenset()   # dtype classes for which op(a, b) is op(b, a), bit for bit
   derive: tuple = ()            # compiled property rules, in PROPS order
@@ -259,7 +259,7 @@ class Tables:
     if d.get("fold") is not None and d["fold"] not in FOLDS:
       raise ValueError(f"{name}: fold {d['fold']!r} is not one of {', '.join(FOLDS)}")
     if d.get("storage") is not None and d["storage"] not in STORAGE:
-      raise ValueError(f"{name}: storage {d['storage']!r} is not true or through")
+      raise ValueError(f"{name}: storage {d['storage']!r} is not true, through or writes")
     if d.get("nan", "payload") not in NAN_RESULTS:
       raise ValueError(f"{name}: nan {d['nan']!r} is not one of {', '.join(NAN_RESULTS)}")
     bad = set(d.get("commutes", ())) - set(CLASSES)
@@ -348,9 +348,9 @@ class Tables:
 
   @cached_property
   def write_ops(self) -> frozenset:
-    """Ops that write into the storage their first source names (held to rule STORE.target:
-    STORE, ATOMICADD)."""
-    return frozenset(n for n, o in self.ops.items() if any(c.rule == "STORE.target" for c in o.checks))
+    """Ops that write into the storage their first source names (`storage: writes`: STORE,
+    ATOMICADD)."""
+    return frozenset(n for n, o in self.ops.items() if o.storage == "writes")
 
   @cached_property
   def marker_ops(self) -> frozenset:
@@ -361,6 +361,11 @@ class Tables:
   def alu_ops(self) -> frozenset:
     """Elementwise ops, primitive and decomposed: what an ALU evaluates."""
     return frozenset(n for n, o in self.ops.items() if o.category in ("elementwise", "decomposed"))
+
+  @cached_property
+  def listing_ops(self) -> frozenset:
+    """Ops whose sources are instructions listed in execution order (a `kind: listing` slot: LINEAR)."""
+    return frozenset(n for n, o in self.ops.items() if any(s.kind == "listing" for s in o.slots))
 
   def body_slots(self, op: str) -> tuple:
     """The source positions of op's closed function bodies (`kind: body`; () for most ops)."""

@@ -26,6 +26,7 @@ memory (a missing BARRIER: compiler/analysis/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
+from tinyspec.tables import tables
 from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props
 from tinyspec.compiler.analysis.symbolic import linear
@@ -33,6 +34,8 @@ from tinyspec.compiler.render import launch_size
 from tinyspec.compiler.analysis.localrace import local_races
 from tinyspec.compiler.analysis.localbanks import bank_conflicts
 from tinyspec.dtypes import dtype as _dt
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 @dataclass
@@ -152,7 +155,7 @@ def kernel_launch(ks, lin: UOp, warp: int = 1) -> KernelLaunch:
   loads = []                  # (trips, bytes) per global load
   for u in lin.src:
     if u.op != "INDEX" or u.src[0].op != "PARAM": continue
-    store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
+    store = any(x.op in WRITES and k == 0 for x, k in users.get(u, []))
     width = _lanes(u)
     mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
     acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))

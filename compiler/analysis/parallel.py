@@ -25,11 +25,12 @@ dtype: nothing wraps).
 from __future__ import annotations
 from dataclasses import dataclass
 from tinyspec.uop import UOp, toposort, fold_up
+from tinyspec.tables import tables
 from tinyspec.compiler.props import props
 from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.analysis.axes import carried, open_ranges
 
-WRITES = ("STORE", "ATOMICADD")
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 @dataclass(eq=False)

@@ -29,7 +29,7 @@ from tinyspec.compiler.props import props, const, CompileError
 from tinyspec.compiler.tables import render_tables
 from tinyspec.compiler.analysis.axes import depends, open_ranges
 from tinyspec.compiler.analysis.symbolic import RULES as SYMBOLIC, linear
-from tinyspec.compiler.analysis.parallel import hazards
+from tinyspec.compiler.analysis.parallel import hazards, WRITES
 from tinyspec.compiler.passes.readers import with_identity, identity, fold
 from tinyspec.compiler.passes.steps import Env, Step, run_steps
 from tinyspec.compiler.passes.accumulate import GROUP_REDUCE, ACCUMULATE, combine, rtype
@@ -141,7 +141,7 @@ def _vectorizable(sink: UOp, u: UOp) -> bool:
     if op == "INDEX":
       if not any(depends(i, u, dep) for i in x.src[1:]): continue   # ordered after a vector store (a shared BARRIER), itself one element
       if not _vector_storage(x.src[0]) or _flat_coefficient(x, u, dep) != 1 or not _in_bounds(x): return False
-      if not all((c.op == "STORE" and len(c.src) == 2 and (c.src[0] is x) != (c.src[1] is x)) or (c.op not in ("STORE", "LOAD", "ATOMICADD")) for c in uses.get(x, ())): return False
+      if not all((c.op == "STORE" and len(c.src) == 2 and (c.src[0] is x) != (c.src[1] is x)) or (c.op not in WRITES and c.op != "LOAD") for c in uses.get(x, ())): return False
       continue
     if op == "STORE":
       if x.src[0].op != "INDEX" or len(x.src) != 2 or not depends(x.src[0], u, dep): return False

@@ -14,6 +14,7 @@ from tinyspec.dtypes import dtype as _dt
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 from tinyspec.compiler.props import props, const
 from tinyspec.compiler.analysis.bounds import missing
+from tinyspec.compiler.analysis.parallel import WRITES
 from tinyspec.compiler.analysis.symbolic import simplify
 
 
@@ -63,7 +64,7 @@ def gate_read(x: UOp):
 
 def _is_address(u: UOp, k: int) -> bool:
   """Is source k of u the place it accesses (not a value it reads)?"""
-  return (u.op in ("STORE", "LOAD", "ATOMICADD") and k == 0) or (u.op == "AFTER" and k == 0)
+  return k == 0 and (u.op in WRITES or u.op in ("LOAD", "AFTER"))
 
 
 GATES = RuleSet([Rule("gate_store", Pat("STORE", name="x"), gate_store), Rule("gate_load", Pat("LOAD", name="x"), gate_load),

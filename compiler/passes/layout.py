@@ -29,6 +29,7 @@ edge (a padded row of A) are copied first into buffers padded with zeros to the 
 reads: what those reads gave (decision index-oob), now in bounds and ungated.
 """
 from __future__ import annotations
+from tinyspec.tables import tables
 from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props, const, shape_operand
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
@@ -39,6 +40,8 @@ from tinyspec.compiler.analysis.axes import axis_type, size
 from tinyspec.compiler.passes.optimize import initial_types, apply_opts
 from tinyspec.compiler.passes.rangeify import _prune_params
 from tinyspec.compiler.passes.steps import Env, KernelRule, ScheduleContext, rewrite_schedule
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 def _lane_block(i: UOp) -> int | None:
@@ -63,7 +66,7 @@ def _stores(nodes: list) -> dict[UOp, list[UOp]]:
   """The storage each STORE / ATOMICADD of the kernel writes -> those writes."""
   out: dict[UOp, list[UOp]] = {}
   for u in nodes:
-    if u.op in ("STORE", "ATOMICADD"):
+    if u.op in WRITES:
       t = u.src[0]
       while t.op in ("INDEX", "AFTER"): t = t.src[0]
       out.setdefault(t, []).append(u)

@@ -48,7 +48,7 @@ from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite, substitute
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.passes.readers import identity
-from tinyspec.compiler.analysis.parallel import accesses, conflict_free
+from tinyspec.compiler.analysis.parallel import accesses, conflict_free, WRITES
 from tinyspec.compiler.passes.tiles import stage_tiles
 
 def retype(x: UOp, ctx: dict):
@@ -130,7 +130,7 @@ def program_axes(lin: UOp) -> UOp:
   only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
   it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
   from tinyspec.compiler.analysis.parallel import hazards
-  sink = UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END", "ATOMICADD")))
+  sink = UOp("SINK", tuple(u for u in lin.src if u.op in WRITES or u.op == "END"))
   plain, ordered = hazards(sink)
   if plain or ordered:
     raise CompileError("compile.order", "a LINEAR reads what it writes where its loops would see a store decision kernel-loops hides from the read")

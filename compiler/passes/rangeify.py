@@ -41,6 +41,8 @@ from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.passes.gates import gate_memory
 from tinyspec.compiler.passes.readers import ZERO, TRUE, numel, and_, in_range, as_index, reader
 
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
+
 # ------------------------------------------------------------------ one kernel
 class KernelBuilder:
   def __init__(self, rz: "Rangeify"):
@@ -145,7 +147,7 @@ def _kernel_sink_slots(body: UOp) -> set[int]:
   """PARAM slots a kernel body stores to."""
   out = set()
   for u in toposort(body):
-    if u.op in ("STORE", "ATOMICADD"):
+    if u.op in WRITES:
       t = u.src[0]
       while t.op in ("INDEX", "AFTER"): t = t.src[0]
       if t.op == "PARAM": out.add(t.arg["slot"])
@@ -169,7 +171,7 @@ LOWER = RuleSet([Rule("masked_read", Pat("WHERE", (Pat.var("g"), Pat("INDEX", na
 class Rangeify:
   def __init__(self, roots: list[UOp], fuse_rows: int | None = None):
     self.fuse_rows = fuse_rows     # the longest row a row reduction may have to stay in its consumers' kernel (None: never)
-    self.storage_ops = policy("storage") | policy("constant_storage")
+    self.storage_ops = tables().storage_ops | policy("constant_storage")   # ops.yaml `storage: true`, and constant data read like it
     self.snapshots: dict[UOp, UOp] = {}
     self._base_slot = max((u.arg["slot"] for u in _tensor_nodes(roots) if u.op == "BUFFER"), default=-1) + 1
     roots = self._snapshot_base_reads(list(roots))
@@ -187,7 +189,7 @@ class Rangeify:
     self.fused_rows = 0
 
   def is_storage(self, x: UOp) -> bool:
-    return x.op in self.storage_ops or x.op == "PARAM"
+    return x.op in self.storage_ops
 
   # -- reads of a buffer's contents before the program's stores
   def _snapshot_base_reads(self, roots: list[UOp]) -> list[UOp]:

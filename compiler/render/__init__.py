@@ -17,6 +17,7 @@ vector variable. Pointers are `restrict` when the pipeline says no two PARAMs sh
 memory (C compilers then vectorize loops without aliasing checks).
 """
 from __future__ import annotations
+from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.analysis.contract import Guard
@@ -24,6 +25,8 @@ from tinyspec.compiler.render.cases import TARGETS, PREDICATES, fill, value_type
 from tinyspec.compiler.render.base import KernelSource, Renderer, assemble, launch_size
 from tinyspec.compiler.render.c import CRenderer
 from tinyspec.compiler.render.opencl import OpenCLRenderer
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 RENDERERS = {"c": CRenderer, "opencl": OpenCLRenderer}
 
@@ -56,7 +59,7 @@ def _render_one(linear, name, target, allow_untrusted, noalias, kind, contract, 
   for u in linear.src:
     for k, s in enumerate(u.src):
       if s.op not in ("INDEX", "AFTER"): continue
-      as_addr = (u.op in ("STORE", "ATOMICADD") and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
+      as_addr = (u.op in WRITES and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
       uses[s] = uses.get(s, False) or not as_addr
   r._value_uses = uses
   return r.render(linear, name), r.guards

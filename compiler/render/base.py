@@ -6,6 +6,7 @@ signature, argument unpacking, launch layout, LOCAL buffers."""
 from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
+from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, CompileError
@@ -15,6 +16,8 @@ from tinyspec.compiler.render.cases import fill, value_type, literal, select_cas
 from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local
 from tinyspec.compiler.render.launch import LaunchLayout
 from tinyspec.compiler.render.memory import MemoryAccess
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}(_fused)?$")   # (a guarded kernel's fused variant: its name + _fused)
 
@@ -201,7 +204,7 @@ class Renderer(LaunchLayout, MemoryAccess):
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
     writes = set()
     for u in instrs:
-      if u.op in ("STORE", "ATOMICADD") and (t := param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
+      if u.op in WRITES and (t := param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
     by_slot = {s: u for u, s in self.params.items()}
     self.writes = writes
     self.streamed = self.stream_outputs(instrs, writes)

@@ -10,9 +10,12 @@ named here and sized per dimension (`special_dims`); each target turns them into
 or launch sizes.
 """
 from __future__ import annotations
+from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import CompileError
 from tinyspec.compiler.render.nodes import is_reg, is_local_access, base_of, param_of
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 class LaunchLayout:
@@ -97,7 +100,7 @@ class LaunchLayout:
     for u in instrs:
       if u.op == "RANGE": open_.append(u)
       elif u.op == "END": open_.pop()
-      elif u.op in ("STORE", "ATOMICADD") and not is_reg(u.src[0]) and not is_local_access(u.src[0]): stores_depth.append(list(open_))
+      elif u.op in WRITES and not is_reg(u.src[0]) and not is_local_access(u.src[0]): stores_depth.append(list(open_))
     cands, depth = [], 0
     for u in instrs:
       if u.op == "RANGE":
@@ -123,10 +126,10 @@ class LaunchLayout:
     stop = next(k for k, u in enumerate(instrs) if u.op == "END" and u.src[1] is r)
     written = set()
     for u in instrs:
-      if u.op in ("STORE", "ATOMICADD"):
+      if u.op in WRITES:
         written.add(param_of(u.src[0]))
     for u in instrs[:start]:
-      if u.op in ("STORE", "ATOMICADD") and not is_reg(u.src[0]): return None, False
+      if u.op in WRITES and not is_reg(u.src[0]): return None, False
       if u.op == "INDEX" and u.src[0] in written and self._value_uses.get(u): return None, False   # a read of what the loop may write
       if u.op == "PARAM" and u in written and self._value_uses.get(u): return None, False
     loop_regs = {base_of(u.src[0]) for u in instrs[start:stop] if u.op == "STORE" and is_reg(u.src[0])}
