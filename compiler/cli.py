@@ -20,11 +20,14 @@ from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import add_option
 from tinyspec.rewrite import RewriteLimit, Trace
-from tinyspec.files import FileRefused, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.files import FileRefused, load_npy, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.graph import load_file
+from tinyspec.backends import Unavailable
+from tinyspec.limits import default_budget
+import numpy as np
 
 
 def _load(path: str):
-  from tinyspec.graph import load_file
   g, diags = load_file(path)
   if g is None or any(d.fatal for d in diags):
     for d in diags: print(d.format(), file=sys.stderr)
@@ -41,7 +44,6 @@ def _failure(path: str, e) -> int:
   """A build or device failure, no traceback: a backend this machine cannot run (no OpenCL
   device that builds: rule backend.unavailable, its message says what to do) exits 2; a
   build error (a compiler bug, the message says where) exits 1."""
-  from tinyspec.backends import Unavailable
   if isinstance(e, Unavailable):
     print(printable(f"tinyspec: {e}"), file=sys.stderr)
     return EXIT_UNREADABLE
@@ -50,8 +52,8 @@ def _failure(path: str, e) -> int:
 
 
 def _runtime_errors():
-  from tinyspec.compiler.runtime import BuildError
-  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
+  from tinyspec.compiler.runtime import BuildError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
+  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
 
 
@@ -70,7 +72,7 @@ def compile_command(sub):
   add_option(p)
 
   def run(a) -> int:
-    from tinyspec.compiler import compile_graph, CompileError
+    from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
     g, code = _load(a.file)
     if g is None: return code
     try: opts = json.loads(a.opt) if a.opt else None
@@ -115,8 +117,6 @@ def dump_stages(c, where) -> list[Path]:
 
 def _parse_inputs(items) -> dict:
   """--input NAME=X.npy arguments, each read as a checked .npy (tinyspec.files) within the memory budget."""
-  from tinyspec.files import load_npy
-  from tinyspec.limits import default_budget
   out = {}
   left = default_budget()
   for it in items or ():
@@ -150,7 +150,6 @@ def run_command(sub, run_other=None):
   add_option(p)
 
   def run(a) -> int:
-    import numpy as np
     if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
     if a.file is None: print("tinyspec run: give the graph FILE to run", file=sys.stderr); return EXIT_UNREADABLE
     g, code = _load(a.file)
@@ -168,13 +167,13 @@ def run_command(sub, run_other=None):
     try:
       if a.backend not in BUILT_IN: pass
       elif a.backend == "ref":
-        from tinyspec.refimpl import evaluate, EvalError
+        from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the compiled backends do not load the reference)
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted, cast=a.cast)
         except EvalError as e:
           lines = [d.format().replace("<graph>", a.file) for d in e.diagnostics] or [printable(f"{a.file}: {e}")]   # as `tinyspec eval`
           print("\n".join(lines), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
-        from tinyspec.compiler import compile_graph, CompileError
+        from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs, cast=a.cast)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)

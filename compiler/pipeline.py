@@ -12,7 +12,7 @@ linearize, of PROGRAM(LINEAR, SOURCE) after render) that the validator accepts a
 reference evaluator runs.
   callify    FUNCTION/CALL-of-TUPLE inlined (compiler/passes/callify.py)
   rangeify   the kernel split, tensors down to shape () (rangeify.py); then the reads of what a
-             kernel writes get snapshots (hazards.py)
+             kernel writes get snapshots (snapshots.py)
   optimize   a long reduce split over OpenCL work-groups (split.py), each kernel's axis types
              and OptOps (optimize.py, heuristics.py, tiles.py), inputs packed in tile order and
              padded outputs (layout.py)
@@ -32,16 +32,19 @@ from tinyspec.graph import Graph
 from tinyspec.uop import UOp, toposort
 from tinyspec.rewrite import Trace, tracing, substitute
 from tinyspec.tables import tables
+from tinyspec.dispatch import input_name
 from tinyspec.validate import validate
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.passes.heuristics import numbers
 from tinyspec.compiler.passes import callify as _callify_pass, rangeify as _rangeify_pass, optimize as _optimize_pass, expand as _expand_pass
-from tinyspec.compiler.passes import layout as _layout, hazards as _hazards, split as _split
+from tinyspec.compiler.passes import layout as _layout, snapshots as _snapshots, split as _split
 from tinyspec.compiler.passes import isel as _isel_pass, linearize as _linearize_pass, memplan as _memplan_pass
 from tinyspec.compiler import render as _render
 from tinyspec.compiler.analysis.contract import longest_reduce
+from tinyspec.compiler.executor import Executable
+from tinyspec.compiler.device import device
 
 @dataclass
 class Compiled:
@@ -60,7 +63,6 @@ class Compiled:
     return _render.assemble(self.sources, self.target)
 
   def executable(self):
-    from tinyspec.compiler.executor import Executable
     return Executable(self)
 
   def run(self, inputs=None, threads=None, cast=False):
@@ -150,7 +152,7 @@ def _rangeify(p: Program) -> None:
     if len(p.roots) != 1 or p.roots[0].op != "SINK": raise CompileError("compile.form", "a kernel-level graph is compiled from its SINK root")
     p.sched = _kernel_schedule(p.roots[0])
   else: p.sched = _rangeify_pass.rangeify(p.roots, fuse_rows(p.target, p.dev))
-  p.sched = _hazards.separate(p.sched)   # user kernels (a kernel-level graph, CALLed ones): reads of what they write
+  p.sched = _snapshots.separate(p.sched)   # user kernels (a kernel-level graph, CALLed ones): reads of what they write
 
 
 def _optimize(p: Program) -> None:
@@ -275,7 +277,6 @@ def _has_reg(sink: UOp) -> bool:
 
 
 def _target_device(target: str, dev):
-  from tinyspec.compiler.device import device
   if dev is None: return device(target)
   if dev.target != target: raise CompileError("compile.unsupported", f"device {dev.name!r} is a {dev.target} device, not {target}")
   return dev
@@ -294,18 +295,15 @@ def _disjoint(args) -> bool:
 
 
 def _graph_input_names(g: Graph) -> set:
-  """Names of the input graph's own storage (ops with `storage: true` in the tables)."""
-  from tinyspec.compiler.executor import input_name
-  ops = tables().ops
-  return {input_name(u) for u in g.uops() if ops[u.op].storage is True and u.op in ("BUFFER", "PARAM")}
+  """Names of the input graph's own storage (the tables' input_ops: BUFFER, PARAM)."""
+  return {input_name(u.op, u.arg) for u in g.uops() if u.op in tables().input_ops}
 
 
 def _input_names(s: Schedule) -> set:
   """Names the program's inputs answer to: its storage (BUFFERs and input PARAMs)."""
-  from tinyspec.compiler.executor import input_name
   seen = [a for k in s.kernels for a in k.args] + [o.storage for o in s.outputs if o.storage is not None]
   out = set()
   for u in seen:
     while u.op == "BUFFER_VIEW": u = u.src[0]
-    if u.op in ("BUFFER", "PARAM") and u not in s.intermediates: out.add(input_name(u))
+    if u.op in tables().input_ops and u not in s.intermediates: out.add(input_name(u.op, u.arg))
   return out

@@ -384,7 +384,7 @@ def fuzz_command(sub):
     from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
     from tinyspec.conformance.run.execute import BackendUnavailable
     from tinyspec.refimpl import EvalError
-    if a.examples < 1 or a.max_ops < 1: 
+    if a.examples < 1 or a.max_ops < 1:
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
     if a.sanitize: return _run_sanitized(a)
     if a.campaign is not None: return _run_campaign(a)

@@ -72,7 +72,7 @@ def settings(config) -> dict:
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
   out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids")}
-  for name, (_, default, kind) in OPTIONS.items():
+  for name, (_, _default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
     if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path else ini.strip()

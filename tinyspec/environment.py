@@ -8,6 +8,9 @@ README.md's Environment table says what each means (tests/core/test_environment.
 """
 from __future__ import annotations
 import os
+from tinyspec.limits import parse_bytes
+import yaml
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 
 RULE = "env.value"
 
@@ -67,7 +70,6 @@ def device_table(name: str, rows: dict) -> str:
 
 def check_all() -> None:
   """Read every variable whose values tinyspec interprets (raises EnvironmentValue)."""
-  from tinyspec.limits import parse_bytes
   budget = os.environ.get("TINYSPEC_EVAL_BUDGET", "")
   if budget:
     try: parse_bytes(budget)
@@ -77,7 +79,5 @@ def check_all() -> None:
   choice("TINYSPEC_SLICE_ORDER", ("reversed",))
   dev = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
   if dev.startswith("table:"):
-    import yaml
-    from tinyspec import spec
     with open(spec.path("render.yaml")) as f: rows = yaml.safe_load(f).get("device_tables", {})
     device_table(dev[len("table:"):], rows)

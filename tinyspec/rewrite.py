@@ -26,7 +26,7 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 from tinyspec.uop import UOp
 
@@ -79,6 +79,7 @@ class Rule:
   pat: Pat
   fn: Callable
   traced: bool = True
+  apply: Callable = field(init=False, repr=False, compare=False)   # set from the pattern and fn's parameters
 
   def __post_init__(self):
     params = inspect.signature(self.fn).parameters
@@ -255,10 +256,14 @@ def _mapped(x: UOp, ctx: dict): return ctx.get(x)
 SUBSTITUTE = RuleSet([Rule("substitute", Pat.var("x"), _mapped, traced=False)], "substitute")
 
 
-def substitute(roots, mapping: dict, stop: Callable | None = None):
+def substitute(roots, mapping: dict, stop: Callable | None = None, enter: Callable[[UOp, int], bool] | None = None):
   """Replace nodes by mapping (UOp -> UOp) everywhere under roots, rebuilding consumers; a
-  replacement is final (not entered). `stop(u)` true: keep u and do not enter it."""
-  return graph_rewrite(roots, SUBSTITUTE, mapping, top_down=True, once=True, enter=None if stop is None else (lambda u, k: not stop(u)))
+  replacement is final (not entered). `stop(u)` true: keep u and do not enter it;
+  `enter(u, k)` false: keep source k of u as it is."""
+  if stop is None: return graph_rewrite(roots, SUBSTITUTE, mapping, top_down=True, once=True, enter=enter)
+  inner = enter
+  def entered(u: UOp, k: int) -> bool: return not stop(u) and (inner is None or inner(u, k))
+  return graph_rewrite(roots, SUBSTITUTE, mapping, top_down=True, once=True, enter=entered)
 
 
 def rebuild(root, fn: Callable, name: str | None = None):

@@ -9,11 +9,15 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 import yaml
 import jsonschema
-from tinyspec import spec
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 from tinyspec import rules
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
+import re
+from tinyspec.dtypes import dtype as _dt
+import hashlib
 
 PROPS = ("dtype", "shape", "device", "addrspace", "min_max", "axis")
 SLOT_KINDS = ("value", "shape", "range", "void", "any", "body", "listing")
@@ -32,7 +36,6 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when Py
 # compilers as they are written).
 @lru_cache(maxsize=None)
 def ecma_regex(pattern: str):
-  import re
   if pattern.endswith("$") and not pattern.endswith("\\$"): pattern = pattern[:-1] + r"\Z"
   return re.compile(pattern)
 
@@ -78,7 +81,7 @@ class Slot:
 
   def level_of(self, src_op: str) -> str | None:
     """The level a source of op src_op in this slot is checked at, None for the node's own."""
-    lv = self.level
+    lv: Any = self.level
     if lv is None or isinstance(lv, str): return lv
     return lv.get(src_op)
 
@@ -177,6 +180,7 @@ def _skeleton_safe(schema) -> bool:
 class Tables:
   """All of the spec's tables, loaded and compiled. `tables()` gives the shipped ones;
   Tables(ops_path=..., derived_path=...) loads others (e.g. a table with a new op)."""
+  _validate_infos: Any = None   # the validator's per-op plans for these tables (tinyspec/validate.py)
 
   def __init__(self, ops_path: Path | str | None = None, derived_path: Path | str | None = None):
     self.ops_path = Path(ops_path or spec.path("ops.yaml"))
@@ -235,7 +239,6 @@ class Tables:
   def reduce_identity(self, op: str, dtype_name: str):
     """What an empty `op` reduction of `dtype_name` gives (decision reduce-empty): a Python
     bool, int or float (-inf for "-inf")."""
-    from tinyspec.dtypes import dtype as _dt
     d = _dt(dtype_name)
     v = self.reduce_ops[op]["identity"]
     if isinstance(v, dict): v = v.get(d.cls, v.get("default"))
@@ -246,7 +249,6 @@ class Tables:
 
   def reduce_reorders(self, op: str, dtype_name: str) -> bool:
     """May a backend combine an `op` reduction's elements of `dtype_name` in any order?"""
-    from tinyspec.dtypes import dtype as _dt
     return _dt(dtype_name).cls in self.reduce_ops[op].get("reorders", ())
 
   def reduce_fold(self, op: str) -> str:
@@ -388,7 +390,6 @@ TABLE_FILES = ("dtypes.yaml", "ops.yaml", "derived.yaml", "decompositions.yaml",
 @lru_cache(maxsize=None)
 def tables_version() -> tuple[int, str]:
   """(the `version:` of spec/ops.yaml, sha256 over the text of every table file)."""
-  import hashlib
   h = hashlib.sha256()
   for name in TABLE_FILES: h.update(spec.path(name).read_bytes())
   with open(spec.path("ops.yaml")) as f:

@@ -9,6 +9,7 @@ part of tinyspec loads it.
 """
 from __future__ import annotations
 import weakref
+from typing import Any
 from tinyspec.frozen import freeze, thaw, key as _key
 
 _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
@@ -53,6 +54,14 @@ def fold_up(u: "UOp", memo: dict, f):
 
 class UOp:
   __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "__weakref__")
+  op: str
+  src: tuple["UOp", ...]
+  arg: Any
+  dtype: Any           # a declared dtype (a name or a tuple's), or None
+  shape: Any           # a declared shape, or None
+  tag: Any
+  name: str | None
+  _props: Any          # the derived View, once asked for
 
   def __new__(cls, op: str, src: tuple = (), arg=None, dtype=None, shape=None, tag=None, name=None):
     src = tuple(src)

@@ -5,6 +5,7 @@ live in those modules, never here."""
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.compiler.props import props
+from tinyspec.tables import tables
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
 REORDERING = ("UPCAST", "UNROLL", "GROUP_REDUCE")   # types whose iterations do not run in loop order
@@ -85,5 +86,4 @@ def top_nest(sink: UOp):
 def reorderable(red: UOp) -> bool:
   """May the REDUCE's elements combine in any order? ops.yaml reduce_ops `reorders`
   (decision reduce-empty: a float MUL keeps its order)."""
-  from tinyspec.tables import tables
   return tables().reduce_reorders(red.arg["op"], props(red).dtype)

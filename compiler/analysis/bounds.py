@@ -18,7 +18,8 @@ no gate slot, so its guard is the renderer's alone).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.analysis.symbolic import linear, simplify, fits
+from tinyspec.compiler.analysis.symbolic import linear, fits
+from tinyspec.dtypes import dtype as _dt
 
 TRUE = const(True, "bool")
 
@@ -50,7 +51,6 @@ def facts(gate: UOp | None) -> dict[UOp, tuple]:
 
 
 def _intlike(u: UOp) -> bool:
-  from tinyspec.dtypes import dtype as _dt
   d = props(u).dtype
   return isinstance(d, str) and _dt(d).is_int
 

@@ -23,6 +23,7 @@ from tinyspec.compiler.props import props
 from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.compiler.analysis.localrace import _eval
 from tinyspec.dtypes import dtype as _dt
+from tinyspec.compiler.rendertables import render_tables
 
 WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
@@ -55,7 +56,6 @@ def conflict_ways(words: np.ndarray, live: np.ndarray, lanes_per_phase: int, ban
 
 def banks() -> tuple[int, int]:
   """(banks, bytes per bank word) of a GPU's local memory (spec/render.yaml devices.opencl)."""
-  from tinyspec.compiler.tables import render_tables
   b = render_tables()["devices"]["opencl"].get("local_banks", {"banks": 32, "bytes": 4})
   return int(b["banks"]), int(b["bytes"])
 

@@ -98,8 +98,8 @@ def local_races(ks, lin: UOp) -> list[str]:
       write = any(x.op in WRITES and k == 0 for x, k in users.get(u, []))
       acc.append((_base(u.src[0]), epoch, write, u, specials + open_))
   touched = [(b, e, w, u, _touches(u, o, items, lane_dim, fixed)) for b, e, w, u, o in acc]
-  for i, (b, e, w, u, t) in enumerate(touched):
-    for b2, e2, w2, u2, t2 in touched[i:]:
+  for i, (b, e, w, _u, t) in enumerate(touched):
+    for b2, e2, w2, _u2, t2 in touched[i:]:
       if b2 is b and (e2 == e or (min(e, e2), max(e, e2)) in meets) and (w or w2) and _clash(t, t2):
         out.append(f"{ks.name}: work items race on local buffer l{b.arg['slot']}: "
                    f"{'a write' if w else 'a read'} and {'a write' if w2 else 'a read'} between the same BARRIERs")

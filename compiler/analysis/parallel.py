@@ -10,8 +10,8 @@ program keeps that meaning in two ways:
     when `conflict_free` proves that no two iterations touch the same element with at
     least one write, and no read carries a value from one iteration to the next;
   * a read of storage the kernel writes, which the reference orders before those writes
-    (it is not ordered after them through AFTER), must not see them: `plain_hazards`
-    finds the reads that might, and compiler/passes/hazards.py points them at a copy of the storage
+    (it is not ordered after them through AFTER), must not see them: `hazards`
+    finds the reads that might, and compiler/passes/snapshots.py points them at a copy of the storage
     made before the kernel (as rangeify does for tensor STOREs).
 
 The proofs are about element indices. Two accesses of one storage are *separated* over
@@ -24,11 +24,13 @@ dtype: nothing wraps).
 """
 from __future__ import annotations
 from dataclasses import dataclass
+import numpy as np
 from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.tables import tables
 from tinyspec.compiler.props import props
 from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.analysis.axes import carried, open_ranges
+from tinyspec.dtypes import dtype as _dt
 
 WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
@@ -152,7 +154,6 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
 
 def _commute(a: Access, b: Access) -> bool:
   """Integer atomic adds commute exactly (modular): their order changes no bit."""
-  from tinyspec.dtypes import dtype as _dt
   return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).is_int
 
 
@@ -273,7 +274,6 @@ def _covers(ws: list, a: Access) -> bool:
   """Do the writes ws, over the work items (LOCAL axes, lidx SPECIALs) and their vector
   lanes, write each element of a's 1-d storage at most once and every element the read a
   can touch (a tile whose rows are padded has elements nobody writes or reads)?"""
-  import numpy as np
   shape = props(a.storage).shape
   if len(shape) != 1 or len(a.index) != 1: return False
   n = int(shape[0])
@@ -296,7 +296,6 @@ def _points(index: UOp, n: int, enumerable, distinct: bool = False) -> "np.ndarr
   """The values of a linear index at every point of its `enumerable` RANGEs (constant
   bounds) and vector lanes (VCONST), a value per point (distinct: each value once), or
   None (another term, or more than 4n points)."""
-  import numpy as np
   lf = linear(index, 32)
   if lf is None: return None
   v = np.array([lf[1]], dtype=np.int64)

@@ -29,6 +29,7 @@ from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const
 from tinyspec.rewrite import Pat, RuleSet, graph_rewrite
+import math
 
 _ALU = None
 
@@ -339,7 +340,6 @@ def where_same(x: UOp, p: UOp, a: UOp):
 
 
 def _gcd(a: int, b: int) -> int:
-  import math
   return math.gcd(a, b)
 
 

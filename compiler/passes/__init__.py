@@ -1,6 +1,6 @@
 """The lowering stages' rules, in pipeline order (compiler/pipeline.py STAGES runs them):
 
-  callify -> rangeify (+ hazards) -> optimize (split, opts: heuristics, tiles; layout)
+  callify -> rangeify (+ snapshots) -> optimize (split, opts: heuristics, tiles; layout)
   -> expand (accumulate) -> isel (gates) -> linearize -> memplan
 
 Every change to a graph goes through the core's engine, tinyspec/rewrite.py: named rules

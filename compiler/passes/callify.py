@@ -10,7 +10,7 @@ kernel CALLs.
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 
 

@@ -25,8 +25,9 @@ simplifier's, to one fixed point).
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
-from tinyspec.compiler.props import props, const, CompileError
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis.axes import depends, open_ranges
 from tinyspec.compiler.analysis.symbolic import RULES as SYMBOLIC, linear
 from tinyspec.compiler.analysis.parallel import hazards, WRITES

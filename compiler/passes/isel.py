@@ -4,17 +4,18 @@ A decomposed op (ops.yaml category `decomposed`) stays when spec/render.yaml has
 for it on the target and the node's dtypes (NEG, SUB, the comparisons, DIV, SQRT, EXP2,
 ... are native C / OpenCL operators or libm calls whose results meet the table's
 tolerances); otherwise it is replaced by its table decomposition
-(`tinyspec.decompose.expand`, e.g. THREEFRY). Any other op without a rule is refused
+(`tinyspec.decompose.decompose`, e.g. THREEFRY). Any other op without a rule is refused
 with rule compile.unsupported. Every memory access not proved in bounds gets its bounds
 check as a gate (compiler/passes/gates.py).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.tables import tables
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
+from tinyspec.decompose import decompose, decomposed_ops, DecompositionError
 from tinyspec.compiler.passes.gates import gate_memory
-from tinyspec.compiler.tables import category, render_tables
+from tinyspec.compiler.rendertables import category, render_tables
 from tinyspec.compiler import render as R
 
 
@@ -22,11 +23,10 @@ def isel(sink: UOp, target: str, kind: str | None = None) -> UOp:
   nodes = toposort(sink)
   need = {u.op for u in nodes if category(u.op) == "decomposed" and not (u.op in render_tables()["ops"] and R.select_case(u, target, kind) is not None)}
   if need:
-    from tinyspec.decompose import expand, decomposed_ops, DecompositionError
     missing = sorted(need - decomposed_ops())
     if missing: raise CompileError("compile.unsupported", f"{', '.join(missing)} has no render rule for {target} and no decomposition")
     try:
-      sink = expand(sink, ops=need)
+      sink = decompose(sink, ops=need)
     except DecompositionError as e:
       raise CompileError("compile.unsupported", f"cannot decompose {', '.join(sorted(need))}: {e}") from None
   sink = gate_memory(graph_rewrite(sink, VALUE_LOADS, once=True))

@@ -14,7 +14,7 @@ loops, is refused (compile.form).
 from __future__ import annotations
 import heapq
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.rewrite import Pat, Rule, RuleSet
 from tinyspec.compiler.passes.steps import Step
 

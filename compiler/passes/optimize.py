@@ -43,13 +43,17 @@ from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.limits import limits
-from tinyspec.compiler.props import props, const, CompileError
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite, substitute
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.passes.readers import identity
 from tinyspec.compiler.analysis.parallel import accesses, conflict_free, WRITES
 from tinyspec.compiler.passes.tiles import stage_tiles
+from tinyspec.compiler.analysis.parallel import hazards
+from tinyspec.compiler.passes.expand import expand
+from tinyspec.compiler.passes.heuristics import default_opts
 
 def retype(x: UOp, ctx: dict):
   """A RANGE -> the same range with the AxisType ctx gives it."""
@@ -129,7 +133,6 @@ def program_axes(lin: UOp) -> UOp:
   """A LINEAR given as it is (a program-level graph): its parallel axis types are kept
   only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
   it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
-  from tinyspec.compiler.analysis.parallel import hazards
   sink = UOp("SINK", tuple(u for u in lin.src if u.op in WRITES or u.op == "END"))
   plain, ordered = hazards(sink)
   if plain or ordered:
@@ -330,7 +333,6 @@ def opts_fit(sink: UOp, target: str, dev):
   """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
   What the heuristics try a staged tiling with (compiler/passes/heuristics.py default_opts)."""
   def fits(opts) -> bool:
-    from tinyspec.compiler.passes.expand import expand
     try: expand(apply_opts(sink, opts, target, dev))
     except CompileError: return False
     return True
@@ -341,6 +343,5 @@ def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   """initial_types, then `opts` (None: the device's default, see compiler/passes/heuristics.py)."""
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
-    from tinyspec.compiler.passes.heuristics import default_opts
     opts = default_opts(sink, target, dev, opts_fit(sink, target, dev))
   return apply_opts(sink, opts, target, dev)

@@ -34,9 +34,10 @@ from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
-from tinyspec.compiler.props import props, const, shape_operand, CompileError
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
-from tinyspec.compiler.tables import policy, is_alu
+from tinyspec.compiler.rendertables import policy, is_alu
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.passes.gates import gate_memory
 from tinyspec.compiler.passes.readers import ZERO, TRUE, numel, and_, in_range, as_index, reader
@@ -205,7 +206,7 @@ class Rangeify:
         stores.setdefault(st, []).append(u)
     if not stores: return roots
     reads: dict[UOp, set] = {}     # B -> consumers reading it plainly
-    for u, k, b in self._plain_edges(roots):
+    for u, _k, b in self._plain_edges(roots):
       if b in stores: reads.setdefault(b, set()).add(u)
     need = []
     for b, users in reads.items():

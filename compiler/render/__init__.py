@@ -19,7 +19,7 @@ memory (C compilers then vectorize loops without aliasing checks).
 from __future__ import annotations
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.contract import Guard
 from tinyspec.compiler.render.cases import TARGETS, PREDICATES, fill, value_type, storage_type, literal, select_case
 from tinyspec.compiler.render.base import KernelSource, Renderer, assemble, launch_size

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field, replace
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, CompileError
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis import contract as _contract
 from tinyspec.compiler.render.cases import fill, value_type, literal, select_case, utype
 from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local
 from tinyspec.compiler.render.launch import LaunchLayout
 from tinyspec.compiler.render.memory import MemoryAccess
+from tinyspec.compiler.render.instr import INSTR, alu_or_refuse
 
 WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
@@ -265,7 +267,6 @@ class Renderer(LaunchLayout, MemoryAccess):
   def instr(self, u: UOp, gates: list):
     """Render one instruction through its handler (instr.py); other ops with render.yaml
     cases are elementwise (`alu`)."""
-    from tinyspec.compiler.render.instr import INSTR, alu_or_refuse
     INSTR.get(u.op, alu_or_refuse)(self, u, gates)
 
   def unsigned_acc(self, buf: UOp) -> bool:

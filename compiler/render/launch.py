@@ -12,7 +12,7 @@ or launch sizes.
 from __future__ import annotations
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.nodes import is_reg, is_local_access, base_of, param_of
 
 WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)

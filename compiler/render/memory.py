@@ -10,9 +10,12 @@ lanes are consecutive is one vector load or store (render.yaml `vectors`).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, literal, value_type, storage_type, matches
 from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of, numel
+from tinyspec.compiler.analysis.bounds import facts, interval
+from tinyspec.compiler.analysis.symbolic import linear
 
 
 class MemoryAccess:
@@ -21,7 +24,6 @@ class MemoryAccess:
   def address(self, idx: UOp, gates: tuple = ()):
     """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...); an
     index is guarded unless its interval, narrowed by what `gates` state, is in bounds."""
-    from tinyspec.compiler.analysis.bounds import facts, interval
     known: dict = {}
     for g in gates:
       for x, (flo, fhi) in facts(g).items():
@@ -60,7 +62,6 @@ class MemoryAccess:
 
   def lane_split(self, i: UOp):
     """A vector index as (its lane-0 value as source text, the step between lanes)."""
-    from tinyspec.compiler.analysis.symbolic import linear
     lf = linear(i, 64)
     if lf is None: raise CompileError("compile.form", "a vector index that is not linear", i)
     parts, coef, c = [], 0, lf[1]

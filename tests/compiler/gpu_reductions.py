@@ -51,7 +51,7 @@ class _numbers:
   def __init__(self, **kw): self.kw, self.old = kw, {}
 
   def __enter__(self):
-    from tinyspec.compiler.tables import render_tables
+    from tinyspec.compiler.rendertables import render_tables
     self.H = render_tables()["heuristics"]["gpu"]
     self.old = {k: self.H.get(k) for k in self.kw}
     self.H.update(self.kw)

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-import numpy as np
 import pytest
 import gpu_reductions as G
 

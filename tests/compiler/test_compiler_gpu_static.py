@@ -34,7 +34,8 @@ def softmax(x):
 
 
 def conv3x3(x, w):
-  import sys, pathlib
+  import sys
+  import pathlib
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
   from bench_kernels import conv_t
   return conv_t(x, w)
@@ -413,7 +414,8 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   element (a row of items collapsed onto row 0); (3) the tile read not through the BARRIER."""
   from tinyspec.compiler.passes import expand as E
   from tinyspec.compiler.passes.optimize import proved_parallel
-  from tinyspec.compiler.props import CompileError, const
+  from tinyspec.compiler.props import const
+  from tinyspec.compiler.errors import CompileError
   from tinyspec.rewrite import substitute
   sink, nodes = _staged_kernel(h100)
   E.expand(sink)                                   # as made: proved race-free
@@ -438,7 +440,7 @@ def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeyp
   the same tree with one step's BARRIER left out (the next step reads what this step's
   items may still be writing) is refused with compile.order."""
   from tinyspec.compiler.passes import accumulate as A
-  from tinyspec.compiler.props import CompileError
+  from tinyspec.compiler.errors import CompileError
   from tinyspec.uop import UOp
   g = BENCH["sum 16M"]().graph()
   c = compile_graph(g, "opencl", keep_stages=False, device=h100)
@@ -448,7 +450,7 @@ def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeyp
     bar2, left, nid = real(members, lbufs, bar, base, n, next_id)
     steps = bar2.src[0]                    # END of the last step: keep it, drop one BARRIER before it
     inner = steps.src[0]
-    stores = [inner] if inner.op == "STORE" else list(inner.src)
+    _stores = [inner] if inner.op == "STORE" else list(inner.src)
     def unbar(u):
       return u.src[0] if u.op == "AFTER" and len(u.src) == 2 and u.src[1].op == "BARRIER" and u.src[1] is not bar else None
     from tinyspec.rewrite import rebuild
@@ -489,7 +491,8 @@ def test_conv3x3_stages_its_windowed_input(h100):
 def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
   """A staged conv (64 output channels, 32 input channels, 64x64) and one the block does
   not divide (16 input channels, 20x20: global reads) agree with NumPy in float64."""
-  import sys, pathlib
+  import sys
+  import pathlib
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
   from bench_kernels import conv_np
   co, ci, hw = shape
@@ -534,7 +537,8 @@ def test_awkward_gemms_compile_for_every_table():
 
 def test_the_gemm_sweep_finds_the_planted_stop_iteration(monkeypatch):
   """The heuristic as it was (the register tile's split assumed found) is caught by the sweep."""
-  import inspect, textwrap
+  import inspect
+  import textwrap
   from tinyspec.compiler.passes import heuristics as H
   src = textwrap.dedent(inspect.getsource(H._local_tile))
   fixed = "cut = next((n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == [\"SPLIT\", m_ax] and A.opts[n][2][1] == \"UPCAST\"), None)"

@@ -115,7 +115,7 @@ def test_memory_plan_shares_dead_intermediates(target):
   is smaller than the buffers laid end to end, and the results do not change."""
   x = buf(0, (64,))
   v = x
-  for n in range(4):   # each step reads its input reversed: a fresh kernel and buffer each time
+  for _n in range(4):   # each step reads its input reversed: a fresh kernel and buffer each time
     v = UOp("CONTIGUOUS", (UOp("MUL", (UOp("FLIP", (v,), [True]), const(2.0, "float32"))),))
   c = compile_graph([v], target)
   plan = c.schedule.meta["memory"]

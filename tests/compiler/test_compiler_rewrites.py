@@ -14,7 +14,7 @@ import pytest
 from tinyspec.compiler.props import props
 from tinyspec.rewrite import Rule
 from tinyspec.compiler.analysis.symbolic import RULES, simplify
-from rewrite_cases import INT_DTYPES, KernelBuilder, instance, valid
+from rewrite_cases import INT_DTYPES, ProbeKernel, instance, valid
 
 ROUNDS = int(os.environ.get("TINYSPEC_REWRITE_ROUNDS", "1"))
 PER_GRAPH = 24
@@ -26,7 +26,7 @@ def check_rule(k: int, dt: str, seed: int) -> tuple[int, int]:
   rewrite keeps every lane's bits and every value inside both intervals."""
   pat, fn = RULES.rules[k].pat, RULES.rules[k].fn
   rng = random.Random(f"{k}-{dt}-{seed}")
-  kb = KernelBuilder(rng)
+  kb = ProbeKernel(rng)
   pairs, tried = [], 0
   for _ in range(PER_GRAPH * 4):
     if len(pairs) >= PER_GRAPH: break
@@ -76,7 +76,7 @@ def test_simplify_keeps_every_value(dt):
   """The whole simplifier (every rule to a fixpoint) on random expressions of dt."""
   from rewrite_cases import alu
   rng = random.Random(f"simplify-{dt}")
-  kb = KernelBuilder(rng)
+  kb = ProbeKernel(rng)
   pairs = []
   for _ in range(40):
     x = alu(kb, dt)

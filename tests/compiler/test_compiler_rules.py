@@ -66,7 +66,8 @@ def gemm(a, b):
 
 def user_kernel(form: str) -> Callable:
   def build():
-    import soundness_cases, aliasing_padding_cases
+    import soundness_cases
+    import aliasing_padding_cases
     if form == "hazard": return soundness_cases.parallel("LOOP", 16)
     if form == "alias": return aliasing_padding_cases.alias("same")
     return value_load()
@@ -141,7 +142,7 @@ def compiler_rules() -> set[str]:
       for x in items:
         if isinstance(x, RuleSet): names |= {r.name for r in x.rules}
         elif isinstance(x, KernelRule): names.add(x.name)
-        elif hasattr(x, "rules") and isinstance(getattr(x, "rules"), RuleSet): names |= {r.name for r in x.rules.rules}
+        elif hasattr(x, "rules") and isinstance(x.rules, RuleSet): names |= {r.name for r in x.rules.rules}
   return names - {r.name for r in symbolic.RULES.rules}
 
 
@@ -187,7 +188,7 @@ def test_a_planted_wrong_rule_fails_its_test(rule, module, planted, monkeypatch)
     monkeypatch.setattr(rs, "rules", [Rule(r.name, r.pat, planted) if r.name == rule else r for r in rs.rules])
     rs.by_op.clear()
   from tinyspec.compiler.check import StageMismatch
-  from tinyspec.compiler.props import CompileError
+  from tinyspec.compiler.errors import CompileError
   with pytest.raises((StageMismatch, CompileError)) as e:
     test_the_rule_fires_and_every_stage_still_evaluates(rule, monkeypatch)
   assert "stage" in str(e.value) or e.value.rule.startswith("compile.")

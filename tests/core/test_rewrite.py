@@ -96,7 +96,7 @@ def test_rule_sets_refuse_duplicate_names_and_unnamed_functions():
 
 def test_deep_graphs_need_no_recursion():
   g = X
-  for k in range(20_000): g = add(g, c(0))
+  for _k in range(20_000): g = add(g, c(0))
   assert graph_rewrite(g, FOLD) is X
   assert len(toposort(g)) == 20_002
 

@@ -116,13 +116,15 @@ def _scan_tail():
 
 
 def _alias():
-  from tinyspec.compiler.passes import hazards as H
+  from tinyspec.compiler.passes import snapshots as H
   H.ALIASES = ()
 
 
 def _replace_in(cls, name: str, old: str, new: str):
   """cls.name recompiled from its source with `old` replaced by `new`."""
-  import inspect, textwrap, sys
+  import inspect
+  import textwrap
+  import sys
   src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
   assert old in src, (name, old)
   scope: dict = {}

@@ -22,7 +22,8 @@ the kernel, out after it, in slot order).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
-from tinyspec.compiler.props import props, const, shape_operand, CompileError
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.analysis.parallel import hazards, WRITES
 from tinyspec.compiler.passes.steps import KernelRule, ScheduleContext, rewrite_schedule
