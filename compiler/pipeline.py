@@ -1,6 +1,6 @@
 """The lowering pipeline of the Dialect document (spec/sources.yaml): STAGES, in order,
 
-  callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> render
+  callify -> rangeify -> optimize -> expand -> isel -> linearize -> memplan -> decide -> render
 
 `lower` is a loop over them; each stage changes the Program (the input, the device, the
 schedule of kernels, their LINEARs and sources) through its rule sets (compiler/passes/
@@ -20,7 +20,9 @@ reference evaluator runs.
   isel       decompositions, value loads, bounds gates (isel.py, gates.py)
   linearize  each kernel one instruction list (linearize.py)
   memplan    intermediates placed in one arena (memplan.py: a plan, no rewrite)
-  render     C or OpenCL C (compiler/render)
+  decide     which accumulator updates fuse (and which only in a guarded variant), which
+             outputs stream: tags on the LINEAR (decide.py; the render stage's graph shows them)
+  render     C or OpenCL C, printed as decided (compiler/render)
 The input may be a tensor graph, a kernel (a SINK over PARAMs: one kernel whose PARAMs
 are the inputs: callify is skipped) or a linearized program (LINEAR: rendered as it is,
 from linearize on).
@@ -40,7 +42,7 @@ from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.passes.heuristics import numbers
 from tinyspec.compiler.passes import callify as _callify_pass, rangeify as _rangeify_pass, optimize as _optimize_pass, expand as _expand_pass
 from tinyspec.compiler.passes import layout as _layout, snapshots as _snapshots, split as _split
-from tinyspec.compiler.passes import isel as _isel_pass, linearize as _linearize_pass, memplan as _memplan_pass
+from tinyspec.compiler.passes import isel as _isel_pass, linearize as _linearize_pass, memplan as _memplan_pass, decide as _decide_pass
 from tinyspec.compiler import render as _render
 from tinyspec.compiler.analysis.contract import longest_reduce
 from tinyspec.compiler.executor import Executable
@@ -119,6 +121,7 @@ class Program:
   linear: list = field(default_factory=list)     # each kernel's LINEAR (linearize on)
   longest: int = 1             # the most elements one REDUCE sums, before any split (render.yaml `contract`)
   contract: dict = field(default_factory=dict)   # kernel name -> that bound, for kernels whose REG accumulators are all REDUCEs'
+  guards: list = field(default_factory=list)     # per kernel: the updates its fused variant's Guard checks (decide)
   sources: list = field(default_factory=list)    # render.KernelSource per kernel
 
   def choose(self, k: Kernel):
@@ -190,11 +193,17 @@ def _memplan(p: Program) -> None:
   p.sched.meta["memory"] = _memplan_pass.plan(p.sched)
 
 
-def _render_stage(p: Program) -> None:
+def _decide(p: Program) -> None:
   stream = _stream_bytes(p.target, p.dev)
-  for k, lin in zip(p.sched.kernels, p.linear):
-    k.program = _render.render(lin, k.name, p.target, p.allow_untrusted, noalias=_disjoint(k.args), kind=p.dev.kind,
-                               contract=p.contract.get(k.name, 0), stream_bytes=stream)
+  decided = [_decide_pass.decide(lin, p.target, p.dev.kind, p.contract.get(k.name, 0), _disjoint(k.args), stream) for k, lin in zip(p.sched.kernels, p.linear)]
+  p.linear = [lin for lin, _ in decided]
+  p.guards = [guard for _, guard in decided]
+  if p.level == "program": p.sched.kernels[0].sink = p.linear[0]
+
+
+def _render_stage(p: Program) -> None:
+  for k, lin, guard in zip(p.sched.kernels, p.linear, p.guards):
+    k.program = _render.render(lin, k.name, p.target, p.allow_untrusted, noalias=_disjoint(k.args), kind=p.dev.kind, guard=tuple(guard))
     p.sources.append(k.program)
 
 
@@ -221,6 +230,7 @@ STAGES = (
   Stage("isel", _isel, lambda p: p.sched.graph(), ("tensor", "kernel")),
   Stage("linearize", _linearize, _linears),
   Stage("memplan", _memplan, lambda p: p.sched.graph()),
+  Stage("decide", _decide, lambda p: None),     # its tags are in the render stage's graph
   Stage("render", _render_stage, _programs),
 )
 

@@ -14,7 +14,7 @@ from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis import contract as _contract
 from tinyspec.compiler.render.cases import fill, value_type, literal, select_case, utype
-from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local
+from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local, decision, update_terms, value_uses
 from tinyspec.compiler.render.launch import LaunchLayout
 from tinyspec.compiler.render.memory import MemoryAccess
 from tinyspec.compiler.render.instr import INSTR, alu_or_refuse
@@ -80,11 +80,8 @@ class Renderer(LaunchLayout, MemoryAccess):
   float_suffix_fields = False   # {fs}: "f" where the value type is float (C's float math functions)
   barrier: str | None = None    # a work-group barrier's statement (None: BARRIER renders as nothing)
 
-  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: int = 0,
-               stream_bytes: int | None = None, fuse_guarded: bool = False):
-    self.contract = contract    # every REG accumulator is a REDUCE's summing at most this many elements (render.yaml `contract`); 0: none
-    self.fuse_guarded = fuse_guarded   # the fused variant: also fuse updates that only a launch-time scan proves safe
-    self.guards: list = []             # ... those updates (contract.Update)
+  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, fuse_guarded: bool = False):
+    self.fuse_guarded = fuse_guarded   # the fused variant: also fuse the updates tagged `guarded` (compiler/passes/decide.py)
     self.kind = kind            # the device kind (cpu, gpu) the rules are chosen for
     self.T = render_tables()
     self.helpers: dict[str, None] = {}
@@ -96,8 +93,7 @@ class Renderer(LaunchLayout, MemoryAccess):
     self.exts: dict[str, None] = {}
     self.allow_untrusted = allow_untrusted
     self.noalias = noalias      # no two PARAMs share memory: pointers are `restrict`
-    self.stream_bytes = stream_bytes   # outputs this big, never read by the kernel, get streaming stores
-    self.streamed: set = set()         # ... those PARAMs
+    self.streamed: set = set()         # the PARAMs written with streaming stores (tagged by compiler/passes/decide.py)
     self.did_stream = False
     self.gated_loads = False           # C: some read is under a condition (render.yaml targets.c.gated_loads)
     self._fields: dict = {}
@@ -201,6 +197,7 @@ class Renderer(LaunchLayout, MemoryAccess):
     if not _NAME.match(name) or name in ("kernel", "main"): name = "user_kernel"
     instrs = list(linear.src)
     self.params = {u: u.arg["slot"] for u in instrs if u.op == "PARAM"}
+    self._value_uses = value_uses(instrs)
     self.scan(instrs)
     slots = sorted(self.params.values())
     if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
@@ -209,7 +206,7 @@ class Renderer(LaunchLayout, MemoryAccess):
       if u.op in WRITES and (t := param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
     by_slot = {s: u for u, s in self.params.items()}
     self.writes = writes
-    self.streamed = self.stream_outputs(instrs, writes)
+    self.streamed = {p for p in self.params if decision(p, "stream")}
     params = []
     for s in range(len(slots)):
       p = by_slot[s]
@@ -289,30 +286,15 @@ class Renderer(LaunchLayout, MemoryAccess):
     else: self.declare(u, f"({text})")
 
   def contraction(self, u: UOp):
-    """(acc read, [terms]) when u is a REDUCE(ADD) accumulator update acc + t1 + t2 + ...
-    (an ADD tree: UNROLL sums its lanes before adding them to the accumulator) holding a
-    product, which render.yaml `contract` lets accumulate as fused multiply-adds in turn
-    (only in kernels made from tensor graphs: self.contract), else None. An update that
-    only a launch-time scan of the buffers it reads proves safe (compiler/analysis/contract.py)
-    is a guard of the fused variant (where the target has `guard`), fused there only."""
-    C = self.T.get("contract") or {}
-    if not self.contract or u.op not in C.get("reduce", ()) or props(u).dtype not in C.get("dtypes", ()) or u not in self._acc_update_of: return None
-    acc = self._acc_update_of[u]
-    terms, stack = [], [u]
-    while stack:
-      x = stack.pop()
-      if x.op == u.op and props(x).shape == props(u).shape and props(x).dtype == props(u).dtype: stack.extend(reversed(x.src))
-      else: terms.append(x)
-    cur = [t for t in terms if reads_acc(t, acc)]
-    if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
-    rest = [t for t in terms if t is not cur[0]]
-    # a buffer may be scanned at launch when the kernel never writes it, nor anything that may share its memory
-    scannable = lambda slot: self.noalias and slot not in self.writes
-    up = _contract.update(rest, props(u).dtype, self.contract, scannable)
-    if up.cannot_overflow(): return cur[0], rest
-    if not up.scans or self.kind not in C[self.target].get("guard", ()): return None
-    self.guards.append(up)
-    return (cur[0], rest) if self.fuse_guarded else None
+    """(acc read, [terms]) when the decide stage (compiler/passes/decide.py) tagged
+    accumulator update u a fused one (render.yaml `contract`), or a guarded one and this is
+    the kernel's fused variant; else None."""
+    how = decision(u, "contract")
+    if how is None or (how == "guarded" and not self.fuse_guarded) or u not in self._acc_update_of: return None
+    terms = update_terms(u)
+    cur = [t for t in terms if reads_acc(t, self._acc_update_of[u])]
+    if len(cur) != 1: raise CompileError("compile.form", "a fused accumulator update that does not read its accumulator once", u)
+    return cur[0], [t for t in terms if t is not cur[0]]
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""

@@ -13,7 +13,7 @@ from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, literal, value_type, storage_type, matches
-from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of, numel
+from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of
 from tinyspec.compiler.analysis.bounds import facts, interval
 from tinyspec.compiler.analysis.symbolic import linear
 
@@ -153,17 +153,6 @@ class MemoryAccess:
       return
     line = f"{ptr}[{off}] = {v if base_of(base.src[0]) in self.reg_arrays else self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
-
-  def stream_outputs(self, instrs: list, writes: set) -> set:
-    """The PARAMs this kernel writes with streaming stores: written, never read here,
-    at least stream_bytes big."""
-    S = self.T.get("streaming", {}).get(self.target)
-    if S is None or self.stream_bytes is None: return set()
-    read = {param_of(u.src[0]) for u in instrs if u.op == "LOAD"} | {param_of(u) for u in instrs if u.op == "INDEX" and self._value_uses.get(u)}
-    out = set()
-    for p, slot in self.params.items():
-      if slot in writes and p not in read and len(p.src) != 3 and numel(props(p).shape) * _dt(props(p).dtype).itemsize >= self.stream_bytes: out.add(p)
-    return out
 
   def stream_fence(self):
     """After the last streaming store of a call: they are weakly ordered until fenced."""

@@ -49,11 +49,11 @@ def case(cid: str) -> Callable:
   return build
 
 
-def tensors(fn, *shapes) -> Callable:
+def tensors(fn, *shapes, dtype=np.float32) -> Callable:
   """fn over Tensors of small integers (exact sums in any order) of the given shapes."""
   def build():
     rng = np.random.default_rng(0)
-    arrays = [rng.integers(-4, 5, s).astype(np.float32) for s in shapes]
+    arrays = [rng.integers(-4, 5, s).astype(dtype) for s in shapes]
     t = fn(*[Tensor(a) for a in arrays])
     return t.graph(), t.inputs()
   return build
@@ -125,6 +125,7 @@ WITNESSES = {
   "gate_load": Witness(case("PAD/bool-empty")),
   "gate_read": Witness(case("EXP2/float16-empty")),
   "load_of_value": Witness(user_kernel("value")),
+  "retag": Witness(tensors(lambda a, b: gemm(a.cast("float32"), b.cast("float32")), (16, 16), (16, 16), dtype=np.int16)),   # bounded products: fused
 }
 for _name in ("pack_inputs", "packed_read"): WITNESSES[_name] = replace(WITNESSES[_name], patch=_pack_small)
 
