@@ -6,10 +6,11 @@ targets' preludes. Nothing from the graph is pasted into the source except numbe
 formatted here and names generated here.
 
   cases.py    which render.yaml case a node takes; types and literals per target
+  facts.py    what a kernel is, computed once before printing (read-only)
   base.py     the Renderer both targets share: the walk, names, values, elementwise ops
   instr.py    one handler per instruction (a tinyspec.dispatch Registry)
   memory.py   addresses, bounds guards, reads, stores, streaming stores, atomics
-  launch.py   which ranges run in parallel: work items (OpenCL), threaded slices (C)
+  launch.py   which ranges run in parallel: work items (OpenCL), threaded slices (C): a Launch
   c.py, opencl.py   what each target does its own way (attributes and a few methods)
 
 Vectors: a (k,)-shaped value (expand's UPCAST lanes) is a C vector-extension or OpenCL
