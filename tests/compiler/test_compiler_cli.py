@@ -41,7 +41,7 @@ def test_compile_explain_names_the_rules_that_fired_per_stage(graph_file, capsys
   out = capsys.readouterr().out
   assert "r_4_1" not in out                 # the explanation, not the source
   stages = [line[:-1] for line in out.splitlines() if not line.startswith(" ")]
-  assert stages and all(s in ("callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "render") for s in stages)
+  assert stages and all(s in ("callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "decide", "render") for s in stages)
   assert "expand:" in out and "max_on_integers" in out    # the float MAX reduce runs on integer keys
   counts = [int(line.rsplit(" x", 1)[1]) for line in out.splitlines() if line.startswith("  ")]
   assert counts and all(n >= 1 for n in counts)
