@@ -1,8 +1,9 @@
 """`tinyspec compile` and `tinyspec run`.
 
-  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted]
+  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted] [--explain]
       prints the rendered kernels; --dump-stages writes one graph file per stage
-      (NN_stage.json), each accepted by `tinyspec validate`.
+      (NN_stage.json), each accepted by `tinyspec validate`; --explain prints instead,
+      stage by stage, the rewrite rules that fired and how often.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
       runs the graph and writes each output to DIR/NAME.npy, and prints each output as
       `tinyspec eval` does (name, dtype, shape, values).
@@ -19,11 +20,15 @@ import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import add_option
-from tinyspec.files import FileRefused, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.rewrite import RewriteLimit, Trace
+from tinyspec.files import FileRefused, load_npy, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.graph import load_file
+from tinyspec.backends import Unavailable
+from tinyspec.limits import default_budget
+from tinyspec.refimpl.cli import summary
 
 
 def _load(path: str):
-  from tinyspec.graph import load_file
   g, diags = load_file(path)
   if g is None or any(d.fatal for d in diags):
     for d in diags: print(d.format(), file=sys.stderr)
@@ -40,7 +45,6 @@ def _failure(path: str, e) -> int:
   """A build or device failure, no traceback: a backend this machine cannot run (no OpenCL
   device that builds: rule backend.unavailable, its message says what to do) exits 2; a
   build error (a compiler bug, the message says where) exits 1."""
-  from tinyspec.backends import Unavailable
   if isinstance(e, Unavailable):
     print(printable(f"tinyspec: {e}"), file=sys.stderr)
     return EXIT_UNREADABLE
@@ -49,9 +53,8 @@ def _failure(path: str, e) -> int:
 
 
 def _runtime_errors():
-  from tinyspec.compiler.runtime import BuildError
-  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
-  from tinyspec.compiler.rewrite import RewriteLimit
+  from tinyspec.compiler.runtime import BuildError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
+  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
 
 
@@ -68,10 +71,11 @@ def compile_command(sub):
                  help="accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no semantics; their text "
                       "is pasted into the kernel source as it is). Without it such a graph is refused (rule compile.untrusted)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
+  p.add_argument("--explain", action="store_true", help="print, stage by stage, the rewrite rules that fired (and how often) instead of the source")
   add_option(p)
 
   def run(a) -> int:
-    from tinyspec.compiler import compile_graph, CompileError
+    from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
     g, code = _load(a.file)
     if g is None: return code
     try: opts = json.loads(a.opt) if a.opt else None
@@ -79,7 +83,8 @@ def compile_command(sub):
       print(f"--opt: not JSON: {e}", file=sys.stderr); return EXIT_UNREADABLE
     try:
       if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
-      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam)
+      trace = Trace()
+      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam, trace=trace)
       if a.build: c.executable()
     except CompileError as e:
       return _refusal(a.file, e)
@@ -88,9 +93,18 @@ def compile_command(sub):
     if a.dump_stages:
       try: dump_stages(c, a.dump_stages)
       except FileRefused as e: print(f"tinyspec compile: {e}", file=sys.stderr); return e.exit_code
-    print(c.source(), end="")
+    print(explain(trace) if a.explain else c.source(), end="")
     return EXIT_OK
   return p, run
+
+
+def explain(trace) -> str:
+  """Each stage that fired rules, then each rule with how often it fired (most first)."""
+  lines = []
+  for stage, counts in trace.by_stage().items():
+    lines.append(f"{stage}:")
+    lines += [f"  {rule} x{n}" for rule, n in sorted(counts.items(), key=lambda rn: (-rn[1], rn[0]))]
+  return "\n".join(lines) + "\n" if lines else "no rewrite rule fired\n"
 
 
 def dump_stages(c, where) -> list[Path]:
@@ -106,8 +120,6 @@ def dump_stages(c, where) -> list[Path]:
 
 def parse_inputs(items) -> dict:
   """--input NAME=X.npy arguments, each read as a checked .npy (tinyspec.files) within the memory budget."""
-  from tinyspec.files import load_npy
-  from tinyspec.limits import default_budget
   out = {}
   left = default_budget()
   for it in items or ():
@@ -146,7 +158,6 @@ def run_command(sub, run_other=None):
   add_option(p)
 
   def run(a) -> int:
-    from tinyspec.refimpl.cli import summary
     a.backend = a.backend or "ref"
     if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
     if a.file is None: print("tinyspec run: give the graph FILE to run", file=sys.stderr); return EXIT_UNREADABLE
@@ -165,13 +176,13 @@ def run_command(sub, run_other=None):
     try:
       if a.backend not in BUILT_IN: pass
       elif a.backend == "ref":
-        from tinyspec.refimpl import evaluate, EvalError
+        from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the compiled backends do not load the reference)
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted, cast=a.cast)
         except EvalError as e:
           lines = [d.format().replace("<graph>", a.file) for d in e.diagnostics] or [printable(f"{a.file}: {e}")]   # as `tinyspec eval`
           print("\n".join(lines), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
-        from tinyspec.compiler import compile_graph, CompileError
+        from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs, cast=a.cast)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)

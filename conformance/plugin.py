@@ -77,7 +77,7 @@ def settings(config) -> dict:
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
   out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids"), "project": None}
-  for name, (_, default, kind) in OPTIONS.items():
+  for name, (_, _default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
     for where, text in ((f"--tinyspec-{name}", v), (f"{_dest(name)} (ini)", ini)):

@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-import numpy as np
 from tinyspec.dispatch import input_name
 
 DEVICES = ("PYTHON", "CPU", "CL")

@@ -209,7 +209,7 @@ def keep_repro(f, facts: dict, out: Path, device: str, kernel_uops=None) -> tupl
   failing op alone on the values tinygrad gave it (one element where the op is
   elementwise), then the whole minimal graph."""
   from tinyspec.files import make_dir, write_file
-  from tinyspec.interop.repro import NoRepro, reproduces, repro_source
+  from tinyspec.interop.repro import NoRepro, reproduces
   expect = "value" if f.prop == "values" else facts["kind"]
   h = hashlib.sha256(f.case().graph.dumps().encode()).hexdigest()[:8]
   name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{f.op or 'graph'}-{f.dtype or 'any'}-{facts['kind']}-{device}-{h}")

@@ -72,7 +72,7 @@ class TinygradBackend(Backend):
                         profile="portable", label=_base(self.device))
 
   def describe(self) -> dict:
-    try: import tinygrad
+    try: import tinygrad  # noqa: F401, PLC0415 (is tinygrad installed? an optional dependency)
     except ImportError as e: return {"status": "unavailable", "why": f"tinygrad is not installed ({e}): pip install 'tinyspec[tinygrad]'", "details": []}
     import shutil
     out = describe_by_capabilities(self)

@@ -23,6 +23,10 @@ end's `Tensor.realize(backend=...)` all look names up here.
 from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
+import difflib
+from tinyspec.tables import tables
+from tinyspec.dtypes import DTYPES
+from tinyspec.plugins import entry_points
 
 ENTRY_POINT_GROUP = "tinyspec.backends"
 
@@ -50,9 +54,6 @@ class Capabilities:
     """The ops, levels and dtypes declared that the tables do not have, each with the
     nearest known name (`op 'Add' (did you mean 'ADD'?)`): a misspelt name would otherwise
     make every case that needs it silently unsupported."""
-    import difflib
-    from tinyspec.tables import tables
-    from tinyspec.dtypes import DTYPES
     T = tables()
     def near(name, known):
       lower = {k.lower(): k for k in known}
@@ -92,7 +93,6 @@ class Capabilities:
 
 def value_dtypes() -> frozenset:
   """Every dtype that holds values (all but void): what a backend runs by default."""
-  from tinyspec.dtypes import DTYPES
   return frozenset(n for n, d in DTYPES.items() if d.cls != "void")
 
 
@@ -115,7 +115,6 @@ class Backend:
   manifest: str | None = None
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.tables import tables
     T = tables()
     return Capabilities({n: frozenset(o.levels) for n, o in T.ops.items() if not o.untrusted}, value_dtypes())
 
@@ -148,7 +147,6 @@ _INSTANCES: dict[str, object] = {}
 
 
 def _entry_points() -> dict:
-  from tinyspec.plugins import entry_points
   return entry_points(ENTRY_POINT_GROUP)
 
 

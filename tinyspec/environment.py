@@ -8,6 +8,11 @@ README.md's Environment table says what each means (tests/core/test_environment.
 """
 from __future__ import annotations
 import os
+import re
+from tinyspec.files import control_character
+from tinyspec.limits import parse_bytes
+import yaml
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 
 RULE = "env.value"
 
@@ -71,7 +76,6 @@ SCHEDULER_RE = r"(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:[0-9
 def scheduler(name: str, raw: str) -> str:
   """A Dask scheduler's address (`tcp://HOST:PORT` or `HOST:PORT`), from `name` (a variable,
   an option or a setting): EnvironmentValue when it cannot be one."""
-  import re
   text = raw.strip()
   if len(text) > 300 or not re.fullmatch(SCHEDULER_RE, text):
     raise EnvironmentValue(name, raw, "expected a Dask scheduler's address, tcp://HOST:PORT")
@@ -81,8 +85,6 @@ def scheduler(name: str, raw: str) -> str:
 def check_all() -> None:
   """Read every variable tinyspec reads (raises EnvironmentValue): none may hold a NUL or
   another control character, and those whose values tinyspec interprets must mean one."""
-  from tinyspec.limits import parse_bytes
-  from tinyspec.files import control_character
   for name in VARIABLES:
     bad = control_character(os.environ.get(name, ""))
     if bad: raise EnvironmentValue(name, os.environ[name], f"holds the control character {bad}")
@@ -96,7 +98,5 @@ def check_all() -> None:
   if os.environ.get("TINYSPEC_SCHEDULER", "").strip(): scheduler("TINYSPEC_SCHEDULER", os.environ["TINYSPEC_SCHEDULER"])
   dev = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
   if dev.startswith("table:"):
-    import yaml
-    from tinyspec import spec
     with open(spec.path("render.yaml")) as f: rows = yaml.safe_load(f).get("device_tables", {})
     device_table(dev[len("table:"):], rows)

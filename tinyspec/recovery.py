@@ -14,6 +14,7 @@ unchecked, as before.
 """
 from __future__ import annotations
 from itertools import product
+from typing import Any
 from math import prod
 from tinyspec.dtypes import DTYPES
 from tinyspec.intervals import dtype_range
@@ -38,7 +39,8 @@ def derive_guess(derive, src, arg, name, lvl, v, guess: list) -> None:
 def with_dtype(view, dt: str):
   """A copy of a guessed view with dtype dt (and the interval of dt: the guessed one's is
   the derived dtype's)."""
-  c = type(view).__new__(type(view))
+  cls: type = type(view)
+  c: Any = object.__new__(cls)
   for s in type(view).__slots__: setattr(c, s, getattr(view, s))
   if dt != view.dtype: c.dtype, c.min_max, c.value = dt, dtype_range(dt), None
   return c
@@ -72,7 +74,8 @@ class Below:
     results = []
     for dts in product(*(self.guesses[j][1] for j in unknown)):
       chosen = {j: with_dtype(self.guesses[j][0], dt) for j, dt in zip(unknown, dts)}
-      got, g = [], []
+      got: list = []
+      g: list = []
       v = run([views[j] if views[j] is not None else chosen[j] for j in srcs_i], got.append, g)
       results.append((v, got, g[0] if g else None))
     ok = [v for v, _, _ in results if v is not None]

@@ -25,6 +25,7 @@ rules compiled into one), so a node costs a few dict lookups and two or three ca
 detailed diagnostics are only computed for nodes that fail the quick yes.
 """
 from __future__ import annotations
+import jsonschema
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
@@ -36,6 +37,8 @@ from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
 from tinyspec import uop as _uop
 from tinyspec import recovery as _recovery
+from tinyspec.frozen import thaw
+import gc
 
 LEVELS = ("tensor", "kernel", "program")
 _BIT = {"tensor": 1, "kernel": 2, "program": 4}
@@ -98,7 +101,7 @@ def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
   last = nodes[roots[-1]] if nodes and roots and 0 <= roots[-1] < len(nodes) else None
   od = T.ops.get(last.op) if last is not None else None
   for k in (od.level_slots if od is not None else ()):
-    if isinstance(od.slots[k].level, str): return od.slots[k].level
+    if isinstance(od.slots[k].level, str): return od.slots[k].level   # type: ignore[union-attr]  # od is not None where it has level slots
   if present is None: present = {n.op for n in nodes}
   ops = T.ops
   if all("tensor" in ops[n].levels for n in present if n in ops): return "tensor"
@@ -169,19 +172,18 @@ class _ArgCache:
 
   def errors(self, op, arg) -> str | None:
     t = type(arg)
+    k: tuple
     if arg is None or t is int or t is str: k = (op.name, arg, t)   # fast path for the common args
     else:
       try: k = (op.name, _skeleton(arg) if op.skeleton_safe else _key(arg))
       except RecursionError: return "the arg is nested too deeply"
     if k in self.seen: return self.seen[k]
-    from tinyspec.frozen import thaw
     err = None
     try:
       errs = list(op.arg_validator.iter_errors(thaw(arg)))
     except RecursionError:
       errs, err = [], "the arg is nested too deeply"
     if errs:
-      import jsonschema
       e = jsonschema.exceptions.best_match(errs)
       path = "".join(f"[{p!r}]" for p in e.absolute_path)
       err = f"arg{path}: {_schema_message(e)}"[:300]
@@ -216,7 +218,6 @@ def validate(graph: Graph, level: str = "auto", tables: Tables | None = None, fi
   """Check every node; return diagnostics and each valid node's View."""
   # The pass allocates ~10 objects per node that all stay alive; the cyclic GC would
   # rescan them again and again (quadratic in practice), and nothing here makes cycles.
-  import gc
   was = gc.isenabled(); gc.disable()
   try: return _validate(graph, level, tables, file)
   finally:
@@ -248,7 +249,7 @@ def _slots_pred(od):
   env: dict = {"__builtins__": {}, "all": all, "len": len, "str": str, "type": type}
   names = [s.name for s in od.slots]
   conds = []
-  for k, (sname, kind, allowed, same) in enumerate(_slot_plan(od)):
+  for k, (_sname, kind, allowed, same) in enumerate(_slot_plan(od)):
     if kind is None: continue   # any node goes
     var = od.slots[k].variadic
     x = "x" if var else f"src[{k}]"
@@ -449,8 +450,8 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
                                    f"src {bad[0]} refers to {why}; node 0 has no earlier node to use"); continue
     c, src = top_bit if ctx is None else ctx[i], list(map(vget, srcs_i))
     if below.guesses and None in src:   # below an invalid node: checked against what it may be (tinyspec/recovery.py)
-      for d in below.check(i, srcs_i, views, lambda s, rep, g: check(
-          info, name, node.arg, s, c, i, node.dtype, node.shape, lambda *d: rep(Diagnostic(file, *d)), arg_errors, g)): add(d)
+      for found in below.check(i, srcs_i, views, lambda s, rep, g: check(
+          info, name, node.arg, s, c, i, node.dtype, node.shape, lambda *d: rep(Diagnostic(file, *d)), arg_errors, g)): add(found)
       continue
     views[i] = check(info, name, node.arg, src, c, i, node.dtype, node.shape, report, arg_errors, guess)
     if guess: below.note(i, guess.pop())
@@ -554,7 +555,7 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   if u._props is not None: return u._props
   if level != "auto" and all(s._props is not None for s in u.src):   # the common case: one new node on derived ones
     r = check_node(u.op, [s._props for s in u.src], u.arg, level=level, dtype=u.dtype, shape=u.shape, tables=tables, file="<uop>")
-    if type(r) is list: raise DerivationError(r)
+    if isinstance(r, list): raise DerivationError(r)
     u._props = r
     return r
   frontier, order = _underived(u)
@@ -566,14 +567,13 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
     index[id(x)] = len(nodes)
     src = tuple([index[id(s)] for s in x.src])
     nodes.append(Node._checked(x.op, src, x.arg) if x.dtype is None and x.shape is None else Node(x.op, src, x.arg, x.dtype, x.shape))
-  import gc
   was = gc.isenabled(); gc.disable()
   try: res = _validate(Graph(nodes), level, tables, "<uop>", [x._props for x in frontier])
   finally:
     if was: gc.enable()
   if not res.ok: raise DerivationError(res.diagnostics)
   for x in order: x._props = res.views[index[id(x)]]
-  return u._props
+  return res.views[index[id(u)]]   # (u is one of the nodes just derived)
 
 
 def _underived(u) -> tuple[list, list]:

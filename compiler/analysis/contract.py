@@ -22,7 +22,7 @@ from functools import cached_property
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
+from tinyspec.uop import toposort
 from tinyspec.compiler.render.nodes import param_of
 
 

@@ -13,9 +13,10 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.dispatch import Registry
-from tinyspec.compiler.props import props, const, CompileError
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.symbolic import simplify, build_sum
-from tinyspec.compiler.tables import policy, is_alu
+from tinyspec.compiler.rendertables import policy, is_alu
 
 READERS = Registry("tensor reader")
 ZERO = const(0, "index")
@@ -148,7 +149,7 @@ def _reshape(b, x, idx):
 
 
 @READERS.register("EXPAND")
-def _expand(b, x, idx):
+def _broadcast(b, x, idx):
   return (yield x.src[0], bcast(props(x.src[0]).shape, props(x).shape, idx))
 
 

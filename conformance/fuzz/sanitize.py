@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from tinyspec.conformance.fuzz.checks import Failure
 
 ASAN_CFLAGS = "-O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -fno-wrapv"
 TSAN_CFLAGS = "-O1 -fsanitize=thread -fno-omit-frame-pointer"
@@ -79,7 +80,7 @@ def _legal_prefix(opts: list):
   """A search hook for compiler.pipeline.lower: each kernel gets the longest prefix of
   `opts` that it accepts (None: the default heuristics)."""
   from tinyspec.compiler.passes.optimize import optimize
-  from tinyspec.compiler.props import CompileError
+  from tinyspec.compiler.errors import CompileError
   def search(sink, target, dev):
     for k in range(len(opts), 0, -1):
       try:
@@ -234,7 +235,6 @@ def reference(ex):
 def check_example(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
-  from tinyspec.conformance.fuzz.checks import Failure
   from tinyspec.conformance.fuzz.graphs import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
   def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where

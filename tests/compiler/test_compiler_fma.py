@@ -188,7 +188,7 @@ def test_user_accumulator_keeps_two_roundings(target):
 def test_contract_table_lists_only_reassociating_reduces():
   """The allowance is data: ADD reduces (which REDUCE's tolerance lets reorder), float32 and
   float64 (narrow floats round every op to their dtype: decision float-arith)."""
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   C = render_tables()["contract"]
   assert C["reduce"] == ["ADD"] and set(C["dtypes"]) == {"float32", "float64"}
   t = Tensor(np.ones((64, 64), np.float16))

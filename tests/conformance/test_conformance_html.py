@@ -6,8 +6,6 @@ command; the page loads in headless Chromium with no console message and its scr
 shows the matrix's colours."""
 from __future__ import annotations
 import re
-import shlex
-import sys
 import pytest
 from test_repro import _broken_backend
 from tinyspec.cli import main

@@ -81,7 +81,7 @@ def test_a_node_is_checked_against_its_own_inputs():
 def _truncating_idiv(monkeypatch):
   """Plant a bug in the C renderer's table: IDIV rounds toward zero (C's /) instead of
   down (decision idiv-mod)."""
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   R = render_tables()
   src = R["helpers"]["idiv"]
   planted = "\n".join(line for line in src.splitlines() if "q - 1" not in line) + "\n"

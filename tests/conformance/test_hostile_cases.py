@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 import jsonschema
-import pytest
 from hostile import cli, ROOT
 
 CASES = ROOT / "conformance" / "cases"

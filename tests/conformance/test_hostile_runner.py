@@ -211,8 +211,6 @@ def test_padto_1e12_stops_at_its_timeout(tmp_path):
   r = console("compile", g, "--opt", '[["PADTO", 0, 1000000000000]]', "--build", "--timeout", "60", timeout=120)
   assert r.returncode == 0, r.stderr
   t0 = time.monotonic()
-  from tinyspec.compiler import compile_graph
-  from tinyspec.graph import Graph
   code = ("import sys, numpy as np; from tinyspec.graph import Graph; from tinyspec.compiler import compile_graph; from tinyspec import deadline\n"
           f"g = Graph.load({str(g)!r})\n"
           "with deadline.time_limit(2, hard=True): compile_graph(g, 'c', [['PADTO', 0, 10**12]]).run({'buf0': np.ones(2, np.float32)})\n")

@@ -37,7 +37,7 @@ def test_the_worked_session_is_of_the_schemas_form_and_right():
   S = protocol.schema()
   session = S["x-session"]
   expect = iter(["hello", "hello_answer", "run", "run_answer", "run", "run_answer", "quit"])
-  for (who, msg), kind in zip(session, expect):
+  for (_who, msg), kind in zip(session, expect):
     assert protocol.problem(msg, kind) is None, (kind, protocol.problem(msg, kind))
   run, answer = session[2][1], session[3][1]
   ins = {k: inline.decode(v) for k, v in run["inputs"].items()}

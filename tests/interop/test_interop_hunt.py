@@ -23,7 +23,6 @@ from tinyspec.graph import Graph, Node   # noqa: E402
 from tinyspec.conformance.fuzz.graphs import Drawn   # noqa: E402
 from tinyspec.conformance.fuzz.checks import check_example   # noqa: E402
 from tinyspec.conformance.fuzz.runners import InProcess, Isolated   # noqa: E402
-from tinyspec.conformance.fuzz.driver import fuzz   # noqa: E402
 from tinyspec.interop import hunt   # noqa: E402
 from tinyspec.interop.repro import reproduces, MARK   # noqa: E402
 

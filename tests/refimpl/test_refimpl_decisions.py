@@ -60,7 +60,7 @@ def test_decision_int_wrap():
   assert unop("NEG", "int64", [-2**63]).tolist() == [-2**63]
   assert binop("ADD", "index", [2**63 - 1], [1]).tolist() == [-2**63]
   bld = Builder()
-  r = bld.REDUCE(bld.buffer((3,), "int8", 0), arg={"op": "ADD", "axes": [0]})
+  _r = bld.REDUCE(bld.buffer((3,), "int8", 0), arg={"op": "ADD", "axes": [0]})
   assert evaluate(bld.graph(), {0: np.array([100, 100, 100], np.int8)})["out0"].tolist() == [44]
 
 
@@ -103,7 +103,7 @@ def test_decision_bitcast_size():
   assert unop("BITCAST", "uint16", [513, 1027], arg="uint8").tolist() == [1, 2, 3, 4]
   assert unop("BITCAST", "uint16", [0x100, 1], arg="bool").tolist() == [False, True, True, False]
   bld = Builder()
-  n = bld.BITCAST(bld.buffer((3,), "uint8", 0), arg="uint16")
+  _n = bld.BITCAST(bld.buffer((3,), "uint8", 0), arg="uint16")
   with pytest.raises(EvalError) as e:
     evaluate(bld.graph(), {0: np.zeros(3, np.uint8)})
   assert e.value.rule == "BITCAST.size"

@@ -35,7 +35,8 @@ def _literal():
     v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
     if v1 < 1 or v2 < 1 or not S._is_intlike(x): return None
     return UOp("IDIV", (a, S.const(S.wrap(v1 * v2, props(x).dtype), props(x).dtype)))
-  S.RULES.rules = [(p, div_div if f is S.div_div else f) for p, f in S.RULES.rules]
+  from tinyspec.rewrite import Rule
+  S.RULES.rules = [Rule(r.name, r.pat, div_div) if r.fn is S.div_div else r for r in S.RULES.rules]
   S.RULES.by_op.clear()
 
 
@@ -117,7 +118,8 @@ def _scan_tail():
 
 
 def _scan_int():
-  import inspect, textwrap
+  import inspect
+  import textwrap
   from tinyspec.compiler.analysis import contract as C
   src = textwrap.dedent(inspect.getsource(C.magnitude))
   test = ' and _dt(props(u).dtype).cls == "float"'
@@ -126,13 +128,15 @@ def _scan_int():
 
 
 def _alias():
-  from tinyspec.compiler.passes import hazards as H
-  H.separate_aliases = lambda s: s
+  from tinyspec.compiler.passes import snapshots as H
+  H.ALIASES = ()
 
 
 def _replace_in(cls, name: str, old: str, new: str):
   """cls.name recompiled from its source with `old` replaced by `new`."""
-  import inspect, textwrap, sys
+  import inspect
+  import textwrap
+  import sys
   src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
   assert old in src, (name, old)
   scope: dict = {}

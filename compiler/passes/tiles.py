@@ -20,17 +20,20 @@ its rows, t0 = j*|lid1| + lid1. An input whose tile does not split so (its globa
 are not a dense mixed-radix number of those axes, it depends on another loop, the tile
 exceeds local memory) refuses the opt (opt.unsupported): the kernel keeps global reads.
 expand ends each step with a second BARRIER (the next step's copies overwrite what this
-step reads: compiler/passes/expand.py `_step_barriers`) and proves the result race-free with
-compiler/analysis/parallel.py `hazards` (compiler/passes/expand.py `_race_free`).
+step reads: compiler/passes/expand.py `step_barrier`) and proves the result race-free with
+compiler/analysis/parallel.py `hazards` (compiler/passes/expand.py `race_free`).
 """
 from __future__ import annotations
 import numpy as np
-from tinyspec.uop import UOp
-from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.uop import UOp, toposort
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.errors import CompileError
+from tinyspec.rewrite import substitute
 from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.analysis.axes import axis_type, size, closers, top_nest, reorderable
 from tinyspec.dtypes import dtype as _dt
+from tinyspec.compiler.analysis.localbanks import warp_items, ways, banks
+from tinyspec.compiler.analysis.localrace import _eval
 
 
 def _add(*xs: UOp) -> UOp:
@@ -101,8 +104,6 @@ def _pitch(t0, t1, j, f, R1: int, lid0, lid1, kin, upcast: set, col_terms, items
   rows t0 at columns t1; the multiply loop reads rows f[0] at columns f[1], k times per
   copy for each of its non-vector UPCAST copies, so the reads weigh more. A tile read as
   vectors keeps pitches of whole vectors (aligned vector loads)."""
-  from tinyspec.compiler.analysis.localbanks import warp_items, ways, banks
-  from tinyspec.compiler.analysis.localrace import _eval
   warp = dev.warp if dev is not None else 1
   if warp <= 1: return R1
   items = warp_items([size(lid0), size(lid1) if lid1 is not None else 1], warp)
@@ -129,7 +130,7 @@ def _prod(xs) -> int:
   return n
 
 
-def stage(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
+def stage_tiles(sink: UOp, r: UOp, k: int, next_id: int, split, target: str, dev) -> UOp:
   """The STAGE opt on reduce axis r (see the module doc). `split`: optimize's _split."""
   if target != "opencl": _refuse("local memory shared by work items needs the opencl target (C runs work items one after another)")
   cl = closers(sink, r)
