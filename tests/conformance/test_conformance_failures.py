@@ -158,13 +158,11 @@ def test_a_float_failure_shows_bits_and_ulps(tmp_path, capsys):
   and its distance in ulps, and the operands' bits, so the rounding is read off at once."""
   import shutil
   import xml.etree.ElementTree as ET
-  example = ROOT / "conformance" / "examples" / "numpy_backend.py"
+  example = ROOT / "conformance" / "examples" / "python" / "backend.py"   # the Python starter
   src = example.read_text()
   assert '"ADD": lambda s, arg: s[0] + s[1],' in src
-  assert '"float32": np.float32,' in src
-  src = src.replace('"float32": np.float32,', '"float16": np.float16, "float32": np.float32,')    # (the example has no float16)
   (tmp_path / "half.py").write_text(src.replace('"ADD": lambda s, arg: s[0] + s[1],', TRUNCATING_HALF_ADD))
-  shutil.copy(example.parent / "numpy-example.yaml", tmp_path)
+  shutil.copy(example.parent / "manifest.yaml", tmp_path)
   backend = f"cmd:{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'half.py'))}"
   rc, out, err = run(capsys, "--backend", backend, "--case", "ADD/float16", "--case", "ADD/float32",
                      "--json", tmp_path / "r.json", "--junit", tmp_path / "r.xml")

@@ -61,6 +61,8 @@ def _gate_wrap():
       if f[1] is not None: hi = min(hi, f[1])
     return lo, hi
   B.interval = interval
+  from tinyspec.compiler.render import memory as M
+  M.interval = interval   # (the renderer's own check of an access reads the same facts)
 
 
 def _sizes():
