@@ -42,6 +42,7 @@ class CBackend(CompilerBackend):
 
 class OpenCLBackend(CompilerBackend):
   target = "opencl"
+  device_variable = "TINYSPEC_OPENCL_DEVICE"
 
   def capabilities(self) -> Capabilities:
     from tinyspec.compiler.runtime.opencl import device

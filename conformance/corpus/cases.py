@@ -173,6 +173,12 @@ def _check_case(d) -> None:
   if not isinstance(d.get("expect", {}), dict): raise ValueError("expect must be an object")
 
 
+def load_case(root: Path | str, folder: str) -> ExecCase:
+  """The case in `folder` (relative to the corpus `root`): CaseError where it cannot be read."""
+  root = Path(root)
+  return _case(root / folder / CASE_FILE, root)
+
+
 def load_cases(root: Path | str | None = None, broken: list | None = None) -> list[ExecCase]:
   """Every case under root (default conformance/cases), sorted by id. A malformed case
   folder raises CaseError, or with `broken` (a list) is left out and appended to it as
