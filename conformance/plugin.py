@@ -51,6 +51,15 @@ def pytest_addoption(parser):
               help="run exactly the case ID (repeatable)")
 
 
+def pytest_ignore_collect(collection_path, config):
+  """`--pyargs tinyspec.conformance` walks the package: only its test_cases.py holds tests,
+  and the corpus folders hold thousands of files pytest would otherwise look at."""
+  here = Path(__file__).resolve().parent
+  p = Path(collection_path)
+  if p != here and p.is_relative_to(here) and p != here / "test_cases.py": return True
+  return None
+
+
 def pytest_configure(config):
   config.addinivalue_line("markers", f"{CASE_ID}: a case of the tinyspec conformance corpus")
   config.pluginmanager.register(_Tally(), "tinyspec-tally")

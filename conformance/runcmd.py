@@ -140,7 +140,8 @@ def _run_shards(a, jobs, cases, show, results, address, every_id) -> int:
   from tinyspec.conformance.cluster import ClusterUnreachable
   from tinyspec.conformance.corpus.cases import CASES_DIR
   from tinyspec.conformance.run import runner
-  from tinyspec.conformance.run.execute import coverage
+  from tinyspec.conformance.corpus.manifest import ManifestError
+  from tinyspec.conformance.run.execute import BackendUnavailable, coverage
   from tinyspec.conformance.run.report import Progress, merge_coverage
   from tinyspec.conformance.run.shards import Gathering
   bars: dict = {}
@@ -167,6 +168,8 @@ def _run_shards(a, jobs, cases, show, results, address, every_id) -> int:
   g = Gathering(jobs, cases, Path(a.cases) if a.cases is not None else CASES_DIR, emit, done)
   try: ran = g.run(address, a.workers)
   except ClusterUnreachable as e: return err(f"{e} [{e.rule}]")
+  except (KeyError, ManifestError, BackendUnavailable) as e:   # a worker named as having the backend (--resources) cannot open it
+    return err(str(e).strip('"'))
   names = [j.backend for j in jobs.values()]
   code = finish(a, results, names, str(a.cases or "conformance/cases"), cases)
   if unwritten: return err(f"{unwritten[0]}")

@@ -233,13 +233,13 @@ class CaseRunner:
     bad = self._pin(case)
     if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
-    d = Path(tempfile.mkdtemp(dir=self._tmp))
+    d = _scratch(self._tmp / "one")
     try:
       r = self._run_one(self._procs[0], case, d, keep)
       if r.status == "fail" and case.kind == "positive" and self._divergence_left > 0:
         self._divergence_left -= 1
         self._diverge(self._procs[0], case, r, d)
-    finally: shutil.rmtree(d, ignore_errors=True)
+    finally: _emptied(d)
     return self._explained(r, case)
 
   def _explained(self, r: Result, case) -> Result:
@@ -327,13 +327,10 @@ class CaseRunner:
     with self._lock: results[r.case] = r
 
   def _work(self, proc: BackendProcess, q: queue.Queue, results, tmp: Path):
-    n = 0
     while not self.stopping:
       try: unit = q.get_nowait()
       except queue.Empty: return
-      n += 1
-      d = tmp / f"u{n}"
-      d.mkdir()
+      d = _scratch(tmp / "unit")
       try:
         if len(unit) == 1: self._record(results, self._run_one(proc, unit[0], d))
         else:
@@ -344,7 +341,7 @@ class CaseRunner:
         if self.stopping: return
         for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
       finally:
-        shutil.rmtree(d, ignore_errors=True)
+        _emptied(d)
 
   def _diverge(self, proc, case, r: Result, d: Path) -> Result:
     """A failing positive case's first divergent node, in r.divergence and its message."""
@@ -426,6 +423,25 @@ class CaseRunner:
       st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
       out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
+
+
+def _scratch(d: Path) -> Path:
+  """The folder a run's files go to, made once and emptied after each use (_emptied): a
+  folder removed and made again per case costs a file system that discards on delete
+  milliseconds each. Where something is left that cannot be removed, a new folder (no
+  file of an earlier run may pass for an output of this one)."""
+  d.mkdir(exist_ok=True)
+  if next(_emptied(d).iterdir(), None) is not None: return Path(tempfile.mkdtemp(dir=d.parent))
+  return d
+
+
+def _emptied(d: Path) -> Path:
+  try:
+    for p in d.iterdir():
+      if p.is_dir() and not p.is_symlink(): shutil.rmtree(p, ignore_errors=True)
+      else: p.unlink(missing_ok=True)
+  except OSError: pass   # (what is left makes _scratch take a new folder)
+  return d
 
 
 # ------------------------------------------------------------------ coverage
