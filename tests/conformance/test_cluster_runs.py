@@ -119,3 +119,33 @@ def test_workers_whose_backends_differ_are_refused(tmp_path, monkeypatch):
     about = {"name": "tinygrad", "profile": "portable", "label": label, "manifest": Manifest()}
     g._arrived(Unit("conformance", "tinygrad", k, 1, k, "tinygrad"), {"results": [Result(case.id, "tinygrad", "pass").to_json()], "about": about})
   assert [r.case for r in emitted] == [c.id for c in cases] and g.mixed == {"tinygrad": {"tinygrad-CPU", "tinygrad-PYTHON"}}
+
+
+def test_one_job_runs_here_without_a_cluster(tmp_path, monkeypatch, capsys):
+  """--workers 1 and --jobs 1 (the defaults) call the unit functions in this process: no
+  Dask cluster is started (it would cost more than a short run takes)."""
+  from tinyspec.conformance import cluster
+  def refused(*a, **kw): raise AssertionError("a Dask cluster was started for one job")
+  monkeypatch.setattr(cluster.Cluster, "__enter__", refused)
+  monkeypatch.delenv("TINYSPEC_SCHEDULER", raising=False)
+  monkeypatch.chdir(tmp_path)
+  code, out, _ = _run(capsys, ["conformance", "--backend", "ref", "-k", "NEG/float32"], tmp_path)
+  assert code == 0 and "1 passed" in out
+  code, out, _ = _run(capsys, ["fuzz", "--backend", "ref", "--examples", "3", "--level", "tensor", "--out", tmp_path / "f"], tmp_path)
+  assert code == 0 and "3 examples, 0 failures" in out
+
+
+def test_a_graph_fuzz_with_a_database_resumes_its_units(tmp_path, monkeypatch, capsys):
+  """--db PATH: the units finished before are taken from the database, not run again, and
+  the run says the same; the failures are kept there with their repro."""
+  from tinyspec.conformance.findings import Findings
+  monkeypatch.setattr(driver, "UNIT_EXAMPLES", 15)
+  argv = ["fuzz", "--backend", planted("IDIV"), "--examples", "30", "--seed", "0", "--level", "tensor", "--out", tmp_path / "o",
+          "--db", tmp_path / "db.sqlite"]
+  first = _run(capsys, argv, tmp_path)
+  again = _run(capsys, argv, tmp_path)
+  assert first[0] == again[0] == 1 and "2 of 2 units were finished before" in again[2]
+  strip = lambda out: [x for x in out.splitlines() if x.startswith("FAIL")]
+  assert strip(first[1]) == strip(again[1]) and strip(first[1])
+  rows = Findings(tmp_path / "db.sqlite").rows()
+  assert rows and all(r["op"] == "IDIV" and r["repro"] for r in rows)
