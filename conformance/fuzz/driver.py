@@ -211,7 +211,7 @@ def hunt_unit(h: Hunter, start: int, share: int, database=None, database_key: by
   import tempfile
   refused: dict = {}
   seen: set = set()
-  found, live = [], []
+  found, live, notes = [], [], []
   check = _checker(h.runner, h.stage_backend, h.runner.caps.decomposed, refused, seen)
   work = Path(tempfile.mkdtemp(prefix="tinyspec-fuzz-unit-"))
   examples, budget = 0, share
@@ -222,7 +222,8 @@ def hunt_unit(h: Hunter, start: int, share: int, database=None, database_key: by
       strat = backend_strategy(h.runner.caps, focus.level, h.max_ops, focus=focus, salt=h.seed * 7919 + round_)
       key = database_key and (database_key + _focus_key(h.plan, round_))   # a focus's examples replay in that focus
       count, f = search(with_mutants(strat, round_), min(n, budget), h.seed + round_ + 7919 * off, check, seen,
-                        shrink_calls=SHRINK_CALLS, unsatisfiable_ok=True, database=database, database_key=key)   # unsatisfiable: the focus could not be drawn
+                        shrink_calls=SHRINK_CALLS, unsatisfiable_ok=True, log=notes.append, database=database,
+                        database_key=key)   # unsatisfiable: the focus could not be drawn
       examples += count
       budget -= max(count, 1)
       if f is None: continue
@@ -232,7 +233,7 @@ def hunt_unit(h: Hunter, start: int, share: int, database=None, database_key: by
       found.append(d); live.append((f, files))
   finally:
     shutil.rmtree(work, ignore_errors=True)
-  return {"examples": examples, "refused": refused, "found": found, "live": live}
+  return {"examples": examples, "refused": refused, "found": found, "notes": notes, "live": live}
 
 
 def _found(f: Failure, triage, where: Path | None) -> tuple[dict, dict]:
@@ -271,6 +272,8 @@ def merge(results, name: str, profile: str, out: Path | None, log=None) -> FuzzR
   for r in results:
     rep.examples += r["examples"]
     for k, v in r["refused"].items(): rep.refused[k] = rep.refused.get(k, 0) + v
+    for note in r.get("notes", ()):
+      if log: log(note)
     live = r.get("live") or [(_Stored(d), {}) for d in r["found"]]
     for d, (f, files) in zip(r["found"], live):
       if d["signature"] in seen: continue
