@@ -206,8 +206,8 @@ class Cluster:
     self._config.__enter__()
     self._levels = _quiet_logs()
     if self.address is not None:
-      try: self.client = Client(self.address, timeout=f"{int(LOST_AFTER)}s", set_as_default=False)
-      except (OSError, TimeoutError, ValueError) as e:
+      try: self.client = _connect(self.address)
+      except Exception as e:   # refused, silent, or something else answering there (a garbage handshake)
         self.__exit__(None, None, None)
         raise ClusterUnreachable(f"no Dask scheduler answers at {self.address}: {type(e).__name__}: {e}"[:400]) from None
     else:
@@ -338,6 +338,26 @@ class Cluster:
   def _lost_text(self, finished: int) -> str:
     where = self.address or "the embedded LocalCluster"
     return f"the Dask scheduler at {where} went away after {finished} units had finished"
+
+
+def _connect(address: str):
+  """A Dask client of the scheduler at `address`. One that fails to start is closed here:
+  left to the garbage collector, it would wait twice LOST_AFTER to close a connection that
+  never opened, and say so on stderr."""
+  from distributed import Client
+  made: list = []
+
+  class Tracked(Client):
+    def start(self, **kwargs):
+      made.append(self)
+      return super().start(**kwargs)
+
+  try: return Tracked(address, timeout=f"{int(LOST_AFTER)}s", set_as_default=False)
+  except BaseException:
+    for c in made:
+      try: c.close(timeout=2)
+      except Exception: c.status = "closed"   # (what its __del__ checks)
+    raise
 
 
 def _quiet_logs() -> dict:

@@ -57,6 +57,7 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
     sample = plan if sample is None else sample
     keys = sorted({database_key(u) for u in sample})
     snapshot = {k: book.examples(k, hunt) if book is not None else [] for k in keys}
+    if isinstance(plan, list): jobs = min(jobs, max(1, len(plan)))   # (no more processes than units)
     with open_cluster(scheduler, jobs, resources) as c:
       c.wait_for_workers()
       if probe is not None: c.declare(probe, label)

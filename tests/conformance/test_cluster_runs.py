@@ -149,3 +149,27 @@ def test_a_graph_fuzz_with_a_database_resumes_its_units(tmp_path, monkeypatch, c
   assert strip(first[1]) == strip(again[1]) and strip(first[1])
   rows = Findings(tmp_path / "db.sqlite").rows()
   assert rows and all(r["op"] == "IDIV" and r["repro"] for r in rows)
+
+
+def test_something_else_answering_at_the_address_is_no_scheduler(tmp_path, capsys):
+  """A server that answers the handshake with garbage (a length of exabytes): one line,
+  cluster.unreachable, exit 2, at once; no traceback, nothing said later by the client's
+  garbage collection."""
+  import gc
+  import socket
+  import threading
+  srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4)
+  def answer():
+    while True:
+      try: conn, _ = srv.accept()
+      except OSError: return
+      conn.sendall(b"\xff" * 64)
+  threading.Thread(target=answer, daemon=True).start()
+  try:
+    for argv in (["conformance", "--backend", "ref", "-k", "NEG/float32"], ["fuzz", "--backend", "ref", "--examples", "1", "--out", tmp_path]):
+      code, _, err = _run(capsys, [*argv, "--scheduler", f"tcp://127.0.0.1:{srv.getsockname()[1]}"], tmp_path)
+      gc.collect()
+      err += capsys.readouterr().err
+      assert code == 2 and "[cluster.unreachable]" in err and err.count("\n") == 1, err
+  finally:
+    srv.close()
