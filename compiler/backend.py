@@ -43,6 +43,7 @@ class CBackend(CompilerBackend):
 
 class OpenCLBackend(CompilerBackend):
   target = "opencl"
+  device_variable = "TINYSPEC_OPENCL_DEVICE"
 
   def capabilities(self) -> Capabilities:
     device()   # raises when no OpenCL device builds a kernel: the backend is unavailable

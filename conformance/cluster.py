@@ -10,9 +10,11 @@ cluster, and a unit that runs twice (its worker was killed: Dask runs it again e
 gives the same result, counted once (`done` is called once per unit, here). Results are
 merged by the caller in the units' order, not in the order they finish.
 
-Where the work runs: `--scheduler ADDRESS`, else $TINYSPEC_SCHEDULER, else [tool.tinyspec]
-scheduler (scheduler_address); without one an embedded LocalCluster of --jobs/--workers
-processes (one: a worker thread in this process). A worker says what it has as Dask
+Where the work runs (open_cluster): `--scheduler ADDRESS`, else $TINYSPEC_SCHEDULER, else
+[tool.tinyspec] scheduler (scheduler_address); without one an embedded LocalCluster of
+--jobs/--workers processes, and for one job no cluster at all: the same unit functions
+called here, one after another (Here: starting a LocalCluster costs a second or two, more
+than many short runs take). A worker says what it has as Dask
 resources (`dask worker --resources "tinygrad.CUDA=1"`); a probe (Cluster.declare) adds
 what tinyspec sees there itself (a worker plugin, so a worker that joins or restarts later
 declares it too). A unit that needs a tag runs only where a worker has it; a tag that no
@@ -140,7 +142,52 @@ def _short(worker: str) -> str:
   return worker.split("://", 1)[-1]
 
 
-# ------------------------------------------------------------------ the cluster
+# ------------------------------------------------------------------ where the units run
+def open_cluster(address: str | None = None, workers: int = 1, resources: dict | None = None):
+  """The Dask scheduler at `address`; without one an embedded LocalCluster of `workers`
+  processes, or for one worker Here (this process). Use it as a context manager."""
+  if address is None and int(workers) <= 1: return Here(resources)
+  return Cluster(address, workers, resources)
+
+
+class Here:
+  """The units run in this process, one after another, in the plan's order: what one job
+  without a scheduler is (Cluster's interface, no Dask). `resources` and what the probe
+  names here are the tags this process has."""
+  address = None
+  dashboard = None
+
+  def __init__(self, resources: dict | None = None):
+    self.have = {t for t, q in (resources or {}).items() if q > 0}
+
+  def __enter__(self) -> "Here": return self
+
+  def __exit__(self, *exc) -> None: pass
+
+  def wait_for_workers(self) -> None: pass
+
+  def declare(self, probe, name: str) -> None:
+    try: self.have |= set(probe())
+    except Exception as e:   # as on a worker: a probe that fails declares nothing
+      logging.getLogger("tinyspec").warning(f"tinyspec: probe {name} failed here: {e}")
+
+  def tags(self) -> dict: return {"local": {t: 1 for t in sorted(self.have)}}
+
+  def threads(self) -> int: return 1
+
+  def missing(self, needs) -> list[str]:
+    return sorted({n for n in needs if n is not None and n not in self.have})
+
+  def everywhere(self, fn) -> None: fn()
+
+  def run(self, fn, units, done, *args, progress: Progress | None = None, stop=None, window: int | None = None) -> None:
+    """fn(unit, *args) for each unit in order, here; done(unit, result) after each (Cluster.run)."""
+    for u in units:
+      done(u, fn(u, *args))
+      if progress is not None: progress.show()
+      if stop is not None and stop(): return
+
+
 class Cluster:
   """A Dask client: on the scheduler at `address`, or on an embedded LocalCluster of
   `workers` (one: a worker thread in this process; more: that many worker processes,
@@ -159,8 +206,8 @@ class Cluster:
     self._config.__enter__()
     self._levels = _quiet_logs()
     if self.address is not None:
-      try: self.client = Client(self.address, timeout=f"{int(LOST_AFTER)}s", set_as_default=False)
-      except (OSError, TimeoutError, ValueError) as e:
+      try: self.client = _connect(self.address)
+      except Exception as e:   # refused, silent, or something else answering there (a garbage handshake)
         self.__exit__(None, None, None)
         raise ClusterUnreachable(f"no Dask scheduler answers at {self.address}: {type(e).__name__}: {e}"[:400]) from None
     else:
@@ -172,6 +219,11 @@ class Cluster:
 
   def __exit__(self, *exc) -> None:
     try:
+      if exc[0] is not None and self.local is not None and self.client is not None:
+        # an interrupted run: the embedded workers go with it, and so do the backends and
+        # compilers they started (each in a process group of its own)
+        from tinyspec.deadline import kill_children
+        self.client.run(kill_children)
       if self.client is not None: self.client.close(timeout=5)
       if self.local is not None: self.local.close(timeout=10)
     except Exception:   # a scheduler already gone: nothing left to close
@@ -199,12 +251,19 @@ class Cluster:
 
   def declare(self, probe, name: str) -> None:
     """Each worker declares the tags probe() names there (Declare)."""
+    from dask.base import tokenize
     from tinyspec.conformance.cluster_plugin import Declare
-    self.client.register_plugin(Declare(probe, name), name=f"tinyspec-{name}")
+    # (named by what it probes: a plugin of that name is not registered again, so another
+    # run's probe, with other backends, is another plugin)
+    self.client.register_plugin(Declare(probe, name), name=f"tinyspec-{name}-{tokenize(probe)[:12]}")
 
   def tags(self) -> dict:
     """worker address -> {resource tag: quantity} as the scheduler knows them now."""
     return {w: dict(d.get("resources") or {}) for w, d in self.client.scheduler_info(n_workers=-1)["workers"].items()}
+
+  def everywhere(self, fn) -> None:
+    """fn() on every worker (beside its units: what they kept between units, such as child processes)."""
+    self.client.run(fn)
 
   def threads(self) -> int:
     """The worker threads the scheduler knows now."""
@@ -279,6 +338,26 @@ class Cluster:
   def _lost_text(self, finished: int) -> str:
     where = self.address or "the embedded LocalCluster"
     return f"the Dask scheduler at {where} went away after {finished} units had finished"
+
+
+def _connect(address: str):
+  """A Dask client of the scheduler at `address`. One that fails to start is closed here:
+  left to the garbage collector, it would wait twice LOST_AFTER to close a connection that
+  never opened, and say so on stderr."""
+  from distributed import Client
+  made: list = []
+
+  class Tracked(Client):
+    def start(self, **kwargs):
+      made.append(self)
+      return super().start(**kwargs)
+
+  try: return Tracked(address, timeout=f"{int(LOST_AFTER)}s", set_as_default=False)
+  except BaseException:
+    for c in made:
+      try: c.close(timeout=2)
+      except Exception: c.status = "closed"   # (what its __del__ checks)
+    raise
 
 
 def _quiet_logs() -> dict:

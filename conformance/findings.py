@@ -55,9 +55,12 @@ def _now() -> str:
 class Findings:
   def __init__(self, path, create: bool = True):
     self.path = Path(path)
-    if self.path.exists() and not self.path.is_file():
+    try: exists, is_file = self.path.exists(), self.path.is_file()
+    except (OSError, ValueError) as e:   # a name the file system cannot hold
+      raise FindingsError(f"{str(self.path)[:200]}: cannot be used as a findings database: {getattr(e, 'strerror', None) or e} [findings.db]") from None
+    if exists and not is_file:
       raise FindingsError(f"{self.path}: not a file, so not a findings database [findings.db]")
-    if not self.path.exists() and not create:
+    if not exists and not create:
       raise FindingsError(f"{self.path}: no such findings database [findings.db]")
     try:
       self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)

@@ -12,14 +12,19 @@ pyproject.toml [tool.pytest.ini_options], paths relative to that file); the proj
 pyproject.toml [tool.tinyspec] (conformance/run/settings.py); the defaults (backend ref, the
 shipped corpus, 60 s a case).
 
-One test per case; each pytest process (each pytest-xdist worker) runs the backend in one
-worker process of its own, so a crash fails one test. Cases the backend's capabilities do
-not cover are skipped; the backend's manifest (conformance/corpus/manifest.py) marks its expected
-failures xfail(strict=True) and its exclusions skip. A failure is `pytest.fail(message,
-pytrace=False)`: the runner's message (differing elements, operands, profile, repro
-command), no traceback. An unknown backend or a setting that cannot be used is the
-collection's error, its message alone (pytest exits 2). A session in which no case ran
-(all skipped) exits 5, as pytest does when nothing is collected.
+One test per case. Collecting is cheap, so that each pytest-xdist worker (which collects
+everything) pays little for it: the cases are listed by id (corpus/cases.py list_cases),
+each read when its test is set up, and the backend is started when the process's first test
+is set up, in a process of its own that serves every test of that pytest process (a crash
+fails one test). Cases the backend's capabilities do not cover are skipped; the backend's
+manifest (conformance/corpus/manifest.py, known once the backend has said its name) marks its
+expected failures xfail(strict=True) and its exclusions skip, at setup. A failure is
+`pytest.fail(message, pytrace=False)`: the runner's message (differing elements, operands,
+profile, repro command), no traceback. An unknown backend, a manifest or corpus that
+cannot be read, or a setting that cannot be used is the collection's error, its message
+alone (pytest exits 2); a backend that cannot start is the error of the first test (of each
+pytest-xdist worker), its message alone, the others are skipped, and the session exits 2. A session in which no case ran (all skipped) exits 5, as pytest does
+when nothing is collected.
 """
 from __future__ import annotations
 import shlex
@@ -34,6 +39,7 @@ OPTIONS = {   # name -> (help, default, type): --tinyspec-NAME on the command li
   "profile": ("judge by the canonical results (strict) or any allowed one (portable); default: the backend's", None, str),
 }
 CASE_ID = "tinyspec_case"   # the marker on each corpus test (how the session's end finds them, over pytest-xdist too)
+UNAVAILABLE = "tinyspec_unavailable"   # the user property of the test whose setup found the backend cannot start
 
 
 def pytest_addoption(parser):
@@ -43,6 +49,15 @@ def pytest_addoption(parser):
     parser.addini(_dest(name), help=f"tinyspec conformance: {help}", default="")
   g.addoption("--tinyspec-case", dest="tinyspec_case_ids", action="append", metavar="ID", default=None,
               help="run exactly the case ID (repeatable)")
+
+
+def pytest_ignore_collect(collection_path, config):
+  """`--pyargs tinyspec.conformance` walks the package: only its test_cases.py holds tests,
+  and the corpus folders hold thousands of files pytest would otherwise look at."""
+  here = Path(__file__).resolve().parent
+  p = Path(collection_path)
+  if p != here and p.is_relative_to(here) and p != here / "test_cases.py": return True
+  return None
 
 
 def pytest_configure(config):
@@ -55,6 +70,7 @@ def _dest(name: str) -> str: return "tinyspec_" + name.replace("-", "_")
 
 _SETTINGS = pytest.StashKey[dict]()
 _RUNNER = pytest.StashKey[object]()
+_BROKEN = pytest.StashKey[list]()   # [why the backend cannot start, whether a test has said it]
 
 
 def _refuse(msg: str):
@@ -96,20 +112,24 @@ def settings(config) -> dict:
 
 
 def _runner(config):
-  """The session's CaseRunner, started (capabilities read, manifest chosen) when the corpus
-  is first collected; a backend that is unknown or cannot start ends the session."""
+  """The session's CaseRunner, started (capabilities read, manifest chosen) when the first
+  test is set up; None where the backend cannot start or its manifest cannot be read
+  (config.stash[_BROKEN] says why)."""
   if _RUNNER in config.stash: return config.stash[_RUNNER]
+  if _BROKEN in config.stash: return None
   from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
   from tinyspec.conformance.corpus.manifest import ManifestError
+  from tinyspec.files import printable
   s = settings(config)
   try:
     r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"], project=s["project"])
+    config.add_cleanup(r.close)
     r.capabilities()
     r.use_manifest(s["manifest"], s["manifests"])
   except (KeyError, BackendUnavailable, ManifestError) as e:
-    _refuse(str(e).strip('"'))
+    config.stash[_BROKEN] = [printable(f"tinyspec conformance: {str(e).strip(chr(34))}"), False]
+    return None
   config.stash[_RUNNER] = r
-  config.add_cleanup(r.close)
   return r
 
 
@@ -118,24 +138,48 @@ def conformance_runner(request):
   return _runner(request.config)
 
 
+@pytest.fixture
+def conformance_case(request, conformance_runner):
+  """The case of this test, read now; its manifest entry applied (skip, or xfail(strict))."""
+  from tinyspec.conformance.corpus.cases import load_case, CaseError
+  broken = request.config.stash.get(_BROKEN, None)
+  if broken is not None:   # said once (per process), the other tests not run
+    if broken[1]: pytest.skip("not run: the backend cannot start (the first test's error says why)")
+    broken[1] = True
+    request.node.user_properties.append((UNAVAILABLE, broken[0]))
+    pytest.fail(broken[0], pytrace=False)
+  root, folder = request.param
+  try: case = load_case(root, folder)
+  except CaseError as e: pytest.fail(str(e), pytrace=False)
+  m = conformance_runner.manifest
+  out, why = m.excluded(case.id), m.reason(case.id)
+  if out: pytest.skip(f"excluded by the manifest: {out}")
+  if why: request.node.add_marker(pytest.mark.xfail(reason=why, strict=True))
+  return case
+
+
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus.cases import load_cases, CaseError, BrokenCase
+  from tinyspec.conformance.corpus.cases import list_cases, CaseError, CASES_DIR
+  from tinyspec.conformance.corpus.manifest import find_manifest, ManifestError
+  from tinyspec.conformance.run.execute import resolve_backend
   from tinyspec.conformance.run.selection import select, SelectionError
-  cfg = metafunc.config
-  s = settings(cfg)
-  broken: list = []   # a malformed case folder is that case's error (its test fails); the others run
-  try: cases = select(load_cases(s["cases"], broken) + [BrokenCase(cid, msg) for cid, msg in broken], None, s["case_ids"])
-  except (CaseError, SelectionError) as e: _refuse(str(e))
-  manifest = _runner(cfg).manifest
-  params = []
-  for c in cases:
-    marks = [getattr(pytest.mark, CASE_ID)]
-    out, why = (None, None) if isinstance(c, BrokenCase) else (manifest.excluded(c.id), manifest.reason(c.id))
-    if out: marks.append(pytest.mark.skip(reason=f"excluded by the manifest: {out}"))
-    elif why: marks.append(pytest.mark.xfail(reason=why, strict=True))
-    params.append(pytest.param(c, id=c.id, marks=marks))
-  metafunc.parametrize("conformance_case", params)
+  s = settings(metafunc.config)
+  try:   # what can be checked without starting the backend
+    resolve_backend(s["backend"] or "ref", s["project"])
+    if s["manifest"] is not None: find_manifest("", s["manifest"])
+    root = s["cases"] if s["cases"] is not None else CASES_DIR
+    listed = select([_Listed(cid, folder) for cid, folder in list_cases(root)], None, s["case_ids"])
+  except KeyError as e: _refuse(str(e).strip('"'))
+  except (CaseError, SelectionError, ManifestError) as e: _refuse(str(e))
+  mark = getattr(pytest.mark, CASE_ID)
+  metafunc.parametrize("conformance_case", [pytest.param((root, c.folder), id=c.id, marks=mark) for c in listed], indirect=True)
+
+
+class _Listed:
+  """A case by its id and folder (what selection and a test's id need)."""
+  __slots__ = ("id", "folder")
+  def __init__(self, cid: str, folder: str): self.id, self.folder = cid, folder
 
 
 class _Tally:
@@ -145,9 +189,11 @@ class _Tally:
   def __init__(self):
     self.cases = self.ran = 0
     self.failed: list = []   # node ids of the corpus's failing tests
+    self.unavailable = None  # why the backend cannot start, where it could not
 
   def pytest_runtest_logreport(self, report):
     if CASE_ID not in report.keywords: return
+    self.unavailable = self.unavailable or next((v for k, v in report.user_properties if k == UNAVAILABLE), None)
     if report.when == "setup": self.cases += 1
     if report.when == "call" and (not report.skipped or hasattr(report, "wasxfail")): self.ran += 1
     if report.failed and report.nodeid not in self.failed: self.failed.append(report.nodeid)
@@ -155,9 +201,12 @@ class _Tally:
   def none_ran(self) -> bool: return self.cases > 0 and self.ran == 0
 
   def pytest_sessionfinish(self, session, exitstatus):
-    if self.none_ran() and exitstatus == pytest.ExitCode.OK: session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+    if self.unavailable: session.exitstatus = pytest.ExitCode.INTERRUPTED   # (2, as a setting that cannot be used stops the collection)
+    elif self.none_ran() and exitstatus == pytest.ExitCode.OK: session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 
   def pytest_terminal_summary(self, terminalreporter, config):
+    if self.unavailable:
+      terminalreporter.write_line(f"{self.unavailable} (exit 2)", red=True); return
     self._pasteable(terminalreporter, config)
     if self.none_ran():
       from tinyspec.conformance.run.runner import count

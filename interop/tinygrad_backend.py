@@ -46,6 +46,7 @@ def _triage_on(device: str):
 
 class TinygradBackend(Backend):
   name = "tinygrad"
+  device_variable = "TINYSPEC_TINYGRAD_DEVICE"
 
   def __init__(self, device: str | None = None):
     self.device = device or tinygrad_device()

@@ -109,10 +109,13 @@ class Backend:
   properties evaluate with the reference evaluator; `batch`, how many corpus cases the
   runner may merge into one graph per run (a compiler builds one program instead of many);
   `manifest`, the path of its conformance manifest (expected failures and exclusions,
-  conformance/corpus/manifest.py), relative to the file of the module defining the class."""
+  conformance/corpus/manifest.py), relative to the file of the module defining the class;
+  `device_variable`, the environment variable that chooses its device, where one does (a
+  run on Dask workers needs the worker resource NAME.DEVICE then: conformance/run/onworker.py)."""
   name = "?"
   batch = 1
   manifest: str | None = None
+  device_variable: str | None = None
 
   def capabilities(self) -> Capabilities:
     T = tables()

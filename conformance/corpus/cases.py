@@ -160,6 +160,42 @@ def _check_case(d) -> None:
   check(d)
 
 
+def list_cases(root: Path | str | None = None) -> list[tuple[str, str]]:
+  """(id, folder relative to root) of every case under root (default conformance/cases),
+  sorted by id, reading no more of a case than its id (a case.json that cannot give one
+  goes by its folder: load_case says what is wrong with it). CaseError for a root that
+  cannot be listed, or two cases with one id."""
+  import os
+  import stat
+  from tinyspec.limits import limits
+  root = Path(root) if root is not None else CASES_DIR
+  try:
+    if not root.is_dir(): raise CaseError(f"{root}: no such directory")
+    paths = sorted(root.rglob(CASE_FILE))
+  except OSError as e: raise CaseError(f"{root}: cannot be listed ({e.strerror or e}) [file.read]") from None
+  out, most = [], limits().max_small_file
+  for p in paths:
+    folder = p.parent.relative_to(root).as_posix()
+    cid = folder
+    try:
+      st = os.stat(p)   # (a FIFO or a device named case.json is not opened here)
+      if stat.S_ISREG(st.st_mode) and st.st_size <= most:
+        d = json.loads(p.read_bytes())
+        if isinstance(d, dict) and isinstance(d.get("id"), str) and d["id"]: cid = d["id"]
+    except (OSError, ValueError, RecursionError): pass
+    out.append((cid, folder))
+  ids = [c for c, _ in out]
+  if len(set(ids)) != len(ids):
+    raise CaseError(f"{root}: two cases have the id {sorted({i for i in ids if ids.count(i) > 1})[0]!r} [file.schema]")
+  return sorted(out)
+
+
+def load_case(root: Path | str, folder: str) -> ExecCase:
+  """The case in `folder` (relative to the corpus `root`): CaseError where it cannot be read."""
+  root = Path(root)
+  return _case(root / folder / CASE_FILE, root)
+
+
 def load_cases(root: Path | str | None = None, broken: list | None = None) -> list[ExecCase]:
   """Every case under root (default conformance/cases), sorted by id. A malformed case
   folder raises CaseError, or with `broken` (a list) is left out and appended to it as

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from tinyspec.conformance.cluster import Cluster, ClusterLost, Progress
+from tinyspec.conformance.cluster import ClusterLost, Progress, open_cluster
 
 
 @dataclass
@@ -57,7 +57,8 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
     sample = plan if sample is None else sample
     keys = sorted({database_key(u) for u in sample})
     snapshot = {k: book.examples(k, hunt) if book is not None else [] for k in keys}
-    with Cluster(scheduler, jobs, resources) as c:
+    if isinstance(plan, list): jobs = min(jobs, max(1, len(plan)))   # (no more processes than units)
+    with open_cluster(scheduler, jobs, resources) as c:
       c.wait_for_workers()
       if probe is not None: c.declare(probe, label)
       ran.dashboard = c.dashboard
@@ -86,7 +87,7 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
       except ClusterLost as e: ran.lost = e
       finally: bar.close()
       if cleanup is not None and ran.lost is None:
-        try: c.client.run(cleanup)
+        try: c.everywhere(cleanup)
         except Exception: pass   # a worker gone meanwhile: its children went with it
   finally:
     if book is not None: book.close()
@@ -102,8 +103,9 @@ def add_options(p, local: str) -> None:
                  help=f"run the units on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
                       f"[tool.tinyspec] scheduler; without one: {local}); docs/cluster.md")
   p.add_argument("--db", metavar="PATH", type=Path, default=None,
-                 help="the findings database (default OUT/findings.sqlite): each distinct finding once with its repro and "
-                      "count; a run that stopped continues there (`tinyspec findings PATH` lists them)")
+                 help="the findings database (default OUT/findings.sqlite with --sanitize and --campaign; the graph fuzz keeps "
+                      "one only when given): each distinct finding once with its repro and count; a run that stopped "
+                      "continues there (`tinyspec findings PATH` lists them)")
   p.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
 
 
@@ -127,9 +129,10 @@ def resolve(a, prog: str) -> tuple[str | None, Path]:
   return address, make_dir(a.out) / "findings.sqlite"
 
 
-def said(prog: str, rep, db: Path, total: int) -> int | None:
-  """What a run's report says of the cluster, on stderr: the units taken from the database,
-  the tags no worker had, a scheduler that went away (the exit code then: EXIT_LOST)."""
+def said(prog: str, rep, db: Path | None, total: int) -> int | None:
+  """What a run's report says of the cluster, on stderr: the units taken from the database
+  (None: the run has none), the tags no worker had, a scheduler that went away (the exit
+  code then: EXIT_LOST)."""
   from tinyspec.files import printable
   from tinyspec.conformance.cluster import EXIT_LOST
   if rep.resumed:
@@ -139,8 +142,9 @@ def said(prog: str, rep, db: Path, total: int) -> int | None:
     print(printable(f"{prog}: no worker has {tag}: its units did not run (start a worker that has it: "
                     f"dask worker ADDRESS --resources \"{tag}=1\"; docs/cluster.md)"), file=sys.stderr)
   if rep.lost is not None:
-    print(printable(f"{prog}: {rep.lost}; the findings of the units that finished are kept in {db}: the same command "
-                    f"continues from there [cluster.lost]"), file=sys.stderr)
+    kept = (f"are kept in {db}: the same command continues from there" if db is not None else
+            "are the ones above (with --db PATH they are kept, and the same command continues from there)")
+    print(printable(f"{prog}: {rep.lost}; the findings of the units that finished {kept} [cluster.lost]"), file=sys.stderr)
     return EXIT_LOST
   return None
 

@@ -32,8 +32,8 @@ class GraphClient:
   """One backend process (started here; BackendUnavailable where it does not start) that
   runs graphs given as Graph objects or graph files, with their inputs as arrays."""
 
-  def __init__(self, spec: str, timeout: float = 60.0, project: Path | None = None):
-    self.runner = CaseRunner(spec, timeout=timeout, project=project)
+  def __init__(self, spec: str, timeout: float = 60.0, project: Path | None = None, env: dict | None = None):
+    self.runner = CaseRunner(spec, timeout=timeout, project=project, env=env)
     self.caps = self.runner.capabilities()
     self.name = self.runner.name
     self.proc = self.runner._procs[0]

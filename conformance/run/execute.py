@@ -1,13 +1,14 @@
-"""Running the case corpus through an executing backend, each worker a separate process.
+"""Running cases through an executing backend in a process of its own.
 
-  r = CaseRunner("c", workers=2)          # a registered name, or an external command
-  results = r.run(cases)                  # one runner.Result per case
+  r = CaseRunner("c")                     # a registered name, or an external command
+  results = r.run(cases)                  # one runner.Result per case, in the cases' order
 
 Every backend runs behind the protocol of conformance/run/protocol.py: a registered Python
 backend in `python -m tinyspec.conformance.run.worker`, any other program directly. A crash, an abort
-or a hang (past `timeout` seconds) fails the case being run, and the worker process is
-started again for the next one. Cases whose ops, dtypes or devices the backend does not
-declare in its capabilities are `unsupported` (not run). The backend's manifest
+or a hang (past `timeout` seconds) fails the case being run, and the backend process is
+started again for the next one. One runner drives one backend process; cases run side by
+side as shards on Dask workers, each worker with a runner of its own (conformance/run/shards.py).
+Cases whose ops, dtypes or devices the backend does not declare in its capabilities are `unsupported` (not run). The backend's manifest
 (conformance/corpus/manifest.py) turns failures into expected failures and passes of listed
 cases into unexpected passes. Tensor-level cases may be merged into one graph per run
 (conformance/run/batch.py) for backends that say so (`batch`); a case that does not pass in
@@ -118,26 +119,37 @@ def judge_negative(case, answer: dict) -> str | None:
   return None
 
 
+def explained(r: Result, case, backend_arg: str | None, profile: str, explicit_profile: bool, verify: bool) -> Result:
+  """A failing positive case's message, made to stand alone (conformance/run/failures.py);
+  every message's paths into the corpus relative to it. backend_arg: what a repro command
+  names (None: the project's backend)."""
+  from tinyspec.conformance.run.failures import explain, relative_to_corpus
+  if case is None: return r
+  r.message = relative_to_corpus(r.message, case)
+  if r.status in ("fail", "error", "xpass") and case.kind == "positive":
+    r.message = explain(case, r.message, backend_arg, profile, explicit_profile, verify)
+  return r
+
+
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
-  def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
-               manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
-               profile: str | None = None, divergence: int = 20, project: Path | None = None):
+  def __init__(self, backend: str, timeout: float = 60.0, batch: int | None = None, manifest: Manifest | None = None,
+               env: dict | None = None, verify: bool = True, profile: str | None = None, divergence: int = 20,
+               project: Path | None = None):
     # project: the folder of the pyproject.toml whose [tool.tinyspec] names the backend: its
     # relative paths are from there, it runs there, and a repro command leaves --backend to it
     self.spec = resolve_backend(backend, project)
-    self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/run/divergence.py)
+    self.divergence = int(divergence)   # failing cases of a run() whose first divergent node is searched (conformance/run/divergence.py)
+    self._divergence_left = self.divergence   # and of the run_one() calls together
     self.backend_arg = None if project is not None else backend   # what a repro command names (None: the project's)
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
     self.stopping = False         # set when the run is interrupted: results after it are dropped
     self.results: dict = {}       # case id -> Result so far (what an interrupted run reports)
     self.profile = profile        # None: the one the backend claims (capabilities)
-    self.workers = max(1, int(workers))
     self.timeout = float(timeout)
     self.batch = batch
     self.manifest = manifest or Manifest()
-    self.on_result = on_result
     self.env = env
     self.caps = None
     self.own_manifest = None      # the manifest the backend names in its hello
@@ -221,20 +233,17 @@ class CaseRunner:
     bad = self._pin(case)
     if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
-    d = Path(tempfile.mkdtemp(dir=self._tmp))
-    try: r = self._diverge(self._procs[0], case, self._run_one(self._procs[0], case, d, keep), d, expected=False)
-    finally: shutil.rmtree(d, ignore_errors=True)
+    d = _scratch(self._tmp / "one")
+    try:
+      r = self._run_one(self._procs[0], case, d, keep)
+      if r.status == "fail" and case.kind == "positive" and self._divergence_left > 0:
+        self._divergence_left -= 1
+        self._diverge(self._procs[0], case, r, d)
+    finally: _emptied(d)
     return self._explained(r, case)
 
   def _explained(self, r: Result, case) -> Result:
-    """A failing positive case's message, made to stand alone (conformance/run/failures.py);
-    every message's paths into the corpus relative to it."""
-    from tinyspec.conformance.run.failures import explain, relative_to_corpus
-    if case is None: return r
-    r.message = relative_to_corpus(r.message, case)
-    if r.status in ("fail", "error", "xpass") and case.kind == "positive":
-      r.message = explain(case, r.message, self.backend_arg, self.profile, self.explicit_profile, self.verify)
-    return r
+    return explained(r, case, self.backend_arg, self.profile, self.explicit_profile, self.verify)
 
   def close(self):
     for p in self._procs: p.stop()
@@ -246,12 +255,17 @@ class CaseRunner:
     from tinyspec.conformance.corpus.cases import verify
     return verify(case)
 
-  def run(self, cases) -> list[Result]:
-    """Every case (pins verified first). Interrupted (KeyboardInterrupt, Terminated): the
-    backends' process groups are killed, self.results keeps what finished, and the
-    exception goes on to the caller."""
+  def run(self, cases, explain: bool = True, keep: bool = False) -> list[Result]:
+    """Every case (pins verified first), then the first divergent node of the first
+    `divergence` failing positive cases, in the cases' order; explain: each failure's
+    message made to stand alone (failures.explain; otherwise the caller does it: what a
+    shard leaves to the command that gathers the shards); keep: the backend process kept
+    running for the next run (else stopped; close() stops it). Interrupted (KeyboardInterrupt,
+    Terminated): the backend's process group is killed, self.results keeps what
+    finished, and the exception goes on to the caller."""
     self.capabilities()
     results = self.results = {}
+    self.stopping = False
     self._cases = {c.id: c for c in cases}
     todo = []
     for c in cases:
@@ -262,25 +276,39 @@ class CaseRunner:
       elif why: self._record(results, Result(c.id, self.name, "unsupported", why))
       elif bad: self._record(results, Result(c.id, self.name, "error", bad))
       else: todo.append(c)
-    units = self._units(todo)
     q: queue.Queue = queue.Queue()
-    for u in units: q.put(u)
+    for u in self._units(todo): q.put(u)
     tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
     try:
-      n = min(self.workers, max(1, len(units)))
-      while len(self._procs) < n: self._procs.append(self._new_process())   # started when first used
-      threads = [threading.Thread(target=self._work, args=(self._procs[k], k, q, results, tmp), daemon=True) for k in range(n)]
-      for t in threads: t.start()
-      for t in threads:
-        while t.is_alive(): t.join(0.2)   # wakes for signals (KeyboardInterrupt, Terminated)
+      # (in a thread: the caller's thread waits in join(), which wakes for signals)
+      t = threading.Thread(target=self._serve, args=(self._procs[0], q, results, tmp, cases), daemon=True)
+      t.start()
+      while t.is_alive(): t.join(0.2)
     except BaseException:
       self.stopping = True
       for p in self._procs: p.kill()
       raise
     finally:
-      for p in self._procs: p.stop()
+      if not keep:
+        for p in self._procs: p.stop()
       shutil.rmtree(tmp, ignore_errors=True)
-    return [results[c.id] for c in cases if c.id in results]
+    out = [results[c.id] for c in cases if c.id in results]
+    if explain:
+      for r in out: self._explained(r, self._cases.get(r.case))
+    return out
+
+  def _serve(self, proc, q: queue.Queue, results: dict, tmp: Path, cases) -> None:
+    """The queue's units on the backend process, then the divergence searches."""
+    self._work(proc, q, results, tmp)
+    left = self.divergence
+    for c in cases:   # the first failing ones in the cases' order: the same whichever shards the cases ran in
+      r = results.get(c.id)
+      if left <= 0 or self.stopping: return
+      if r is None or r.status != "fail" or c.kind != "positive": continue
+      left -= 1
+      d = Path(tempfile.mkdtemp(dir=tmp))
+      try: self._diverge(proc, c, r, d)
+      finally: shutil.rmtree(d, ignore_errors=True)
 
   def _units(self, cases) -> list[list]:
     from tinyspec.conformance.run.batch import batchable
@@ -296,21 +324,15 @@ class CaseRunner:
     if reason is not None:
       if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
       else: r.status, r.message = "xfail", f"{r.message} (expected: {reason})"
-    self._explained(r, self._cases.get(r.case))
-    with self._lock:
-      results[r.case] = r
-      if self.on_result: self.on_result(r)
+    with self._lock: results[r.case] = r
 
-  def _work(self, proc: BackendProcess, k: int, q: queue.Queue, results, tmp: Path):
-    n = 0
+  def _work(self, proc: BackendProcess, q: queue.Queue, results, tmp: Path):
     while not self.stopping:
       try: unit = q.get_nowait()
       except queue.Empty: return
-      n += 1
-      d = tmp / f"w{k}-{n}"
-      d.mkdir()
+      d = _scratch(tmp / "unit")
       try:
-        if len(unit) == 1: self._record(results, self._diverge(proc, unit[0], self._run_one(proc, unit[0], d), d))
+        if len(unit) == 1: self._record(results, self._run_one(proc, unit[0], d))
         else:
           for r in self._run_batch(proc, unit, d):
             if r.status == "pass": self._record(results, r)
@@ -319,15 +341,10 @@ class CaseRunner:
         if self.stopping: return
         for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
       finally:
-        shutil.rmtree(d, ignore_errors=True)
+        _emptied(d)
 
-  def _diverge(self, proc, case, r: Result, d: Path, expected: bool = True) -> Result:
-    """A failing positive case (with `expected`, not one the manifest expects to fail), while
-    fewer than `divergence` have been: its first divergent node, in r.divergence and its message."""
-    if r.status != "fail" or case.kind != "positive" or (expected and self.manifest.reason(case.id) is not None): return r
-    with self._lock:
-      if self.divergence <= 0: return r
-      self.divergence -= 1
+  def _diverge(self, proc, case, r: Result, d: Path) -> Result:
+    """A failing positive case's first divergent node, in r.divergence and its message."""
     from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
@@ -406,6 +423,25 @@ class CaseRunner:
       st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
       out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
+
+
+def _scratch(d: Path) -> Path:
+  """The folder a run's files go to, made once and emptied after each use (_emptied): a
+  folder removed and made again per case costs a file system that discards on delete
+  milliseconds each. Where something is left that cannot be removed, a new folder (no
+  file of an earlier run may pass for an output of this one)."""
+  d.mkdir(exist_ok=True)
+  if next(_emptied(d).iterdir(), None) is not None: return Path(tempfile.mkdtemp(dir=d.parent))
+  return d
+
+
+def _emptied(d: Path) -> Path:
+  try:
+    for p in d.iterdir():
+      if p.is_dir() and not p.is_symlink(): shutil.rmtree(p, ignore_errors=True)
+      else: p.unlink(missing_ok=True)
+  except OSError: pass   # (what is left makes _scratch take a new folder)
+  return d
 
 
 # ------------------------------------------------------------------ coverage

@@ -168,10 +168,10 @@ def test_a_unit_recorded_twice_counts_once(tmp_path):
   assert (row["count"], row["first_where"], row["first_unit"]) == (2, "w", "u1")
 
 
-@pytest.mark.parametrize("kind", ["garbage", "other-sqlite", "directory", "fifo", "missing"])
+@pytest.mark.parametrize("kind", ["garbage", "other-sqlite", "directory", "fifo", "missing", "long-name"])
 def test_a_file_that_is_not_a_findings_database_is_refused(tmp_path, kind, capsys):
   from tinyspec.cli import main
-  p = tmp_path / "db"
+  p = tmp_path / ("x" * 300 if kind == "long-name" else "db")
   if kind == "garbage": p.write_bytes(b"\x00not sqlite at all" * 100)
   elif kind == "other-sqlite": sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit()
   elif kind == "directory": p.mkdir()

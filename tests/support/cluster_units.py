@@ -32,9 +32,10 @@ def starts(marks: Path) -> dict:
 
 
 class RealCluster:
-  """`dask scheduler` and `dask worker` processes (each its own process group), ended by id."""
+  """`dask scheduler` and `dask worker` processes (each its own process group), ended by id;
+  resources[k], envs[k]: worker k's --resources and the variables added to its environment."""
 
-  def __init__(self, tmp: Path, workers: int = 2, nanny: bool = True, resources: list | None = None):
+  def __init__(self, tmp: Path, workers: int = 2, nanny: bool = True, resources: list | None = None, envs: list | None = None):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     sfile = tmp / "scheduler.json"
     self.procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -47,7 +48,8 @@ class RealCluster:
       res = ["--resources", resources[k]] if resources and resources[k] else []
       self.procs.append(subprocess.Popen([str(BIN / "dask"), "worker", self.address, "--nworkers", "1", "--nthreads", "1",
                                           "--host", "127.0.0.1", "--no-dashboard", *(["--no-nanny"] if not nanny else []), *res],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True))
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         env={**env, **(envs[k] if envs and envs[k] else {})}, start_new_session=True))
     from distributed import Client
     with Client(self.address, timeout=60) as c: c.wait_for_workers(workers, timeout=120)
 
