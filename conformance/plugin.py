@@ -207,7 +207,8 @@ class _Tally:
 
   def pytest_terminal_summary(self, terminalreporter, config):
     if self.unavailable:
-      terminalreporter.write_line(f"{self.unavailable} (exit 2)", red=True); return
+      terminalreporter.write_line("tinyspec conformance: the backend cannot start (the first test's error says why): exit 2", red=True)
+      return
     self._pasteable(terminalreporter, config)
     if self.none_ran():
       from tinyspec.conformance.run.runner import count
