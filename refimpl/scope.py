@@ -420,7 +420,7 @@ class Scope:
     self.if_gate[i] = truth(gate)
 
   def end(self, ctx):
-    if ctx.i in self.plan.sequential: loops.run_sequential(self, ctx)
+    if ctx.i in self.plan.sequential: loops.run_stepped(self, ctx)
     return None
 
   def call(self, ctx):
