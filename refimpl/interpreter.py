@@ -35,6 +35,7 @@ nodes that depend on r, in graph order), and from its second point on, the AFTER
 storage as the previous point left it.
 """
 from __future__ import annotations
+import heapq
 import itertools
 import numpy as np
 from tinyspec.dispatch import input_name
@@ -50,11 +51,11 @@ from tinyspec.refimpl.ops.reduce import identity, reduce_values
 from tinyspec.refimpl.ops.source import byte_view
 
 
-def interpret(graph, inputs=None, *, variants=()) -> dict:
+def interpret(graph, inputs=None, *, level="auto", variants=()) -> dict:
   """Run a kernel- or program-level graph point by point. Inputs and outputs as in
   evaluate(); a BUFFER or PARAM without an input starts as zeros."""
   g = as_graph(graph)
-  res = validate(g)
+  res = validate(g, level)
   if not res.ok: raise EvalError(f"the graph is invalid: {res.diagnostics[0].format()}", rule="eval.input")
   if res.level not in ("kernel", "program"):
     raise EvalError(f"the interpreter runs kernels and programs, not a {res.level}-level graph", rule="eval.unsupported")
@@ -63,17 +64,21 @@ def interpret(graph, inputs=None, *, variants=()) -> dict:
 
 
 class History:
-  """A version of one storage: its writes, oldest first, as a linked list."""
-  __slots__ = ("key", "parent", "write", "depth")
+  """A version of one storage: its writes, oldest first, as a linked list (with jumps to
+  ancestors 1, 2, 4 ... writes back, so that an ancestor is found in a few steps)."""
+  __slots__ = ("key", "parent", "write", "depth", "jump")
 
   def __init__(self, key, parent=None, write=None):
     self.key, self.parent, self.write = key, parent, write
     self.depth = 0 if parent is None else parent.depth + 1
+    self.jump = [] if parent is None else [parent]   # jump[k]: the ancestor 2**k writes back
+    while self.jump and len(self.jump) - 1 < len(self.jump[-1].jump): self.jump.append(self.jump[-1].jump[len(self.jump) - 1])
 
-  def chain(self) -> list:
-    out, h = [], self
-    while h is not None: out.append(h); h = h.parent
-    return out[::-1]
+  def up(self, depth: int) -> "History":
+    """The ancestor at `depth`."""
+    h = self
+    while h.depth > depth: h = next(j for j in reversed(h.jump) if j.depth >= depth)
+    return h
 
 
 class Write:
@@ -88,24 +93,61 @@ def merge(a: History | None, b: History | None) -> History | None:
   """The version a reader ordered after both a and b sees (decision store-order): their
   common history, then every other write of either (each once) in graph order."""
   if a is None or b is None or a is b: return a or b
-  ca, cb = a.chain(), b.chain()
-  common = 0
-  while common < min(len(ca), len(cb)) and ca[common] is cb[common]: common += 1
-  wa, wb = [h.write for h in ca[common:]], [h.write for h in cb[common:]]
-  ia, ib = {id(w) for w in wa}, {id(w) for w in wb}
-  if ib <= ia: return a
-  if ia <= ib: return b
-  rest = sorted(wa + [w for w in wb if id(w) not in ia], key=lambda w: w.node)   # stable: each one's writes keep their order
-  h = ca[common - 1]
-  for w in rest: h = History(h.key, h, w)
-  return h
+  if a.depth >= b.depth and a.up(b.depth) is b: return a
+  if b.depth >= a.depth and b.up(a.depth) is a: return b
+  base = _common(a, b)
+  above_a, above_b = _writes_above(a, base), _writes_above(b, base)
+  ia = {id(w) for w in above_a}
+  if all(id(w) in ia for w in above_b): return a
+  if ia <= {id(w) for w in above_b}: return b
+  rest = sorted(above_a + [w for w in above_b if id(w) not in ia], key=lambda w: w.node)   # stable: each one's writes keep their order
+  for w in rest: base = History(base.key, base, w)
+  return base
+
+
+def _writes_above(h: History, base: History) -> list:
+  out = []
+  while h is not base: out.append(h.write); h = h.parent
+  return out[::-1]
 
 
 def merge_all(effects) -> dict:
-  out: dict = {}
+  """The versions a reader ordered after all of `effects` ({storage key: History}) sees:
+  merge() of all of them at once (a common history, then the others' writes in graph order)."""
+  groups: dict = {}
   for e in effects:
-    for k, h in (e or {}).items(): out[k] = merge(out.get(k), h)
-  return out
+    for k, h in (e or {}).items(): groups.setdefault(k, []).append(h)
+  return {k: hs[0] if len(hs) == 1 else _merge_many(hs) for k, hs in groups.items()}
+
+
+def _merge_many(hs: list) -> History:
+  heads: list = []   # the histories no later one contains
+  for h in hs:
+    if heads and (h is heads[-1] or (heads[-1].depth >= h.depth and heads[-1].up(h.depth) is h)): continue
+    if heads and h.depth >= heads[-1].depth and h.up(heads[-1].depth) is heads[-1]: heads[-1] = h
+    else: heads.append(h)
+  if len(heads) <= 2: return merge(*heads) if len(heads) == 2 else heads[0]
+  base = heads[0]
+  for h in heads[1:]: base = _common(base, h)
+  seen, writes, per_head = set(), [], []
+  for h in heads:
+    above = _writes_above(h, base)
+    per_head.append(above)
+    for w in above:
+      if id(w) not in seen: seen.add(id(w)); writes.append(w)
+  for h, above in zip(heads, per_head):
+    if len(above) == len(writes): return h   # it holds every write of the others
+  for w in sorted(writes, key=lambda w: w.node): base = History(base.key, base, w)
+  return base
+
+
+def _common(a: History, b: History) -> History:
+  """The latest history both a and b extend."""
+  x, y = a.up(min(a.depth, b.depth)), b.up(min(a.depth, b.depth))
+  if x is y: return x
+  for k in reversed(range(len(x.jump))):
+    if k < len(x.jump) and x.jump[k] is not y.jump[k]: x, y = x.jump[k], y.jump[k]
+  return x.parent
 
 
 class UnitCtx:
@@ -135,7 +177,7 @@ class Interpreter:
     self.T = tables()
     self.value: dict[int, dict] = {}       # node -> {point: value}
     self.effect: dict[int, dict] = {}      # node -> {point: {storage key: History}}
-    self.carried: dict = {}                # storage key -> the version the latest point of a carried loop left
+    self.carried: dict = {}                # storage key -> the other loops -> their point -> the version the latest point of a carried loop left there
     self.storage: dict = {}                # storage key -> (initial contents, the empty History)
     self.seen: dict = {}                   # (History, the reader's point) -> the contents it reads
     roots = g.root_indices
@@ -145,6 +187,10 @@ class Interpreter:
     self._axes()
     self._if_blocks()
     self.carried_ranges = {r for i in self.order if role(self.nodes[i].op) == "after" for r in self.listed_ranges(i)}
+    self.run_order = self._run_order()
+    self.users: dict[int, list] = {}
+    for i in self.order:
+      for j in self.nodes[i].src: self.users.setdefault(j, []).append(i)
 
   # ---------------------------------------------------------------- static facts
   def _closure(self, roots) -> list[int]:
@@ -181,6 +227,7 @@ class Interpreter:
     self.axes: dict[int, tuple] = {}
     self.closes: dict[int, tuple] = {}
     self.ordered: dict[int, bool] = {}
+    self.effect_sources: dict[int, list] = {}
     for i in self.order:
       n = self.nodes[i]
       s = set()
@@ -195,6 +242,27 @@ class Interpreter:
       inner = {a for j in n.src for a in self.axes[j]}
       self.closes[i] = tuple(a for a in sorted(inner, key=self.rank.get) if a not in s)
       self.ordered[i] = r == "store" or any(self.ordered[j] for j in n.src)   # ordered after some STORE
+      # the sources whose order it inherits: a source another source uses adds nothing (a LINEAR lists every node)
+      used = {x for j in set(n.src) for x in self.nodes[j].src}
+      self.effect_sources[i] = [j for j in dict.fromkeys(n.src) if self.ordered[j] and j not in used]
+
+  def _run_order(self) -> list[int]:
+    """Graph order, except that a private buffer comes after the thread loops it is per point of."""
+    deps = {i: set(self.nodes[i].src) | (set(self.axes[i]) if role(self.nodes[i].op) == "storage" else set()) for i in self.order}
+    users: dict[int, list] = {}
+    for i, d in deps.items():
+      for j in d: users.setdefault(j, []).append(i)
+    waiting = {i: len(d) for i, d in deps.items()}
+    ready = [i for i in self.order if not waiting[i]]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+      i = heapq.heappop(ready)
+      out.append(i)
+      for u in users.get(i, ()):
+        waiting[u] -= 1
+        if not waiting[u]: heapq.heappush(ready, u)
+    return out
 
   def _if_blocks(self):
     """ifs[i]: the IFs whose gate node i runs under (the ones it depends on, not through their
@@ -228,18 +296,20 @@ class Interpreter:
     return tuple(point[a] for a in self.axes[j])
 
   def points(self, axes, fixed: dict):
-    """Every point of the loops `axes` (in order) that agrees with `fixed`, lexicographically;
-    a RANGE runs to its own bound at the outer point."""
-    def walk(k, point):
-      if k == len(axes): yield dict(point); return
-      r = axes[k]
-      bound = int(self.get(self.nodes[r].src[0], point).reshape(-1)[0])
-      for t in ([fixed[r]] if r in fixed else range(bound)):
-        if t >= bound: continue
-        point[r] = t
-        yield from walk(k + 1, point)
-      point.pop(r, None)
-    yield from walk(0, {a: t for a, t in fixed.items() if a not in axes})
+    """Every point of the loops `axes` that agrees with `fixed`, in lexicographic order of
+    the loop order; a loop runs to its own bound at the point (which may depend on other loops)."""
+    base = {a: t for a, t in fixed.items() if a not in axes}
+    extents = [[fixed[r]] if r in fixed else range(self.extent(r)) for r in axes]
+    for combo in itertools.product(*extents):
+      point = {**base, **dict(zip(axes, combo))}
+      if all(point[r] < self.bound(r, point) for r in axes): yield point
+
+  def bound(self, r, point) -> int:
+    return int(self.get(self.nodes[r].src[0], point).reshape(-1)[0])
+
+  def extent(self, r) -> int:
+    """The largest bound loop r has at any point its bound ran at."""
+    return max((int(np.max(v)) for v in self.value.get(self.nodes[r].src[0], {}).values()), default=0)
 
   def get(self, j, point):
     try: return self.value[j][self.at(j, point)]
@@ -257,7 +327,7 @@ class Interpreter:
 
   # ---------------------------------------------------------------- the run
   def run(self) -> dict:
-    self.run_nodes(self.order, {})
+    self.run_nodes(self.run_order, {})
     return self.outputs()
 
   def run_nodes(self, nodes: list, fixed: dict):
@@ -284,22 +354,45 @@ class Interpreter:
       k = 0
 
   def run_carried(self, loop, body, fixed):
-    bounds = [int(self.get(self.nodes[loop].src[0], p).reshape(-1)[0]) for p in self.points(self.axes[self.nodes[loop].src[0]], fixed)]
-    for t in range(max(bounds, default=0)):
+    inside = set(body)
+    last = [j for j in body if self.ordered[j] and not any(s in inside for s in self.users.get(j, ()))]   # what the others are ordered before
+    for t in range(self.extent(loop)):
       here = {**fixed, loop: t}
       self.run_nodes(body, here)
-      left = merge_all(self.eff(j, p) for j in body for p in self.points(self.axes[j], here) if self.at(j, p) in self.effect.get(j, {}))
-      for key, h in left.items(): self.carried[key] = merge(self.carried.get(key), h)
+      for j in last:
+        for p in self.points(self.axes[j], here):
+          for key, h in self.effect.get(j, {}).get(self.at(j, p), {}).items(): self.remember(key, j, p, h)
+
+  def remember(self, key, node, point, h):
+    """h is the state a point of a carried loop left, where the other loops are at `point`."""
+    axes = tuple(a for a in self.axes[node] if a not in self.carried_ranges)
+    group = self.carried.setdefault(key, {}).setdefault(axes, {})
+    at = tuple(point[a] for a in axes)
+    group[at] = merge(group.get(at), h)
+
+  def latest(self, key, reader, point) -> History | None:
+    """The state the previous points of the carried loops left for storage `key`, where the
+    other loops are at the reader's `point` (a point where they are elsewhere wrote nothing
+    the reader sees: see contents)."""
+    mine = {a for a in self.axes[reader] if a not in self.carried_ranges}
+    found = None
+    for axes, group in self.carried.get(key, {}).items():
+      if mine.issuperset(axes): found = merge(found, group.get(tuple(point[a] for a in axes)))
+      else:
+        for at, h in group.items():
+          if all(point[a] == v for a, v in zip(axes, at) if a in mine): found = merge(found, h)
+    return found
 
   def step(self, i, point):
     n = self.nodes[i]
     r = role(n.op)
     eff = {}
-    ordered = [j for j in n.src if self.ordered[j]]
+    ordered = self.effect_sources[i]
     if ordered:   # a closer is ordered after every point of the loops it closes (or, with none, after what they are)
       at = list(self.points(self.closes[i], point)) if self.closes[i] else [point]
       eff = merge_all(self.eff(j, p) for p in at or [point] for j in ordered)
     value, eff = self.compute(i, n, r, point, eff)
+    if r == "sink": eff = {k: h for k, h in eff.items() if isinstance(k, str)}   # REG and LOCAL storage ends with the kernel
     key = self.at(i, point)
     self.value.setdefault(i, {})[key] = value
     if eff: self.effect.setdefault(i, {})[key] = eff
@@ -376,8 +469,8 @@ class Interpreter:
       raise EvalError("AFTER over a value that is not storage is a tensor-level form", i, n.op, rule="eval.unsupported")
     k = self.key(root)
     listed = self.listed_ranges(i)
-    if listed and any(point[r] > 0 for r in listed) and k in self.carried:   # a carried read: the previous point's state
-      eff = {**eff, k: self.carried[k]}
+    prev = self.latest(k, i, point) if listed and any(point[r] > 0 for r in listed) else None
+    if prev is not None: eff = {**eff, k: prev}   # a carried read: the state the previous point left
     x = self.contents(root, eff.get(k), point, i)
     for link in self.chain_below(n.src[0]): x = self.link(link, x, point)
     return x, eff
@@ -427,14 +520,17 @@ class Interpreter:
     return canonical_nan(acc, dt) if CLS[dt] == "float" else acc
 
   def outputs(self) -> dict:
+    """out{k} for a root that is a value; the final contents of every GLOBAL storage a STORE
+    of the graph targets (whether or not it ran), by its input name."""
     out, effs = {}, []
     for k, r in enumerate(self.roots):
       if self.views[r].dtype == "void": effs.append(self.eff(r, {}))
       else: out[f"out{k}"] = np.array(self.get(r, {}))
-    for key, h in merge_all(effs).items():
-      if isinstance(key, str) and h.depth:
-        root = next(x for x in self.order if role(self.nodes[x].op) == "storage" and self.key(x) == key)
-        out[key] = self.contents(root, h, {})
+    final = merge_all(effs)
+    for s in self.order:
+      root = self.root(self.nodes[s].src[0]) if role(self.nodes[s].op) == "store" else None
+      if root is not None and isinstance(self.key(root), str) and self.key(root) not in out:
+        out[self.key(root)] = self.contents(root, final.get(self.key(root)), {})
     return out
 
 

@@ -160,7 +160,7 @@ class Stepper:
     # carried storage starts from that loop's snapshot
     self.before = dict(merge_effects([scope.eff.get(j) for i in sorted(self.inbody) for j in self.nodes[i].src if j not in self.inbody]) or {})
     self.carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
-    self.written = {scope.storage(plan.root[self.nodes[i].src[0]]).key for i in self.inbody if role(self.nodes[i].op) == "store"}
+    self.written = {st.key: st for st in (scope.storage(plan.root[self.nodes[i].src[0]]) for i in self.inbody if role(self.nodes[i].op) == "store")}
     self.state, self.pre, self.outer = {}, {}, {}
     for a, st in self.carried.items():
       self.outer[a] = scope.override.get(a)
@@ -224,6 +224,10 @@ class Stepper:
       v = eff.get(key) or st.base
       for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], dims, sizes))
       eff[key] = v
+    for key, st in self.written.items():   # no point wrote it (an empty loop): still a storage the kernel stores into
+      if key not in self.per_iter:
+        nothing = Write(self.ctx.i, [], np.zeros((1,) * scope.R + st.shape, st.initial.dtype), np.zeros((1,) * scope.R, bool))
+        eff[key] = Version(st, eff.get(key) or st.base, nothing)
     self.ctx.eff = eff
     if self.m.tracing:
       for i, vs in self.traced.items():
