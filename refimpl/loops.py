@@ -81,28 +81,31 @@ def accumulate(op, dt, start, xs, dims, acc_first=True, on=None):
   point of the loop axes `dims` (ascending) in iteration order (lexicographic), the arrays
   of `xs` in order; in the dtype. An array of shape (N*len(xs) + 1, rest...) where rest is
   the shape without `dims`. acc_first: the accumulator is OP's first operand (MAX is not
-  symmetric: decision max-nan); `on` (like xs, or None) says which steps run at all."""
+  symmetric: decision max-nan); `on` (like xs, or None) says which steps run at all.
+  (Computed with the sequence as the last, contiguous axis: ufunc.accumulate walks it in
+  order either way, and faster so.)"""
   k = len(dims)
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]   # the value before the loops
   start = np.moveaxis(start, dims, tuple(range(k)))
   rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
-  start = np.broadcast_to(start.reshape((1,) + start.shape[k:]), (1,) + rest)
-  seq = np.concatenate([start, _in_order(xs, dims, rest)], axis=0)
-  if op == "ADD": return np.add.accumulate(seq, axis=0, dtype=seq.dtype)
-  if op == "MUL": return np.multiply.accumulate(seq, axis=0, dtype=seq.dtype)
-  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.maximum.accumulate(seq, axis=0)
-  return _max_fold(seq, dt, acc_first, None if on is None else _in_order(on, dims, rest))
+  start = np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,))
+  seq = np.concatenate([start, _in_order(xs, dims, rest)], axis=-1)   # (rest..., N*L + 1)
+  if op == "ADD": return np.moveaxis(np.add.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
+  if op == "MUL": return np.moveaxis(np.multiply.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
+  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.moveaxis(np.maximum.accumulate(seq, axis=-1), -1, 0)
+  return _max_fold(np.moveaxis(seq, -1, 0), dt, acc_first, None if on is None else np.moveaxis(_in_order(on, dims, rest), -1, 0))
 
 
 def _in_order(xs, dims, rest):
-  """The arrays xs (same loop axes `dims`) as one (N*len(xs), rest...) array: point after
+  """The arrays xs (same loop axes `dims`) as one (rest..., N*len(xs)) array: point after
   point in iteration order, each point's elements of xs in order."""
-  k = len(dims)
+  k, r = len(dims), len(rest)
   xs = [np.moveaxis(x, dims, tuple(range(k))) for x in xs]
   n = 1
   for d in xs[0].shape[:k]: n *= d
-  parts = [np.broadcast_to(x, x.shape[:k] + rest).reshape((n,) + rest) for x in xs]
-  return parts[0] if len(parts) == 1 else np.stack(parts, axis=1).reshape((n * len(parts),) + rest)
+  parts = [np.moveaxis(np.broadcast_to(x, x.shape[:k] + rest).reshape((n,) + rest), 0, -1) for x in xs]
+  if len(parts) == 1: return np.ascontiguousarray(parts[0])
+  return np.stack(parts, axis=-1).reshape(rest + (n * len(parts),))
 
 
 def _max_fold(seq, dt, acc_first, on=None):
