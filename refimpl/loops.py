@@ -33,7 +33,7 @@ import numpy as np
 from tinyspec.tables import tables
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import role
-from tinyspec.refimpl.numeric import canonical_nan
+from tinyspec.refimpl.numeric import NP, canonical_nan
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 
 
@@ -59,14 +59,17 @@ def reduction_write(scope, s, path, gate) -> Write:
     gs = [g.reshape(g.shape + (1,) * (x.ndim - g.ndim)) for x in xs]
     on = [np.broadcast_to(gb, np.broadcast_shapes(gb.shape, x.shape)) for gb, x in zip(gs, xs)]
     xs = [np.where(o, x, masked(spec.op, dt)) for o, x in zip(on, xs)]
-  seq = accumulate(spec.op, dt, start, xs, dims, spec.acc_first, on)   # (N*L + 1, rest...): N points, L steps each
-  if tables().ops[spec.op].nan == "canonical": seq = canonical_nan(seq, dt)
-  if m.tracing:
+  if m.tracing:   # every partial result, for the trace
+    seq = accumulate(spec.op, dt, start, xs, dims, spec.acc_first, on)   # (N*L + 1, rest...): N points, L steps each
+    if tables().ops[spec.op].nan == "canonical": seq = canonical_nan(seq, dt)
     L = len(spec.links)
     m.record(scope, spec.read, _unflatten(seq[:-1:L], dims, sizes))
     for k, link in enumerate(spec.links): m.record(scope, link.node, _unflatten(seq[k + 1::L], dims, sizes))
-  final = np.expand_dims(seq[-1], tuple(dims))
-  return Write(s, [(k, dd) for k, dd, _ in path], final, None)
+    last = seq[-1]
+  else:
+    last = fold(spec.op, dt, start, xs, dims, spec.acc_first, on)
+    if tables().ops[spec.op].nan == "canonical": last = canonical_nan(last, dt)
+  return Write(s, [(k, dd) for k, dd, _ in path], np.expand_dims(last, tuple(dims)), None)
 
 
 def masked(op, dt):
@@ -94,6 +97,33 @@ def accumulate(op, dt, start, xs, dims, acc_first=True, on=None):
   if op == "MUL": return np.moveaxis(np.multiply.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
   if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.moveaxis(np.maximum.accumulate(seq, axis=-1), -1, 0)
   return _max_fold(np.moveaxis(seq, -1, 0), dt, acc_first, None if on is None else np.moveaxis(_in_order(on, dims, rest), -1, 0))
+
+
+def fold(op, dt, start, xs, dims, acc_first=True, on=None):
+  """accumulate()'s last element alone. A float sum or product is folded in order (the
+  accumulate); the ops whose result no order changes (integer ADD/MUL wrap, integer MAX)
+  and MAX with the accumulator first (the largest non-NaN element, a NaN start kept, of
+  equal zeros the first met) are reduced."""
+  floating = np.dtype(NP[dt]).kind == "f" or dt == "bfloat16"
+  if (op != "MAX" and floating) or (op == "MAX" and floating and not acc_first):
+    return accumulate(op, dt, start, xs, dims, acc_first, on)[-1]
+  k = len(dims)
+  start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]
+  start = np.moveaxis(start, dims, tuple(range(k)))
+  rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
+  seq = np.concatenate([np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,)), _in_order(xs, dims, rest)], axis=-1)
+  if op == "ADD": return np.add.reduce(seq, axis=-1, dtype=seq.dtype)
+  if op == "MUL": return np.multiply.reduce(seq, axis=-1, dtype=seq.dtype)
+  if not floating: return np.maximum.reduce(seq, axis=-1)
+  f = seq.astype(np.float32) if dt == "bfloat16" else seq
+  r = np.fmax.reduce(f, axis=-1)   # NaN skipped ...
+  r = np.where(np.isnan(f[..., 0]), f[..., 0], r)   # ... but a NaN start stays
+  zero = f == 0
+  if zero.any():   # a zero result: the sign of the first zero met
+    first = np.argmax(zero, axis=-1)
+    sign = np.take_along_axis(np.signbit(f), first[..., None], axis=-1)[..., 0]
+    r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
+  return r.astype(seq.dtype) if dt == "bfloat16" else r
 
 
 def _in_order(xs, dims, rest):
@@ -179,12 +209,14 @@ class Stepper:
     scope = self.scope
     scope.pinned += 1
     scope.fixed.update(self.ranges)
-    saved = [scope.loop_sizes[d] for d in self.dims]
+    saved, saved_estimates = [scope.loop_sizes[d] for d in self.dims], scope.estimates
+    scope.estimates = {}
     try:
       for d in self.dims: scope.loop_sizes[d] = 1
       for t, point in enumerate(itertools.product(*(range(n) for n in self.sizes))): self.step(t, point)
     finally:
       for d, n in zip(self.dims, saved): scope.loop_sizes[d] = n
+      scope.estimates = saved_estimates
       scope.pinned -= 1
       scope.fixed.difference_update(self.ranges)
       scope.values.update(self.full)

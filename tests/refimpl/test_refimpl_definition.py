@@ -226,12 +226,12 @@ def test_planted_fold_in_the_wrong_order_is_caught(tinygrad_kernels, monkeypatch
 
 
 def test_planted_product_that_does_not_wrap_is_caught(tinygrad_kernels, monkeypatch):
-  good = loops.accumulate
+  good = loops.fold
   def in_floats(op, dt, start, xs, dims, acc_first=True, on=None):   # an int product carried in float64: it saturates, rounds
     if op != "MUL" or dt != "int32": return good(op, dt, start, xs, dims, acc_first, on)
-    seq = good(op, "float64", start.astype(np.float64), [x.astype(np.float64) for x in xs], dims, acc_first, on)
-    return np.clip(seq, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
-  monkeypatch.setattr(loops, "accumulate", in_floats)
+    last = good(op, "float64", start.astype(np.float64), [x.astype(np.float64) for x in xs], dims, acc_first, on)
+    return np.clip(last, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
+  monkeypatch.setattr(loops, "fold", in_floats)
   products = _accumulating(tinygrad_kernels, "int32", "MUL")
   assert products
   with pytest.raises(AssertionError, match="the definition"): check_drawn(products, 30, shrink=False)
