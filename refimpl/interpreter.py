@@ -14,9 +14,10 @@ Loops. Every RANGE and SPECIAL is a loop. A node depends on the loops its source
 (RANGE and SPECIAL on themselves); END and REDUCE close the RANGEs they list, a BARRIER the
 local threads, a SINK everything. A node runs once per point of its loops, points in
 lexicographic order of the loop order: SPECIALs first (by name), then RANGEs by id (in a
-LINEAR, both by position). A RANGE's bound may depend on outer loops: each point runs its own
+LINEAR, both by position). A RANGE's bound may depend on other loops: each point runs its own
 number of iterations. A REG buffer is private to a thread, a LOCAL one to a workgroup: its
-root counts as depending on those loops.
+root counts as depending on those loops (and it ends with the kernel's SINK). Nodes run in
+graph order, each at all of its points, except in a carried loop (below).
 
 Values. A node's value at a point is an array of its own shape (() or a short vector),
 computed from its sources' values at that point by the reference's unit of the op.
@@ -25,7 +26,7 @@ Storage (decision store-order). A STORE makes a new version of its storage: the 
 sources are ordered after, plus one write at this point. A node is ordered after everything
 its sources are ordered after (a loop closer: at every point of the loops it closes). Versions
 that are not ordered with each other merge into one whose writes come in graph order (the
-STORE's node index; one STORE's writes in iteration order). A read of storage materializes
+STORE's node index; one STORE's writes in iteration order; refimpl/history.py). A read of storage materializes
 its version: the initial contents, then every write that was made at the reader's own point of
 the loops both depend on (no iteration sees another's writes), in order.
 
@@ -49,6 +50,7 @@ from tinyspec.refimpl.alu import alu
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.reduce import identity, reduce_values
 from tinyspec.refimpl.ops.source import byte_view
+from tinyspec.refimpl.history import History, Write, merge, merge_all
 
 
 def interpret(graph, inputs=None, *, level="auto", variants=()) -> dict:
@@ -61,93 +63,6 @@ def interpret(graph, inputs=None, *, level="auto", variants=()) -> dict:
     raise EvalError(f"the interpreter runs kernels and programs, not a {res.level}-level graph", rule="eval.unsupported")
   with np.errstate(all="ignore"):
     return Interpreter(g, res.views, inputs or {}, frozenset(variants)).run()
-
-
-class History:
-  """A version of one storage: its writes, oldest first, as a linked list (with jumps to
-  ancestors 1, 2, 4 ... writes back, so that an ancestor is found in a few steps)."""
-  __slots__ = ("key", "parent", "write", "depth", "jump")
-
-  def __init__(self, key, parent=None, write=None):
-    self.key, self.parent, self.write = key, parent, write
-    self.depth = 0 if parent is None else parent.depth + 1
-    self.jump = [] if parent is None else [parent]   # jump[k]: the ancestor 2**k writes back
-    while self.jump and len(self.jump) - 1 < len(self.jump[-1].jump): self.jump.append(self.jump[-1].jump[len(self.jump) - 1])
-
-  def up(self, depth: int) -> "History":
-    """The ancestor at `depth`."""
-    h = self
-    while h.depth > depth: h = next(j for j in reversed(h.jump) if j.depth >= depth)
-    return h
-
-
-class Write:
-  """One STORE at one point: where (`path` from the storage root), what, and whether."""
-  __slots__ = ("node", "point", "path", "value", "on", "add")
-
-  def __init__(self, node, point, path, value, on, add):
-    self.node, self.point, self.path, self.value, self.on, self.add = node, point, path, value, on, add
-
-
-def merge(a: History | None, b: History | None) -> History | None:
-  """The version a reader ordered after both a and b sees (decision store-order): their
-  common history, then every other write of either (each once) in graph order."""
-  if a is None or b is None or a is b: return a or b
-  if a.depth >= b.depth and a.up(b.depth) is b: return a
-  if b.depth >= a.depth and b.up(a.depth) is a: return b
-  base = _common(a, b)
-  above_a, above_b = _writes_above(a, base), _writes_above(b, base)
-  ia = {id(w) for w in above_a}
-  if all(id(w) in ia for w in above_b): return a
-  if ia <= {id(w) for w in above_b}: return b
-  rest = sorted(above_a + [w for w in above_b if id(w) not in ia], key=lambda w: w.node)   # stable: each one's writes keep their order
-  for w in rest: base = History(base.key, base, w)
-  return base
-
-
-def _writes_above(h: History, base: History) -> list:
-  out = []
-  while h is not base: out.append(h.write); h = h.parent
-  return out[::-1]
-
-
-def merge_all(effects) -> dict:
-  """The versions a reader ordered after all of `effects` ({storage key: History}) sees:
-  merge() of all of them at once (a common history, then the others' writes in graph order)."""
-  groups: dict = {}
-  for e in effects:
-    for k, h in (e or {}).items(): groups.setdefault(k, []).append(h)
-  return {k: hs[0] if len(hs) == 1 else _merge_many(hs) for k, hs in groups.items()}
-
-
-def _merge_many(hs: list) -> History:
-  heads: list = []   # the histories no later one contains
-  for h in hs:
-    if heads and (h is heads[-1] or (heads[-1].depth >= h.depth and heads[-1].up(h.depth) is h)): continue
-    if heads and h.depth >= heads[-1].depth and h.up(heads[-1].depth) is heads[-1]: heads[-1] = h
-    else: heads.append(h)
-  if len(heads) <= 2: return merge(*heads) if len(heads) == 2 else heads[0]
-  base = heads[0]
-  for h in heads[1:]: base = _common(base, h)
-  seen, writes, per_head = set(), [], []
-  for h in heads:
-    above = _writes_above(h, base)
-    per_head.append(above)
-    for w in above:
-      if id(w) not in seen: seen.add(id(w)); writes.append(w)
-  for h, above in zip(heads, per_head):
-    if len(above) == len(writes): return h   # it holds every write of the others
-  for w in sorted(writes, key=lambda w: w.node): base = History(base.key, base, w)
-  return base
-
-
-def _common(a: History, b: History) -> History:
-  """The latest history both a and b extend."""
-  x, y = a.up(min(a.depth, b.depth)), b.up(min(a.depth, b.depth))
-  if x is y: return x
-  for k in reversed(range(len(x.jump))):
-    if k < len(x.jump) and x.jump[k] is not y.jump[k]: x, y = x.jump[k], y.jump[k]
-  return x.parent
 
 
 class UnitCtx:
