@@ -173,7 +173,7 @@ def check_drawn(kernels, max_examples: int, shrink: bool = True):
 
 
 def test_tinygrad_kernels_with_drawn_inputs(tinygrad_kernels):
-  check_drawn(tinygrad_kernels, 60)
+  check_drawn(tinygrad_kernels, 40)
 
 
 # ------------------------------------------------------------------ forms written by hand
