@@ -229,7 +229,7 @@ def test_decision_reduce_max():
   assert out[:4] == [3.0, 1.0, 0.0, -math.inf] and math.copysign(1, out[2]) == 1 and out[4] == 0.0 and math.copysign(1, out[4]) == -1
   # an explicit accumulator of elementwise MAX keeps max-nan's order: the first zero met, a NaN start stays
   from tinyspec.refimpl.loops import accumulate
-  seq = accumulate("MAX", F32, np.array([-math.inf], np.float32), np.array([[-0.0], [0.0], [math.nan], [2.0]], np.float32), (0,))
+  seq = accumulate("MAX", F32, np.array([-math.inf], np.float32), [np.array([[-0.0], [0.0], [math.nan], [2.0]], np.float32)], (0,))
   assert seq.ravel().tolist()[:3] == [-math.inf, 0.0, 0.0] and math.copysign(1, seq[2, 0]) == -1 and seq[-1, 0] == 2.0
 
 
