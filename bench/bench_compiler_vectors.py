@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main():
   from tinyspec.tensor import Tensor
   from tinyspec.compiler import compile_graph
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   from bench.bench_kernels import gemm_t, conv_t
   rng = np.random.default_rng(0)
   r = lambda *s: rng.standard_normal(s).astype(np.float32)

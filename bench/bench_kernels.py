@@ -278,7 +278,7 @@ def interleaved(fns: dict, runs: int, budget: float = 6.0) -> dict:
 
 def peak_of(name: str, want: str | None):
   """The device_tables row for the device (by --peak, or a table name in its name)."""
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   rows = render_tables().get("device_tables", {})
   if want: return rows.get(want)
   return next((r for k, r in rows.items() if k.lower() in name.lower()), None)

@@ -62,7 +62,7 @@ def wide_dag(n: int, seed: int = 0) -> list[dict]:
   shapes = [(3, 4), (4, 3), (1, 4), (4,), ()]
   for dt in ("float32", "int32"):
     for sh in shapes:
-      for slot in range(2):
+      for _slot in range(2):
         add({"op": "BUFFER", "src": [shape_of(sh)], "arg": {"slot": len(nodes), "dtype": dt, "device": "CPU"}}, dt, sh)
   while len(nodes) < n:
     kind = rnd.random()

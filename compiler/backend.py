@@ -1,6 +1,12 @@
 """The compiler's targets as backends (`c`, `opencl`; entry point group tinyspec.backends)."""
 from __future__ import annotations
 from tinyspec.backends import Backend, Capabilities, Unavailable, value_dtypes
+from tinyspec.compiler.support import supported_ops
+from tinyspec.compiler import run
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.runtime.c import compiler_info
+from tinyspec.compiler.runtime.opencl import device
+from tinyspec.compiler.runtime import opencl as R
 
 
 class CompilerBackend(Backend):
@@ -13,15 +19,12 @@ class CompilerBackend(Backend):
     self.name = self.target
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.compiler.support import supported_ops
     return Capabilities({k: frozenset(v) for k, v in supported_ops(self.target).items()}, value_dtypes(), decomposed=True)
 
   def run(self, graph, inputs):
-    from tinyspec.compiler import run
     return run(graph, inputs, self.target)
 
   def stages(self, graph) -> dict:
-    from tinyspec.compiler import compile_graph
     return dict(compile_graph(graph, self.target, keep_stages=True).stages)
 
 
@@ -29,12 +32,10 @@ class CBackend(CompilerBackend):
   target = "c"
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.compiler.runtime.c import compiler_info
     compiler_info()   # raises Unavailable without a C compiler
     return super().capabilities()
 
   def describe(self) -> dict:
-    from tinyspec.compiler.runtime.c import compiler_info
     try: cc = compiler_info()
     except Unavailable as e: return {"status": "unavailable", "why": str(e), "details": []}
     return {"status": "ok", "details": [f"C compiler: {cc['path']} ({cc['version']})"]}
@@ -42,14 +43,13 @@ class CBackend(CompilerBackend):
 
 class OpenCLBackend(CompilerBackend):
   target = "opencl"
+  device_variable = "TINYSPEC_OPENCL_DEVICE"
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.compiler.runtime.opencl import device
     device()   # raises when no OpenCL device builds a kernel: the backend is unavailable
     return super().capabilities()
 
   def describe(self) -> dict:
-    from tinyspec.compiler.runtime import opencl as R
     lines = []
     try:
       for row in R.survey():

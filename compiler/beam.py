@@ -20,16 +20,28 @@ searching (a file read and a hash: a few ms).
 from __future__ import annotations
 import hashlib
 import json
-import os
 import time
 import numpy as np
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.dispatch import input_name
-from tinyspec.compiler.props import CompileError, props
-from tinyspec.compiler.rewrite import toposort
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, top_nest, PARALLEL
 from tinyspec.compiler.passes.optimize import apply_opts, initial_types, opts_fit
+from tinyspec.intervals import np_dtype
+from tinyspec.compiler.pipeline import lower
+from tinyspec.compiler.render import assemble
+from tinyspec.compiler.executor import Executable
+from tinyspec.compiler.runtime import BuildError
+from tinyspec.compiler.runtime.opencl import Built
+from tinyspec.compiler.runtime.c import build
+from concurrent.futures import ThreadPoolExecutor
+from tinyspec.compiler.device import device
+from tinyspec.compiler.passes.heuristics import default_opts
+from tinyspec.compiler.analysis.symbolic import _key as structure
+from tinyspec.compiler.runtime.cache import cache_dir
+from tinyspec.compiler.runtime.cache import fetch, store
 
 FACTORS = (2, 3, 4, 8, 16)
 MARGIN = 0.95          # a candidate must take under 95% of the default's time to replace it
@@ -92,7 +104,6 @@ def legal(sink: UOp, opts: list, target: str, dev) -> UOp | None:
 
 # ------------------------------------------------------------------ timing a candidate
 def random_inputs(sink: UOp, seed: int = 0) -> dict:
-  from tinyspec.intervals import np_dtype
   rng = np.random.default_rng(seed)
   out = {}
   for u in toposort(sink):
@@ -115,7 +126,6 @@ class Timer:
     self.times: dict[tuple, float] = {}
 
   def compile(self, opts: list):
-    from tinyspec.compiler.pipeline import lower
     try:
       return lower(self.sink, self.target, [list(o) for o in opts], keep_stages=False)
     except CompileError:
@@ -124,8 +134,6 @@ class Timer:
   def build(self, opts_list: list[list]) -> list:
     """Bound programs for the candidates (None where refused), every kernel built in one
     translation unit: one run of the C compiler (or OpenCL build) per batch."""
-    from tinyspec.compiler.render import assemble
-    from tinyspec.compiler.executor import Executable
     compiled = [self.compile(o) for o in opts_list]
     ok = [c for c in compiled if c is not None and c.sources]
     # every candidate's kernels (a tiled one may have a packing kernel too) renamed apart
@@ -136,22 +144,18 @@ class Timer:
     # two translation units built side by side (the compiler is a subprocess)
     halves = [ok[:len(ok) // 2], ok[len(ok) // 2:]] if len(ok) > 1 else [ok]
     srcs = [assemble([ks for c in h for ks in c.sources], self.target) for h in halves]
-    from tinyspec.compiler.runtime import BuildError
     def make(src):
       """(built?, the OpenCL program or None): a unit that fails, or whose C build takes
       longer than BUILD_TIMEOUT, is (False, None) and its candidates drop out."""
       try:
         if self.target == "opencl":
-          from tinyspec.compiler.runtime.opencl import Built
           return True, Built(src)
-        from tinyspec.compiler.runtime.c import build
         build(src, timeout=BUILD_TIMEOUT)
         return True, None
       except BuildError:
         return False, None
     if self.target == "opencl": builts = [make(x) for x in srcs]
     else:
-      from concurrent.futures import ThreadPoolExecutor
       with ThreadPoolExecutor(2) as ex: builts = list(ex.map(make, srcs))
     where = {id(c): (srcs[k], builts[k][1]) for k, h in enumerate(halves) if builts[k][0] for c in h}
     return [Executable(c, *where[id(c)]).bind(self.inputs) if c is not None and id(c) in where else None for c in compiled]
@@ -178,8 +182,6 @@ def _key(opts) -> tuple:
 
 # ------------------------------------------------------------------ the search
 def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
-  from tinyspec.compiler.device import device
-  from tinyspec.compiler.passes.heuristics import default_opts
   dev = dev or device(target)
   typed = initial_types(sink)
   default = default_opts(typed, target, dev, opts_fit(typed, target, dev))
@@ -222,7 +224,6 @@ def search(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
 
 # ------------------------------------------------------------------ the cache
 def kernel_key(sink: UOp, target: str, width: int, dev) -> str:
-  from tinyspec.compiler.analysis.symbolic import _key as structure
   h = hashlib.sha256()
   h.update(repr(structure(sink)).encode())
   h.update(f"\0{target}\0{dev.key()}\0{width}".encode())
@@ -230,16 +231,13 @@ def kernel_key(sink: UOp, target: str, width: int, dev) -> str:
 
 
 def _cache_path(key: str):
-  from tinyspec.compiler.runtime.cache import cache_dir
   return cache_dir("beam") / f"{key}.json"
 
 
 def best_opts(sink: UOp, target: str, width: int, dev=None, log=None) -> list:
   """The cached BEAM winner for the kernel, searching (and caching) when there is none."""
-  from tinyspec.compiler.device import device
   dev = dev or device(target)
   key = kernel_key(sink, target, width, dev)
-  from tinyspec.compiler.runtime.cache import fetch, store
   path = _cache_path(key)
   data = fetch(path)   # a signed entry of this cache, or None (garbage or a planted file: searched again)
   if data is not None:

@@ -15,11 +15,19 @@ import numpy as np
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.validate import validate
 from tinyspec.dispatch import input_name
+from tinyspec.tolerance import tolerance as _tol
+from tinyspec.refimpl.numeric import NP
+from tinyspec.refimpl import evaluate
+from tinyspec.compiler.pipeline import lower
+from tinyspec.refimpl import EvalError
+import warnings
+from tinyspec.compiler.props import props
+from tinyspec.intervals import np_dtype
+from tinyspec.graph import Graph
 
 
 def tolerance(op: str, dt: str = "float32", decomposed: bool = False) -> float:
   """The ulp bound ops.yaml `tolerances` gives op's results of dtype dt."""
-  from tinyspec.tolerance import tolerance as _tol
   return _tol(op, dt, decomposed)[0] if _dt(dt).cls == "float" else 0
 
 
@@ -59,7 +67,6 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
 
 def compare_outputs(got: dict, want: dict, tol: dict | None = None, default_ulp: int = 0) -> list[str]:
   """Messages for every output of `want` that `got` lacks or gets wrong."""
-  from tinyspec.refimpl.numeric import NP
   names = {v: k for k, v in NP.items()}
   out = []
   for k, w in want.items():
@@ -78,11 +85,8 @@ class StageMismatch(AssertionError):
 def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | None = None, compiled=None):
   """Compile (unless given) and check every stage against the input graph's outputs.
   Raises StageMismatch naming the first stage that differs; returns the Compiled."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.compiler.pipeline import lower
   c = compiled or lower(graph, target, opts)
   want = evaluate(c.stages["input"], inputs)
-  from tinyspec.refimpl import EvalError
   for name, g in c.stages.items():
     if name == "input": continue
     res = validate(g)
@@ -96,8 +100,7 @@ def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | N
       # cannot run yet, is refimpl's limit, not a miscompile: loud, not fatal. Any other
       # refusal of a stage's graph is a compiler bug and fails.
       if isinstance(e, EvalError) and not (programs and e.rule in ("eval.unsupported", "eval.oob")): raise
-      import warnings
-      warnings.warn(f"refimpl could not evaluate stage {name} ({type(e).__name__}: {str(e)[:160]}); stage validated, not value-checked")
+      warnings.warn(f"refimpl could not evaluate stage {name} ({type(e).__name__}: {str(e)[:160]}); stage validated, not value-checked", stacklevel=2)
       continue
     bad = compare_outputs(got, want, tol)
     if bad: raise StageMismatch(f"stage {name}: " + "; ".join(bad))
@@ -108,10 +111,6 @@ def check_stages(graph, inputs=None, target: str = "c", opts=None, tol: dict | N
 def check_kernels(c, seed: int = 0):
   """Each kernel's LINEAR (program level) against its isel-stage SINK (kernel level), on
   random contents for its PARAMs."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.compiler.props import props
-  from tinyspec.intervals import np_dtype
-  from tinyspec.graph import Graph
   rng = np.random.default_rng(seed)
   for k, (kern, lin) in enumerate(zip(c.schedule.kernels, c.linear)):
     if kern.sink.op != "SINK": continue
@@ -135,8 +134,7 @@ def check_kernels(c, seed: int = 0):
       # LOAD's INDEX there, and counts the LINEAR node itself as using a loop's RANGE after
       # its END. The same kernel as a SINK evaluated above, so this is refimpl's limit, not
       # a miscompile: say so loudly and go on (the compiled code is checked end to end).
-      import warnings
-      warnings.warn(f"refimpl cannot evaluate kernel {kern.name} (SINK or LINEAR): {type(e).__name__}: {str(e)[:200]}")
+      warnings.warn(f"refimpl cannot evaluate kernel {kern.name} (SINK or LINEAR): {type(e).__name__}: {str(e)[:200]}", stacklevel=2)
       continue
     bad = compare_outputs(got, want)
     if bad: raise StageMismatch(f"stage linearize kernel {k} ({kern.name}): " + "; ".join(bad))

@@ -1,10 +1,12 @@
 """`tinyspec compile` and `tinyspec run`.
 
-  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted]
+  tinyspec compile FILE --target c|opencl [--dump-stages DIR] [--opt JSON | --beam N] [--allow-untrusted] [--explain]
       prints the rendered kernels; --dump-stages writes one graph file per stage
-      (NN_stage.json), each accepted by `tinyspec validate`.
+      (NN_stage.json), each accepted by `tinyspec validate`; --explain prints instead,
+      stage by stage, the rewrite rules that fired and how often.
   tinyspec run FILE --backend ref|c|opencl [--input NAME=X.npy ...] [--out DIR] [--beam N]
-      runs the graph and writes each output to DIR/NAME.npy (or prints a summary).
+      runs the graph and writes each output to DIR/NAME.npy, and prints each output as
+      `tinyspec eval` does (name, dtype, shape, values).
 Without --opt every kernel gets the device's default OptOps (compiler/passes/heuristics.py);
 --beam N searches them by timing candidates on the device (width N) and caches the
 winner under $TINYSPEC_CACHE/beam, so the next compile of the same kernel reads it.
@@ -18,11 +20,15 @@ import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import add_option
-from tinyspec.files import FileRefused, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.rewrite import RewriteLimit, Trace
+from tinyspec.files import FileRefused, load_npy, make_dir, output_path, printable, save_npy, write_file
+from tinyspec.graph import load_file
+from tinyspec.backends import Unavailable
+from tinyspec.limits import default_budget
+from tinyspec.refimpl.cli import summary
 
 
 def _load(path: str):
-  from tinyspec.graph import load_file
   g, diags = load_file(path)
   if g is None or any(d.fatal for d in diags):
     for d in diags: print(d.format(), file=sys.stderr)
@@ -39,7 +45,6 @@ def _failure(path: str, e) -> int:
   """A build or device failure, no traceback: a backend this machine cannot run (no OpenCL
   device that builds: rule backend.unavailable, its message says what to do) exits 2; a
   build error (a compiler bug, the message says where) exits 1."""
-  from tinyspec.backends import Unavailable
   if isinstance(e, Unavailable):
     print(printable(f"tinyspec: {e}"), file=sys.stderr)
     return EXIT_UNREADABLE
@@ -48,9 +53,8 @@ def _failure(path: str, e) -> int:
 
 
 def _runtime_errors():
-  from tinyspec.compiler.runtime import BuildError
-  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable
-  from tinyspec.compiler.rewrite import RewriteLimit
+  from tinyspec.compiler.runtime import BuildError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
+  from tinyspec.compiler.runtime.opencl import OpenCLUnavailable  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
   return (BuildError, OpenCLUnavailable, RewriteLimit, RecursionError, MemoryError)
 
 
@@ -63,12 +67,15 @@ def compile_command(sub):
   p.add_argument("--dump-stages", metavar="DIR", help="write one graph file per stage into DIR")
   p.add_argument("--opt", metavar="JSON", help='OptOps for every kernel, e.g. \'[["SPLIT", 0, [4, "THREAD"]]]\', or {"kernel name": [...]}')
   p.add_argument("--beam", metavar="N", type=int, default=None, help="BEAM search of width N for the kernels --opt does not set (cached on disk)")
-  p.add_argument("--allow-untrusted", action="store_true", help="accept CUSTOM/INS/CUSTOMFUNCTION (their text is pasted into the source)")
+  p.add_argument("--allow-untrusted", action="store_true",
+                 help="accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no semantics; their text "
+                      "is pasted into the kernel source as it is). Without it such a graph is refused (rule compile.untrusted)")
   p.add_argument("--build", action="store_true", help="also build the kernels with the target's compiler")
+  p.add_argument("--explain", action="store_true", help="print, stage by stage, the rewrite rules that fired (and how often) instead of the source")
   add_option(p)
 
   def run(a) -> int:
-    from tinyspec.compiler import compile_graph, CompileError
+    from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
     g, code = _load(a.file)
     if g is None: return code
     try: opts = json.loads(a.opt) if a.opt else None
@@ -76,7 +83,8 @@ def compile_command(sub):
       print(f"--opt: not JSON: {e}", file=sys.stderr); return EXIT_UNREADABLE
     try:
       if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
-      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam)
+      trace = Trace()
+      c = compile_graph(g, a.target, opts, a.allow_untrusted, beam=a.beam, trace=trace)
       if a.build: c.executable()
     except CompileError as e:
       return _refusal(a.file, e)
@@ -85,9 +93,18 @@ def compile_command(sub):
     if a.dump_stages:
       try: dump_stages(c, a.dump_stages)
       except FileRefused as e: print(f"tinyspec compile: {e}", file=sys.stderr); return e.exit_code
-    print(c.source(), end="")
+    print(explain(trace) if a.explain else c.source(), end="")
     return EXIT_OK
   return p, run
+
+
+def explain(trace) -> str:
+  """Each stage that fired rules, then each rule with how often it fired (most first)."""
+  lines = []
+  for stage, counts in trace.by_stage().items():
+    lines.append(f"{stage}:")
+    lines += [f"  {rule} x{n}" for rule, n in sorted(counts.items(), key=lambda rn: (-rn[1], rn[0]))]
+  return "\n".join(lines) + "\n" if lines else "no rewrite rule fired\n"
 
 
 def dump_stages(c, where) -> list[Path]:
@@ -101,10 +118,8 @@ def dump_stages(c, where) -> list[Path]:
   return written
 
 
-def _parse_inputs(items) -> dict:
+def parse_inputs(items) -> dict:
   """--input NAME=X.npy arguments, each read as a checked .npy (tinyspec.files) within the memory budget."""
-  from tinyspec.files import load_npy
-  from tinyspec.limits import default_budget
   out = {}
   left = default_budget()
   for it in items or ():
@@ -119,18 +134,23 @@ BUILT_IN = ("ref", "c", "opencl")   # run in this process (the compiler's with -
 
 
 def run_command(sub, run_other=None):
-  """`tinyspec run`. run_other(backend, file, inputs, timeout) -> outputs runs any other
-  backend (the conformance layer passes its protocol runner: tinyspec.conformance.cli)."""
+  """`tinyspec run`. run_other(a, inputs) -> outputs (or an exit code) runs any other
+  backend from the parsed arguments (the conformance layer passes its protocol runner:
+  tinyspec.conformance.cli, which also picks the project's backend when --backend is not
+  given)."""
   p = sub.add_parser("run", help="run a graph on the reference evaluator, a compiled backend or any other backend",
                      description="Run a graph, or judge one conformance case (--case). Exit 0 success, 1 refused or failed, "
                                  "2 unreadable input, bad usage or an unknown or unavailable backend, 5 a case not run.")
   p.add_argument("file", metavar="FILE", nargs="?", help="the graph file (or --case: judge a conformance case)")
-  p.add_argument("--backend", default="ref", metavar="NAME",
-                 help="ref (default), c, opencl, any registered backend (entry point group tinyspec.backends), "
-                      "cmd:COMMAND or the path of an executable speaking the protocol (conformance/run/protocol.py)")
+  p.add_argument("--backend", default=None, metavar="NAME",
+                 help="ref, c, opencl, any registered backend (entry point group tinyspec.backends), cmd:COMMAND or the path "
+                      "of an executable speaking the backend protocol (`tinyspec docs`: protocol.md); default: the backend of "
+                      "the project's pyproject.toml [tool.tinyspec], else ref")
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
   p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
-  p.add_argument("--allow-untrusted", action="store_true")
+  p.add_argument("--allow-untrusted", action="store_true",
+                 help="ref, c, opencl: accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no "
+                      "semantics); without it such a graph is refused (rule eval.untrusted, compile.untrusted)")
   p.add_argument("--cast", action="store_true",
                  help="ref, c, opencl: convert an input whose dtype is not its buffer's when every value converts exactly "
                       "(without it: refused, rule eval.input, exit 2)")
@@ -138,12 +158,12 @@ def run_command(sub, run_other=None):
   add_option(p)
 
   def run(a) -> int:
-    import numpy as np
+    a.backend = a.backend or "ref"
     if a.beam is not None and a.beam < 0: print("--beam: N >= 0", file=sys.stderr); return EXIT_UNREADABLE
     if a.file is None: print("tinyspec run: give the graph FILE to run", file=sys.stderr); return EXIT_UNREADABLE
     g, code = _load(a.file)
     if g is None: return code
-    try: inputs = _parse_inputs(a.input)
+    try: inputs = parse_inputs(a.input)
     except FileRefused as e:
       print(f"tinyspec run: {e}", file=sys.stderr); return EXIT_INVALID if e.rule == "eval.budget" else EXIT_UNREADABLE
     except ValueError as e:
@@ -151,18 +171,18 @@ def run_command(sub, run_other=None):
     if a.backend not in BUILT_IN:
       if run_other is None: print(f"tinyspec run: unknown backend {a.backend!r}", file=sys.stderr); return EXIT_UNREADABLE
       if a.beam is not None: print("tinyspec run: --beam is for c and opencl", file=sys.stderr); return EXIT_UNREADABLE
-      out = run_other(a.backend, a.file, inputs, a.time_limit)
+      out = run_other(a, inputs)
       if isinstance(out, int): return out
     try:
       if a.backend not in BUILT_IN: pass
       elif a.backend == "ref":
-        from tinyspec.refimpl import evaluate, EvalError
+        from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the compiled backends do not load the reference)
         try: out = evaluate(g, inputs, allow_untrusted=a.allow_untrusted, cast=a.cast)
         except EvalError as e:
           lines = [d.format().replace("<graph>", a.file) for d in e.diagnostics] or [printable(f"{a.file}: {e}")]   # as `tinyspec eval`
           print("\n".join(lines), file=sys.stderr); return getattr(e, "exit_code", EXIT_INVALID)
       else:
-        from tinyspec.compiler import compile_graph, CompileError
+        from tinyspec.compiler import compile_graph, CompileError  # noqa: PLC0415 (start-up time: tinyspec run --backend ref, and a refused file, do not load the compiler)
         try: out = compile_graph(g, a.backend, None, a.allow_untrusted, keep_stages=False, beam=a.beam).run(inputs, cast=a.cast)
         except CompileError as e: return _refusal(a.file, e)
         except _runtime_errors() as e: return _failure(a.file, e)
@@ -174,8 +194,6 @@ def run_command(sub, run_other=None):
         for k, v in out.items(): save_npy(d, k, v)
       except FileRefused as e:
         print(f"tinyspec run: {e}", file=sys.stderr); return e.exit_code
-    for k, v in out.items():
-      v = np.asarray(v)
-      print(f"{k}: {v.dtype} {tuple(v.shape)}" + (f" {np.array2string(v.reshape(-1)[:8], threshold=8)}" if v.size else ""))
+    for k, v in out.items(): print(summary(k, v))
     return EXIT_OK
   return p, run

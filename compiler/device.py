@@ -18,7 +18,8 @@ from pathlib import Path
 from dataclasses import dataclass
 from functools import lru_cache
 from tinyspec import environment
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
+from tinyspec.compiler.runtime.opencl import device as cl_device
 
 
 @dataclass(frozen=True)
@@ -127,8 +128,7 @@ def device(target: str) -> Device:
     return Device("c", _cpu_name(), T["kind"], host_threads(), int(T.get("local_mem", 0)), int(T.get("max_local", 0)), bool(T["tensor_cores"]),
                   vector_bytes("c", T["kind"], _cpu_vector_bytes()), cache_bytes=_cpu_cache_bytes())
   try:
-    from tinyspec.compiler.runtime.opencl import device as cl_device
-    import pyopencl as cl
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
     _, _, d = cl_device()
     kind = "cpu" if d.type & cl.device_type.CPU else "gpu"
     row = _table_row(d.name) if kind == "gpu" else None

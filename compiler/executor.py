@@ -22,10 +22,18 @@ from __future__ import annotations
 import base64
 import numpy as np
 from tinyspec.uop import UOp
-from tinyspec.dispatch import input_name as storage_name
+from tinyspec.dispatch import input_name
 from tinyspec.intervals import np_dtype
 from tinyspec.compiler.props import props
 from tinyspec.dtypes import dtype as _dt
+from tinyspec.compiler.runtime.opencl import device
+from tinyspec.compiler.runtime.opencl import check_simulator
+from tinyspec.compiler.runtime.c import CProgram
+from tinyspec.compiler.runtime.opencl import CLProgram
+from tinyspec.compiler.runtime.opencl import Built
+from tinyspec.limits import default_budget
+from tinyspec.compiler.errors import CompileError
+from tinyspec.refimpl.engine import Machine
 
 
 class InputError(ValueError):
@@ -53,10 +61,6 @@ def symbolic_value(name: str, value, dt: str) -> int:
 def check_size(name: str, v: int, lo: int, hi: int):
   """A symbolic size must lie in the bounds its PARAM declares (decision: the rule ref uses)."""
   if not lo <= v <= hi: raise InputError("PARAM.bounds", f"{name} = {v} is outside its bounds [{lo}, {hi}]")
-
-
-def input_name(u: UOp) -> str:
-  return storage_name(u.op, u.arg)
 
 
 def _numel(shape) -> int:
@@ -99,8 +103,7 @@ class HostMemory:
 class CLMemory:
   """Storage for the OpenCL target: cl.Buffers (views are aligned sub-buffers)."""
   def __init__(self):
-    import pyopencl as cl
-    from tinyspec.compiler.runtime.opencl import device
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
     self.cl = cl
     self.ctx, self.queue, self.dev = device()
     self.align = max(self.dev.mem_base_addr_align // 8, 1)
@@ -137,7 +140,6 @@ class CLMemory:
     return out.view(np_dtype(dt)).reshape(shape)
 
   def finish(self):
-    from tinyspec.compiler.runtime.opencl import check_simulator
     self.queue.finish()
     check_simulator()
 
@@ -158,13 +160,10 @@ class Executable:
     self.target = compiled.target
     src = source or compiled.program_source()
     if self.target == "c":
-      from tinyspec.compiler.runtime.c import CProgram
       self.mem = HostMemory()
       self.programs = [CProgram(ks, src) for ks in compiled.sources]
     else:
-      from tinyspec.compiler.runtime.opencl import CLProgram
       self.mem = CLMemory()
-      from tinyspec.compiler.runtime.opencl import Built
       built = built or (Built(src) if compiled.sources else None)
       self.programs = [CLProgram(ks, shared=built) for ks in compiled.sources]
 
@@ -188,7 +187,7 @@ class Executable:
     buffer's is refused (eval.input) unless cast=True (then converted if exact, as the
     reference evaluator's cast=True)."""
     self._cast = cast
-    inputs = {(storage_name("BUFFER", {"slot": k}) if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
+    inputs = {(input_name("BUFFER", {"slot": k}) if isinstance(k, int) else k): v for k, v in (inputs or {}).items()}
     unknown = sorted(set(inputs) - self.c.input_names)
     if unknown: raise ValueError(f"input(s) {', '.join(unknown)} name no BUFFER or PARAM of the graph (known: {', '.join(sorted(self.c.input_names)) or 'none'})")
     s = self.c.schedule
@@ -212,7 +211,7 @@ class Executable:
       elif u.op in ("VCONST", "BINARY"):
         h = mem.alloc(nbytes); mem.upload(h, constant_data(u)); handles[u] = h
       elif u.op == "PARAM" and len(u.src) == 3:
-        name = input_name(u)
+        name = input_name(u.op, u.arg)
         if name not in inputs: raise InputError("eval.input", f"the symbolic size {name!r} needs a value (an input)")
         vals[u] = symbolic_value(name, inputs[name], props(u).dtype)
         check_size(name, vals[u], *props(u).min_max)
@@ -233,8 +232,6 @@ class Executable:
   def _check_memory(self, plan, storages) -> None:
     """Refuse (rule run.budget, or run.device past the OpenCL device's largest buffer) a
     program whose buffers would not fit, before allocating any of them."""
-    from tinyspec.limits import default_budget
-    from tinyspec.compiler.props import CompileError
     sizes = [plan["arena"]]
     for u in storages:
       if u in self.c.schedule.intermediates or u.op == "BUFFER_VIEW" or (u.op == "PARAM" and len(u.src) == 3): continue
@@ -274,7 +271,7 @@ class Executable:
     pr = props(u)
     nbytes = _numel(pr.shape) * np_dtype(pr.dtype).itemsize
     h = self.mem.alloc(nbytes)
-    name = input_name(u)
+    name = input_name(u.op, u.arg)
     if name in inputs:
       arr = np.asarray(inputs[name])
       if arr.dtype.names is not None or arr.dtype.hasobject or arr.dtype.kind not in "biuf" + ("V" if pr.dtype == "bfloat16" else ""):
@@ -293,7 +290,6 @@ class Executable:
     if typed and not getattr(self, "_cast", False):
       raise InputError("eval.input", f"input {name!r} has dtype {arr.dtype}, the graph's {op} is {dtype}: convert it, or allow an "
                                      "exact conversion (cast=True, --cast)")
-    from tinyspec.refimpl.engine import Machine
     out = Machine._convert(arr, np_dtype(dtype))
     if out is None: raise InputError("eval.input", f"input {name!r} has dtype {arr.dtype}, the graph's {op} is {dtype}, and the values do not convert exactly")
     return out
@@ -302,7 +298,7 @@ class Executable:
 def _size_name(k, slot: int) -> str:
   """How a kernel's symbolic size is named in a refusal (as the reference names a
   kernel PARAM: param{slot})."""
-  return storage_name("PARAM", {"slot": slot})
+  return input_name("PARAM", {"slot": slot})
 
 
 class Bound:
@@ -328,5 +324,5 @@ class Bound:
           a = _view_base(k.args[slot])[0]   # a store through a view writes its base buffer: that is the output
           if a in s.intermediates or a.op not in ("BUFFER", "PARAM"): continue
           pr = props(a)
-          out[input_name(a)] = mem.download(handles[a], pr.shape, pr.dtype)
+          out[input_name(a.op, a.arg)] = mem.download(handles[a], pr.shape, pr.dtype)
     return out

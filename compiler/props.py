@@ -13,14 +13,8 @@ from tinyspec.tables import tables
 from tinyspec.validate import View, fold_value
 from tinyspec.uop import UOp
 from tinyspec.rules import RuleFail
-
-
-class CompileError(Exception):
-  """A graph the compiler refuses: `rule` is a rule id (spec/render.yaml `rules`, or a
-  validator rule), `node` the offending UOp when there is one."""
-  def __init__(self, rule: str, msg: str, node=None):
-    super().__init__(f"{msg} [{rule}]")
-    self.rule, self.msg, self.node = rule, msg, node
+from tinyspec.compiler.errors import CompileError
+from tinyspec.dtypes import dtype as _dt
 
 
 def props(u: UOp) -> View:
@@ -75,7 +69,6 @@ def const(value, dtype: str) -> UOp:
   equal constants are the same hash-consed node. An integer outside the dtype's range
   raises LiteralRange: no stage may write a literal the type cannot hold (C would
   truncate it silently)."""
-  from tinyspec.dtypes import dtype as _dt
   d = _dt(dtype)
   if d.cls == "bool": value = bool(value)
   elif d.cls == "float":

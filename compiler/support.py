@@ -2,25 +2,25 @@
 render table handle, never listed by hand."""
 from __future__ import annotations
 from tinyspec.tables import tables
-from tinyspec.compiler.tables import render_tables, policy, is_alu
+from tinyspec.compiler.rendertables import render_tables, policy, is_alu
+from tinyspec.compiler.passes.readers import READERS
+from tinyspec.compiler.render import TARGETS
+from tinyspec.decompose import decomposed_ops
 
 
 def supported_ops(target: str) -> dict[str, set[str]]:
   """op -> the levels ({"tensor", "kernel", "program"}) compiled for target."""
-  from tinyspec.compiler.passes.readers import READERS
-  from tinyspec.compiler.render import TARGETS
   if target not in TARGETS: raise KeyError(f"unknown target {target!r}")
   T = tables()
   R = render_tables()
   rendered = {op for op, cases in R["ops"].items() if any(c.get("target", target) == target for c in cases)}
   structural = set(R.get("structural", {}))
   try:
-    from tinyspec.decompose import decomposed_ops
     decomposable = decomposed_ops()
   except Exception:
     decomposable = frozenset()
   low = rendered | structural | {"REDUCE", "END", "AFTER"} | {op for op in decomposable if T.ops[op].category == "decomposed"}
-  tensor = set(READERS.names()) | policy("storage") | policy("constant_storage") | policy("transparent") | policy("realize") \
+  tensor = set(READERS.names()) | T.storage_ops | policy("constant_storage") | policy("transparent") | policy("realize") \
     | {op for op in T.ops if is_alu(op) and op in low} | {"PARAM", "CONST", "STORE", "SINK", "GROUP", "FUNCTION", "CALL", "TUPLE", "GETTUPLE"}
   out: dict[str, set[str]] = {}
   for name, od in T.ops.items():

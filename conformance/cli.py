@@ -2,9 +2,9 @@
 
   tinyspec conformance                                  # the rule corpus through tinyspec's validator
   tinyspec conformance --backend c [--cases DIR] [-k EXPR] [--case ID] [--junit FILE] [--json FILE]
-                       [--workers N] [--timeout S] [--batch N] [--manifest FILE] [--progress]
+                       [--workers N | --scheduler ADDRESS] [--timeout S] [--batch N] [--manifest FILE] [--progress]
                        [--coverage docs/conformance-results.json]
-  tinyspec fuzz --backend c --examples N [--seed S] [--out DIR]
+  tinyspec fuzz --backend c --examples N [--seed S] [--out DIR] [--jobs N | --scheduler ADDRESS] [--db PATH]
   tinyspec fuzz --backend c --sanitize --examples N [--seed S] [--out DIR] [--families F,...] [--jobs N]
 
 Prints the failures (every case with -v; a message that repeats only once), a closing list
@@ -17,24 +17,16 @@ the manifests.
 """
 from __future__ import annotations
 import argparse
-import json
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import sigterm_raises, Terminated
-from tinyspec.files import FileRefused, printable, write_file
+from tinyspec.files import FileRefused, printable
 
 
 def _err(msg: str, code: int = EXIT_UNREADABLE) -> int:
-  print(printable(f"tinyspec conformance: {msg}"), file=sys.stderr)
-  return code
-
-
-def _none_selected(a) -> int:
-  from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
-  from tinyspec.conformance.run.selection import describe
-  said = describe(a.patterns, a.case_ids)
-  return _err("no case matches" + (f" {said}" if said else " (the corpus is empty)"), EXIT_NOTHING_RAN)
+  from tinyspec.conformance.runcmd import err
+  return err(msg, code)
 
 
 def _is_rule_corpus(d: Path | None) -> bool:
@@ -43,6 +35,11 @@ def _is_rule_corpus(d: Path | None) -> bool:
   d = Path(d)
   return d.resolve() == RULES_DIR.resolve() or (d.is_dir() and next(d.rglob("*" + EXPECT_SUFFIX), None) is not None
                                                  and next(d.rglob("case.json"), None) is None)
+
+
+def _address(text: str) -> str:
+  from tinyspec.conformance.fuzz.units import _address as address
+  return address(text)
 
 
 def conformance_command(sub):
@@ -67,12 +64,18 @@ def conformance_command(sub):
   p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
   p.add_argument("--html", metavar="DIR", help="also write a report to DIR/index.html: an op x dtype matrix by result, "
                                                "and per failure its graph, inputs, differing elements and repro command")
-  p.add_argument("--workers", type=int, default=1, metavar="N", help="backend processes run side by side (default 1)")
+  p.add_argument("--workers", type=int, default=1, metavar="N",
+                 help="without a scheduler: run the cases in shards on an embedded Dask cluster of N processes, each with its "
+                      "own backend (default 1: here, no cluster); the results are the same whatever N is")
+  p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
+                 help="run the shards on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
+                      "[tool.tinyspec] scheduler); its workers open the backend and read the corpus (docs/cluster.md)")
   p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
-  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions (default: the project's [tool.tinyspec.manifests] "
-                                                                "entry for the backend, else the one the backend names in its hello, else "
-                                                                "the shipped one for <backend> or <backend>-<variant>)")
+  p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions; `none` (or /dev/null): run without "
+                                                                "one (default: the project's [tool.tinyspec.manifests] entry for the "
+                                                                "backend, else the one the backend names in its hello, else the shipped "
+                                                                "one for <backend> or <backend>-<variant>)")
   p.add_argument("--profile", choices=["strict", "portable"], default=None,
                  help="judge by the canonical results (strict) or any allowed one (portable); default: the profile the backend claims")
   p.add_argument("--coverage", metavar="FILE", type=Path, help="merge the op x dtype coverage into FILE (e.g. docs/conformance-results.json)")
@@ -99,15 +102,17 @@ def conformance_command(sub):
     if judges and execs: return _err("judges of the rule corpus (validator) and executing backends run separately")
     if judges or (not execs and _is_rule_corpus(a.cases)):
       return _run_judges(a, judges or list(runner.DEFAULT_BACKENDS), show)
-    return _run_execs(a, execs, show)
+    from tinyspec.conformance.runcmd import run_execs
+    return run_execs(a, execs, show)
   return p, run
 
 
 def _defaults(a, settings) -> None:
   """What the command line leaves out, from [tool.tinyspec] (said on stderr where it
   picks the backend), else the built-in defaults."""
+  a.project = None   # the folder of the pyproject.toml that names the backend
   if not a.backends and settings.backend:
-    a.backends = [settings.backend]
+    a.backends, a.project = [settings.backend], settings.folder
     print(printable(f"tinyspec conformance: backend {settings.backend} (from {settings.where()})"), file=sys.stderr)
   if a.cases is None and settings.cases is not None: a.cases = settings.cases
   if a.timeout is None: a.timeout = settings.timeout or 60.0
@@ -122,13 +127,16 @@ def _run_judges(a, names, show) -> int:
     cases = runner.select(runner.load_cases(a.cases), a.patterns, a.case_ids)
   except (CorpusError, SelectionError) as e:
     return _err(str(e))
-  if not cases: return _none_selected(a)
+  if not cases:
+    from tinyspec.conformance.runcmd import none_selected
+    return none_selected(a)
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
   backends = [runner.BACKENDS[n]() for n in names]
   results = runner.run(cases, backends, lambda r: show(a, r))
-  return _finish(a, results, names, str(a.cases or "conformance/rules"))
+  from tinyspec.conformance.runcmd import finish
+  return finish(a, results, names, str(a.cases or "conformance/rules"))
 
 
 def _jobs(text: str) -> int:
@@ -147,183 +155,61 @@ def _run_sanitized(a) -> int:
   bad = [f for f in families if f not in hostile.FAMILIES]
   if bad:
     print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   why = sanitize.unavailable()
-  if why:
+  if why and address is None:   # (on a cluster the workers' own runtimes count: a worker without them runs no unit)
     print(f"tinyspec fuzz: {why}", file=sys.stderr); return EXIT_UNREADABLE
-  rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
-                                jobs=a.jobs or usable_cpus())
+  try:
+    with sigterm_raises():
+      rep = sanitize.fuzz_sanitized(a.examples, a.seed, a.out, families, log=lambda m: print(m, flush=True), timeout=a.timeout,
+                                    jobs=a.jobs or usable_cpus(), scheduler=address, db=db, progress=a.progress or None)
+  except (ClusterUnreachable, FindingsError) as e:
+    print(printable(f"tinyspec fuzz: {e}" + ("" if f"[{e.rule}]" in str(e) else f" [{e.rule}]")), file=sys.stderr); return EXIT_UNREADABLE
+  except (KeyboardInterrupt, Terminated) as e:
+    sanitize.stop_runners()
+    return units.interrupted("tinyspec fuzz", e, db)
   for w in rep.written: print(f"wrote {w}")
   why = rep.refused.pop("why", {})
   if rep.refused:
     print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
     for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
-  print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  from tinyspec.conformance.run.runner import count
+  print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
+  lost = units.said("tinyspec fuzz", rep, db, len(sanitize.plan(a.examples, a.seed, families)))
+  if lost is not None: return lost
+  if rep.missing: return EXIT_UNREADABLE
   return EXIT_OK if not rep.failures else EXIT_INVALID
-
-
-def _run_execs(a, names, show) -> int:
-  opened: dict = {}
-  if not a.list:
-    if a.workers < 1: return _err("--workers must be at least 1")
-    if not a.timeout > 0: return _err("--timeout must be a positive number of seconds")
-    # a backend that cannot run here is said once, before the corpus is read
-    for name in names:
-      try: opened[name] = _open_runner(a, name)
-      except _Refused as e:
-        for r in opened.values(): r.close()
-        return _err(str(e))
-  try:
-    return _select_and_run(a, names, show, opened)
-  finally:
-    for r in opened.values(): r.close()
-
-
-class _Refused(Exception):
-  """A backend that cannot run (unknown, unavailable, or a manifest it cannot use)."""
-
-
-def _open_runner(a, name):
-  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
-  from tinyspec.conformance.corpus.manifest import ManifestError
-  try:
-    r = CaseRunner(name, workers=a.workers, timeout=a.timeout, batch=a.batch, verify=a.verify, profile=a.profile,
-                   divergence=a.divergence)
-  except KeyError as e:
-    raise _Refused(str(e).strip('"')) from None
-  try:
-    r.capabilities()
-    r.use_manifest(a.manifest, a.settings.manifests)
-  except (KeyError, ManifestError, BackendUnavailable) as e:
-    r.close()
-    raise _Refused(str(e).strip('"')) from None
-  return r
-
-
-def _select_and_run(a, names, show, opened) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.corpus.cases import load_cases, CaseError
-  from tinyspec.conformance.run.selection import SelectionError
-  broken: list = []
-  try:
-    every = load_cases(a.cases, broken)
-    cases = runner.select(every + [_Named(cid) for cid, _ in broken], a.patterns, a.case_ids)
-  except (CaseError, SelectionError) as e: return _err(str(e))
-  chosen = {c.id for c in cases}
-  broken = [(cid, msg) for cid, msg in broken if cid in chosen]
-  cases = [c for c in cases if not isinstance(c, _Named)]
-  if not cases and not broken: return _none_selected(a)
-  if a.list:
-    for c in cases: print(printable(c.id))
-    return EXIT_OK
-  # a malformed case folder is that case's error; the others run
-  results = [runner.Result(cid, name, "error", msg) for cid, msg in broken for name in names]
-  for r in results: show(a, r)
-  with sigterm_raises():
-    try:
-      return _run_each(a, names, cases, show, results, opened)
-    except (KeyboardInterrupt, Terminated) as e:
-      return _interrupted(a, e, results, names, cases)
-
-
-class _Named:
-  def __init__(self, cid): self.id = cid
-
-
-def _interrupted(a, e, results, names, cases) -> int:
-  """After SIGINT or SIGTERM: the backends are dead (their process groups killed); say what
-  ran, write the reports of it, exit 130 or 143."""
-  from tinyspec.deadline import kill_children
-  kill_children()
-  code = getattr(e, "exit_code", 130)
-  sys.stdout.flush()
-  print(f"\ninterrupted by {'SIGTERM' if code == 143 else 'SIGINT'}: {len(results)} of {len(cases) * len(names)} results", file=sys.stderr)
-  _finish(a, results, names, str(a.cases or "conformance/cases"), cases)
-  return code
-
-
-def _run_each(a, names, cases, show, results, opened) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.corpus.cases import load_cases
-  from tinyspec.conformance.run.execute import coverage
-  from tinyspec.conformance.run.report import Progress, merge_coverage
-  for name in names:
-    r = opened[name]
-    bar = Progress(len(cases), r.name, True if a.progress else None)
-    def on(res, bar=bar):
-      bar.update(res)
-      if res.status in ("fail", "error", "xpass") or a.verbose:
-        if bar.on and bar.tty: sys.stderr.write("\r\033[K"); sys.stderr.flush()
-        show(a, res)
-    r.on_result = on
-    try: res = r.run(cases)
-    except BaseException:
-      bar.close()
-      results += r.results.values()   # what finished before the interruption
-      raise
-    bar.close()
-    results += res
-    print(printable(f"{r.name}: {runner.profile_line(res)} (judged by {r.profile})"))
-    if a.coverage:
-      try: merge_coverage(a.coverage, r.name, coverage(cases, res))
-      except FileRefused as e: return _err(f"{e}")
-    stale = r.manifest.unused([c.id for c in load_cases(a.cases, [])])
-    if stale: print(printable(f"note: {r.name}'s manifest has entries matching no case: {', '.join(stale)}"), file=sys.stderr)
-  return _finish(a, results, [n for n in names], str(a.cases or "conformance/cases"), cases)
-
-
-def _finish(a, results, names, cases_dir, cases=()) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.run.report import junit_xml
-  c = runner.counts(results)
-  a.terminal.corpus = cases_dir if a.cases is not None else None   # (the shipped one goes without saying)
-  for line in a.terminal.closing(_rerun(a, names)): print(line)
-  print(runner.summary_line(c))
-  try:
-    if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
-    if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
-    if getattr(a, "html", None):
-      from tinyspec.conformance.run import htmlreport
-      print(f"wrote {htmlreport.write(a.html, results, {c.id: c for c in cases})}")
-  except FileRefused as e:
-    return _err(f"{e}")
-  if not runner.ok(c): return EXIT_INVALID
-  if runner.nothing_ran(c):
-    return _err(f"no case ran: {runner.summary_line(c)} (every case selected was unsupported or excluded)", runner.EXIT_NOTHING_RAN)
-  return EXIT_OK
-
-
-def _rerun(a, names) -> str:
-  """The start of the command that runs the failing cases again."""
-  import shlex
-  args = ["tinyspec", "conformance"] + [x for n in names for x in ("--backend", n)]
-  if a.cases is not None: args += ["--cases", str(a.cases)]
-  if getattr(a, "profile", None): args += ["--profile", a.profile]
-  if not getattr(a, "verify", True): args.append("--no-verify")
-  return shlex.join(args)
 
 
 def run_command(sub):
   """`tinyspec run` (compiler/cli.py) with every backend: the ones it does not run itself
-  go through the protocol in their own process; `--case` judges a conformance case
+  go through the protocol in their own process; without --backend the project's; `--case`
+  judges a conformance case, `--compare ref` a graph against the reference
   (conformance/run/repro.py)."""
   from tinyspec.compiler.cli import run_command as base
   from tinyspec.conformance.run import repro
   p, run = base(sub, run_other=_run_other)
   repro.add_options(p)
-  return p, lambda a: repro.judge_case(a) if a.case is not None else run(a)
+  return p, lambda a: repro.run_or_judge(a, run)
 
 
-def _run_other(backend: str, file, inputs: dict, timeout) -> dict | int:
-  """Outputs of the graph file on `backend`, or the exit code after saying why not."""
+def _run_other(a, inputs: dict) -> dict | int:
+  """Outputs of the graph file on a.backend, or the exit code after saying why not."""
   from tinyspec.conformance.run.client import run_graph
   from tinyspec.conformance.run.execute import BackendUnavailable
-  try: return run_graph(backend, file, inputs, float(timeout) if timeout else 60.0)
+  try: return run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None))
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
   except (RuntimeError, ValueError) as e:
     rule = getattr(e, "rule", None)
-    print(printable(f"{file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    print(printable(f"{a.file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
     return EXIT_INVALID
 
 
@@ -337,16 +223,26 @@ def _run_campaign(a) -> int:
     print(f"tinyspec fuzz: --campaign: backend {a.backend} has no campaign", file=sys.stderr); return EXIT_UNREADABLE
   if not a.campaign > 0: print("tinyspec fuzz: --campaign needs a positive number of minutes", file=sys.stderr); return EXIT_UNREADABLE
   devices = [d for d in (a.devices or "").split(",") if d] or None
+  from tinyspec.compiler.device import usable_cpus
+  from tinyspec.conformance.cluster import ClusterUnreachable
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import units
+  from tinyspec.conformance.run.settings import SettingsError
+  try: address, db = units.resolve(a, "tinyspec fuzz")
+  except (SettingsError, FileRefused) as e:
+    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   try:
     with sigterm_raises():
-      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True))
-  except ValueError as e:
-    print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
+      rep = b.campaign(a.campaign, devices, a.out, a.seed, log=lambda m: print(printable(m), flush=True), examples=a.examples,
+                       scheduler=address, jobs=a.jobs or usable_cpus(), db=db, progress=a.progress or None)
+  except (ValueError, ClusterUnreachable, FindingsError) as e:
+    rule = getattr(e, "rule", None)
+    print(printable(f"tinyspec fuzz: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    return EXIT_UNREADABLE
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.deadline import kill_children
-    kill_children()
-    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-    return getattr(e, "exit_code", 130)
+    return units.interrupted("tinyspec fuzz", e, db)
+  lost = units.said("tinyspec fuzz", rep, db, 0)
+  if lost is not None: return lost
   return EXIT_INVALID if rep.new else EXIT_OK
 
 
@@ -358,7 +254,9 @@ def fuzz_command(sub):
                                  "graph and written as a corpus case under --out. Exit 0 when nothing failed, 1 when something "
                                  "did, 2 for bad usage or an unavailable backend.")
   p.add_argument("--backend", required=True, metavar="NAME", help="a registered backend, cmd:COMMAND, or an executable speaking the protocol")
-  p.add_argument("--examples", type=int, default=100, metavar="N", help="graphs to draw (default 100)")
+  p.add_argument("--examples", type=int, default=None, metavar="N",
+                 help="graphs to draw (default 100); with --campaign: graphs per device, then the campaign ends (default: "
+                      "until its minutes are spent)")
   p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0): the same seed draws the same graphs")
   p.add_argument("--out", type=Path, default=Path("fuzz-cases"), metavar="DIR", help="where the minimal failing cases go (default ./fuzz-cases)")
   p.add_argument("--level", choices=["tensor", "kernel", "both"], default="both", help="the level of the graphs drawn (default both)")
@@ -373,47 +271,75 @@ def fuzz_command(sub):
   p.add_argument("--families", metavar="F,...", default=None,
                  help="with --sanitize: the example families to draw (default all of conformance/fuzz/hostile.py FAMILIES)")
   p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                 help="with --sanitize: run the families' searches in N processes (default: the CPUs this process may use); "
-                      "each family draws the same examples whatever N is")
+                 help="without --scheduler: an embedded Dask cluster of N worker processes (default: the CPUs this process may "
+                      "use with --sanitize or --campaign; 1 for the graph fuzz: in this process, no cluster); the same --seed "
+                      "draws the same examples whatever N is")
   p.add_argument("--campaign", type=float, default=None, metavar="MINUTES",
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
+  from tinyspec.conformance.fuzz.units import add_options
+  add_options(p, "an embedded cluster of --jobs processes")
 
   def run(a) -> int:
-    from tinyspec.conformance.fuzz.driver import fuzz, NoDrawableOps
-    from tinyspec.conformance.run.execute import BackendUnavailable
-    from tinyspec.refimpl import EvalError
-    if a.examples < 1 or a.max_ops < 1: 
+    if (a.examples is not None and a.examples < 1) or a.max_ops < 1:
       print("tinyspec fuzz: --examples and --max-ops must be at least 1", file=sys.stderr); return EXIT_UNREADABLE
+    if a.campaign is not None and not a.sanitize: return _run_campaign(a)
+    a.examples = 100 if a.examples is None else a.examples
     if a.sanitize: return _run_sanitized(a)
-    if a.campaign is not None: return _run_campaign(a)
-    levels = ("tensor", "kernel") if a.level == "both" else (a.level,)
     if not a.timeout > 0: print("tinyspec fuzz: --timeout must be a positive number of seconds", file=sys.stderr); return EXIT_UNREADABLE
-    try:
-      with sigterm_raises():
-        rep = fuzz(a.backend, a.examples, a.seed, a.out, levels, stages=not a.no_stages, max_ops=a.max_ops,
-                   log=lambda m: print(printable(m), flush=True), timeout=a.timeout, profile=a.profile)
-    except (KeyError, BackendUnavailable, NoDrawableOps) as e:
-      print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr)
-      return EXIT_UNREADABLE
-    except EvalError as e:   # the oracle itself cannot run (a memory budget too small for any graph)
-      print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
-      return EXIT_INVALID
-    except (KeyboardInterrupt, Terminated) as e:
-      from tinyspec.deadline import kill_children
-      kill_children()
-      print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-      return getattr(e, "exit_code", 130)
-    for w in rep.written: print(f"wrote {w}")
-    if rep.unwritten:   # the failures were found (and printed) but cannot be kept
-      print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
-    if rep.refused:
-      print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
-    if rep.unsupported:
-      print("unsupported by the backend's adapter (not failures): " + "; ".join(f"{k} x{v}" for k, v in sorted(rep.unsupported.items())))
-    if rep.known:
-      print("documented bugs (not failures): " + ", ".join(sorted({f.triage.bug for f in rep.known})))
-    print(f"{rep.examples} examples, {len(rep.failures)} failures, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
-    return EXIT_UNREADABLE if rep.unwritten else EXIT_OK if not rep.failures else EXIT_INVALID
+    return _run_graph_fuzz(a)
   return p, run
+
+
+def _run_graph_fuzz(a) -> int:
+  """The graph fuzz (conformance/fuzz/graphunits.py): here, on --jobs processes, or on a scheduler."""
+  from tinyspec.conformance.cluster import ClusterUnreachable, scheduler_address
+  from tinyspec.conformance.findings import FindingsError
+  from tinyspec.conformance.fuzz import graphunits
+  from tinyspec.conformance.fuzz.driver import NoDrawableOps
+  from tinyspec.conformance.run.execute import BackendUnavailable
+  from tinyspec.conformance.run.onworker import forwarded
+  from tinyspec.conformance.run.settings import load_settings, SettingsError
+  from tinyspec.refimpl import EvalError
+  try: address, where = scheduler_address(a.scheduler, load_settings())
+  except SettingsError as e: print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
+  if address is not None and where != "--scheduler": print(f"tinyspec fuzz: on the Dask scheduler at {address} (from {where})", file=sys.stderr)
+  job = graphunits.GraphJob(a.backend, a.seed, ("tensor", "kernel") if a.level == "both" else (a.level,), not a.no_stages,
+                            a.max_ops, a.timeout, a.profile, forwarded())
+  try:
+    with sigterm_raises():
+      rep = graphunits.fuzz_units(job, a.examples, a.out, lambda m: print(printable(m), flush=True), address, a.jobs or 1,
+                                  a.db, a.progress or None)
+  except (KeyError, BackendUnavailable, NoDrawableOps, ClusterUnreachable, FindingsError) as e:
+    rule = getattr(e, "rule", None)
+    print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
+    return EXIT_UNREADABLE
+  except EvalError as e:   # the oracle itself cannot run (a memory budget too small for any graph)
+    print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
+    return EXIT_INVALID
+  except (KeyboardInterrupt, Terminated) as e:
+    from tinyspec.deadline import kill_children
+    kill_children()
+    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
+    return getattr(e, "exit_code", 130)
+  return _graph_fuzz_said(a, rep)
+
+
+def _graph_fuzz_said(a, rep) -> int:
+  """The graph fuzz's closing lines and exit code."""
+  from tinyspec.conformance.fuzz import graphunits, units
+  from tinyspec.conformance.run.runner import count
+  for w in rep.written: print(f"wrote {w}")
+  if rep.unwritten:   # the failures were found (and printed) but cannot be kept
+    print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)
+  if rep.refused:
+    print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
+  if rep.unsupported:
+    print("unsupported by the backend's adapter (not failures): " + "; ".join(f"{k} x{v}" for k, v in sorted(rep.unsupported.items())))
+  if rep.known:
+    print("documented bugs (not failures): " + ", ".join(sorted({getattr(f.triage, "bug", None) or str(f) for f in rep.known})))
+  print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend {rep.backend}, seed {a.seed}, profile {rep.profile})")
+  lost = units.said("tinyspec fuzz", rep, a.db, len(graphunits.plan(a.examples, "")))
+  if lost is not None: return lost
+  return EXIT_UNREADABLE if rep.unwritten or rep.missing else EXIT_OK if not rep.failures else EXIT_INVALID

@@ -3,6 +3,8 @@ import pytest
 
 
 def test_case(conformance_case, conformance_runner):
+  from tinyspec.conformance.corpus.cases import BrokenCase
+  if isinstance(conformance_case, BrokenCase): pytest.fail(f"error: {conformance_case.message}", pytrace=False)
   r = conformance_runner.run_one(conformance_case)
   if r.status == "unsupported": pytest.skip(r.message)
   if r.status != "pass": pytest.fail(f"{r.status}: {r.message}", pytrace=False)

@@ -1,4 +1,5 @@
-"""The spec documents, generated from the tables: docs/spec.md, docs/spec.tex, docs/status.md.
+"""The spec documents, generated from the tables: docs/spec.md, docs/spec.tex, docs/status.md,
+and the backend author's manual docs/protocol.md (from spec/protocol.schema.json).
 
   tinyspec docs --out DIR [--check]       # an installed user
   python tools/gen_docs.py [--check]      # the repository's docs/ (the script calls main())
@@ -15,8 +16,9 @@ from tinyspec.docgen.md import render_spec_md
 from tinyspec.docgen.tex import render_spec_tex
 from tinyspec.docgen.status import render_status_md
 from tinyspec.docgen.corpus import corpus_root
+from tinyspec.docgen.protocol import render_protocol_md
 
-__all__ = ["render_spec_md", "render_spec_tex", "render_status_md", "render_all", "stale", "write", "corpus_root", "docs_command"]
+__all__ = ["render_spec_md", "render_spec_tex", "render_status_md", "render_protocol_md", "render_all", "stale", "write", "corpus_root", "docs_command"]
 
 DIFF_LINES = 40   # lines of diff shown per stale file
 
@@ -27,7 +29,8 @@ def render_all(tables=None, root: Path | str | None = None) -> dict[str, str]:
   from tinyspec.tables import tables as shipped
   T = tables or shipped()
   root = Path(root) if root is not None else corpus_root()
-  return {"spec.md": render_spec_md(T, root), "spec.tex": render_spec_tex(T), "status.md": render_status_md(T, root)}
+  return {"spec.md": render_spec_md(T, root), "spec.tex": render_spec_tex(T), "status.md": render_status_md(T, root),
+          "protocol.md": render_protocol_md(T)}
 
 
 def _shown(p: Path) -> str:
@@ -78,9 +81,10 @@ def write(out: Path, check: bool, root: Path | None = None, hint: str = "tinyspe
 
 
 def docs_command(sub):
-  p = sub.add_parser("docs", help="write the spec documents (spec.md, spec.tex, status.md) from the tables",
-                     description="Generate spec.md, spec.tex and status.md from the installed tables into --out. "
-                                 "With --check, write nothing and exit 1 if a file there differs.")
+  p = sub.add_parser("docs", help="write the spec documents (spec.md, spec.tex, status.md) and the backend protocol (protocol.md)",
+                     description="Generate spec.md, spec.tex and status.md from the installed tables, and protocol.md (the "
+                                 "backend protocol: every message and key, a worked session, the array encodings, limits and "
+                                 "errors) from its schema, into --out. With --check, write nothing and exit 1 if a file there differs.")
   p.add_argument("--out", type=Path, default=Path("docs"), help="folder to write (default ./docs)")
   p.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
 

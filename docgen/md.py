@@ -73,11 +73,12 @@ def _intro(T) -> list[str]:
           "* **Sources** are slots in order. A slot's kind is `value` (data), `shape` (a constant `index` shape "
           f"operand: a node of an op that **folds** to constants: {folds}), `range` (a `RANGE` node), "
           "`void` (a side effect), `body` (any node: a closed function body, whose `PARAM`s the op's other sources "
-          "bind) or `any`. An optional slot may be left off the end; a variadic one takes "
+          "bind), `listing` (any node: instructions listed in execution order, each after its sources) or `any`. "
+          "An optional slot may be left off the end; a variadic one takes "
           "any number of sources from its minimum. A slot's **level**, where given, is the level its source and "
           "everything below it is checked at instead of the node's own.",
           "* **Storage** marks the nodes a `STORE` may write: `yes` for storage itself, `through` for ops that pass "
-          "their src[0]'s storage on.",
+          "their src[0]'s storage on, `writes` for the ops that write into it (`STORE`, `ATOMICADD`).",
           "* **Arg** is a JSON Schema written on one line: `{key: type, key?: optional}`, `[T, ...]` a list, "
           "`A | B` a choice, `...` more keys allowed, `$name` a named type (below).",
           "* **Derived properties** give each property's rule and where it comes from: the op's own rule, "

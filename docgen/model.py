@@ -180,6 +180,7 @@ def op_roles(op) -> list[tuple[str, str]]:
   out = []
   if op.storage is True: out.append(("storage", "yes: a STORE may write it (see `is_storage`)"))
   elif op.storage == "through": out.append(("storage", "through: storage when its src[0] is (see `is_storage`)"))
+  elif op.storage == "writes": out.append(("storage", "writes: it writes into the storage its src[0] names"))
   if op.fold: out.append(("folds", f"`{op.fold}`: an `index` node of it holds the constant {FOLD_TEXT.get(op.fold, op.fold)}, so it can be a shape operand"))
   if op.commutes: out.append(("commutes", "op(a, b) is op(b, a), bit for bit, for " + ", ".join(c for c in ("bool", "int", "uint", "index", "float") if c in op.commutes) + " operands"))
   return out

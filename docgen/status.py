@@ -148,7 +148,7 @@ def render_status_md(T, root: Path | str | None = None) -> str:
          "## Summary", "",
          f"* ops in the tables: {n_ops}",
          f"* with a valid example graph: {totals['ex']} of {n_ops}",
-         f"* evaluated by the reference evaluator: " + (f"{totals['ref']} of {n_ops}" if ref is not None else "— (`refimpl.supported_ops()` does not exist yet)")]
+         "* evaluated by the reference evaluator: " + (f"{totals['ref']} of {n_ops}" if ref is not None else "— (`refimpl.supported_ops()` does not exist yet)")]
   for t in targets:
     title = _TARGET_TITLES.get(t, t)
     out.append(f"* compiled to {title}: " + (f"{totals[t]} of {n_ops}" if comp[t] is not None else f"— (`compiler.supported_ops({t!r})` does not exist yet)"))

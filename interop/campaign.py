@@ -1,7 +1,8 @@
 """`tinyspec fuzz --backend tinygrad --campaign MINUTES --devices PYTHON,CPU,CL`: hunt tinygrad's
 bugs on each device for a while and print each distinct new one once, with its repro.
 
-Two kinds of search take turns on each device, until the time is spent:
+Three kinds of search take turns on each device, until the time is spent (each turn a unit
+on Dask distributed: interop/campaign_units.py, which runs the campaign):
 
 * graphs: `tinyspec fuzz` rounds (conformance/fuzz/driver.py) drawn from the tables, every op
   in every dtype class, each finding sorted by interop/hunt.py;
@@ -12,7 +13,9 @@ Two kinds of search take turns on each device, until the time is spent:
   campaign), compared with the reference within the portable profile's error bound. Where
   tinygrad's result is outside it, the program's tensor graph is checked node by node
   (every node an output, through the tinygrad backend) to find the op that diverges; that
-  finding is sorted like any other, and its repro is the op alone.
+  finding is sorted like any other, and its repro is the op alone;
+* compositions: tinygrad's Tensor-API methods (relu6, logcumsumexp, softplus, cumprod, pow,
+  ...) on special values, judged against their documented meaning (interop/compositions.py).
 
 A new bug is keyed by op, dtype class, device and kind of difference (hunt.Verdict.key):
 the campaign prints the first of each key (with its repro) and counts the rest.
@@ -27,7 +30,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-import numpy as np
 from tinyspec.dispatch import input_name
 
 DEVICES = ("PYTHON", "CPU", "CL")
@@ -45,41 +47,8 @@ class CampaignReport:
   repeats: Counter = field(default_factory=Counter)  # Verdict.key -> further findings of a new bug
   examples: int = 0
   programs: int = 0
+  compositions: int = 0
   seconds: float = 0.0
-
-
-def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=None) -> CampaignReport:
-  """triage_for(device): the backend's triage on that device (TinygradBackend.campaign passes it)."""
-  from tinyspec.interop.tinygrad_device import have_clang
-  devices = list(devices or [d for d in DEVICES if d != "CPU" or have_clang()])
-  bad = [d for d in devices if d not in DEVICES]
-  if bad: raise ValueError(f"--devices: no tinygrad device {', '.join(bad)} here (there are {', '.join(DEVICES)})")
-  out = Path(out)
-  rep = CampaignReport()
-  t0 = time.monotonic()
-  deadline = t0 + minutes * 60
-  rng = random.Random(seed)
-  turn = 0
-  while time.monotonic() < deadline:
-    for dev in devices:
-      if time.monotonic() >= deadline: break
-      why = _unavailable(dev)
-      if why:
-        log(f"{dev}: skipped ({why})"); devices = [d for d in devices if d != dev]; continue
-      triage = triage_for(dev)
-      with _device(dev):
-        if turn % 2 == 0: _fuzz_turn(rep, dev, seed + turn, out / dev, triage, log)
-        else: _program_turn(rep, dev, rng, out / dev, triage, log, deadline)
-    if not devices: raise ValueError("no tinygrad device can run here")
-    turn += 1
-  rep.seconds = time.monotonic() - t0
-  log(f"campaign: {rep.seconds / 60:.1f} min on {', '.join(devices)}: {rep.examples} graphs, {rep.programs} programs; "
-      f"{len(rep.new)} new bugs, documented: {dict(sorted(rep.known.items())) or 'none'}"
-      + (f", unsupported: {sum(rep.unsupported.values())}" if rep.unsupported else ""))
-  for key, (v, text) in rep.new.items():
-    log(f"NEW BUG {_key_text(key)}: {text}\n  repro: {v.repro or 'none kept (' + v.note[:200] + ')'}"
-        + (f"\n  seen {rep.repeats[key]} more time(s)" if rep.repeats[key] else ""))
-  return rep
 
 
 def _unavailable(dev: str) -> str | None:
@@ -120,12 +89,19 @@ def record(rep: CampaignReport, f, log) -> None:
       log(f"NEW BUG {_key_text(v.key)}: {f}\n  repro: {v.repro or 'none kept (' + v.note[:200] + ')'}")
 
 
-def _fuzz_turn(rep, dev, seed, out, triage, log) -> None:
+def _fuzz_turn(rep, dev, seed, out, triage, log, examples: int = FUZZ_EXAMPLES, database=None, database_key=None) -> None:
   from tinyspec.conformance.fuzz.driver import fuzz
-  r = fuzz("tinygrad", FUZZ_EXAMPLES, seed, out, stages=False, triage=triage, timeout=120)
+  r = fuzz("tinygrad", examples, seed, out, stages=False, triage=triage, timeout=120, database=database, database_key=database_key)
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
   for why, n in r.unsupported.items(): rep.unsupported[why] += n
+
+
+def _composition_turn(rep, dev, rng, out, log, deadline) -> None:
+  from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
+  if time.monotonic() >= deadline: return
+  rep.compositions += CASES_PER_TURN
+  for f in composition_turn(dev, rng, out, deadline): record(rep, f, log)
 
 
 # ------------------------------------------------------------------ programs

@@ -46,13 +46,20 @@ class Call:
 
 @dataclass
 class Realization:
-  """One Tensor.realize: the realized tensors' UOps (tensor level), the contents of every
-  BUFFER those graphs read, keyed by the BUFFER UOp, the schedule and the realized values."""
+  """One Tensor.realize: the UOps of every tensor passed to it (tensor level, in the order
+  given), the contents of every BUFFER those graphs read, keyed by the BUFFER UOp (a buffer
+  this realize allocates has none before it: `created`, zeros), the schedule, the values
+  of the tensors and the contents of the buffers after it (`final`). `unrealized`: the positions of tensors tinygrad leaves as they are
+  (a constant-only tensor has no device; a realized buffer is one already): their values
+  are read as tinygrad gives them (`Tensor.numpy`)."""
   index: int
   roots: list
   inputs: dict
   calls: list = field(default_factory=list)
   outputs: list = field(default_factory=list)
+  created: list = field(default_factory=list)
+  unrealized: list = field(default_factory=list)
+  final: dict = field(default_factory=dict)   # BUFFER UOp -> its contents after the realize
 
 
 @dataclass
@@ -66,6 +73,8 @@ def read_buffer(buf, shape=None) -> np.ndarray | None:
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
+  if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
+    return np.zeros(0 if shape is None else shape, np_dtype(dtype_name(buf.dtype)))
   if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
     buf.ensure_allocated()   # a view (an offset into a realized buffer) is opened lazily: its base holds the data
   if not buf.is_initialized(): return None
@@ -81,7 +90,7 @@ def _uop_buffer(u):
 def _tensor_value(t) -> np.ndarray:
   """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes."""
   try: buf = t.uop.buffer
-  except RuntimeError: buf = None   # a view that is not contiguous
+  except Exception: buf = None   # noqa: BLE001 (a view that is not contiguous, a tensor with no device: tinygrad copies it)
   if buf is not None and buf.size == t.numel() and (a := read_buffer(buf, t.shape)) is not None: return a
   return np.asarray(t.numpy())
 
@@ -96,13 +105,17 @@ def capture():
   orig_realize, orig_run_linear = tt.Tensor.realize, tt.run_linear
 
   def realize(self, *lst, do_update_stats=True):
-    todo = [x for x in (self,) + lst if not x.uop.is_virtual and not x.uop.has_buffer_identity()]
+    tensors = (self,) + lst
+    todo = [x for x in tensors if not x.uop.is_virtual and not x.uop.has_buffer_identity()]   # what tinygrad realizes
     if not todo or active: return orig_realize(self, *lst, do_update_stats=do_update_stats)
-    roots = [t.uop for t in todo]
-    inputs = {}
+    roots = [t.uop for t in tensors]   # every tensor given is an output, in the order given (none dropped)
+    inputs, created = {}, []
     for u in UOp.sink(*roots).toposort():
-      if u.op is Ops.BUFFER and (a := read_buffer(_uop_buffer(u))) is not None: inputs[u] = a
-    rec = Realization(len(cap.realizations), roots, inputs)
+      if u.op is not Ops.BUFFER: continue
+      if (a := read_buffer(_uop_buffer(u))) is not None: inputs[u] = a
+      else: created.append(u)
+    rec = Realization(len(cap.realizations), roots, inputs, created=created,
+                      unrealized=[k for k, t in enumerate(tensors) if not any(t is x for x in todo)])
     cap.realizations.append(rec)
     active.append(rec)
     try:
@@ -111,7 +124,8 @@ def capture():
       active.pop()
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
-      rec.outputs = [_tensor_value(t) for t in todo]
+      rec.outputs = [_tensor_value(t) for t in tensors]
+      rec.final = {u: read_buffer(_uop_buffer(u)) for u in [*inputs, *created]}
     finally:
       active.pop()
     return self

@@ -57,16 +57,16 @@ def import_tinygrad_command(sub):
       print("tinyspec import-tinygrad: tinygrad is not installed (pip install 'tinyspec[tinygrad]')", file=sys.stderr)
       return EXIT_UNREADABLE
     from tinyspec.interop.script import import_script
-    from tinyspec.files import FileRefused
+    from tinyspec.files import FileRefused, printable
     from tinyspec.backends import backend_names
     backends = [b for arg in a.backend for b in arg.split(",") if b]
     unknown = [b for b in backends if b not in backend_names()]
     if unknown:
-      print(f"tinyspec import-tinygrad: no backend {', '.join(unknown)} (there are: {', '.join(backend_names())})", file=sys.stderr)
+      print(printable(f"tinyspec import-tinygrad: no backend {', '.join(unknown)} (there are: {', '.join(backend_names())})"), file=sys.stderr)
       return EXIT_UNREADABLE
     missing = [s for s in a.scripts if not Path(s).is_file()]
     if missing:
-      print(f"tinyspec import-tinygrad: no such script: {', '.join(missing)}", file=sys.stderr)
+      print(printable(f"tinyspec import-tinygrad: no such script: {', '.join(missing)}"), file=sys.stderr)
       return EXIT_UNREADABLE
     worst, reports = EXIT_OK, []
     for s in a.scripts:

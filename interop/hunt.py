@@ -1,6 +1,9 @@
-"""Sorting what `tinyspec fuzz --backend tinygrad` finds: a documented tinygrad bug (matched by
-a signature of interop/tinygrad_bugs.yaml: op, dtype, device, kind of difference), a limit of
-tinyspec's own tinygrad adapter (reported as unsupported, never as a failure), or new. For
+"""Sorting what `tinyspec fuzz --backend tinygrad` finds: an entry of the tinygrad ledger
+(docs/tinygrad-bugs.md; matched by a signature of interop/tinygrad_bugs.yaml: op or Tensor
+method, dtype, device, kind of difference, inputs), a limit of tinyspec's own tinygrad adapter
+(reported as unsupported, never as a failure), or new. A ledger entry has a class: a bug by
+tinygrad's own intent, a divergence tinygrad's source or maintainers acknowledge, or an
+undefined input; only the first counts as a tinygrad bug (Verdict.ledger_class). For
 each (with an output folder) a standalone tinygrad-only repro.py is written (interop/repro.py),
 shrunk to the failing op on the values tinygrad gave it where that still fails, and kept
 only once it has failed on tinygrad the same way when run with plain python.
@@ -23,10 +26,13 @@ from tinyspec.dispatch import input_name
 BUGS_PATH = Path(__file__).with_name("tinygrad_bugs.yaml")
 
 
+CLASSES = ("bug", "divergence", "undefined")   # the ledger's classes (a), (b), (c)
+
+
 @dataclass
 class Verdict:
-  kind: str                          # documented, unsupported, new, tinyspec (a failure of tinyspec's own checks)
-  bug: str | None = None             # the documented bug's id
+  kind: str                          # documented (in the ledger), unsupported, new, tinyspec (a failure of tinyspec's own checks)
+  bug: str | None = None             # the ledger entry's id
   why: str = ""                      # unsupported: what the adapter lacks; new: what was found
   repro: Path | None = None          # new: the repro that failed on tinygrad
   note: str = ""                     # new without a repro: why none was kept
@@ -34,15 +40,44 @@ class Verdict:
 
   @property
   def key(self) -> tuple:
-    """What makes two new findings the same bug: op, dtype class, device, kind of difference."""
+    """What makes two new findings the same bug: op (or Tensor method), dtype class, device,
+    kind of difference."""
     f = self.facts
-    return (tuple(sorted(f.get("ops", ()))), tuple(sorted(f.get("classes", ()))), f.get("device"), f.get("kind"))
+    return (tuple(sorted(set(f.get("ops", ())) | set(f.get("api", ())))), tuple(sorted(f.get("classes", ()))), f.get("device"), f.get("kind"))
+
+  @property
+  def ledger_class(self) -> str | None:
+    """bug, divergence or undefined for a finding the ledger holds; None otherwise."""
+    return entry_class(self.bug) if self.kind == "documented" and self.bug is not None else None
+
+  @property
+  def label(self) -> str:
+    """How a report names it: `bug X`, `divergence X`, `undefined X`, or the kind."""
+    return f"{self.ledger_class} {self.bug}" if self.ledger_class else self.kind
 
 
 @lru_cache(maxsize=None)
+def ledger() -> dict:
+  """entry id -> {class, signatures} (interop/tinygrad_bugs.yaml)."""
+  return yaml.safe_load(BUGS_PATH.read_text())["entries"]
+
+
 def signatures() -> dict:
-  """bug id -> [signature dicts] (interop/tinygrad_bugs.yaml)."""
-  return yaml.safe_load(BUGS_PATH.read_text())["bugs"]
+  """entry id -> [signature dicts], every class."""
+  return {k: e["signatures"] for k, e in ledger().items()}
+
+
+def entry_class(entry: str) -> str:
+  """The ledger class of an entry: bug (a), divergence (b) or undefined (c)."""
+  return ledger()[entry]["class"]
+
+
+def class_counts(known: dict) -> dict:
+  """{class: {entry: findings}} of a campaign's or a fuzz's documented findings."""
+  out: dict = {}
+  for bug, n in sorted(known.items()):
+    out.setdefault(entry_class(bug) if bug in ledger() else "bug", {})[bug] = n
+  return out
 
 
 # ------------------------------------------------------------------ facts of a finding
@@ -76,11 +111,40 @@ def facts_of(f, device: str) -> dict:
     first = next((np.asarray(v).dtype.name for v in det["operands"]), None)
     out.update(kind=difference_kind(det["got"], det["want"], f.dtype, bad) if bad.any() else "ulp",
                ops={f.op}, dtypes={x for x in (f.dtype, first) if x}, result={f.dtype}, operand={first} if first else set(),
-               sources={g.nodes[j].op for j in srcs})
+               sources={g.nodes[j].op for j in srcs}, inputs=_operand_classes(det["operands"], det["want"], bad))
   else:
     dts = {v.dtype for v in views if isinstance(getattr(v, "dtype", None), str) and v.dtype != "void"}
-    out.update(kind=run_kind(f.message), ops={n.op for n in d.graph.nodes}, dtypes=dts, result=dts, operand=dts, sources=set())
+    out.update(kind=run_kind(f.message), ops={n.op for n in d.graph.nodes}, dtypes=dts, result=dts, operand=dts, sources=set(), inputs=set())
   out["classes"] = {DTYPES[x].cls for x in out["dtypes"] if x in DTYPES}
+  return out
+
+
+def value_classes(values, dtype) -> set:
+  """What kinds of values these are (the `inputs` of a signature): nan, inf, -inf, zero,
+  subnormal, huge (|x| from 1e15, or half the dtype's largest), int-min, int-max, finite."""
+  dt = np.dtype(dtype)
+  out = set()
+  for v in np.asarray(values).reshape(-1).tolist():
+    if dt.kind == "f":
+      v = float(v)
+      out.add("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf") if np.isinf(v) else "zero" if v == 0
+              else "subnormal" if abs(v) < np.finfo(dt).tiny else "huge" if abs(v) >= min(1e15, float(np.finfo(dt).max) / 2) else "finite")
+    elif dt.kind in "iu":
+      out.add("int-min" if dt.kind == "i" and v == np.iinfo(dt).min else "int-max" if v == np.iinfo(dt).max else "finite")
+  return out
+
+
+def _operand_classes(operands, want, bad) -> set:
+  """The value classes of the first differing element's operands (each broadcast to want's shape)."""
+  bad, want = np.asarray(bad), np.asarray(want)
+  if not bad.any() or want.shape != bad.shape: return set()
+  i = tuple(int(x) for x in np.argwhere(bad)[0])
+  out = set()
+  for a in operands:
+    a = np.asarray(a)
+    if a.dtype.kind not in "fiu": continue
+    try: out |= value_classes(np.broadcast_to(a, want.shape)[i], a.dtype)
+    except ValueError: continue   # an operand of another shape (a reduce's source): no element to name
   return out
 
 
@@ -101,6 +165,8 @@ def matches(sig: dict, facts: dict) -> bool:
   kinds = sig.get("kind")
   if kinds is not None and facts["kind"] not in (kinds if isinstance(kinds, list) else [kinds]): return False
   if "ops" in sig and not facts["ops"] & set(sig["ops"]): return False
+  if "api" in sig and not facts.get("api", set()) & set(sig["api"]): return False
+  if "inputs" in sig and not facts.get("inputs", set()) & set(sig["inputs"]): return False
   for key, fact in (("dtypes", "dtypes"), ("result", "result"), ("operand", "operand")):
     if key in sig and not with_classes(facts[fact]) & set(sig[key]): return False
   if "sources" in sig and not any({g} <= facts["sources"] if isinstance(g, str) else set(g) <= facts["sources"] for g in sig["sources"]): return False
@@ -128,6 +194,8 @@ def triage(f, out: Path | None, device: str, kernel_uops=None) -> Verdict | None
   facts = facts_of(f, device)
   if f.prop == "run" and "[backend.unsupported]" in f.message:   # the adapter's limit (normally refused before this)
     return Verdict("unsupported", why=f.message.split(": ", 2)[-1][:160], facts=facts)
+  if "the graph is invalid" in f.message:   # the per-node check built a graph the validator refuses: tinyspec's, never tinygrad's
+    return Verdict("tinyspec", why=f.message[:300], facts=facts)
   bug = documented(facts)
   v = Verdict("documented", bug, facts=facts) if bug is not None else Verdict("new", why=str(f), facts=facts)
   if out is None: v.note = "no --out: no repro written"; return v
@@ -141,7 +209,7 @@ def keep_repro(f, facts: dict, out: Path, device: str, kernel_uops=None) -> tupl
   failing op alone on the values tinygrad gave it (one element where the op is
   elementwise), then the whole minimal graph."""
   from tinyspec.files import make_dir, write_file
-  from tinyspec.interop.repro import NoRepro, reproduces, repro_source
+  from tinyspec.interop.repro import NoRepro, reproduces
   expect = "value" if f.prop == "values" else facts["kind"]
   h = hashlib.sha256(f.case().graph.dumps().encode()).hexdigest()[:8]
   name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{f.op or 'graph'}-{f.dtype or 'any'}-{facts['kind']}-{device}-{h}")

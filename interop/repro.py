@@ -257,6 +257,16 @@ def acceptable(got, want, ulps, dtype):   # the same bits (any NaN for a NaN), w
 '''
 
 
+def device_head(device: str) -> list[str]:
+  """A repro's first lines: DEV set (unless the user sets it), and on CL this host's OpenCL,
+  PoCL through pyopencl's own libOpenCL (interop/tinygrad_device.open_cl)."""
+  head = ["import math, os, sys", f"os.environ.setdefault('DEV', {device!r})"]
+  if device.split(":")[0] == "CL":
+    head += ["import glob, pyopencl   # loads the ICD before tinygrad opens CL",
+             "os.environ.setdefault('OPENCL_PATH', (sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), '.libs', 'libOpenCL*'))) or [''])[0])"]
+  return head
+
+
 def repro_source(graph, inputs: dict, output: str, device: str, check: Check | None, title: str, expect: str = "",
                  kernel_uops=None) -> str:
   """The text of repro.py for the graph's output `output` (out0 at tensor level; a PARAM's
@@ -269,10 +279,7 @@ def repro_source(graph, inputs: dict, output: str, device: str, check: Check | N
   dts = {v.dtype for v in res.views if isinstance(getattr(v, "dtype", None), str)}
   head = [f'"""{_doc(title)}', "", f"tinygrad 0.14, device {device} (DEV); numpy. Written and checked by tinyspec (`tinyspec fuzz --backend tinygrad`):",
           "it exits non-zero while the bug is there" + (f" ({expect})" if expect else "") + '."""',
-          "import math, os, sys", f"os.environ.setdefault('DEV', {device!r})"]
-  if device.split(":")[0] == "CL":   # this host's OpenCL is PoCL through pyopencl's own libOpenCL (interop/tinygrad_device.open_cl)
-    head += ["import glob, pyopencl   # loads the ICD before tinygrad opens CL",
-             "os.environ.setdefault('OPENCL_PATH', (sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), '.libs', 'libOpenCL*'))) or [''])[0])"]
+          *device_head(device)]
   if "bfloat16" in dts:   # the backend runs bfloat16 through tinygrad's own emulation (map table backend.emulate)
     head.append("os.environ.setdefault('EMULATED_DTYPES', 'bfloat16')   # clang before 17 has no __bf16: tinygrad emulates it")
   head += ["import numpy as np", "from tinygrad import Tensor, dtypes", "from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo",

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
+from tinyspec.interop.tinygrad_assign import stored_buffers
 
 
 @dataclass
@@ -40,6 +41,7 @@ class GraphResult:
   runs: dict = field(default_factory=dict)   # backend -> "ok: ...", "mismatch: ...", "refused: ..." (--backend)
   checked: bool = False
   unread: list = field(default_factory=list)   # outputs whose tinygrad value could not be read: never checked, said so
+  reference: dict = field(default_factory=dict)   # the reference evaluator's outputs on self.inputs (what the written files give)
 
   @property
   def valid(self) -> bool: return self.checked and not self.diagnostics
@@ -58,7 +60,10 @@ class GraphResult:
     if not res.ok:
       self.evaluation = "not run: invalid graph"
       return self
-    self.evaluation, bounds = _evaluate_and_compare(self.graph, self.inputs, self.expected)
+    if missing := missing_inputs(self.graph, self.inputs):   # the inputs file must give every buffer: `tinyspec eval` refuses otherwise
+      self.evaluation = f"error: no input for {', '.join(missing)} [eval.input]"
+      return self
+    self.evaluation, bounds, self.reference = _evaluate_and_compare(self.graph, self.inputs, self.expected)
     for b in backends: self.runs[b] = run_and_compare(b, self.graph, self.inputs, self.expected, bounds)
     if self.unread: self.evaluation = f"unchecked: tinygrad's {', '.join(self.unread)} could not be read; {self.evaluation}"
     return self
@@ -69,8 +74,9 @@ class GraphResult:
             **({"runs": dict(self.runs)} if self.runs else {}), **self.report.to_json()}
 
 
-def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None]:
-  """(the verdict, the error bounds of the outputs, or None where none could be built)."""
+def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None, dict]:
+  """(the verdict, the error bounds of the outputs or None where none could be built, the
+  reference's outputs)."""
   from tinyspec.refimpl import evaluate, EvalError
   from tinyspec.refimpl.errorbound import evaluate_with_bounds
   bounds, no_bound = {}, ""
@@ -81,10 +87,11 @@ def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dic
     try:
       got = evaluate(graph, inputs)
     except EvalError as e:
-      return f"error: {str(e).splitlines()[0]}", None
+      return f"error: {str(e).splitlines()[0]}", None, {}
     except Exception as e:   # noqa: BLE001 (a crash in the evaluator is a finding, reported)
-      return f"error: {type(e).__name__}: {e}"[:300], None
-  return _judge(got, expected, None if no_bound else bounds, "reference", no_bound), (None if no_bound else bounds)
+      return f"error: {type(e).__name__}: {e}"[:300], None, {}
+  verdict = _judge(got, expected, None if no_bound else bounds, "reference", no_bound, _required(graph, expected))
+  return verdict, (None if no_bound else bounds), got
 
 
 def run_and_compare(backend: str, graph, inputs: dict, expected: dict, bounds: dict | None) -> str:
@@ -96,11 +103,19 @@ def run_and_compare(backend: str, graph, inputs: dict, expected: dict, bounds: d
   except Exception as e:   # noqa: BLE001 (a refusal, with its rule id where it has one, is the finding)
     rule = f" [{e.rule}]" if getattr(e, "rule", None) else ""
     return f"refused: {type(e).__name__}: {str(e).splitlines()[0][:200]}{rule}"
-  return _judge(got, expected, bounds, backend, "" if bounds is not None else " (no error bound)")
+  return _judge(got, expected, bounds, backend, "" if bounds is not None else " (no error bound)", _required(graph, expected))
 
 
-def _judge(got: dict, expected: dict, bounds: dict | None, who: str, note: str) -> str:
+def _required(graph, expected: dict) -> list:
+  """The results a graph must give: at tensor level every one tinygrad's realize gave (its
+  outputs and the buffers it stored into); a kernel's expected buffers include the ones it
+  only reads, which it does not output."""
+  return sorted(expected) if graph.level == "tensor" else []
+
+
+def _judge(got: dict, expected: dict, bounds: dict | None, who: str, note: str, required=()) -> str:
   from tinyspec.interop.compare import compare
+  if lost := [k for k in required if k not in got]: return f"mismatch: {who} gives no {', '.join(lost)}{note}"
   names = [k for k in got if k in expected]
   if not names: return f"mismatch: no common outputs ({who} {sorted(got)}, tinygrad {sorted(expected)})"
   notes = []
@@ -194,10 +209,28 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
   return res
 
 
+def missing_inputs(graph, inputs: dict) -> list[str]:
+  """The input names of the graph's global BUFFERs (and, in a kernel or program, its PARAMs)
+  that inputs does not give (a kernel's REG and LOCAL buffers are its own scratch)."""
+  kinds = ("BUFFER",) if graph.level == "tensor" else ("BUFFER", "PARAM")
+  names = {input_name(n.op, n.arg) for n in graph.nodes if n.op in kinds and isinstance(n.arg, dict) and "slot" in n.arg
+           and n.arg.get("addrspace", "GLOBAL") == "GLOBAL"}
+  return sorted(names - set(inputs))
+
+
 def _tensor_graph(r) -> GraphResult:
-  g, rep = import_uops(r.roots, "tensor", meta={"realize": r.index})
+  """The realize's tensor graph: a root per tensor given (out{k}), and a GROUP of its STOREs
+  into buffers, whose contents after the realize are results too (buf{slot})."""
+  from tinygrad.uop.ops import Ops, UOp
+  from tinygrad.dtype import dtypes
+  meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
+  stored = stored_buffers(r.roots)
+  roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
+  g, rep = import_uops(roots, "tensor", meta=meta)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
+  inputs.update({_input_name(u): np.zeros(tuple(int(d) for d in u.shape), _np(u)) for u in r.created})   # allocated by this realize: no contents before it
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
+  expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
   return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread)
 

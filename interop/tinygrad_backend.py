@@ -39,8 +39,14 @@ def _version() -> str:
   except PackageNotFoundError: return "?"
 
 
+def _triage_on(device: str):
+  """The backend's triage on `device` (what a campaign unit sorts its findings by)."""
+  return TinygradBackend(device).triage
+
+
 class TinygradBackend(Backend):
   name = "tinygrad"
+  device_variable = "TINYSPEC_TINYGRAD_DEVICE"
 
   def __init__(self, device: str | None = None):
     self.device = device or tinygrad_device()
@@ -67,7 +73,7 @@ class TinygradBackend(Backend):
                         profile="portable", label=_base(self.device))
 
   def describe(self) -> dict:
-    try: import tinygrad
+    try: import tinygrad  # noqa: F401, PLC0415 (is tinygrad installed? an optional dependency)
     except ImportError as e: return {"status": "unavailable", "why": f"tinygrad is not installed ({e}): pip install 'tinyspec[tinygrad]'", "details": []}
     import shutil
     out = describe_by_capabilities(self)
@@ -94,10 +100,11 @@ class TinygradBackend(Backend):
     from tinyspec.interop.hunt import triage
     return triage(failure, out, _base(self.device), self.kernel_uops)
 
-  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print):
-    """Hunt on each device for `minutes` (interop/campaign.py); prints each new bug once."""
-    from tinyspec.interop.campaign import campaign
-    return campaign(minutes, devices, out, seed, log, lambda d: TinygradBackend(d).triage)
+  def campaign(self, minutes: float, devices, out, seed: int = 0, log=print, **cluster):
+    """Hunt on each device for `minutes` (interop/campaign.py) in units on Dask (cluster:
+    examples, scheduler, jobs, db, progress: interop/campaign_units.py); prints each new bug once."""
+    from tinyspec.interop.campaign_units import campaign
+    return campaign(minutes, devices, out, seed, log, _triage_on, **cluster)
 
   def kernel_uops(self, graph, res, inputs: dict):
     """(the kernel's SINK of UOps over placeholders, [(input name, dtype, shape) per PARAM

@@ -27,20 +27,13 @@ from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.interop.walk import drive
+from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
+from tinyspec.interop import tinygrad_assign
 from tinyspec.interop.importreport import ImportReport
 from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
 
 FORMS = Registry("tinygrad import form", ops=False)   # form name of the map table -> its converter
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-# ------------------------------------------------------------------ contexts
-# A context is a hashable tuple: what the consumer needs from a source.
-def V(dtype: str | None = None): return ("v", dtype)   # a value (dtype for a weak source)
-SHAPE = ("shape",)      # a shape operand: index CONST / VCONST (STACK when symbolic)
-INDEX = ("index",)      # a ()-shaped index value (a RANGE bound, a window offset)
-RANGE = ("range",)      # the RANGE node itself (END, REDUCE range slots)
-TARGET = ("target",)    # a STORE target: the INDEX, its mask kept aside
 
 
 class _Converter:
@@ -112,14 +105,14 @@ class _Converter:
     slot = od.slot_for(k)
     if slot.kind == "shape": return SHAPE
     if slot.kind == "range": return RANGE
-    if not is_weak(s.dtype): return V()
+    if not is_weak(s.dtype) and not is_invalid(s): return V()
     group = slot_group(od, slot.name)
     for j, t in enumerate(u.src):
       if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and t.dtype.name in self.m["dtypes"]:
         return V(self.m["dtypes"][t.dtype.name])
     follows = result_slot(od)
     if follows is not None and follows in group: return V(dtype)
-    return V(self.m["weak"][s.dtype.name])
+    return V(self.m["weak"][s.dtype.name]) if is_weak(s.dtype) else V(dtype)
 
   def declared(self, u, dtype):
     """(dtype, shape) to declare on u's node: tinygrad's view of it."""
@@ -128,6 +121,15 @@ class _Converter:
       try: shape = tuple(int(x) for x in u.shape)
       except Exception: shape = None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
     return (None if dtype == "void" else dtype), shape
+
+  def declared_as(self, dtype, shape):
+    """(dtype, shape) to declare on a node the import makes (shape at tensor level only)."""
+    return dtype, (tuple(shape) if self.level == "tensor" else None)
+
+  def adopt(self, s, dtype):
+    """The context of a source s of a node of `dtype` whose slot shares its dtype: a weak
+    source (and tinygrad's Invalid, whose dtype matches any) adopts dtype."""
+    return V(dtype) if is_weak(s.dtype) or is_invalid(s) else V()
 
   def arg_of(self, u, dtype):
     kind = self.entry(u).get("arg", "none")
@@ -179,8 +181,11 @@ class _Converter:
   @FORMS.register("const")
   def const_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
-    if _is_invalid(u.arg):
-      self.report.unmapped["Invalid constant outside an index"] += 1
+    if is_invalid(u):
+      if ctx[0] == "v" and ctx[1] is not None:   # a value whose dtype its consumer gives (see `const` in the map table)
+        self.report.forms["Invalid as a value: zero"] += 1
+        return self.const(0, ctx[1])
+      self.report.unmapped["Invalid where tinygrad leaves the value undefined"] += 1
       return self.add("CONST", (), {"value": "Invalid", "dtype": dtype})
     return self.add("CONST", (), {"value": _const_value(u.arg, dtype), "dtype": dtype}, *self.declared(u, dtype))
 
@@ -242,7 +247,7 @@ class _Converter:
   def shaped_form(self, u, ctx):
     """RESHAPE / PAD / SHRINK at tensor level: sources after the first are shape operands."""
     op, dtype = self.op_name(u), self.dtype_of(u, ctx)
-    srcs = [(yield u.src[0], V(dtype) if is_weak(u.src[0].dtype) else V())]
+    srcs = [(yield u.src[0], self.adopt(u.src[0], dtype))]
     for s in u.src[1:]: srcs.append((yield s, SHAPE))
     return self.add(op, srcs, None, *self.declared(u, dtype))
 
@@ -251,7 +256,7 @@ class _Converter:
     """tinygrad's EXPAND(x, dims) prepends the axes `dims` (shape = dims + x.shape); the
     spec's keeps the rank: RESHAPE(x, (1,)*k + x.shape), then EXPAND to the full shape."""
     dtype = self.dtype_of(u, ctx)
-    x = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    x = yield u.src[0], self.adopt(u.src[0], dtype)
     try:
       src_shape, shape = tuple(int(d) for d in u.src[0].shape), tuple(int(d) for d in u.shape)
     except (TypeError, ValueError):
@@ -259,22 +264,34 @@ class _Converter:
       return self.add("EXPAND", (x, (yield u.src[1], SHAPE)), None)
     self.report.forms["expand"] += 1
     if len(shape) > len(src_shape):
-      x = self.add("RESHAPE", (x, self._vshape((1,) * (len(shape) - len(src_shape)) + src_shape)), None, dtype)
-    return self.add("EXPAND", (x, self._vshape(shape)), None, *self.declared(u, dtype))
+      x = self.add("RESHAPE", (x, self.vshape((1,) * (len(shape) - len(src_shape)) + src_shape)), None, dtype)
+    return self.add("EXPAND", (x, self.vshape(shape)), None, *self.declared(u, dtype))
 
   @FORMS.register("reduce")
   def reduce_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     rop, n = u.arg[0].name, int(u.arg[1])
-    x = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    x = yield u.src[0], self.adopt(u.src[0], dtype)
+    negate = False
+    if dtype == "bool" and (b := self.m.get("bool_reduce", {}).get(rop)):   # OR and AND of bools (decision bool-arith)
+      self.report.forms[f"bool REDUCE {rop} as {'NOT MAX NOT' if b.get('negate') else b['op']}"] += 1
+      rop, negate = b["op"], bool(b.get("negate"))
+      if negate: x = self.add("NOT", (x,), None, *self.declared_as(dtype, self._shape_of(u.src[0])))
     if self.level == "tensor":
       self.report.forms["reduce"] += 1
       r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
-      return self.add("RESHAPE", (r, self._vshape(tuple(u.shape))), None, *self.declared(u, dtype))
+      if negate: r = self.add("NOT", (r,), None, dtype)
+      return self.add("RESHAPE", (r, self.vshape(tuple(u.shape))), None, *self.declared(u, dtype))
     if n: self.report.unmapped["REDUCE over axes inside a kernel"] += 1
     rngs = []
     for s in u.src[1:]: rngs.append((yield s, RANGE))
-    return self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
+    r = self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
+    return self.add("NOT", (r,), None, dtype) if negate else r
+
+  @staticmethod
+  def _shape_of(u):
+    try: return tuple(int(d) for d in u.shape)
+    except Exception: return None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
 
   @FORMS.register("range")
   def range_form(self, u, ctx):
@@ -310,15 +327,24 @@ class _Converter:
   def index_form(self, u, ctx):
     """INDEX(buf, i...); an index WHERE(valid, i, Invalid) is a masked access."""
     dtype = self.dtype_of(u, ctx)
-    buf = yield u.src[0], (V(dtype) if is_weak(u.src[0].dtype) else V())
+    buf = yield u.src[0], self.adopt(u.src[0], dtype)
     idx, masks = [], []
     for s in u.src[1:]:
-      if s.op.name == "WHERE" and s.src[2].op.name == "CONST" and _is_invalid(s.src[2].arg):
-        masks.append((yield s.src[0], V()))
-        idx.append((yield s.src[1], V()))
-      else:
-        idx.append((yield s, V()))
+      i, m_ = yield from self.masked_index(s)
+      idx.append(i)
+      if m_ is not None: masks.append(m_)
     node = self.add("INDEX", [buf, *idx], None, *self.declared(u, dtype))
+    return self.masked(node, masks, ctx, dtype)
+
+  def masked_index(self, s):
+    """(the index, its mask or None): tinygrad writes a masked index WHERE(valid, i, Invalid)."""
+    if s.op.name != "WHERE" or not is_invalid(s.src[2]): return (yield s, V()), None
+    return (yield s.src[1], V()), (yield s.src[0], V())
+
+  def masked(self, node: int, masks: list, ctx, dtype: str, width: int | None = None) -> int:
+    """An access through masked indices: a store target keeps the mask for its gate, a read
+    is LOAD(access, 0, mask) (tinygrad's gater: a masked read gives 0; a window of `width`
+    elements reads a vector of zeros)."""
     if not masks: return node
     mask = masks[0]
     for m_ in masks[1:]: mask = self.add("AND", (mask, m_))
@@ -327,34 +353,44 @@ class _Converter:
       self.masks[node] = mask
       return node
     self.report.forms["index (masked read)"] += 1
-    return self.add("LOAD", (node, self.const(0, dtype), mask), None, dtype)
+    zero = self.const(0, dtype) if width is None else self.add("VCONST", (), {"values": [_const_value(0, dtype)] * width, "dtype": dtype})
+    return self.add("LOAD", (node, zero, mask), None, dtype)
 
   @FORMS.register("store")
   def store_form(self, u, ctx):
+    if is_invalid(u.src[1].base):   # Tensor.invalids: tinygrad drops the store (rangeify), the contents stay undefined
+      self.report.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] += 1
+      tdtype = self.dtype_of(u.src[0])
+      val = self.add("CONST", (), {"value": "Invalid", "dtype": tdtype})   # the validator refuses it (arg.schema)
+      if self.level == "tensor" and (shape := self.declared(u.src[1], tdtype)[1]):
+        val = self.add("EXPAND", (self.add("RESHAPE", (val, self.vshape((1,) * len(shape)))), self.vshape(shape)))
+      return self.add("STORE", [(yield u.src[0], TARGET), val])
+    if self.level == "tensor": return (yield from tinygrad_assign.store(self, u))
     tdtype = self.dtype_of(u.src[0])
-    val = yield u.src[1], (V(tdtype) if is_weak(u.src[1].dtype) else V())
-    dst, orders = u.src[0], []
-    if self.level == "tensor":
-      dst, orders = _storage_under_views(dst)
-      if dst is not u.src[0]:   # assign into a reshaped buffer (maybe assigned before): the value reshaped to the buffer
-        self.report.forms["store into a RESHAPE" + (" under AFTER" if orders else "")] += 1
-        val = self.add("RESHAPE", (val, self._vshape(dst.shape)))
-    target = yield dst, TARGET
-    for deps in orders:   # innermost first: the store stays ordered after every earlier assign
-      srcs = []
-      for d in deps: srcs.append((yield d, V()))
-      target = self.add("AFTER", [target, *srcs], None, *self.declared(dst, tdtype))
+    val = yield u.src[1], self.adopt(u.src[1], tdtype)
+    target = yield u.src[0], TARGET
     gates = [self.masks[target]] if target in self.masks else []
     for s in u.src[2:]: gates.append((yield s, V()))
     if len(gates) > 1: gates = [self.add("AND", tuple(gates))]
     if target in self.masks: self.report.forms["store (mask as gate)"] += 1
     return self.add("STORE", [target, val, *gates])
 
+  @FORMS.register("after")
+  def after_form(self, u, ctx):
+    """AFTER at tensor level: over a tensor that is not storage, the value its assigns give it
+    (interop/tinygrad_assign.py); otherwise the plain form."""
+    base = tinygrad_assign.target_chain(u.src[0])[0]
+    if not tinygrad_assign.is_storage(base):
+      made = yield from tinygrad_assign.after(self, u)
+      if made is not None: return made
+      self.report.unmapped[f"AFTER of a {base.op.name} (not storage) ordered after something other than its assigns"] += 1
+    return (yield from self.plain_form(u, ctx))
+
   @FORMS.register("stack")
   def stack_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     srcs = []
-    for s in u.src: srcs.append((yield s, V(dtype) if is_weak(s.dtype) else V()))
+    for s in u.src: srcs.append((yield s, self.adopt(s, dtype)))
     if not srcs: return self.add("VCONST", (), {"values": [], "dtype": dtype if dtype != "void" else "index"})
     return self.add("STACK", srcs, None, *self.declared(u, dtype))
 
@@ -362,22 +398,25 @@ class _Converter:
   def load_form(self, u, ctx):
     dtype = self.dtype_of(u, ctx)
     srcs = [(yield u.src[0], V())]
-    for k, s in enumerate(u.src[1:], 1): srcs.append((yield s, V(dtype) if k == 1 and is_weak(s.dtype) else V()))
+    for k, s in enumerate(u.src[1:], 1): srcs.append((yield s, self.adopt(s, dtype) if k == 1 else V()))
     return self.add("LOAD", srcs, None, dtype)
 
   @FORMS.register("window")
   def window_form(self, u, ctx):
-    """SHRINK(buf, offset, k) inside a kernel: INDEX(buf, offset + [0..k-1])."""
+    """SHRINK(buf, offset, k) inside a kernel: INDEX(buf, offset + [0..k-1]); a masked offset
+    (WHERE(valid, i, Invalid)) masks the whole window, as for INDEX."""
     self.report.forms["window"] += 1
     buf = yield u.src[0], V()
     off_dtype = self.dtype_of(u.src[1])
-    off = yield u.src[1], V()
+    off, mask = yield from self.masked_index(u.src[1])
     k = _fold_int(u.src[2])
     if k is None:
       self.report.unmapped["SHRINK window of symbolic size"] += 1
       return self.add("SHRINK", (buf, off, (yield u.src[2], V())))
+    dtype = self.dtype_of(u, ctx)
     iota = self.add("VCONST", (), {"values": list(range(k)), "dtype": off_dtype})
-    return self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, self.dtype_of(u, ctx))
+    node = self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, dtype)
+    return self.masked(node, [] if mask is None else [mask], ctx, dtype, k)
 
   @FORMS.register("trunc_div")
   def trunc_div_form(self, u, ctx):
@@ -438,7 +477,7 @@ class _Converter:
     if self.dtype_of(u, V("index")) == "index": return x
     return self.add("CAST", (x,), "index", "index")
 
-  def _vshape(self, dims) -> int:
+  def vshape(self, dims) -> int:
     return self.add("VCONST", (), {"values": [int(d) for d in dims], "dtype": "index"})
 
   def template(self, name: str, inputs: dict, dtype: str) -> int:
@@ -469,20 +508,9 @@ def _toposort(roots):
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
 
 
-def _storage_under_views(dst):
-  """tinygrad's assign target RESHAPE(B), or AFTER(RESHAPE(B), STORE ...) for a buffer
-  assigned before in the same realize: (B, the AFTER deps, innermost first); (dst, [])
-  without a RESHAPE. A target is storage (STORE.target) and AFTER passes its buffer on:
-  AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)) (assign is STORE then AFTER, AFTER's semantics)."""
-  base, orders, reshaped = dst, [], False
-  while base.op.name in ("RESHAPE", "AFTER"):
-    if base.op.name == "RESHAPE": reshaped = True
-    else: orders.append(base.src[1:])
-    base = base.src[0]
-  return (base, orders[::-1]) if reshaped else (dst, [])
-
-
-def _is_invalid(v) -> bool: return type(v).__name__ == "InvalidType"
+def is_invalid(u) -> bool:
+  """u is tinygrad's Invalid constant."""
+  return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
 
 
 def _vmin(u):

@@ -48,7 +48,9 @@ def read_inputs(specs: list[str], budget: int | None = None) -> dict:
   return inputs
 
 
-def _summary(name, a) -> str:
+def summary(name, a) -> str:
+  """How `tinyspec eval` and `tinyspec run` print an output: `NAME: DTYPE [SHAPE]` and its
+  values below."""
   a = np.asarray(a)
   text = np.array2string(a, threshold=16, edgeitems=3, max_line_width=100) if a.dtype.kind != "V" else str(a.astype(np.float32))
   return f"{name}: {a.dtype} {list(a.shape)}\n  " + text.replace("\n", "\n  ")
@@ -74,7 +76,7 @@ def eval_command(sub):
                                  "refused evaluation, 2 unreadable graph or input file, or bad usage.")
   p.add_argument("file", metavar="FILE")
   p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
-                 help="an input array (repeatable); names as in docs/architecture.md (buf0, param1, or the arg's name)")
+                 help="an input array (repeatable), named buf{slot} for a BUFFER, param{slot} for a PARAM, or the node's name")
   p.add_argument("--zeros", action="store_true",
                  help="start a BUFFER or PARAM no --input gives as zeros (without it, reading one is refused: rule eval.input, exit 2)")
   p.add_argument("--cast", action="store_true",
@@ -84,7 +86,9 @@ def eval_command(sub):
   p.add_argument("--budget", metavar="BYTES", help="memory budget, e.g. 2G; the inputs count against it (default: TINYSPEC_EVAL_BUDGET, or 1/4 of the smallest of RAM, RLIMIT_AS and the cgroup's limit)")
   p.add_argument("--trace", action="store_true", help="also write (or print) every node's value")
   p.add_argument("--level", choices=["auto", "tensor", "kernel", "program"], default="auto")
-  p.add_argument("--allow-untrusted", action="store_true", help="do not refuse untrusted ops up front (they still cannot run)")
+  p.add_argument("--allow-untrusted", action="store_true",
+                 help="do not refuse the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code) up front; the tables give "
+                      "them no semantics, so evaluating one is still refused (rule eval.untrusted)")
   p.add_argument("--strict-bounds", action="store_true",
                  help="refuse an out-of-range kernel access no gate covers (exit 1) instead of reading zero / writing nothing")
   from tinyspec.deadline import add_option
@@ -126,8 +130,8 @@ def eval_command(sub):
         return e.exit_code
       print(f"{a.file}: {len(outputs)} output(s) written to {a.out}")
     else:
-      for k, v in outputs.items(): print(_summary(k, v))
+      for k, v in outputs.items(): print(summary(k, v))
       for i, v in (trace or {}).items():
-        if isinstance(v, np.ndarray): print(_summary(f"node {i}", v))
+        if isinstance(v, np.ndarray): print(summary(f"node {i}", v))
     return EXIT_OK
   return p, run

@@ -1,33 +1,23 @@
-"""Loops that carry a dependency through storage, evaluated without giving up vectorization.
+"""Loops that carry a dependency through storage, evaluated without giving up vectorization
+(refimpl/carried.py finds them; refimpl/interpreter.py is what they must compute).
 
 A kernel is evaluated with every RANGE as an array axis: all iterations at once. That is
-exact as long as no iteration reads what an earlier iteration of the same loop wrote.
-The one way a kernel graph says "read what the previous iteration wrote" is an AFTER
-that lists the RANGE itself (or a CAST of it) among its dependencies, `AFTER(acc, init, r)`, read inside
-loop r, while a STORE inside loop r writes the same storage (tinygrad's accumulator:
-`acc.after(acc_init, *reduce_ranges)`). Such a loop is *carried*; a read through an
-AFTER that does not list the loop sees only what its dependencies stored (the
-unordered-read rule of refimpl/storage.py), so nothing else is carried.
+exact as long as no iteration reads what an earlier iteration of the same loop wrote, which
+a kernel says only through an AFTER listing the loop (a *carried* loop). One is evaluated in
+one of two ways:
 
-A carried loop is evaluated in one of two ways:
-
-1. Accumulation (the common case). Every store into the carried storage in loop r has
-   the form `STORE(T, OP(read, x))` (or `MULACC(a, b, read)`, which is ADD with
-   x = a*b): OP is one of the REDUCE ops (ADD, MUL, MAX), `read` reads the carried
-   storage at the same place T writes (same index nodes or equal constants, not
-   depending on r) and is used only there, and x does not depend on any carried read.
-   Then the value after iteration t is OP-accumulated over x[0..t]: one
-   `ufunc.accumulate` along r's axis, starting from the value before the loop, in the
-   dtype, in iteration order -- bit for bit what the sequential loop computes (float
-   rounding included; the gate of the store masks x with the identity). The reads and
-   the updates inside the loop get the exclusive and inclusive scans (only computed
-   when tracing), and the store writes the final value once. An AFTER listing several
-   RANGEs (`acc.after(init, r0, r1)`) carries all of them: the points of those loops are
-   flattened in iteration order (lexicographic, outer loop first) into one axis for
-   the accumulate.
+1. Accumulation (the common case, see carried.py): the value after each point is the reduce
+   op folded over the contributions of every point so far, from the value before the loop:
+   one `ufunc.accumulate` over the contributions in iteration order (each point's in the
+   order its chain applies them), in the dtype -- bit for bit what the sequential loop
+   computes (float rounding included; a gated-off point contributes the identity, which
+   keeps every value). The reads and updates inside the loop get the exclusive and
+   inclusive scans (only computed when tracing); the store writes the final value once.
+   An AFTER listing several RANGEs carries all of them: their points are flattened in
+   iteration order (lexicographic, outer loop first) into one axis for the accumulate.
 
 2. Anything else (`acc = acc*2 + x`, a read elsewhere in the buffer, a store at a
-   varying place): loop r runs sequentially, one iteration at a time, while every other
+   varying place): the loop is *stepped*, one iteration at a time, while every other
    loop stays an array axis. Axis r has size 1 during an iteration and the RANGE holds
    t; each carried AFTER reads a snapshot of the storage after iteration t-1. The writes
    of all iterations are then concatenated along r, which is exactly the vectorized
@@ -40,258 +30,126 @@ A carried loop is evaluated in one of two ways:
 from __future__ import annotations
 import itertools
 import numpy as np
+from tinyspec.tables import tables
 from tinyspec.refimpl.errors import EvalError
-from tinyspec.refimpl.registry import UNITS, role
-from tinyspec.refimpl.numeric import canonical_nan
+from tinyspec.refimpl.registry import role
+from tinyspec.refimpl.numeric import NP, canonical_nan
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
-
-
-# ------------------------------------------------------------------ static analysis
-def storage_id(nodes, i):
-  """Storage roots that name the same storage (the same input, or one register)."""
-  n = nodes[i]
-  a = n.arg
-  if a.get("addrspace", "GLOBAL") != "GLOBAL": return ("local", i)
-  return (n.op, a.get("name") or a.get("slot"))
-
-
-def listed_ranges(nodes, a) -> list:
-  """The RANGEs an AFTER lists among its dependencies, each either itself or seen through
-  CASTs (an importer that types RANGEs as int lists `CAST(r)`; it orders the same)."""
-  out = []
-  for j in nodes[a].src[1:]:
-    while nodes[j].op in ("CAST", "BITCAST") and nodes[j].src: j = nodes[j].src[0]
-    if nodes[j].op == "RANGE": out.append(j)
-  return out
-
-
-def find_carried(plan, nodes):
-  """Fill plan.reductions (STORE -> Accumulation), plan.sequential (END -> Sequential),
-  plan.in_loop (nodes a sequential loop runs), plan.carried_bits (carried AFTER -> the
-  loop axes it carries) and add the deferred updates."""
-  plan.reductions, plan.sequential, plan.in_loop, plan.carried_bits = {}, {}, set(), {}
-  axes, axis_of = plan.axes, plan.axis_of
-  stores: dict = {}
-  for i in plan.order:
-    if role(nodes[i].op) == "store" and nodes[i].src[0] in plan.root:
-      stores.setdefault(storage_id(nodes, plan.root[nodes[i].src[0]]), []).append(i)
-  # each carried AFTER carries the RANGEs it lists that a store into its storage varies over
-  groups: dict[tuple, list] = {}     # the carried RANGEs (outer first) -> the AFTERs carrying exactly them
-  sets_of_range, sets_of_storage = {}, {}
-  for a in plan.order:
-    if role(nodes[a].op) != "after" or a not in plan.read: continue
-    sid = storage_id(nodes, plan.root[a])
-    rs = {r for r in listed_ranges(nodes, a) if r in axis_of and any(axes[s] >> axis_of[r] & 1 for s in stores.get(sid, ()))}
-    if not rs: continue
-    key = tuple(sorted(rs, key=axis_of.get))
-    groups.setdefault(key, []).append(a)
-    plan.carried_bits[a] = _bits(axis_of, key)
-    sets_of_storage.setdefault(sid, set()).add(key)
-    for r in key: sets_of_range.setdefault(r, set()).add(key)
-  # a loop (or a storage) carried together with different sets of loops is no plain accumulation
-  tangled = {key for sets in list(sets_of_range.values()) + list(sets_of_storage.values()) if len(sets) > 1 for key in sets}
-  sequential = set()
-  for key, afters in groups.items():
-    specs = None if key in tangled else _accumulations(plan, nodes, key, afters, stores)
-    if specs is None:
-      sequential.update(key)
-      continue
-    for s, spec in specs.items():
-      plan.reductions[s] = spec
-      plan.deferred.add(spec.update)
-  if sequential: _sequential(plan, nodes, sequential)
-
-
-def _bits(axis_of, ranges) -> int:
-  mask = 0
-  for r in ranges: mask |= 1 << axis_of[r]
-  return mask
-
-
-class Accumulation:
-  """STORE(T, OP(read, x)) carried through the loops `ranges` (outer first)."""
-  __slots__ = ("ranges", "op", "read", "update", "contribution")
-
-  def __init__(self, ranges, op, read, update, contribution):
-    self.ranges, self.op, self.read, self.update, self.contribution = ranges, op, read, update, contribution
-
-
-def _index_signature(plan, nodes, i):
-  """The index sources along a storage chain, as comparable keys."""
-  sig = []
-  for link in plan.chain_links(i):
-    n = nodes[link]
-    if role(n.op) == "through" and len(n.src) > 1:
-      sig.append(tuple(_const_key(nodes, j) for j in n.src[1:]))
-    elif role(n.op) == "view": sig.append(("view", n.arg["offset"], n.arg["size"], n.arg["dtype"]))
-  return tuple(sig)
-
-
-def _const_key(nodes, j):
-  n = nodes[j]
-  if n.op == "CONST": return ("c", repr(n.arg["value"]), n.arg["dtype"])
-  if n.op == "VCONST": return ("v", repr(list(n.arg["values"])), n.arg["dtype"])
-  return ("n", j)
-
-
-def _accumulations(plan, nodes, ranges, afters, stores):
-  bit = _bits(plan.axis_of, ranges)
-  carried_afters = set(afters)
-  sids = {storage_id(nodes, plan.root[a]) for a in afters}
-  body_stores = [s for sid in sids for s in stores.get(sid, ()) if plan.axes[s] & bit]
-  specs, places = {}, {}
-  for s in body_stores:
-    st = nodes[s]
-    if st.op != "STORE": return None
-    v = st.src[1]
-    u = UNITS.get(nodes[v].op)
-    if u is None or u.accumulates is None or plan.data_uses[v] != [(s, 1)]: return None
-    slot, op, contribution = u.accumulates
-    spec = None
-    for k in ([slot] if slot is not None else range(len(nodes[v].src))):
-      rd = nodes[v].src[k]
-      if rd not in plan.root or plan.data_uses[rd] != [(v, k)]: continue
-      if not any(l in carried_afters for l in [rd] + plan.chain_links(rd)): continue
-      if storage_id(nodes, plan.root[rd]) != storage_id(nodes, plan.root[st.src[0]]): continue
-      sig = _index_signature(plan, nodes, rd)
-      if sig != _index_signature(plan, nodes, st.src[0]): continue
-      if any(plan.axes[j] & bit for part in sig for key in part if isinstance(key, tuple) and key[0] == "n" for j in [key[1]]): continue
-      others = [j for kk, j in enumerate(nodes[v].src) if kk != k]
-      if any(_reaches(plan, nodes, j, carried_afters, bit) for j in others): continue
-      spec = Accumulation(ranges, op, rd, v, contribution)
-      places.setdefault(storage_id(nodes, plan.root[rd]), []).append(sig)
-      break
-    if spec is None: return None
-    specs[s] = spec
-  for sigs in places.values():   # several accumulators in one buffer: at distinct constant places
-    if len(sigs) > 1 and (len(set(sigs)) != len(sigs) or any(k[0] == "n" for sig in sigs for part in sig for k in part if isinstance(k, tuple))):
-      return None
-  # the carried storage must not be read anywhere else in the loop
-  reads = {spec.read for spec in specs.values()}
-  updates = {spec.update for spec in specs.values()}
-  for a in carried_afters:
-    for c, k in plan.data_uses[a]:
-      if c in reads or c in updates: continue
-      if k == 0 and (role(nodes[c].op) == "store" or (c in plan.root and c not in plan.read)): continue
-      return None
-  return specs
-
-
-def _reaches(plan, nodes, j, targets, bit) -> bool:
-  """Does j depend on one of targets, looking only inside the loop (nodes that vary with it)?"""
-  stack, seen = [j], set()
-  while stack:
-    x = stack.pop()
-    if x in targets: return True
-    if x in seen or not plan.axes.get(x, 0) & bit: continue
-    seen.add(x)
-    stack.extend(nodes[x].src)
-  return False
-
-
-class Sequential:
-  """The carried loops `ranges` (outer first) closed by one END, run one point at a time
-  over `body`; `nested` are the nodes of sequential loops inside it (run by their END)."""
-  __slots__ = ("ranges", "body", "carried", "nested")
-
-  def __init__(self, ranges, body, carried):
-    self.ranges, self.body, self.carried, self.nested = ranges, body, carried, set()
-
-
-def _sequential(plan, nodes, ranges):
-  by_end: dict[int, list] = {}
-  for r in ranges:
-    ends = [i for i in plan.order if role(nodes[i].op) == "close" and r in nodes[i].src[1:]]
-    if len(ends) != 1:
-      raise EvalError(f"RANGE node {r} carries a dependency through storage but is closed by {len(ends)} ENDs (one is needed)", r, "RANGE", rule="eval.unsupported")
-    by_end.setdefault(ends[0], []).append(r)
-  for e, rs in by_end.items():
-    rs.sort(key=plan.axis_of.get)
-    bits = _bits(plan.axis_of, rs)
-    body = [i for i in plan.order if plan.axes.get(i, 0) & bits and i < e]
-    late = [i for i in plan.order if plan.axes.get(i, 0) & bits and i > e]
-    if late:
-      raise EvalError(f"node {late[0]} still depends on a RANGE closed by END node {e} after it", late[0], nodes[late[0]].op, rule="eval.unsupported")
-    carried = [a for a in body if role(nodes[a].op) == "after" and any(r in listed_ranges(nodes, a) for r in rs)]
-    plan.sequential[e] = Sequential(tuple(rs), body, carried)
-    plan.in_loop.update(body)
-  for e, spec in plan.sequential.items():   # the sequential loops inside each one, at any depth
-    inbody = set(spec.body)
-    stack = [x for x in plan.sequential if x != e and x in inbody]
-    while stack:
-      new = set(plan.sequential[stack.pop()].body) - spec.nested
-      spec.nested |= new
-      stack.extend(x for x in plan.sequential if x != e and x in new)
 
 
 # ------------------------------------------------------------------ accumulation at runtime
 def reduction_write(scope, s, path, gate) -> Write:
-  """The write of an accumulation store: the value after the last iteration of its loops."""
+  """The write of an accumulation store: the value after the last point of its loops."""
   spec = scope.plan.reductions[s]
   m, plan = scope.m, scope.plan
-  node_v = m.nodes[spec.update]
   dims = [plan.axis_of[r] for r in spec.ranges]
   sizes = [scope.loop_sizes[d] for d in dims]
-  k_read = node_v.src.index(spec.read)
-  start = scope.values[spec.read]
-  srcs = [scope.values[j] for kk, j in enumerate(node_v.src) if kk != k_read]
-  rank = len(m.views[spec.update].shape)
-  srcs = [scope.align(a, rank) for a in srcs]
-  x = spec.contribution(m.views[spec.update].dtype, *srcs) if spec.contribution else srcs[0]
-  x = scope.align(np.asarray(x), rank)
   dt = m.views[spec.update].dtype
-  (x,) = scope.full_along(spec.ranges, x)
-  start = scope.align(start, rank)
+  rank = len(m.views[spec.update].shape)
+  start = scope.align(scope.values[spec.read], rank)
+  xs = []
+  for link in spec.links:
+    srcs = [scope.align(scope.values[j], rank) for j in link.srcs]
+    x = scope.align(np.asarray(link.fn(dt, *srcs) if link.fn else srcs[0]), rank)
+    xs.append(scope.full_along(spec.ranges, x)[0])
   valid = scope.loop_validity(spec.ranges)
   g = gate if valid is None else (valid if gate is None else gate & valid)
+  on = None
   if g is not None:
-    g = np.broadcast_to(g.reshape(g.shape + (1,) * (x.ndim - g.ndim)), np.broadcast_shapes(g.shape + (1,) * (x.ndim - g.ndim), x.shape))
-    x = np.where(g, x, _masked(spec.op, dt))
-  seq = canonical_nan(accumulate(spec.op, dt, start, x, dims, acc_first=k_read == 0), dt)   # (N + 1, rest...): N points of the loops, in iteration order
-  if m.tracing:
-    m.record(scope, spec.read, _unflatten(seq[:-1], dims, sizes))
-    m.record(scope, spec.update, _unflatten(seq[1:], dims, sizes))
-  final = np.expand_dims(seq[-1], tuple(dims))
-  return Write(s, [(k, dd) for k, dd, _ in path], final, None)
+    gs = [g.reshape(g.shape + (1,) * (x.ndim - g.ndim)) for x in xs]
+    on = [np.broadcast_to(gb, np.broadcast_shapes(gb.shape, x.shape)) for gb, x in zip(gs, xs)]
+    xs = [np.where(o, x, masked(spec.op, dt)) for o, x in zip(on, xs)]
+  if m.tracing:   # every partial result, for the trace
+    seq = accumulate(spec.op, dt, start, xs, dims, spec.acc_first, on)   # (N*L + 1, rest...): N points, L steps each
+    if tables().ops[spec.op].nan == "canonical": seq = canonical_nan(seq, dt)
+    L = len(spec.links)
+    m.record(scope, spec.read, _unflatten(seq[:-1:L], dims, sizes))
+    for k, link in enumerate(spec.links): m.record(scope, link.node, _unflatten(seq[k + 1::L], dims, sizes))
+    last = seq[-1]
+  else:
+    last = fold(spec.op, dt, start, xs, dims, spec.acc_first, on)
+    if tables().ops[spec.op].nan == "canonical": last = canonical_nan(last, dt)
+  return Write(s, [(k, dd) for k, dd, _ in path], np.expand_dims(last, tuple(dims)), None)
 
 
-def _masked(op, dt):
-  """What a gated-off iteration contributes: an identity that keeps every value, -0.0 included."""
+def masked(op, dt):
+  """What a gated-off point contributes: an identity that keeps every value, -0.0 included."""
   from tinyspec.refimpl.ops.reduce import identity
   if op == "ADD" and dt in ("float16", "bfloat16", "float32", "float64"): return np.asarray(-0.0).astype(identity(op, dt).dtype)
   return identity(op, dt)
 
 
-def accumulate(op, dt, start, x, dims, acc_first=True):
-  """[start, OP(start, x0), OP(OP(start, x0), x1), ...] over the points of the loop axes
-  `dims` (ascending) in iteration order (lexicographic), in the dtype: an array of shape
-  (N + 1, rest...) where rest is x's shape without `dims`. acc_first: the accumulator is
-  OP's first operand (MAX is not symmetric: decision max-nan)."""
+def accumulate(op, dt, start, xs, dims, acc_first=True, on=None):
+  """[start, OP(start, c0), OP(OP(start, c0), c1), ...] over the contributions c: for each
+  point of the loop axes `dims` (ascending) in iteration order (lexicographic), the arrays
+  of `xs` in order; in the dtype. An array of shape (N*len(xs) + 1, rest...) where rest is
+  the shape without `dims`. acc_first: the accumulator is OP's first operand (MAX is not
+  symmetric: decision max-nan); `on` (like xs, or None) says which steps run at all.
+  (Computed with the sequence as the last, contiguous axis: ufunc.accumulate walks it in
+  order either way, and faster so.)"""
   k = len(dims)
-  front = tuple(range(k))
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]   # the value before the loops
-  start, x = np.moveaxis(start, dims, front), np.moveaxis(x, dims, front)
-  rest = np.broadcast_shapes(start.shape[k:], x.shape[k:])
+  start = np.moveaxis(start, dims, tuple(range(k)))
+  rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
+  start = np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,))
+  seq = np.concatenate([start, _in_order(xs, dims, rest)], axis=-1)   # (rest..., N*L + 1)
+  if op == "ADD": return np.moveaxis(np.add.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
+  if op == "MUL": return np.moveaxis(np.multiply.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
+  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.moveaxis(np.maximum.accumulate(seq, axis=-1), -1, 0)
+  return _max_fold(np.moveaxis(seq, -1, 0), dt, acc_first, None if on is None else np.moveaxis(_in_order(on, dims, rest), -1, 0))
+
+
+def fold(op, dt, start, xs, dims, acc_first=True, on=None):
+  """accumulate()'s last element alone. A float sum or product is folded in order (the
+  accumulate); the ops whose result no order changes (integer ADD/MUL wrap, integer MAX)
+  and MAX with the accumulator first (the largest non-NaN element, a NaN start kept, of
+  equal zeros the first met) are reduced."""
+  floating = np.dtype(NP[dt]).kind == "f" or dt == "bfloat16"
+  if (op != "MAX" and floating) or (op == "MAX" and floating and not acc_first):
+    return accumulate(op, dt, start, xs, dims, acc_first, on)[-1]
+  k = len(dims)
+  start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]
+  start = np.moveaxis(start, dims, tuple(range(k)))
+  rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
+  seq = np.concatenate([np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,)), _in_order(xs, dims, rest)], axis=-1)
+  if op == "ADD": return np.add.reduce(seq, axis=-1, dtype=seq.dtype)
+  if op == "MUL": return np.multiply.reduce(seq, axis=-1, dtype=seq.dtype)
+  if not floating: return np.maximum.reduce(seq, axis=-1)
+  f = seq.astype(np.float32) if dt == "bfloat16" else seq
+  r = np.fmax.reduce(f, axis=-1)   # NaN skipped ...
+  r = np.where(np.isnan(f[..., 0]), f[..., 0], r)   # ... but a NaN start stays
+  zero = f == 0
+  if zero.any():   # a zero result: the sign of the first zero met
+    first = np.argmax(zero, axis=-1)
+    sign = np.take_along_axis(np.signbit(f), first[..., None], axis=-1)[..., 0]
+    r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
+  return r.astype(seq.dtype) if dt == "bfloat16" else r
+
+
+def _in_order(xs, dims, rest):
+  """The arrays xs (same loop axes `dims`) as one (rest..., N*len(xs)) array: point after
+  point in iteration order, each point's elements of xs in order."""
+  k, r = len(dims), len(rest)
+  xs = [np.moveaxis(x, dims, tuple(range(k))) for x in xs]
   n = 1
-  for d in x.shape[:k]: n *= d
-  start = np.broadcast_to(start.reshape((1,) + start.shape[k:]), (1,) + rest)
-  x = np.broadcast_to(x, x.shape[:k] + rest).reshape((n,) + rest)
-  seq = np.concatenate([start, x], axis=0)
-  if op == "ADD": return np.add.accumulate(seq, axis=0, dtype=seq.dtype)
-  if op == "MUL": return np.multiply.accumulate(seq, axis=0, dtype=seq.dtype)
-  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.maximum.accumulate(seq, axis=0)
-  return _max_fold(seq, dt, acc_first)
+  for d in xs[0].shape[:k]: n *= d
+  parts = [np.moveaxis(np.broadcast_to(x, x.shape[:k] + rest).reshape((n,) + rest), 0, -1) for x in xs]
+  if len(parts) == 1: return np.ascontiguousarray(parts[0])
+  return np.stack(parts, axis=-1).reshape(rest + (n * len(parts),))
 
 
-def _max_fold(seq, dt, acc_first):
+def _max_fold(seq, dt, acc_first, on=None):
   """The running MAX of decision max-nan (b if a < b else a) from seq[0]. With the
   accumulator first it is the first element reaching the running maximum of the non-NaN
-  ones (a NaN start stays); otherwise it is folded one step at a time."""
+  ones (a NaN start stays); otherwise it is folded one step at a time, skipping the steps
+  that `on` (one per element of seq after the first) says do not run."""
   f = seq.astype(np.float32) if dt == "bfloat16" else seq
   out = np.empty_like(f)
   if not acc_first:
     out[0] = f[0]
-    for t in range(1, len(f)): out[t] = np.where(f[t] < out[t - 1], out[t - 1], f[t])
+    for t in range(1, len(f)):
+      step = np.where(f[t] < out[t - 1], out[t - 1], f[t])
+      out[t] = step if on is None else np.where(on[t - 1], step, out[t - 1])
     return out.astype(seq.dtype) if dt == "bfloat16" else out
   r = np.fmax.accumulate(f, axis=0)                         # NaN skipped (a NaN start: fmax keeps the rest...)
   r = np.where(np.isnan(f[0]), f[0], r)                     # ... but MAX(NaN, x) is NaN: it stays
@@ -309,82 +167,114 @@ def _unflatten(seq, dims, sizes):
   return np.moveaxis(seq.reshape(tuple(sizes) + seq.shape[1:]), tuple(range(len(dims))), dims)
 
 
-# ------------------------------------------------------------------ sequential loops
-def run_sequential(scope, ctx):
-  """Run the body of carried loops one point at a time (see the module docstring)."""
-  m, plan = scope.m, scope.plan
-  spec = plan.sequential[ctx.i]
-  ranges, body = spec.ranges, spec.body
-  dims = [plan.axis_of[r] for r in ranges]
-  nodes = m.nodes
-  # a bound that varies over outer loops: run to the largest, each point only below its own
-  bounds = [np.asarray(scope.values[nodes[r].src[0]]) for r in ranges]
-  sizes = [max(int(b.max()), 0) if b.size else 0 for b in bounds]
-  varying = [(d, b) for d, b in zip(dims, bounds) if b.size > 1]
-  for d, _ in varying: scope.varying |= 1 << d
-  inbody = set(body)
-  walk = [i for i in body if i not in ranges and i not in spec.nested and i not in plan.deferred]
-  # what the body sees from before the loop; inside an enclosing sequential loop, a carried
-  # storage starts from that loop's snapshot
-  before = dict(merge_effects([scope.eff.get(j) for i in body for j in nodes[i].src if j not in inbody]) or {})
-  carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
-  state, pre, outer = {}, {}, {}
-  for a, st in carried.items():
-    outer[a] = scope.override.get(a)
-    seen = merge_effects([scope.eff.get(j) for j in nodes[a].src if j not in inbody]) or {}
-    state[a] = pre[a] = outer[a] or seen.get(st.key) or st.base
-    if outer[a] is not None: before[st.key] = outer[a]
-  per_iter: dict = {}       # storage key -> [writes of point 0, writes of point 1, ...]
-  storages: dict = {}
-  traced: dict[int, list] = {}
-  scope.pinned += 1
-  scope.fixed.update(ranges)
-  saved = [scope.loop_sizes[d] for d in dims]
-  npoints = 0
-  try:
-    for d in dims: scope.loop_sizes[d] = 1
-    for t, point in enumerate(itertools.product(*(range(n) for n in sizes))):
-      npoints = t + 1
-      for r, p in zip(ranges, point): scope.values[r] = np.full((1,) * scope.R, p, dtype=np.int64)
-      for d, b in varying: scope.valid_of[d] = point[dims.index(d)] < b
-      starts = {}
-      for a, st in carried.items():   # the carried reads see everything earlier points stored
-        keep = (plan.axes[a] & ~plan.carried_bits.get(a, 0)) | scope.private_bits(st)   # one state for all points of the carried loops
-        arr = scope.materialize(state[a], keep, a)
-        starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, pre[a])
-      for i in walk: scope.step(i)
-      last = merge_effects([scope.eff.get(i) for i in walk]) or {}
-      _record_point_writes(last, starts, before, per_iter, storages, t)
-      for a, st in carried.items(): state[a] = last.get(st.key, state[a])
-      if m.tracing:
-        for i in walk + sorted(spec.nested):
-          v = m.trace.get(i) if i in spec.nested else scope.values.get(i)
-          if isinstance(v, np.ndarray): traced.setdefault(i, []).append(v)
-  finally:
-    for d, n in zip(dims, saved): scope.loop_sizes[d] = n
-    scope.pinned -= 1
-    scope.fixed.difference_update(ranges)
-    for a, v in outer.items():
-      if v is None: scope.override.pop(a, None)
-      else: scope.override[a] = v
-  for r, d, n in zip(ranges, dims, sizes):
-    scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
-  for d, b in varying: scope.valid_of[d] = scope.values[ranges[dims.index(d)]] < b   # as Scope.loop_axis leaves it
-  # after the loop: the state before it plus every point's writes, write by write
-  eff = dict(merge_effects([before] + [scope.eff.get(j) for j in nodes[ctx.i].src if j not in inbody]) or {})
-  for key, iters in per_iter.items():
-    st = storages[key]
-    if len({len(ws) for ws in iters}) != 1:
-      raise EvalError("the iterations of a sequential loop made different numbers of writes", ranges[0], "RANGE", rule="eval.unsupported")
-    v = eff.get(key) or st.base
-    for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], dims, sizes))
-    eff[key] = v
-  ctx.eff = eff
-  if m.tracing:
-    for i, vs in traced.items():
-      if len(vs) == npoints and npoints and all(v.shape[d] == 1 for v in vs for d in dims): m.record(scope, i, _grid(vs, dims, sizes))
-  if not scope.pinned:   # release what the body (and the loops inside it) used, once
-    for i in sorted(inbody | spec.nested): scope.consumed(i)
+# ------------------------------------------------------------------ stepped loops
+def run_stepped(scope, ctx):
+  """Run the stepped nodes of carried loops one point at a time (see the module docstring);
+  the loop's other nodes were computed for all points at once, and each step sees its slice."""
+  Stepper(scope, ctx).run()
+
+
+class Stepper:
+  def __init__(self, scope, ctx):
+    self.scope, self.ctx = scope, ctx
+    m, plan = scope.m, scope.plan
+    self.m, self.plan, self.nodes = m, plan, m.nodes
+    self.spec = spec = plan.sequential[ctx.i]
+    self.ranges = spec.ranges
+    self.dims = [plan.axis_of[r] for r in spec.ranges]
+    # a bound that varies over outer loops: run to the largest, each point only below its own
+    # (the RANGEs ran before: Scope.loop_axis left their sizes and where each point runs)
+    self.sizes = [scope.loop_sizes[d] for d in self.dims]
+    self.varying = {d: scope.valid_of[d] for d in self.dims if scope.varying >> d & 1}
+    self.inbody = set(spec.body) | spec.nested
+    self.walk = [i for i in spec.body if i not in spec.nested and i not in plan.deferred]
+    self.full = {j: scope.values[j] for j in spec.frontier if isinstance(scope.values.get(j), np.ndarray)}
+    # what the stepped nodes see from before the loop; inside an enclosing stepped loop, a
+    # carried storage starts from that loop's snapshot
+    self.before = dict(merge_effects([scope.eff.get(j) for i in sorted(self.inbody) for j in self.nodes[i].src if j not in self.inbody]) or {})
+    self.carried = {a: scope.storage(plan.root[a]) for a in spec.carried}
+    self.written = {st.key: st for st in (scope.storage(plan.root[self.nodes[i].src[0]]) for i in self.inbody if role(self.nodes[i].op) == "store")}
+    self.state, self.pre, self.outer = {}, {}, {}
+    for a, st in self.carried.items():
+      self.outer[a] = scope.override.get(a)
+      seen = merge_effects([scope.eff.get(j) for j in self.nodes[a].src if j not in self.inbody]) or {}
+      self.state[a] = self.pre[a] = self.outer[a] or seen.get(st.key) or st.base
+      if self.outer[a] is not None: self.before[st.key] = self.outer[a]
+    self.per_iter: dict = {}       # storage key -> [writes of point 0, writes of point 1, ...]
+    self.storages: dict = {}
+    self.traced: dict[int, list] = {}
+    self.npoints = 0
+
+  def run(self):
+    scope = self.scope
+    scope.pinned += 1
+    scope.fixed.update(self.ranges)
+    saved, saved_estimates = [scope.loop_sizes[d] for d in self.dims], scope.estimates
+    scope.estimates = {}
+    try:
+      for d in self.dims: scope.loop_sizes[d] = 1
+      for t, point in enumerate(itertools.product(*(range(n) for n in self.sizes))): self.step(t, point)
+    finally:
+      for d, n in zip(self.dims, saved): scope.loop_sizes[d] = n
+      scope.estimates = saved_estimates
+      scope.pinned -= 1
+      scope.fixed.difference_update(self.ranges)
+      scope.values.update(self.full)
+      for a, v in self.outer.items():
+        if v is None: scope.override.pop(a, None)
+        else: scope.override[a] = v
+    self.finish()
+
+  def step(self, t, point):
+    scope, plan = self.scope, self.plan
+    self.npoints = t + 1
+    for r, p in zip(self.ranges, point): scope.values[r] = np.full((1,) * scope.R, p, dtype=np.int64)
+    for j, a in self.full.items(): scope.values[j] = _at(a, self.dims, point)
+    for d, v in self.varying.items(): scope.valid_of[d] = _at(v, [d], [point[self.dims.index(d)]])
+    starts = {}
+    for a, st in self.carried.items():   # the carried reads see everything earlier points stored
+      keep = (plan.axes[a] & ~plan.carried_bits.get(a, 0)) | scope.private_bits(st)   # one state for all points of the carried loops
+      arr = scope.materialize(self.state[a], keep, a)
+      starts[st.key] = scope.override[a] = snapshot(st, np.array(arr), keep, self.pre[a])
+    for i in self.walk: scope.step(i)
+    last = merge_effects([scope.eff.get(i) for i in self.walk]) or {}
+    _record_point_writes({k: v for k, v in last.items() if k in self.written}, starts, self.before, self.per_iter, self.storages, t)
+    for a, st in self.carried.items(): self.state[a] = last.get(st.key, self.state[a])
+    if self.m.tracing:
+      for i in self.walk + sorted(self.spec.nested):
+        v = self.m.trace.get(i) if i in self.spec.nested else scope.values.get(i)
+        if isinstance(v, np.ndarray): self.traced.setdefault(i, []).append(v)
+
+  def finish(self):
+    """After the loop: the state before it plus every point's writes, write by write."""
+    scope, nodes, ranges, dims, sizes = self.scope, self.nodes, self.ranges, self.dims, self.sizes
+    for r, d, n in zip(ranges, dims, sizes):
+      scope.values[r] = np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (scope.R - d - 1))
+    scope.valid_of.update(self.varying)
+    eff = dict(merge_effects([self.before] + [scope.eff.get(j) for j in nodes[self.ctx.i].src if j not in self.inbody]) or {})
+    for key, iters in self.per_iter.items():
+      st = self.storages[key]
+      if len({len(ws) for ws in iters}) != 1:
+        raise EvalError("the iterations of a stepped loop made different numbers of writes", ranges[0], "RANGE", rule="eval.unsupported")
+      v = eff.get(key) or st.base
+      for k in range(len(iters[0])): v = Version(st, v, _concat([ws[k] for ws in iters], dims, sizes))
+      eff[key] = v
+    for key, st in self.written.items():   # no point wrote it (an empty loop): still a storage the kernel stores into
+      if key not in self.per_iter:
+        nothing = Write(self.ctx.i, [], np.zeros((1,) * scope.R + st.shape, st.initial.dtype), np.zeros((1,) * scope.R, bool))
+        eff[key] = Version(st, eff.get(key) or st.base, nothing)
+    self.ctx.eff = eff
+    if self.m.tracing:
+      for i, vs in self.traced.items():
+        if len(vs) == self.npoints and self.npoints and all(v.shape[d] == 1 for v in vs for d in dims): self.m.record(scope, i, _grid(vs, dims, sizes))
+    if not scope.pinned:   # release what the body (and the loops inside it) used, once
+      for i in sorted(self.inbody): scope.consumed(i)
+
+
+def _at(a, dims, point):
+  """The slice of a loop-prefixed array at one point of the loop axes `dims` (kept as size 1)."""
+  return a[tuple(slice(point[dims.index(d)], point[dims.index(d)] + 1) if d in dims and a.shape[d] > 1 else slice(None)
+                 for d in range(max(dims) + 1))]
 
 
 def _record_point_writes(last: dict, starts: dict, before: dict, per_iter: dict, storages: dict, t: int):
@@ -397,7 +287,8 @@ def _record_point_writes(last: dict, starts: dict, before: dict, per_iter: dict,
     while v is not None and v is not start and v.write is not None and v.seq > start.seq:
       ws.append(v.write); v = v.parent
     if ws:
-      per_iter.setdefault(key, [[] for _ in range(t)]).append(ws[::-1])
+      if key not in per_iter: per_iter[key] = [[] for _ in range(t)]
+      per_iter[key].append(ws[::-1])
       storages[key] = ver.storage
   for key in per_iter:
     if len(per_iter[key]) < t + 1: per_iter[key].append([])

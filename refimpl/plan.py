@@ -185,5 +185,5 @@ class Plan:
       if i in self.root and i in self.read and self.uses[i]:
         if all((role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3) or role(nodes[c].op) == "sink" for c, k in self.uses[i]):
           self.gated.add(i)
-    from tinyspec.refimpl.loops import find_carried
+    from tinyspec.refimpl.carried import find_carried
     self.carried = find_carried(self, nodes)

@@ -80,11 +80,12 @@ class Scope:
     self.held: dict = {}        # tensor-level STOREs keep their new contents alive here
     self.oob: dict = {}         # gated reads: where the index was in range
     self.if_gate: dict = {}
-    self.override: dict = {}    # AFTER -> Version, inside a sequential loop
+    self.override: dict = {}    # AFTER -> Version, inside a stepped loop
     self.storages: dict = {}    # root node -> Storage
     self.local: dict = {}       # scope-local storage key -> Storage
     self.pinned = 0
-    self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a sequential loop)
+    self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a stepped loop)
+    self.estimates: dict | None = None   # node -> bytes, while a stepped loop runs
     self.keep = set(plan.roots)
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
     for extra in plan.extra.values():
@@ -101,7 +102,7 @@ class Scope:
     node = m.nodes[i]
     u = UNITS[node.op]
     inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
-    # a node inside a sequential loop holds only its last iteration's effects: outside the
+    # a node inside a stepped loop holds only its last iteration's effects: outside the
     # loop (a LINEAR listing it, its END) the loop's END stands for all of them
     eff = merge_effects([self.eff.get(j) for j in node.src if j not in inner]) if node.src else None
     ctx = NodeCtx(self, i, eff)
@@ -169,6 +170,13 @@ class Scope:
     return val
 
   def estimate(self, i, u) -> int:
+    if self.estimates is not None:   # inside a stepped loop: the loop sizes stay put, so does the estimate
+      n = self.estimates.get(i)
+      if n is None: n = self.estimates[i] = self.node_bytes(i, u)
+      return n
+    return self.node_bytes(i, u)
+
+  def node_bytes(self, i, u) -> int:
     view = self.m.views[i]
     dt = view.dtype
     if not isinstance(dt, str) or dt == "void" or not isinstance(view.shape, tuple): return 0
@@ -420,7 +428,7 @@ class Scope:
     self.if_gate[i] = truth(gate)
 
   def end(self, ctx):
-    if ctx.i in self.plan.sequential: loops.run_sequential(self, ctx)
+    if ctx.i in self.plan.sequential: loops.run_stepped(self, ctx)
     return None
 
   def call(self, ctx):

@@ -204,7 +204,10 @@ def gather(T: np.ndarray, idxs: list, R: int):
     # an indexed axis of size 0: every index is out of range, but NumPy cannot even read
     # element 0 of it, so read from a stand-in of size 1 there (the caller zeroes it all)
     T = np.zeros(T.shape[:R] + tuple(1 if (j < len(idxs) and d == 0) else d for j, d in enumerate(S)), T.dtype)
-  for d in range(R):
+  if idxs and all(n == 1 for a in idxs for n in a.shape[:R]):   # indices the same at every point: index the own dims alone
+    return _gather_own(T, idxs, S, R, nI)
+  same = all(n == 1 for n in T.shape[:R])   # the same contents at every point (an input): index them alone
+  for d in range(R if not same else 0):
     n = T.shape[d]
     shp = (1,) * d + (n,) + (1,) * (R - d - 1 + nI)
     index.append(np.zeros(shp, np.intp) if n == 1 else np.arange(n).reshape(shp))
@@ -214,7 +217,25 @@ def gather(T: np.ndarray, idxs: list, R: int):
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok
     index.append(a)
-  return T[tuple(index)], valid
+  if not same: return T[tuple(index)], valid
+  out = T.reshape(T.shape[R:])[tuple(index)] if index else T
+  if index and out.ndim < R: out = out.reshape((1,) * (R - out.ndim) + out.shape)
+  return out, valid
+
+
+def _gather_own(T: np.ndarray, idxs: list, S: tuple, R: int, nI: int):
+  """gather() with indices that do not vary over the loops: outer indexing of T's own
+  dims, its loop dims kept (a view where the indices are scalars)."""
+  index, valid = [], None
+  for j, a in enumerate(idxs):
+    a = a.reshape(a.shape[R:])
+    ok = (a >= 0) & (a < S[j])
+    if not ok.all():
+      a = np.where(ok, a, np.zeros((), a.dtype))
+      valid = ok if valid is None else valid & ok
+    index.append(int(a) if a.ndim == 0 else a.reshape(a.shape + (1,) * 0))
+  out = T[(slice(None),) * R + tuple(index)]
+  return out, (None if valid is None else valid.reshape((1,) * R + valid.shape))
 
 
 def zero_invalid(x: np.ndarray, valid):
@@ -255,8 +276,8 @@ def target_positions(shape, steps, R: int):
   """Element positions (in the flattened per-point buffer) the index steps select, as a
   loop-prefixed array, and their validity mask (None when all are in range). Positions
   read through an out-of-range index become -1, so later steps keep them invalid."""
-  if len(steps) == 1 and all(a.ndim == R for a in steps[0]):   # scalar indices: the position is arithmetic
-    return _scalar_positions(shape, steps[0], R)
+  if len(steps) == 1:   # one INDEX: the position is arithmetic
+    return _index_positions(shape, layout(steps[0], R), R)
   n = 1
   for d in shape: n *= d
   ids = np.arange(n, dtype=np.intp).reshape((1,) * R + tuple(shape))
@@ -269,8 +290,8 @@ def target_positions(shape, steps, R: int):
   return ids, ((ids >= 0) if any_bad else None)
 
 
-def _scalar_positions(shape, idxs, R: int):
-  """target_positions for one INDEX with ()-shaped indices: row-major arithmetic."""
+def _index_positions(shape, idxs, R: int):
+  """target_positions for one INDEX (indices laid out for outer indexing): row-major arithmetic."""
   rest = tuple(shape[len(idxs):])
   block = 1
   for d in rest: block *= d
@@ -283,7 +304,9 @@ def _scalar_positions(shape, idxs, R: int):
     lin = term if lin is None else lin + term
     stride *= shape[j]
   if lin is None: lin = np.zeros((1,) * R, np.intp)
-  if bad is not None: lin = np.where(bad, -1, lin)
+  if bad is not None:
+    lin = np.where(bad, -1, lin)
+    bad = np.broadcast_to(bad, lin.shape)
   if rest:
     lin = lin.reshape(lin.shape + (1,) * len(rest)) + np.arange(block, dtype=np.intp).reshape(rest)
     if bad is not None: lin = np.where(bad.reshape(bad.shape + (1,) * len(rest)), -1, lin)

@@ -2,7 +2,8 @@
 # Prove the install: build the wheel (no build warnings), check that `tinyspec` is the only
 # top-level package it installs, install it into a new venv outside the checkout, and from
 # an unrelated directory that has its own `spec` and `compiler` packages run the console
-# script, a conformance slice and the pytest plugin. Run by scripts/test.sh (so by CI).
+# script, a conformance slice, the pytest plugin, the docs (the protocol page) and the C
+# starter backend (built with cc, through the ADD cases). Run by scripts/test.sh (so by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -53,6 +54,14 @@ tinyspec conformance --backend c -k "ADD/*"
 python -m pytest -q -p no:cacheprovider --pyargs tinyspec.conformance --tinyspec-backend=c -k "MUL or negative" 2>&1 | tail -2
 python -c "import spec, compiler; assert spec.MINE and compiler.MINE; from tinyspec.refimpl import evaluate; from tinyspec.compiler import compile_graph; print('the user packages stay theirs')"
 tinyspec docs --out "$work/docs" >/dev/null && ls "$work/docs" | tr '\n' ' ' && echo
+grep -q '`validates`' "$work/docs/protocol.md" && grep -q "inline" "$work/docs/protocol.md" \
+  || { say "tinyspec docs wrote no protocol page naming validates and the inline arrays"; exit 1; }
+# the C starter, from the wheel alone: built with cc, the ADD cases passed with inline arrays
+tinyspec new-backend --lang c "$work/starter" >/dev/null
+( cd "$work/starter" && ${CC:-cc} -O2 -o backend backend.c -lm && ! grep -qi "npy" backend.c \
+  && tinyspec conformance -k ADD 2>&1 | tail -1 | grep -E "^24 passed, 0 failed" ) \
+  || { say "the C starter does not build or does not pass the ADD cases"; exit 1; }
+say "the C starter builds with cc and passes the ADD cases inline"
 tinyspec show "$graph" -o "$work/show.html" && grep -q "tinyspec-view" "$work/show.html" && grep -q "function setUp" "$work/show.html" \
   || { say "tinyspec show does not write its page (page.js/page.css missing from the wheel?)"; exit 1; }
 echo "tinyspec show wrote a page with its script"

@@ -88,7 +88,7 @@ def render_svg_pictures(panels, id_prefix: str = "") -> str:
   heads = [header(p) for p in panels]
   offsets, x = [], MARGIN
   widths = []
-  for p, s, h in zip(panels, scenes, heads):
+  for _p, s, h in zip(panels, scenes, heads):
     w = max(s.width, max(len(line) for line in h) * CHAR_W * 1.25)
     offsets.append(x); widths.append(w); x += w + PANEL_GAP
   width = x - PANEL_GAP + MARGIN
@@ -114,7 +114,7 @@ def _panel(pic, scene, head, ox, oy, prefix, arrow_prefix) -> list[str]:
   top = len(head) * HEAD_LINE + 8
   out.append(f'<g transform="translate(0,{_n(top)})">')
   out.append('<g class="clusters">')
-  for c, (box, (x, y, w, h)) in enumerate(zip(pic.clusters, scene.clusters)):
+  for _c, (box, (x, y, w, h)) in enumerate(zip(pic.clusters, scene.clusters)):
     if w is None: continue
     out.append(f'<g class="cluster {box.kind}" id={quoteattr(prefix + box.id)}><title>{escape(box.tip)}</title>'
                f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" rx="6"/>'

@@ -1,4 +1,4 @@
-"""The tinyspec tables (YAML data) and the graph-file JSON Schema, shipped as package data."""
+"""The tinyspec tables (YAML data), the graph-file and backend-protocol JSON Schemas, shipped as package data."""
 from pathlib import Path
 
 DIR = Path(__file__).resolve().parent

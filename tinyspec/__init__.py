@@ -16,12 +16,12 @@ from tinyspec.tables import Tables, tables
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph, Node
 from tinyspec.validate import validate, Diagnostic, ValidationResult
+from importlib.metadata import version, PackageNotFoundError
 
 __all__ = ["DType", "dtype", "DTYPES", "Tables", "tables", "UOp", "Graph", "Node", "validate", "Diagnostic", "ValidationResult"]
 
 
 def _version() -> str:
-  from importlib.metadata import version, PackageNotFoundError
   try: return version("tinyspec")
   except PackageNotFoundError: return "0+unknown"   # a checkout that was never installed
 

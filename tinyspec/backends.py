@@ -8,7 +8,7 @@ A backend is a small class:
       def run(self, graph, inputs) -> dict: ...     # outputs keyed as refimpl.evaluate keys them
 
 `graph` is a tinyspec Graph, `inputs` maps input names (`buf{slot}`, `param{slot}` or the
-node's `name`, docs/architecture.md) to NumPy arrays; the outputs come back as
+node's `name`: protocol.md, written by `tinyspec docs`) to NumPy arrays; the outputs come back as
 `out{k}` for the k-th value root, or the stored buffers by input name for void roots. A
 backend refuses a graph it cannot run by raising; an exception with a `rule` attribute
 (refimpl.EvalError, compiler.CompileError) names the rule id it refuses by.
@@ -23,6 +23,10 @@ end's `Tensor.realize(backend=...)` all look names up here.
 from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
+import difflib
+from tinyspec.tables import tables
+from tinyspec.dtypes import DTYPES
+from tinyspec.plugins import entry_points
 
 ENTRY_POINT_GROUP = "tinyspec.backends"
 
@@ -50,9 +54,6 @@ class Capabilities:
     """The ops, levels and dtypes declared that the tables do not have, each with the
     nearest known name (`op 'Add' (did you mean 'ADD'?)`): a misspelt name would otherwise
     make every case that needs it silently unsupported."""
-    import difflib
-    from tinyspec.tables import tables
-    from tinyspec.dtypes import DTYPES
     T = tables()
     def near(name, known):
       lower = {k.lower(): k for k in known}
@@ -92,7 +93,6 @@ class Capabilities:
 
 def value_dtypes() -> frozenset:
   """Every dtype that holds values (all but void): what a backend runs by default."""
-  from tinyspec.dtypes import DTYPES
   return frozenset(n for n, d in DTYPES.items() if d.cls != "void")
 
 
@@ -109,13 +109,15 @@ class Backend:
   properties evaluate with the reference evaluator; `batch`, how many corpus cases the
   runner may merge into one graph per run (a compiler builds one program instead of many);
   `manifest`, the path of its conformance manifest (expected failures and exclusions,
-  conformance/corpus/manifest.py), relative to the file of the module defining the class."""
+  conformance/corpus/manifest.py), relative to the file of the module defining the class;
+  `device_variable`, the environment variable that chooses its device, where one does (a
+  run on Dask workers needs the worker resource NAME.DEVICE then: conformance/run/onworker.py)."""
   name = "?"
   batch = 1
   manifest: str | None = None
+  device_variable: str | None = None
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.tables import tables
     T = tables()
     return Capabilities({n: frozenset(o.levels) for n, o in T.ops.items() if not o.untrusted}, value_dtypes())
 
@@ -148,7 +150,6 @@ _INSTANCES: dict[str, object] = {}
 
 
 def _entry_points() -> dict:
-  from tinyspec.plugins import entry_points
   return entry_points(ENTRY_POINT_GROUP)
 
 

@@ -14,13 +14,20 @@ import argparse
 import json
 import os
 import sys
+from tinyspec.files import control_character, printable
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.deadline import add_option
+from tinyspec.validate import validate_file
+from tinyspec.tables import PROPS
+from tinyspec.plugins import entry_points
+from tinyspec import __version__
+from tinyspec.tables import tables_version
+from tinyspec import deadline, environment
 
 COMMAND_GROUP = "tinyspec.commands"
 
 
 def add_timeout(p) -> None:
-  from tinyspec.deadline import add_option
   add_option(p)
 
 
@@ -60,7 +67,6 @@ def validate_command(sub):
   add_timeout(p)
 
   def run(a) -> int:
-    from tinyspec.validate import validate_file
     worst, files = EXIT_OK, []
     for f in a.files:
       res = validate_file(f, a.level)
@@ -69,6 +75,7 @@ def validate_command(sub):
       for d in res.diagnostics: print(d.format())
       if res.ok and not a.quiet:
         note = ""
+        assert res.graph is not None   # a valid file has its graph
         if res.untrusted():
           ops = sorted({res.graph.nodes[i].op for i in res.untrusted()})
           note = f"; untrusted op(s) {', '.join(ops)}: evaluators and compilers refuse them unless explicitly allowed"
@@ -95,8 +102,6 @@ def props_command(sub):
   add_timeout(p)
 
   def run(a) -> int:
-    from tinyspec.validate import validate_file
-    from tinyspec.tables import PROPS
     res = validate_file(a.file, a.level)
     if not a.json:
       for d in res.diagnostics: print(d.format(), file=sys.stderr)
@@ -126,17 +131,29 @@ def _jsonable(v):
 # ------------------------------------------------------------------ entry point
 def _commands() -> dict:
   """Subcommand name -> its entry point (not loaded yet)."""
-  from tinyspec.plugins import entry_points
   return entry_points(COMMAND_GROUP)
 
 
 def version_text() -> str:
   """The package's version and the spec tables' version (with a digest of their text, so
   two installs with the same numbers but edited tables tell apart)."""
-  from tinyspec import __version__
-  from tinyspec.tables import tables_version
   v, digest = tables_version()
   return f"tinyspec {__version__} (spec tables version {v}, sha256 {digest[:12]})"
+
+
+def _control_in_options(argv: list, parser) -> str | None:
+  """What is wrong with the first option value that holds a NUL or another control
+  character (no setting may: tinyspec.files.control_character), or None. Checked before
+  parsing, so an option of any type (a number, a choice) is refused the same way. File
+  and folder arguments are not settings: a hostile name comes back escaped where it is named."""
+  takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs != 0}
+  for k, arg in enumerate(argv):
+    if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in takes: name, value = arg.split("=", 1)
+    elif k and argv[k - 1] in takes: name, value = argv[k - 1], arg
+    else: continue
+    bad = control_character(value)
+    if bad: return f"{printable(name)[:80]} {printable(repr(value))[:200]}: holds the control character {bad} [setting.value]"
+  return None
 
 
 def main(argv=None, owns_process: bool | None = None) -> int:
@@ -163,10 +180,12 @@ def main(argv=None, owns_process: bool | None = None) -> int:
       if name == first: return EXIT_UNREADABLE
       continue
     _, runners[name] = add(sub)
+  bad = _control_in_options(argv, sub.choices[first]) if first in sub.choices else None
+  if bad:
+    print(f"tinyspec {first}: {bad}", file=sys.stderr); return EXIT_UNREADABLE
   a = parser.parse_args(argv)
   if not a.cmd:
     parser.print_help(); return EXIT_UNREADABLE
-  from tinyspec import deadline, environment
   try: environment.check_all()
   except environment.EnvironmentValue as e:
     print(f"tinyspec {a.cmd}: {e}", file=sys.stderr); return EXIT_UNREADABLE

@@ -18,9 +18,11 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+import argparse
+from tinyspec.limits import limits
 
 GRACE = 5.0
-_state = {"deadline": None}
+_state: dict[str, float | None] = {"deadline": None}
 _children: set[int] = set()    # process group ids to kill when the process is ended
 _lock = threading.Lock()
 
@@ -57,7 +59,6 @@ def kill_children() -> None:
 
 def seconds(text) -> float:
   """--timeout's argument: seconds >= 0 (0: no limit)."""
-  import argparse
   try: v = float(text)
   except ValueError: raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
   if not v >= 0 or v == float("inf"): raise argparse.ArgumentTypeError(f"seconds must be >= 0 (0: no limit), not {text!r}")
@@ -71,7 +72,6 @@ def add_option(p) -> None:
 
 
 def default_seconds() -> float:
-  from tinyspec.limits import limits
   return float(limits().timeout)
 
 

@@ -7,7 +7,7 @@ module interprets it and knows only the step forms, never a particular op:
   decomposition_of(op, dtype)  the op's decomposition for one dtype, flattened into
                                primitive steps (templates, Horner polynomials, parameters
                                and nested decomposed ops all inlined)
-  expand(graph, ops=None)      a graph (or UOp roots) with every node of a decomposed op
+  decompose(graph, ops=None)   a graph (or UOp roots) with every node of a decomposed op
                                replaced by that primitive subgraph
 
 Flattening works on names and dtypes only. The dtype of every step comes from the
@@ -16,19 +16,22 @@ sources' dtypes), so a template that breaks a table rule is reported at the step
 breaks it, and dtypes are never guessed here.
 """
 from __future__ import annotations
+from typing import NoReturn
 from dataclasses import dataclass
 from functools import lru_cache
 import yaml
-from tinyspec import spec
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 from tinyspec.dtypes import dtype as _dtype
 from tinyspec.frozen import freeze, thaw, key as _key
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
+from tinyspec.validate import validate
+import gc
 
 
 class DecompositionError(ValueError):
-  """A decomposition cannot be flattened or a graph cannot be expanded (message says where)."""
+  """A decomposition cannot be flattened or a graph cannot be decomposed (message says where)."""
 
 
 @lru_cache(maxsize=None)
@@ -90,7 +93,7 @@ def const_value(v, dt: str):
   d = _dtype(dt)
   if d.cls == "bool": return bool(v)
   if d.is_int:
-    if not isinstance(v, (int, bool)) or (isinstance(v, float) and not v.is_integer()):
+    if not isinstance(v, (int, bool)):
       raise DecompositionError(f"constant {v!r} is not an integer, but the dtype is {dt}")
     v = int(v) % (1 << d.bits)
     return v - (1 << d.bits) if d.is_signed and v > d.max else v
@@ -103,7 +106,6 @@ def const_value(v, dt: str):
 @lru_cache(maxsize=None)
 def _derive(op: str, src_dtypes: tuple, arg_key, arg) -> str:
   """The dtype the validator derives for `op` over ()-shaped sources of these dtypes."""
-  from tinyspec.validate import validate
   nodes = [Node("VCONST", (), {"values": [], "dtype": "index"})]
   nodes += [Node("PARAM", (0,), {"slot": k, "dtype": d}) for k, d in enumerate(src_dtypes)]
   nodes.append(Node(op, range(1, len(src_dtypes) + 1), arg))
@@ -126,7 +128,7 @@ class _Builder:
     self.where: list[str] = []      # context for error messages
     self.active: list[str] = []     # ops/templates being inlined (cycle check)
 
-  def fail(self, msg: str):
+  def fail(self, msg: str) -> NoReturn:
     raise DecompositionError(" > ".join(self.where) + ": " + msg)
 
   def fresh(self, name: str | None) -> str:
@@ -291,7 +293,7 @@ class _Builder:
     if last is None: self.fail("empty step list")
     return last
 
-  def horner(self, coeffs, x: str, scope: dict, params: dict, name):
+  def horner(self, coeffs, x: str | None, scope: dict, params: dict, name):
     if not isinstance(coeffs, list) or not coeffs: self.fail(f"horner needs a non-empty coefficient list, not {coeffs!r}")
     if x not in scope: self.fail(f"horner: unknown name {x!r}")
     xr = scope[x]
@@ -351,7 +353,7 @@ def decomposition_of(opname: str, dtype: str, arg=None) -> list[dict]:
   return steps
 
 
-# ------------------------------------------------------------------ expanding graphs
+# ------------------------------------------------------------------ decomposing graphs
 def _instantiate(flat: Flat, srcs: list) -> tuple[UOp, list[UOp]]:
   """The flat steps as UOps over the given source UOps; also every UOp made, in order."""
   env = dict(zip(flat.inputs, srcs))
@@ -366,7 +368,7 @@ def _instantiate(flat: Flat, srcs: list) -> tuple[UOp, list[UOp]]:
   return env[flat.result], made
 
 
-def expand(graph_or_uops, ops=None):
+def decompose(graph_or_uops, ops=None):
   """Replace every node of a decomposed op (or only of the ops named in `ops`) by its
   decomposition, repeatedly, until none of those ops is left: with the default every
   decomposed op goes and only primitives remain; with `ops` the others stay (a backend
@@ -377,21 +379,19 @@ def expand(graph_or_uops, ops=None):
   file order (no recursion); identical subgraphs are shared through hash-consed UOps.
   Inside LINEAR-like ops (whose checks require their sources listed in order) the new
   nodes are listed just before the instruction they replace."""
-  import gc
   was = gc.isenabled(); gc.disable()   # many long-lived allocations, no cycles (as in validate)
-  try: return _expand(graph_or_uops, ops)
+  try: return _decompose(graph_or_uops, ops)
   finally:
     if was: gc.enable()
 
 
-def _expand(graph_or_uops, ops):
-  from tinyspec.validate import validate
+def _decompose(graph_or_uops, ops):
   T = tables()
   if isinstance(graph_or_uops, Graph): g, kind = graph_or_uops, "graph"
   elif isinstance(graph_or_uops, UOp): g, kind = Graph.from_uops(graph_or_uops), "uop"
   else:
     roots = list(graph_or_uops)
-    if not roots or not all(isinstance(r, UOp) for r in roots): raise DecompositionError("expand takes a Graph, a UOp or a list of UOps")
+    if not roots or not all(isinstance(r, UOp) for r in roots): raise DecompositionError("decompose takes a Graph, a UOp or a list of UOps")
     g, kind = Graph.from_uops(*roots), "list"
   want = decomposed_ops()
   if ops is not None:
@@ -401,8 +401,8 @@ def _expand(graph_or_uops, ops):
     want = ops
   res = validate(g)
   if not res.ok:
-    raise DecompositionError("cannot expand an invalid graph:\n" + "\n".join(d.format() for d in res.diagnostics[:20]))
-  listing = {n for n, od in T.ops.items() if any("linear_order_ok" in c.expr for c in od.checks)}
+    raise DecompositionError("cannot decompose an invalid graph:\n" + "\n".join(d.format() for d in res.diagnostics[:20]))
+  listing = T.listing_ops
   views = res.views
   new: list = [None] * len(g.nodes)
   made_by: dict[int, list] = {}

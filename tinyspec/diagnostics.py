@@ -7,6 +7,9 @@ Exit codes (documented in the README and `tinyspec --help`):
 """
 from __future__ import annotations
 from dataclasses import dataclass
+import difflib
+from tinyspec.files import printable
+from tinyspec.limits import limits
 
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
@@ -15,7 +18,6 @@ def did_you_mean(word, choices) -> str:
   """" (did you mean 'x'?)" for the choice closest to a misspelled word, or "" when none is
   close (difflib's ratio >= 0.6); only short strings are compared (a message stays short)."""
   if not isinstance(word, str) or len(word) > 64: return ""
-  import difflib
   folded = {c.lower(): c for c in choices if isinstance(c, str)}   # 'Float32', 'neg' find their names
   close = difflib.get_close_matches(word.lower(), folded, n=3)
   if not close: return ""
@@ -41,7 +43,6 @@ class Diagnostic:
 
   def format(self) -> str:
     """The line to print; control characters of the file name or message are escaped."""
-    from tinyspec.files import printable
     where = f"{self.file}: "
     if self.node is not None: where += f"node {self.node}" + (f" ({self.op})" if self.op else "") + ": "
     return printable(f"{where}{self.message} [{self.rule}]")
@@ -85,5 +86,4 @@ class Capped(list):
 
 
 def max_diagnostics() -> int:
-  from tinyspec.limits import limits
   return limits().max_diagnostics

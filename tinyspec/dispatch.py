@@ -11,22 +11,22 @@ reaches it. refimpl's `@unit` is this pattern with the unit's own fields.
 """
 from __future__ import annotations
 from typing import Callable
+from tinyspec.tables import tables
 
 
 class Registry:
   def __init__(self, what: str, ops: bool = True):
-    self.what, self.ops, self.handlers = what, ops, {}
+    self.what, self.ops = what, ops
+    self.handlers: dict[str, Callable] = {}
 
   def register(self, *names: str, category: str | None = None) -> Callable:
     """Register the decorated function for `names` and every op of `category`."""
     def deco(fn):
       keys = list(names)
       if category is not None:
-        from tinyspec.tables import tables
         keys += tables().ops_in(category)
       for k in keys:
         if self.ops:
-          from tinyspec.tables import tables
           if k not in tables().ops: raise KeyError(f"{self.what} handler for {k!r}, which is not an op of spec/ops.yaml")
         if k in self.handlers: raise KeyError(f"two {self.what} handlers for {k!r}")
         self.handlers[k] = fn

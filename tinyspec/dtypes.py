@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 import yaml
-from tinyspec import spec
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class DType:
   def normal_range(self) -> tuple[float, float]:
     """A float dtype's smallest and largest finite normal magnitudes, from its exponent
     and mantissa bits (IEEE layout; bfloat16 alike)."""
+    assert self.exponent is not None and self.mantissa is not None, f"{self.name} is not a float dtype"
     bias = 2 ** (self.exponent - 1) - 1
     return 2.0 ** (1 - bias), (2.0 - 2.0 ** -self.mantissa) * 2.0 ** bias
   def __repr__(self) -> str: return f"dtypes.{self.name}"

@@ -8,12 +8,17 @@ README.md's Environment table says what each means (tests/core/test_environment.
 """
 from __future__ import annotations
 import os
+import re
+from tinyspec.files import control_character
+from tinyspec.limits import parse_bytes
+import yaml
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 
 RULE = "env.value"
 
 # every variable tinyspec reads (what each means: README.md's Environment table)
 VARIABLES = ("TINYSPEC_CACHE", "TINYSPEC_EVAL_BUDGET", "TINYSPEC_OPENCL_DEVICE", "TINYSPEC_CFLAGS", "TINYSPEC_BEAM", "TINYSPEC_THREADS",
-             "TINYSPEC_SLICE_ORDER", "TINYSPEC_TINYGRAD_DEVICE")
+             "TINYSPEC_SLICE_ORDER", "TINYSPEC_TINYGRAD_DEVICE", "TINYSPEC_SCHEDULER")
 MAX_BEAM = 2 ** 31
 MAX_THREADS = 1024
 
@@ -65,9 +70,24 @@ def device_table(name: str, rows: dict) -> str:
   return key
 
 
+SCHEDULER_RE = r"(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:[0-9]{1,5}"
+
+
+def scheduler(name: str, raw: str) -> str:
+  """A Dask scheduler's address (`tcp://HOST:PORT` or `HOST:PORT`), from `name` (a variable,
+  an option or a setting): EnvironmentValue when it cannot be one."""
+  text = raw.strip()
+  if len(text) > 300 or not re.fullmatch(SCHEDULER_RE, text):
+    raise EnvironmentValue(name, raw, "expected a Dask scheduler's address, tcp://HOST:PORT")
+  return text
+
+
 def check_all() -> None:
-  """Read every variable whose values tinyspec interprets (raises EnvironmentValue)."""
-  from tinyspec.limits import parse_bytes
+  """Read every variable tinyspec reads (raises EnvironmentValue): none may hold a NUL or
+  another control character, and those whose values tinyspec interprets must mean one."""
+  for name in VARIABLES:
+    bad = control_character(os.environ.get(name, ""))
+    if bad: raise EnvironmentValue(name, os.environ[name], f"holds the control character {bad}")
   budget = os.environ.get("TINYSPEC_EVAL_BUDGET", "")
   if budget:
     try: parse_bytes(budget)
@@ -75,9 +95,8 @@ def check_all() -> None:
   integer("TINYSPEC_BEAM", 0, 0, MAX_BEAM)
   integer("TINYSPEC_THREADS", 1, 1, MAX_THREADS)
   choice("TINYSPEC_SLICE_ORDER", ("reversed",))
+  if os.environ.get("TINYSPEC_SCHEDULER", "").strip(): scheduler("TINYSPEC_SCHEDULER", os.environ["TINYSPEC_SCHEDULER"])
   dev = os.environ.get("TINYSPEC_OPENCL_DEVICE", "")
   if dev.startswith("table:"):
-    import yaml
-    from tinyspec import spec
     with open(spec.path("render.yaml")) as f: rows = yaml.safe_load(f).get("device_tables", {})
     device_table(dev[len("table:"):], rows)

@@ -119,7 +119,9 @@ class _Shadow:
 
   def e(self, j: int) -> int | None: return self.E.get(j)
 
-  def e_or_zero(self, j: int) -> int: return self.E.get(j) if self.E.get(j) is not None else self.zero_like(j)
+  def e_or_zero(self, j: int) -> int:
+    e = self.E.get(j)
+    return e if e is not None else self.zero_like(j)
 
   # -- values
   def movement(self, i, n):
@@ -178,10 +180,12 @@ class _Shadow:
     self.E[i] = self.add("ADD", (worst, self.local(i, n, moved=worst))) if cls == "float" else worst
 
   def any_positive(self, es: list) -> int:
-    out = None
+    assert es, "no error terms"
+    out: int | None = None
     for e in es:
       p = self.add("CMPLT", (self.const(0.0), e))
       out = p if out is None else self.add("OR", (out, p))
+    assert out is not None
     return out
 
   def _arg(self, n, dt):
@@ -293,7 +297,7 @@ class _Shadow:
   def stored(self, root: int) -> bool:
     if not hasattr(self, "_stored_roots"):
       self._stored_roots = set()
-      for k, m in enumerate(self.g.nodes):
+      for _k, m in enumerate(self.g.nodes):
         if m.op in self.T.write_ops:
           r = _root(self.g, m.src[0], self.T)
           if r is not None: self._stored_roots.add(r)
@@ -323,9 +327,10 @@ class _Shadow:
     for r in g.root_indices:
       n = g.nodes[r]
       if n.op == "PROGRAM":   # the LINEAR lists each shadow node after the node it shadows
-        listed, seen = [], set()   # (a set beside the list: a program lists thousands of nodes)
+        listed, seen = [], set()   # a set beside the list: a program of n instructions is not n^2 membership tests
         for j in g.nodes[n.src[0]].src:
-          listed.append(j); seen.add(j)
+          listed.append(j)
+          seen.add(j)
           for x in self.after.get(j, ()):
             if x not in seen: listed.append(x); seen.add(x)
         self.nodes.append(Node("LINEAR", _dedup(listed)))
@@ -335,20 +340,23 @@ class _Shadow:
         continue
       if n.op == "LINEAR": raise ValueError("a LINEAR root outside a PROGRAM")
       new_roots.append(r)
-    value_roots = [r for r in g.root_indices if isinstance(self.views[r].dtype, str) and self.views[r].dtype != "void"]
-    for k, r in enumerate(value_roots):
+    # the evaluator names a value root out{its position among all roots}: a void root before
+    # or between them (a GROUP of stores) takes a position too; the shadows come after them all
+    value_roots = [(p, r) for p, r in enumerate(g.root_indices) if isinstance(self.views[r].dtype, str) and self.views[r].dtype != "void"]
+    for k, (p, r) in enumerate(value_roots):
       e = self.E.get(r)
-      self.outputs[f"out{k}"] = f"out{len(value_roots) + k}"
+      self.outputs[f"out{p}"] = f"out{len(g.root_indices) + k}"
       new_roots.append(e if e is not None else self.zero_like(r))
     for root, s in self.shadow_root.items():   # REG and LOCAL buffers are private: no output
       root_node = g.nodes[root]
       if root_node.arg.get("addrspace") in (None, "GLOBAL"): self.outputs[input_name(root_node.op, root_node.arg)] = input_name(self.nodes[s].op, self.nodes[s].arg)
     return self.rebuild(new_roots, keep, g.level)
 
-  def rebuild(self, roots: list, keep: set, level: str) -> Graph:
+  def rebuild(self, roots: list, keep: set, level: str | None) -> Graph:
     """The graph of the nodes the roots reach, in topological order, each STORE's GROUP in its
     place (except on the edges in keep)."""
-    order, index = [], {}
+    order: list[int] = []
+    index: dict[int, int] = {}
     def src_of(i): return [j if (i, j) in keep else self.repl.get(j, j) for j in self.nodes[i].src]
     for r in roots:
       stack = [(r, False)]
@@ -491,7 +499,7 @@ class _Domain:
   def node(self, t) -> int:
     sh = self.sh
     if isinstance(t, ast.Name): return self.names[t.id]
-    if isinstance(t, ast.Constant): return sh.const(float(t.value))
+    if isinstance(t, ast.Constant): return sh.const(float(t.value))   # type: ignore[arg-type]  # a number: the expressions are the table's
     if isinstance(t, ast.BinOp):
       a, b = self.node(t.left), self.node(t.right)
       ops = {ast.BitAnd: "AND", ast.BitOr: "OR", ast.Mult: "MUL", ast.Add: "ADD", ast.Sub: "SUB", ast.Div: "DIV"}

@@ -26,6 +26,10 @@ import re
 import stat
 import tempfile
 from pathlib import Path
+import numpy as np
+from numpy.lib import format as fmt
+from tinyspec.limits import limits
+import zipfile
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")   # no "/", no leading "." or "-", no ".."
 MAX_NAME = 128
@@ -82,8 +86,6 @@ def read_text(path, limit: int, what: str = "the file") -> str:
 # ------------------------------------------------------------------ arrays
 def _npy_header(f, path):
   """(dtype, shape, fortran_order) of the .npy stream f, positioned at its data."""
-  import numpy as np
-  from numpy.lib import format as fmt
   try:
     version = fmt.read_magic(f)
     if version not in ((1, 0), (2, 0), (3, 0)): raise ValueError(f"unknown .npy format version {version}")
@@ -99,7 +101,6 @@ def _npy_header(f, path):
 
 def _check_shape(path, shape, dtype, budget: int | None) -> int:
   """The array's byte count, after checking its rank and size against the limits."""
-  from tinyspec.limits import limits
   L = limits()
   if not all(type(d) is int and d >= 0 for d in shape):
     raise FileRefused(path, "file.parse", f"not a .npy array (the shape {printable(str(tuple(shape)))[:80]} is not made of dims >= 0)")
@@ -123,7 +124,6 @@ def _check_shape(path, shape, dtype, budget: int | None) -> int:
 
 
 def _read_array(f, path, budget: int | None, available: int | None):
-  import numpy as np
   dtype, shape, fortran = _npy_header(f, path)
   nbytes = _check_shape(path, shape, dtype, budget)
   if available is not None and available - f.tell() < nbytes:
@@ -149,7 +149,6 @@ def load_npz(path, budget: int | None = None) -> dict:
   """name -> array of a .npz archive; each member's declared size and header are checked
   against the budget left before it is decompressed (a small archive cannot expand into
   gigabytes)."""
-  import zipfile
   out = {}
   left = budget
   with open_regular(path) as f:
@@ -186,6 +185,8 @@ def check_name(name, what: str = "name") -> str:
 def make_dir(directory) -> Path:
   """The directory the user gave, created if missing (FileRefused path.write if it cannot be)."""
   d = Path(directory)
+  if not d.exists() and (bad := control_character(str(d))):   # a name no terminal or script shows as it is
+    raise FileRefused(directory, "path.name", f"the directory to create holds the control character {bad}: refused")
   try:
     d.mkdir(parents=True, exist_ok=True)
   except (OSError, ValueError) as e:
@@ -239,20 +240,29 @@ def _umask() -> int:
 
 def save_npy(directory, name: str, array, what: str = "output name") -> Path:
   """DIR/NAME.npy for a sanitized name (no pickles)."""
-  import numpy as np
   p = output_path(directory, name, ".npy", what)
   return write_file(p, lambda f: np.save(f, np.asarray(array), allow_pickle=False))
 
 
 def save_npz(path, arrays: dict) -> Path:
   """A .npz archive at a path the user gave; member names sanitized."""
-  import numpy as np
   for k in arrays: check_name(k)
   return write_file(path, lambda f: np.savez(f, **arrays))
 
 
 # ------------------------------------------------------------------ text for terminals
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+_SETTING_CONTROL = re.compile("[\t\n" + _CONTROL.pattern[1:])
+
+
+def control_character(text: str) -> str | None:
+  """The first character a setting may not hold, as U+XXXX: NUL and every other control
+  character (tab and newline too: C0, DEL, C1) and the bidi controls printable() escapes;
+  None when there is none."""
+  m = _SETTING_CONTROL.search(text)
+  return None if m is None else f"U+{ord(m.group()):04X}"
 
 
 def _escape(m) -> str:

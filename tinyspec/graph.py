@@ -16,6 +16,10 @@ import yaml
 from tinyspec.frozen import freeze, thaw, FrozenDict
 from tinyspec.diagnostics import Diagnostic, Capped, did_you_mean
 from tinyspec.uop import UOp, toposort
+from tinyspec.files import read_regular, FileRefused
+from tinyspec.limits import limits
+from tinyspec.limits import default_budget
+import gc
 
 _OP_RE = re.compile(r"[A-Z][A-Z0-9_]*\Z")   # ECMA-262 `^...$` of the schema: nothing after the name, not even a newline
 _DOC_KEYS = {"format", "version", "level", "roots", "meta", "nodes"}
@@ -161,8 +165,6 @@ class GraphFileError(Exception):
 def load_file(path) -> tuple[Graph | None, list[Diagnostic]]:
   """Read a graph file: a regular file of at most limits.max_file_bytes, whose loading
   fits the memory budget (limits.load_factor bytes per byte of file)."""
-  from tinyspec.files import read_regular, FileRefused
-  from tinyspec.limits import limits
   name = str(path)
   L = limits()
   try:
@@ -175,7 +177,6 @@ def load_file(path) -> tuple[Graph | None, list[Diagnostic]]:
 
 
 def _over_budget(nbytes: int, name: str) -> Diagnostic | None:
-  from tinyspec.limits import limits, default_budget
   need = nbytes * limits().load_factor
   try: budget = default_budget()
   except ValueError as e: return Diagnostic(name, None, None, "file.limit", f"TINYSPEC_EVAL_BUDGET: {e}", exit_code=2)
@@ -197,12 +198,10 @@ class LimitError(ValueError):
 
 
 def _int_too_long(digits: int) -> LimitError:
-  from tinyspec.limits import limits
   return LimitError(f"an integer of {digits:,} digits, more than limits.max_int_digits = {limits().max_int_digits}")
 
 
 def _max_int_digits() -> int:
-  from tinyspec.limits import limits
   return limits().max_int_digits
 
 
@@ -287,10 +286,10 @@ def parse_bytes(data: bytes, name: str):
   try:
     text = data.decode("utf-8")
   except UnicodeDecodeError as e:
-    raise ParseError(f"not UTF-8 text (byte {e.start})")
+    raise ParseError(f"not UTF-8 text (byte {e.start})") from None
   stripped = text.lstrip()
   if not stripped:
-    raise ParseError("the file is empty")
+    raise ParseError("the file is empty") from None
   as_json = name.endswith(".json") or (not name.endswith((".yaml", ".yml")) and stripped[0] in "{[")
   try:
     if as_json:
@@ -299,21 +298,21 @@ def parse_bytes(data: bytes, name: str):
   except LimitError:
     raise
   except json.JSONDecodeError as e:
-    raise ParseError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+    raise ParseError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
   except RecursionError:
-    raise ParseError("nesting too deep")
+    raise ParseError("nesting too deep") from None
   except yaml.constructor.ConstructorError as e:
-    raise ParseError(f"YAML tags are not accepted (safe loading only){_at(e)}: {e.problem}"[:300])
+    raise ParseError(f"YAML tags are not accepted (safe loading only){_at(e)}: {e.problem}"[:300]) from None
   except yaml.composer.ComposerError as e:
-    raise ParseError(f"{e.problem}{_at(e)}")
+    raise ParseError(f"{e.problem}{_at(e)}") from None
   except yaml.MarkedYAMLError as e:
-    raise ParseError(f"invalid YAML{_at(e)}: {e.problem}"[:300])
+    raise ParseError(f"invalid YAML{_at(e)}: {e.problem}"[:300]) from None
   except yaml.YAMLError as e:
-    raise ParseError(f"invalid YAML: {str(e).splitlines()[0]}"[:300])
+    raise ParseError(f"invalid YAML: {str(e).splitlines()[0]}"[:300]) from None
   except ValueError as e:
-    raise ParseError(str(e))
+    raise ParseError(str(e)) from None
   except MemoryError:
-    raise ParseError("the document is too large to parse")
+    raise ParseError("the document is too large to parse") from None
 
 
 class ParseError(Exception):
@@ -326,7 +325,6 @@ def _at(e) -> str:
 
 
 def load_bytes(data: bytes, name: str) -> tuple[Graph | None, list[Diagnostic]]:
-  import gc
   _MAX_INT_DIGITS[0] = _max_int_digits()
   was = gc.isenabled(); gc.disable()   # see validate(): large acyclic allocations
   try:
@@ -373,7 +371,6 @@ def from_document(doc, name: str = "<graph>") -> tuple[Graph | None, list[Diagno
   build the Graph. Mirrors spec/graph.schema.json exactly (tests/core/test_graphfile_schema.py
   holds them to it). Schema errors are reported up to limits.max_diagnostics (then
   counted); a limit broken (nodes, nesting, string length) refuses the whole file."""
-  from tinyspec.limits import limits
   L = limits()
   _STRING_NESTING[:] = [L.max_string, L.max_nesting]
   diags = Capped(L.max_diagnostics)
@@ -468,7 +465,7 @@ def _frozen(v, depth: int = 1):
 
 
 _NUMBERS = frozenset({type(None), int, bool, float})
-_BROKEN = None   # the one Node("?") every non-object node becomes (set below, after Node)
+_BROKEN: "Node"   # the one Node("?") every non-object node becomes (set below, after Node)
 
 
 def _unknown_keys(extra, known) -> str:

@@ -15,7 +15,7 @@ from tinyspec.dtypes import dtype as _dt, DTYPES
 try:
   import ml_dtypes
 except ImportError:  # bfloat16 values need it; bfloat16 intervals do not (bit arithmetic below)
-  ml_dtypes = None
+  ml_dtypes = None  # type: ignore[assignment]  # an optional dependency: None where it is missing
 
 
 def _numpy_type(np_name: str):

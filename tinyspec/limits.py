@@ -15,6 +15,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
+from tinyspec.tables import tables
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _UNLIMITED = 1 << 62
@@ -23,7 +24,6 @@ _UNLIMITED = 1 << 62
 @lru_cache(maxsize=None)
 def limits() -> SimpleNamespace:
   """spec/ops.yaml `limits:` with every value as an int (limits().max_nodes ...)."""
-  from tinyspec.tables import tables
   return SimpleNamespace(**tables().limit_values)
 
 
@@ -47,7 +47,7 @@ def _meminfo(field: str) -> int | None:
 def address_space_left() -> int:
   """What RLIMIT_AS leaves of the address space (unlimited: a huge number)."""
   try:
-    import resource
+    import resource  # noqa: PLC0415 (resource: Unix only)
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
   except (ImportError, OSError, ValueError): return _UNLIMITED
   if soft == resource.RLIM_INFINITY or soft < 0: return _UNLIMITED

@@ -6,12 +6,12 @@ the core reads the names here and loads an entry only when it is used.
 """
 from __future__ import annotations
 from functools import lru_cache
+from importlib.metadata import entry_points as _eps
 
 
 @lru_cache(maxsize=None)
 def entry_points(group: str) -> dict:
   """name -> importlib.metadata.EntryPoint of an entry point group (first one wins)."""
-  from importlib.metadata import entry_points as _eps
   out: dict = {}
   for ep in _eps(group=group):
     out.setdefault(ep.name, ep)

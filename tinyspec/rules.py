@@ -254,7 +254,7 @@ def binary_len(data: str) -> int:
   try:
     return len(base64.b64decode(data, validate=True))
   except (binascii.Error, ValueError):
-    raise RuleFail("arg.schema", "BINARY data is not valid base64")
+    raise RuleFail("arg.schema", "BINARY data is not valid base64") from None
 
 
 def representable(v, name) -> bool:
@@ -262,7 +262,7 @@ def representable(v, name) -> bool:
   if d.cls == "bool": return isinstance(v, bool) or v in (0, 1)
   if d.cls == "float": return not (type(v) is int and abs(v) >= 1 << 1024)   # an integer past float64's range has no float
   if isinstance(v, bool) or not isinstance(v, int): return False
-  return d.min <= v <= d.max
+  return d.min is not None and d.max is not None and d.min <= v <= d.max
 
 
 def itemsize(name) -> int: return _dt(name).itemsize
@@ -367,7 +367,10 @@ def compile_says(text: str, where: str = "says", functions: dict | None = None):
 
 def _split_says(text: str, where: str) -> list[tuple[str, str | None]]:
   """[(literal text, the expression after it or None)]; braces nest inside an expression."""
-  out, lit, expr, depth = [], [], [], 0
+  out: list[tuple[str, str | None]] = []
+  lit: list[str] = []
+  expr: list[str] = []
+  depth = 0
   for ch in text:
     if depth == 0 and ch == "{": depth = 1; continue
     if depth == 0:
@@ -398,7 +401,7 @@ def compile_props(props: tuple[str, ...], exprs: list[str], where: str = "derive
   one-rule-per-call form passes. One call per node instead of one per property."""
   fn = ast.FunctionDef(name="derive", args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in INPUTS], kwonlyargs=[], kw_defaults=[], defaults=[]),
                        body=[], decorator_list=[], returns=None)
-  if "type_params" in ast.FunctionDef._fields: fn.type_params = []   # Python >= 3.12
+  if "type_params" in ast.FunctionDef._fields: fn.type_params = []   # type: ignore[attr-defined]  # Python >= 3.12
   for k, (prop, expr) in enumerate(zip(props, exprs)):
     body = _check_and_rewrite(expr, f"{where}.{prop}", INPUTS + tuple(props[:k]))
     fn.body.append(ast.Assign(targets=[ast.Name(prop, ast.Store())], value=body))

@@ -9,17 +9,21 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 import yaml
 import jsonschema
-from tinyspec import spec
+from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 from tinyspec import rules
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES
+import re
+from tinyspec.dtypes import dtype as _dt
+import hashlib
 
 PROPS = ("dtype", "shape", "device", "addrspace", "min_max", "axis")
-SLOT_KINDS = ("value", "shape", "range", "void", "any", "body")
-UNCHECKED_KINDS = ("any", "body")   # slot kinds that accept any node
+SLOT_KINDS = ("value", "shape", "range", "void", "any", "body", "listing")
+UNCHECKED_KINDS = ("any", "body", "listing")   # slot kinds that accept any node (listing: instructions in execution order)
 FOLDS = ("value", "values", "stack")  # op `fold:` forms (see validate.fold_value)
-STORAGE = (True, "through")           # op `storage:` values
+STORAGE = (True, "through", "writes")   # op `storage:` values
 NAN_RESULTS = ("canonical", "payload")  # op/category `nan:` values
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: the tables load 10x faster
 
@@ -32,7 +36,6 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when Py
 # compilers as they are written).
 @lru_cache(maxsize=None)
 def ecma_regex(pattern: str):
-  import re
   if pattern.endswith("$") and not pattern.endswith("\\$"): pattern = pattern[:-1] + r"\Z"
   return re.compile(pattern)
 
@@ -78,7 +81,7 @@ class Slot:
 
   def level_of(self, src_op: str) -> str | None:
     """The level a source of op src_op in this slot is checked at, None for the node's own."""
-    lv = self.level
+    lv: Any = self.level
     if lv is None or isinstance(lv, str): return lv
     return lv.get(src_op)
 
@@ -116,7 +119,7 @@ class Op:
   example: list | None = None
   family: str | None = None
   fold: str | None = None       # how an index node folds to constant dims (FOLDS), or None
-  storage: object = None        # True: storage; "through": passes src[0]'s storage on; None
+  storage: object = None        # True: storage; "through": passes src[0]'s storage on; "writes": writes into it; None
   nan: str = "payload"          # "canonical": a NaN it computes is the dtype's canonical NaN (decision nan-canonical)
   commutes: frozenset = frozenset()   # dtype classes for which op(a, b) is op(b, a), bit for bit
   derive: tuple = ()            # compiled property rules, in PROPS order
@@ -177,6 +180,7 @@ def _skeleton_safe(schema) -> bool:
 class Tables:
   """All of the spec's tables, loaded and compiled. `tables()` gives the shipped ones;
   Tables(ops_path=..., derived_path=...) loads others (e.g. a table with a new op)."""
+  _validate_infos: Any = None   # the validator's per-op plans for these tables (tinyspec/validate.py)
 
   def __init__(self, ops_path: Path | str | None = None, derived_path: Path | str | None = None):
     self.ops_path = Path(ops_path or spec.path("ops.yaml"))
@@ -235,7 +239,6 @@ class Tables:
   def reduce_identity(self, op: str, dtype_name: str):
     """What an empty `op` reduction of `dtype_name` gives (decision reduce-empty): a Python
     bool, int or float (-inf for "-inf")."""
-    from tinyspec.dtypes import dtype as _dt
     d = _dt(dtype_name)
     v = self.reduce_ops[op]["identity"]
     if isinstance(v, dict): v = v.get(d.cls, v.get("default"))
@@ -246,7 +249,6 @@ class Tables:
 
   def reduce_reorders(self, op: str, dtype_name: str) -> bool:
     """May a backend combine an `op` reduction's elements of `dtype_name` in any order?"""
-    from tinyspec.dtypes import dtype as _dt
     return _dt(dtype_name).cls in self.reduce_ops[op].get("reorders", ())
 
   def reduce_fold(self, op: str) -> str:
@@ -259,7 +261,7 @@ class Tables:
     if d.get("fold") is not None and d["fold"] not in FOLDS:
       raise ValueError(f"{name}: fold {d['fold']!r} is not one of {', '.join(FOLDS)}")
     if d.get("storage") is not None and d["storage"] not in STORAGE:
-      raise ValueError(f"{name}: storage {d['storage']!r} is not true or through")
+      raise ValueError(f"{name}: storage {d['storage']!r} is not true, through or writes")
     if d.get("nan", "payload") not in NAN_RESULTS:
       raise ValueError(f"{name}: nan {d['nan']!r} is not one of {', '.join(NAN_RESULTS)}")
     bad = set(d.get("commutes", ())) - set(CLASSES)
@@ -348,9 +350,9 @@ class Tables:
 
   @cached_property
   def write_ops(self) -> frozenset:
-    """Ops that write into the storage their first source names (held to rule STORE.target:
-    STORE, ATOMICADD)."""
-    return frozenset(n for n, o in self.ops.items() if any(c.rule == "STORE.target" for c in o.checks))
+    """Ops that write into the storage their first source names (`storage: writes`: STORE,
+    ATOMICADD)."""
+    return frozenset(n for n, o in self.ops.items() if o.storage == "writes")
 
   @cached_property
   def marker_ops(self) -> frozenset:
@@ -361,6 +363,11 @@ class Tables:
   def alu_ops(self) -> frozenset:
     """Elementwise ops, primitive and decomposed: what an ALU evaluates."""
     return frozenset(n for n, o in self.ops.items() if o.category in ("elementwise", "decomposed"))
+
+  @cached_property
+  def listing_ops(self) -> frozenset:
+    """Ops whose sources are instructions listed in execution order (a `kind: listing` slot: LINEAR)."""
+    return frozenset(n for n, o in self.ops.items() if any(s.kind == "listing" for s in o.slots))
 
   def body_slots(self, op: str) -> tuple:
     """The source positions of op's closed function bodies (`kind: body`; () for most ops)."""
@@ -383,7 +390,6 @@ TABLE_FILES = ("dtypes.yaml", "ops.yaml", "derived.yaml", "decompositions.yaml",
 @lru_cache(maxsize=None)
 def tables_version() -> tuple[int, str]:
   """(the `version:` of spec/ops.yaml, sha256 over the text of every table file)."""
-  import hashlib
   h = hashlib.sha256()
   for name in TABLE_FILES: h.update(spec.path(name).read_bytes())
   with open(spec.path("ops.yaml")) as f:

@@ -37,7 +37,7 @@ def ulp_distance(a, b) -> np.ndarray:
 
 def _as_f64(inputs: list) -> list[np.ndarray]:
   with np.errstate(invalid="ignore", over="ignore"):
-    return np.broadcast_arrays(*[np.asarray(x).astype(np.float64) for x in inputs])
+    return list(np.broadcast_arrays(*[np.asarray(x).astype(np.float64) for x in inputs]))
 
 
 def _normal_range(dt: str) -> tuple[float, float]:

@@ -9,6 +9,7 @@ part of tinyspec loads it.
 """
 from __future__ import annotations
 import weakref
+from typing import Any
 from tinyspec.frozen import freeze, thaw, key as _key
 
 _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
@@ -36,8 +37,31 @@ def toposort(*roots, srcs=None) -> list["UOp"]:
   return out
 
 
+def fold_up(u: "UOp", memo: dict, f):
+  """f(x, [memo[s] for s in x.src]) for u and every node below it that `memo` does not
+  hold yet, sources first (iterative: no recursion limit); `memo` keeps the answers, so
+  later calls stop at nodes already known. Returns memo[u]. The one bottom-up fold."""
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in memo: stack.pop(); continue
+    todo = [s for s in x.src if s not in memo]
+    if todo: stack.extend(todo); continue
+    stack.pop()
+    memo[x] = f(x, [memo[s] for s in x.src])
+  return memo[u]
+
+
 class UOp:
   __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "__weakref__")
+  op: str
+  src: tuple["UOp", ...]
+  arg: Any
+  dtype: Any           # a declared dtype (a name or a tuple's), or None
+  shape: Any           # a declared shape, or None
+  tag: Any
+  name: str | None
+  _props: Any          # the derived View, once asked for
 
   def __new__(cls, op: str, src: tuple = (), arg=None, dtype=None, shape=None, tag=None, name=None):
     src = tuple(src)

@@ -6,7 +6,10 @@ so the cost is linear in the graph and no recursion is involved. For each node:
   node alone) -> source slots (kind, dtype) -> op checks -> derived properties ->
   declared dtype/shape (these read the sources' properties).
 A node that breaks a rule is reported and then treated as unknown, so its consumers are
-not blamed for it: every independent error is reported once.
+not blamed for it: every independent error is reported once. Where it breaks only dtype
+rules, its consumers are still checked, against every dtype it may have, and an error
+there is reported when no choice avoids it (tinyspec/recovery.py): errors below an
+invalid node are found in the same run, cascades are not.
 
 Public entry points:
   validate(graph, level)        every node of a graph -> ValidationResult (diagnostics, Views)
@@ -22,6 +25,7 @@ rules compiled into one), so a node costs a few dict lookups and two or three ca
 detailed diagnostics are only computed for nodes that fail the quick yes.
 """
 from __future__ import annotations
+import jsonschema
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from tinyspec.tables import tables as _tables, Tables, PROPS
@@ -32,6 +36,9 @@ from tinyspec.dtypes import canonical, DTYPES
 from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
 from tinyspec import uop as _uop
+from tinyspec import recovery as _recovery
+from tinyspec.frozen import thaw
+import gc
 
 LEVELS = ("tensor", "kernel", "program")
 _BIT = {"tensor": 1, "kernel": 2, "program": 4}
@@ -94,7 +101,7 @@ def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
   last = nodes[roots[-1]] if nodes and roots and 0 <= roots[-1] < len(nodes) else None
   od = T.ops.get(last.op) if last is not None else None
   for k in (od.level_slots if od is not None else ()):
-    if isinstance(od.slots[k].level, str): return od.slots[k].level
+    if isinstance(od.slots[k].level, str): return od.slots[k].level   # type: ignore[union-attr]  # od is not None where it has level slots
   if present is None: present = {n.op for n in nodes}
   ops = T.ops
   if all("tensor" in ops[n].levels for n in present if n in ops): return "tensor"
@@ -165,19 +172,18 @@ class _ArgCache:
 
   def errors(self, op, arg) -> str | None:
     t = type(arg)
+    k: tuple
     if arg is None or t is int or t is str: k = (op.name, arg, t)   # fast path for the common args
     else:
       try: k = (op.name, _skeleton(arg) if op.skeleton_safe else _key(arg))
       except RecursionError: return "the arg is nested too deeply"
     if k in self.seen: return self.seen[k]
-    from tinyspec.frozen import thaw
     err = None
     try:
       errs = list(op.arg_validator.iter_errors(thaw(arg)))
     except RecursionError:
       errs, err = [], "the arg is nested too deeply"
     if errs:
-      import jsonschema
       e = jsonschema.exceptions.best_match(errs)
       path = "".join(f"[{p!r}]" for p in e.absolute_path)
       err = f"arg{path}: {_schema_message(e)}"[:300]
@@ -212,7 +218,6 @@ def validate(graph: Graph, level: str = "auto", tables: Tables | None = None, fi
   """Check every node; return diagnostics and each valid node's View."""
   # The pass allocates ~10 objects per node that all stay alive; the cyclic GC would
   # rescan them again and again (quadratic in practice), and nothing here makes cycles.
-  import gc
   was = gc.isenabled(); gc.disable()
   try: return _validate(graph, level, tables, file)
   finally:
@@ -244,7 +249,7 @@ def _slots_pred(od):
   env: dict = {"__builtins__": {}, "all": all, "len": len, "str": str, "type": type}
   names = [s.name for s in od.slots]
   conds = []
-  for k, (sname, kind, allowed, same) in enumerate(_slot_plan(od)):
+  for k, (_sname, kind, allowed, same) in enumerate(_slot_plan(od)):
     if kind is None: continue   # any node goes
     var = od.slots[k].variadic
     x = "x" if var else f"src[{k}]"
@@ -348,14 +353,16 @@ def _arg_cache_for(T: Tables, tables_given: bool) -> _ArgCache:
 _new_view = View.__new__
 
 
-def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors):
+def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors, guess=None):
   """The per-node pipeline, shared by validate() and check_node(): arity -> arg schema ->
   level (these need the node alone; `c` is the bitmask of the levels it is used at) ->
   source slots -> op checks -> derived properties -> constant folding -> declared
   dtype/shape (`dtype`, `shape`: what the node declares, or None). Returns the node's
   View, or None after reporting each broken rule through report(i, op, rule, msg). A
   None in `src` (a broken source) stops it silently after the node-alone steps, so
-  consumers are not blamed for their sources."""
+  consumers are not blamed for their sources. With `guess` (a list), a node that breaks
+  only dtype rules appends the View derived anyway: what its consumers are checked
+  against (tinyspec/recovery.py)."""
   od, min_src, max_src, off_levels, slots_ok, checks, checks_all, derive, null_arg_err, fold = info
   ns = len(src)
   if ns < min_src or ns > max_src:
@@ -369,16 +376,20 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors):
   lvl = _FIRST_LEVEL[c]
   # everything above depends on the node alone; what follows reads its sources' properties
   if None in src: return None
+  failed = []
   if not slots_ok(src):      # the quick yes failed: say what is wrong
     errs = _slot_errors(od, name, src)
     for rule, msg in errs: report(i, name, rule, msg)
-    if errs: return None
+    failed = [rule for rule, _ in errs]
   v = _new_view(View)
   v.index, v.op, v.arg, v.src, v.value = i, name, arg, src, None
-  if checks:
+  if checks and not failed:
     try: all_good = checks_all(src, arg, name, lvl, v, None, None, None, None, None)
     except Exception: all_good = False
-    if not all_good and not _run_checks(checks, src, arg, name, lvl, v, i, report): return None
+    if not all_good: failed = _run_checks(checks, src, arg, name, lvl, v, i, report)
+  if failed:
+    if guess is not None and _recovery.recoverable(failed): _recovery.derive_guess(derive, src, arg, name, lvl, v, guess)
+    return None
   try:
     v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
   except RuleFail as e:
@@ -388,8 +399,11 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors):
   if type(sh) is tuple and len(sh) > _rules.MAX_RANK and type(dt) is str:   # a STACK chain grows rank without shape operands
     report(i, name, "shape.limit", f"a shape of {len(sh)} dims, more than limits.max_rank = {_rules.MAX_RANK}"); return None
   if fold is not None and dt == "index": v.value = fold(arg, src)
-  if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report): return None
+  if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report):
+    if guess is not None and (shape is None or tuple(shape) == tuple(sh)): guess.append(v)   # (the dtype alone is wrong)
+    return None
   return v
+
 
 
 def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known: list | None = None) -> ValidationResult:
@@ -414,6 +428,8 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
 
   def report(i, op, rule, msg):
     add(Diagnostic(file, i, op, rule, msg))
+  guess: list = []              # the View an invalid node whose dtype alone is unknown leaves here
+  below = _recovery.Below()     # such nodes and their consumers: what they may be
 
   for r in graph.root_indices:
     if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index (the graph has nodes 0 to {len(nodes) - 1})")
@@ -432,7 +448,13 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
       report(i, name, "graph.src", f"src {bad[0]} refers to {why}; node {i} may use nodes 0 to {i - 1}"[:300] if i else
                                    f"src {bad[0]} refers to {why}; node 0 has no earlier node to use"); continue
-    views[i] = check(info, name, node.arg, list(map(vget, srcs_i)), top_bit if ctx is None else ctx[i], i, node.dtype, node.shape, report, arg_errors)
+    c, src = top_bit if ctx is None else ctx[i], list(map(vget, srcs_i))
+    if below.guesses and None in src:   # below an invalid node: checked against what it may be (tinyspec/recovery.py)
+      for found in below.check(i, srcs_i, views, lambda s, rep, g: check(
+          info, name, node.arg, s, c, i, node.dtype, node.shape, lambda *d: rep(Diagnostic(file, *d)), arg_errors, g)): add(found)
+      continue
+    views[i] = check(info, name, node.arg, src, c, i, node.dtype, node.shape, report, arg_errors, guess)
+    if guess: below.note(i, guess.pop())
   return ValidationResult(graph, diags.close(file), views, top)
 
 
@@ -440,20 +462,21 @@ def _unknown_op(name, T: Tables) -> str:
   return f"unknown op {name!r}{did_you_mean(name, T.ops)}"[:300]
 
 
-def _run_checks(checks, src, arg, name, lvl, v, i, report) -> bool:
-  """Evaluate the op checks one by one and report each that fails."""
-  ok = True
+def _run_checks(checks, src, arg, name, lvl, v, i, report) -> list:
+  """Evaluate the op checks one by one and report each that fails; the rules broken
+  (an exception counts as its check's rule)."""
+  failed = []
   for chk in checks:
     try:
       good = chk.fn(src, arg, name, lvl, v, None, None, None, None, None)
     except RuleFail as e:
-      report(i, name, e.rule, e.msg[:300]); ok = False; continue
+      report(i, name, e.rule, e.msg[:300]); failed.append(e.rule); continue
     except Exception as e:  # a check that cannot even be evaluated counts as broken ...
-      if ok: report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300])   # ... unless an earlier one explains it
-      ok = False; continue
+      if not failed: report(i, name, chk.rule, f"{chk.msg} ({type(e).__name__}: {e})"[:300])   # ... unless an earlier one explains it
+      failed.append(chk.rule); continue
     if not good:
-      report(i, name, chk.rule, _check_message(chk, src, arg, name, lvl, v)[:300]); ok = False
-  return ok
+      report(i, name, chk.rule, _check_message(chk, src, arg, name, lvl, v)[:300]); failed.append(chk.rule)
+  return failed
 
 
 def _check_message(chk, src, arg, name, lvl, v) -> str:
@@ -532,7 +555,7 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   if u._props is not None: return u._props
   if level != "auto" and all(s._props is not None for s in u.src):   # the common case: one new node on derived ones
     r = check_node(u.op, [s._props for s in u.src], u.arg, level=level, dtype=u.dtype, shape=u.shape, tables=tables, file="<uop>")
-    if type(r) is list: raise DerivationError(r)
+    if isinstance(r, list): raise DerivationError(r)
     u._props = r
     return r
   frontier, order = _underived(u)
@@ -544,14 +567,13 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
     index[id(x)] = len(nodes)
     src = tuple([index[id(s)] for s in x.src])
     nodes.append(Node._checked(x.op, src, x.arg) if x.dtype is None and x.shape is None else Node(x.op, src, x.arg, x.dtype, x.shape))
-  import gc
   was = gc.isenabled(); gc.disable()
   try: res = _validate(Graph(nodes), level, tables, "<uop>", [x._props for x in frontier])
   finally:
     if was: gc.enable()
   if not res.ok: raise DerivationError(res.diagnostics)
   for x in order: x._props = res.views[index[id(x)]]
-  return u._props
+  return res.views[index[id(u)]]   # (u is one of the nodes just derived)
 
 
 def _underived(u) -> tuple[list, list]:

@@ -22,7 +22,7 @@ from pathlib import Path
 if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
   import checkout
   checkout.use_checkout()
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.runtime.c import _compiler
 from tinyspec.tolerance import tolerance
 

@@ -23,7 +23,7 @@ from tinyspec.refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D
 from tinyspec.intervals import np_dtype
-from tinyspec.decompose import expand
+from tinyspec.decompose import decompose
 from tinyspec.tables import tables
 from tinyspec.tolerance import in_domain, tolerance, ulp_distance
 
@@ -44,7 +44,7 @@ def expanded(op, dt, xs):
     nodes += [Node("VCONST", (), {"values": list(x.shape), "dtype": "index"}),
               Node("BUFFER", (2 * k,), {"slot": k, "dtype": dt, "device": "CPU"})]
     srcs.append(2 * k + 1)
-  g = expand(Graph(nodes + [Node(op, srcs)]))
+  g = decompose(Graph(nodes + [Node(op, srcs)]))
   return np.asarray(evaluate(g, {f"buf{k}": x for k, x in enumerate(xs)})["out0"])
 
 

@@ -1,5 +1,6 @@
 """Write the repository's docs/spec.md, docs/spec.tex and docs/status.md from the tables
-(and, for status.md, from the code, the corpus and docs/conformance-results.json).
+(and, for status.md, from the code, the corpus and docs/conformance-results.json), and
+docs/protocol.md from spec/protocol.schema.json.
 
   python tools/gen_docs.py             # write docs/
   python tools/gen_docs.py --check     # exit 1, naming the stale files with a short diff, if docs/ is out of date
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv=None) -> int:
   from tinyspec.docgen import write
-  ap = argparse.ArgumentParser(prog="gen_docs.py", description="Generate docs/spec.md, docs/spec.tex and docs/status.md from the tables.")
+  ap = argparse.ArgumentParser(prog="gen_docs.py", description="Generate docs/spec.md, docs/spec.tex, docs/status.md and docs/protocol.md from the tables.")
   ap.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
   ap.add_argument("--out", type=Path, default=ROOT / "docs", help="folder to write (default: docs/)")
   a = ap.parse_args(argv)

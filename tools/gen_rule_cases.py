@@ -261,7 +261,7 @@ def _():
   yield invalid("reduce-add-bool", g, n, "ADD reduces numbers (an op check reusing the rule id)")
   g = G(); n = g.add("WHERE", [g.const(1.0), g.const(1, "int8"), g.const(2, "int8")])
   yield invalid("where-float-condition", g, n, "WHERE's condition is a bool (decision where-cond, as tinygrad 0.14 requires)")
-  g = G(); a = g.add("AND", [g.const(True, "bool"), g.const(False, "bool")]); g.add("REDUCE", [g.buffer([3], "bool")], {"op": "MAX", "axes": [0]})
+  g = G(); _a = g.add("AND", [g.const(True, "bool"), g.const(False, "bool")]); g.add("REDUCE", [g.buffer([3], "bool")], {"op": "MAX", "axes": [0]})
   yield valid("bools", g)
 
 
@@ -333,7 +333,7 @@ def _():
   g = G(); n = g.add("PARAM", [g.shape(3), g.const(1, "index"), g.const(2, "index")], {"slot": 0, "dtype": "index"})
   yield invalid("bounds-on-vector", g, n, "only a ()-shaped integer PARAM is a symbolic size")
   g = G(); n = g.add("PARAM", [g.shape(), g.const(1, "index"), g.const(16, "index")], {"slot": 0, "dtype": "index"})
-  r = g.add("RANGE", [n], {"id": 0})
+  _r = g.add("RANGE", [n], {"id": 0})
   yield valid("symbolic-size", g, "a symbolic size in [1, 16] bounding a RANGE")
 
 

@@ -3,9 +3,9 @@ the loop nest they form, and which nodes run inside or depend on which. Shared b
 OptOps (optimize.py), the heuristics, BEAM, expand and the device rewrites; rewrites
 live in those modules, never here."""
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort, fold_up, ranges_open
+from tinyspec.tables import tables
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")
 REORDERING = ("UPCAST", "UNROLL", "GROUP_REDUCE")   # types whose iterations do not run in loop order
@@ -57,6 +57,15 @@ def carried(sink: UOp, r: UOp) -> bool:
   return any(u.op == "AFTER" and any(listed(d) for d in u.src[1:]) for u in toposort(sink))
 
 
+def ranges_open(x: UOp, below: list, closers: tuple = ("END", "REDUCE")) -> frozenset:
+  """The RANGEs x runs inside of, given those of its sources: theirs, plus x if it is a
+  RANGE, less those x closes when it is one of `closers`."""
+  s = frozenset().union(*below) if below else frozenset()
+  if x.op == "RANGE": return s | {x}
+  if x.op in closers: return s - set(x.src[1:])
+  return s
+
+
 def open_ranges(u: UOp, memo: dict) -> frozenset:
   """The RANGEs u runs inside of: those it depends on, less the ones an END or REDUCE
   below it closes (memo: answers so far; stops at known nodes)."""
@@ -77,5 +86,4 @@ def top_nest(sink: UOp):
 def reorderable(red: UOp) -> bool:
   """May the REDUCE's elements combine in any order? ops.yaml reduce_ops `reorders`
   (decision reduce-empty: a float MUL keeps its order)."""
-  from tinyspec.tables import tables
   return tables().reduce_reorders(red.arg["op"], props(red).dtype)

@@ -9,15 +9,17 @@ interval over the narrowed x fits the dtype: only then does it not wrap, so an i
 `LOAD(INDEX, 0, gate)` (reads 0 where out of range), a store gets them in its gate (writes
 nothing there); a gated read `LOAD(INDEX, alt, g)` becomes `LOAD(INDEX, WHERE(g, 0, alt),
 g AND bounds)`: its gate only says whether the access happens, and an index out of range
-where it does still reads 0. After `gate_memory` no kernel can touch memory out of bounds by its
-graph alone, which the reference evaluator checks; the renderer re-proves every access
+where it does still reads 0 (compiler/passes/gates.py adds them). After that no kernel can
+touch memory out of bounds by its graph alone, which the reference evaluator checks; the
+renderer re-proves every access
 with the same facts and guards anything it cannot prove (defence in depth; ATOMICADD has
 no gate slot, so its guard is the renderer's alone).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.analysis.symbolic import linear, simplify, fits
+from tinyspec.compiler.analysis.symbolic import linear, fits
+from tinyspec.dtypes import dtype as _dt
 
 TRUE = const(True, "bool")
 
@@ -49,7 +51,6 @@ def facts(gate: UOp | None) -> dict[UOp, tuple]:
 
 
 def _intlike(u: UOp) -> bool:
-  from tinyspec.dtypes import dtype as _dt
   d = props(u).dtype
   return isinstance(d, str) and _dt(d).is_int
 
@@ -94,44 +95,3 @@ def missing(index: UOp, gate: UOp | None) -> list[UOp]:
 
 def proved(index: UOp, gate: UOp | None) -> bool:
   return not missing(index, gate)
-
-
-def _and(gate: UOp | None, extra: list[UOp]) -> UOp:
-  g = gate
-  for c in extra: g = c if g is None else UOp("AND", (g, c))
-  return simplify(g)
-
-
-def gate_memory(sink: UOp) -> UOp:
-  """Add every unproved bounds clause to its access's gate (see the module doc)."""
-  from tinyspec.compiler.rewrite import toposort
-  memo: dict[UOp, UOp] = {}
-  for u in toposort(sink):
-    src = [memo[s] for s in u.src]
-    if u.op == "STORE" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM":
-      gate = src[2] if len(src) == 3 else None
-      extra = missing(src[0], gate)
-      if extra: src = [src[0], src[1], _and(gate, extra)]
-    elif u.op == "LOAD" and src[0].op == "INDEX" and src[0].src[0].op == "PARAM" and len(src) == 3:
-      extra = missing(src[0], src[2])
-      if extra:   # where the gate holds but the index is out of range the read is 0, not the alternative
-        alt = src[1] if src[1] is _zero(src[0]) else simplify(UOp("WHERE", (src[2], _zero(src[0]), src[1])))
-        src = [src[0], alt, _and(src[2], extra)]
-    else:
-      for k, s in enumerate(src):
-        if s.op != "INDEX" or s.src[0].op != "PARAM" or _is_address(u, k): continue
-        extra = missing(s, None)
-        if extra: src[k] = UOp("LOAD", (s, _zero(s), _and(None, extra)))
-    memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=tuple(src))
-  return memo[sink]
-
-
-def _is_address(u: UOp, k: int) -> bool:
-  """Is source k of u the place it accesses (not a value it reads)?"""
-  return (u.op in ("STORE", "LOAD", "ATOMICADD") and k == 0) or (u.op == "AFTER" and k == 0)
-
-
-def _zero(index: UOp) -> UOp:
-  from tinyspec.dtypes import dtype as _dt
-  dt = props(index).dtype
-  return const(False if _dt(dt).cls == "bool" else 0, dt)

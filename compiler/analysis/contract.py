@@ -22,7 +22,7 @@ from functools import cached_property
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
+from tinyspec.uop import toposort
 from tinyspec.compiler.render.nodes import param_of
 
 
@@ -65,11 +65,13 @@ class Magnitude:
 
 
 def magnitude(u: UOp, scannable) -> Magnitude:
-  """u's Magnitude; a read (a LOAD, or an INDEX used as a value) of a PARAM whose slot is
-  `scannable(slot)` (a buffer the kernel only reads) is bounded by a scan of it, a LOAD's
-  alternative value by its own bound (a read out of range gives 0)."""
+  """u's Magnitude; a float read (a LOAD, or an INDEX used as a value) of a PARAM whose
+  slot is `scannable(slot)` (a buffer the kernel only reads) is bounded by a scan of it, a
+  LOAD's alternative value by its own bound (a read out of range gives 0). An integer or
+  bool read keeps its static bound (its interval: the dtype's range at most): the scan
+  reads float bits, and a CAST above it adds the rounding of a wide integer."""
   cap = finite_bound(u)
-  if u.op in ("LOAD", "INDEX"):
+  if u.op in ("LOAD", "INDEX") and _dt(props(u).dtype).cls == "float":
     p = param_of(u.src[0] if u.op == "LOAD" else u)
     if p.op == "PARAM" and len(p.src) != 3 and scannable(p.arg["slot"]):
       alt = max((finite_bound(s) for s in u.src[1:2]), default=0.0) if u.op == "LOAD" else 0.0

@@ -14,26 +14,28 @@ warp, one transaction). Anything else -- a stride, or an index the fastest id en
 through a division, a modulo or a loaded value -- is reported as such.
 Per kernel also the global bytes a work item's loads issue per float op it does
 (`bytes_per_flop`) and whether the loop doing the multiplies reads only local memory
-(`local_tiled`: the inputs were staged there, compiler/passes/stage.py).
+(`local_tiled`: the inputs were staged there, compiler/passes/tiles.py).
 Per kernel also every access of local memory with its bank conflict: the passes a warp
 needs through the banks (compiler/analysis/localbanks.py).
 `problems(report, dev)` lists what a GPU would not like: a kernel doing much work on
 fewer work-groups than compute units, work-groups narrower than a warp, local memory
 over the device's, uncoalesced global accesses, bank conflicts in the loop doing the
 multiplies (elsewhere a staged tile's row pitch may trade a 2-way conflict on the copy
-for conflict-free reads: compiler/passes/stage.py), and races between the work items on local
+for conflict-free reads: compiler/passes/tiles.py), and races between the work items on local
 memory (a missing BARRIER: compiler/analysis/localrace.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from tinyspec.uop import UOp
+from tinyspec.tables import tables
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.render import launch_size
 from tinyspec.compiler.analysis.localrace import local_races
 from tinyspec.compiler.analysis.localbanks import bank_conflicts
 from tinyspec.dtypes import dtype as _dt
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 @dataclass
@@ -70,7 +72,7 @@ class KernelLaunch:
 
   @property
   def local_tiled(self) -> bool:
-    """The multiply loop reads only local memory (a staged tile: compiler/passes/stage.py)."""
+    """The multiply loop reads only local memory (a staged tile: compiler/passes/tiles.py)."""
     return self.local_bytes > 0 and self.flops > 0 and self.hot_global_loads == 0
 
   @property
@@ -153,7 +155,7 @@ def kernel_launch(ks, lin: UOp, warp: int = 1) -> KernelLaunch:
   loads = []                  # (trips, bytes) per global load
   for u in lin.src:
     if u.op != "INDEX" or u.src[0].op != "PARAM": continue
-    store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
+    store = any(x.op in WRITES and k == 0 for x, k in users.get(u, []))
     width = _lanes(u)
     mine = next((r for r in lanes if r in toposort(u)), fastest)   # the sibling lane this access runs in
     acc.append(Access(u.src[0].arg["slot"], store, int(width), _flat_derivative(u, mine)))

@@ -17,11 +17,15 @@ vector access its lanes' elements). The worst phase's ways are the access's conf
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
+from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.compiler.analysis.localrace import _eval
 from tinyspec.dtypes import dtype as _dt
+from tinyspec.compiler.rendertables import render_tables
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 @dataclass
@@ -52,7 +56,6 @@ def conflict_ways(words: np.ndarray, live: np.ndarray, lanes_per_phase: int, ban
 
 def banks() -> tuple[int, int]:
   """(banks, bytes per bank word) of a GPU's local memory (spec/render.yaml devices.opencl)."""
-  from tinyspec.compiler.tables import render_tables
   b = render_tables()["devices"]["opencl"].get("local_banks", {"banks": 32, "bytes": 4})
   return int(b["banks"]), int(b["bytes"])
 
@@ -82,7 +85,7 @@ def bank_conflicts(ks, lin: UOp, warp: int) -> list[LocalAccess]:
   for u in lin.src:
     if u.op != "INDEX" or not _is_local(_base(u.src[0])): continue
     buf = _base(u.src[0])
-    store = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
+    store = any(x.op in WRITES and k == 0 for x, k in users.get(u, []))
     flat, live = _addresses(u, items, lane_dim)
     item = _dt(props(buf).dtype).itemsize
     shp = props(u).shape or ()

@@ -18,10 +18,13 @@ BARRIER that not every item reaches (inside a narrower lane or an IF) is a probl
 """
 from __future__ import annotations
 import numpy as np
+from tinyspec.tables import tables
 from tinyspec.uop import UOp
 from tinyspec.compiler.props import props
 from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.refimpl.alu import alu, has_alu
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 LIMIT = 1 << 22    # (item, trip) points enumerated per access; beyond, the access is "every element"
 
@@ -92,11 +95,11 @@ def local_races(ks, lin: UOp) -> list[str]:
         out.append(f"{ks.name}: a BARRIER inside a branch (not every work item reaches it)")
       epoch += 1
     elif u.op == "INDEX" and _is_local(_base(u.src[0])):
-      write = any(x.op in ("STORE", "ATOMICADD") and k == 0 for x, k in users.get(u, []))
+      write = any(x.op in WRITES and k == 0 for x, k in users.get(u, []))
       acc.append((_base(u.src[0]), epoch, write, u, specials + open_))
   touched = [(b, e, w, u, _touches(u, o, items, lane_dim, fixed)) for b, e, w, u, o in acc]
-  for i, (b, e, w, u, t) in enumerate(touched):
-    for b2, e2, w2, u2, t2 in touched[i:]:
+  for i, (b, e, w, _u, t) in enumerate(touched):
+    for b2, e2, w2, _u2, t2 in touched[i:]:
       if b2 is b and (e2 == e or (min(e, e2), max(e, e2)) in meets) and (w or w2) and _clash(t, t2):
         out.append(f"{ks.name}: work items race on local buffer l{b.arg['slot']}: "
                    f"{'a write' if w else 'a read'} and {'a write' if w2 else 'a read'} between the same BARRIERs")

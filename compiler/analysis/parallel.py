@@ -10,8 +10,8 @@ program keeps that meaning in two ways:
     when `conflict_free` proves that no two iterations touch the same element with at
     least one write, and no read carries a value from one iteration to the next;
   * a read of storage the kernel writes, which the reference orders before those writes
-    (it is not ordered after them through AFTER), must not see them: `plain_hazards`
-    finds the reads that might, and `separate_reads` points them at a copy of the storage
+    (it is not ordered after them through AFTER), must not see them: `hazards`
+    finds the reads that might, and compiler/passes/snapshots.py points them at a copy of the storage
     made before the kernel (as rangeify does for tensor STOREs).
 
 The proofs are about element indices. Two accesses of one storage are *separated* over
@@ -24,13 +24,15 @@ dtype: nothing wraps).
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from tinyspec.uop import UOp
+import numpy as np
+from tinyspec.uop import UOp, toposort, fold_up
+from tinyspec.tables import tables
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort, fold_up
 from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.analysis.axes import carried, open_ranges
+from tinyspec.dtypes import dtype as _dt
 
-WRITES = ("STORE", "ATOMICADD")
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 @dataclass(eq=False)
@@ -152,7 +154,6 @@ def separated(a: Access, b: Access, r: UOp, memo: dict | None = None) -> bool:
 
 def _commute(a: Access, b: Access) -> bool:
   """Integer atomic adds commute exactly (modular): their order changes no bit."""
-  from tinyspec.dtypes import dtype as _dt
   return a.node.op == b.node.op == "ATOMICADD" and _dt(props(a.storage).dtype).is_int
 
 
@@ -244,7 +245,7 @@ def _feeds(a: Access, w: Access, below: dict) -> bool:
 
 
 def _staged_step(a: Access, after: list, r: UOp, below: dict, opened: dict) -> bool:
-  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/passes/stage.py) sees only
+  """A read of a LOCAL tile in loop r (a staged reduce step, compiler/passes/tiles.py) sees only
   this iteration's writes when: every work item runs r alike (its bound is a constant),
   the writes it is ordered after rewrite, at each point of r, every element of the tile
   exactly once between them (so earlier iterations' values are gone: _covers), and a
@@ -273,7 +274,6 @@ def _covers(ws: list, a: Access) -> bool:
   """Do the writes ws, over the work items (LOCAL axes, lidx SPECIALs) and their vector
   lanes, write each element of a's 1-d storage at most once and every element the read a
   can touch (a tile whose rows are padded has elements nobody writes or reads)?"""
-  import numpy as np
   shape = props(a.storage).shape
   if len(shape) != 1 or len(a.index) != 1: return False
   n = int(shape[0])
@@ -296,7 +296,6 @@ def _points(index: UOp, n: int, enumerable, distinct: bool = False) -> "np.ndarr
   """The values of a linear index at every point of its `enumerable` RANGEs (constant
   bounds) and vector lanes (VCONST), a value per point (distinct: each value once), or
   None (another term, or more than 4n points)."""
-  import numpy as np
   lf = linear(index, 32)
   if lf is None: return None
   v = np.array([lf[1]], dtype=np.int64)

@@ -23,12 +23,13 @@ evaluator.
 """
 from __future__ import annotations
 import weakref
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, fold_up
 from tinyspec.frozen import key
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const
-from tinyspec.compiler.rewrite import Pat, Matcher, graph_rewrite, fold_up
+from tinyspec.rewrite import Pat, RuleSet, graph_rewrite
+import math
 
 _ALU = None
 
@@ -339,13 +340,12 @@ def where_same(x: UOp, p: UOp, a: UOp):
 
 
 def _gcd(a: int, b: int) -> int:
-  import math
   return math.gcd(a, b)
 
 
 _COMMUTATIVE = tuple(n for n, o in tables().ops.items() if o.commutes)   # ops.yaml `commutes`
 
-RULES = Matcher([
+RULES = RuleSet.named([
   (Pat.var("x"), fold_point),
   (Pat(_COMMUTATIVE, name="x"), const_right),
   (Pat("ADD", name="x"), canon_add),
@@ -365,9 +365,9 @@ RULES = Matcher([
   (Pat("WHERE", (Pat.var("p"), Pat.var("a"), Pat.var("a")), name="x"), where_same),
   (Pat("CMPNE", (Pat("CMPNE", (Pat.var("a"), Pat.cvar("t1"))), Pat.cvar("t2")), name="x"), not_not),
   (Pat("CAST", (Pat.var("a"),), name="x"), cast_same),
-])
+], "symbolic")
 
 
-def simplify(roots, extra: Matcher | None = None):
+def simplify(roots, extra: RuleSet | None = None):
   """Simplify every integer expression under roots (a UOp or a list)."""
   return graph_rewrite(roots, RULES if extra is None else RULES + extra)

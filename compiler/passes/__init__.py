@@ -1,9 +1,10 @@
-"""The lowering stages, each a function from graph (or schedule) to graph, in pipeline
-order (compiler/pipeline.py runs them):
+"""The lowering stages' rules, in pipeline order (compiler/pipeline.py STAGES runs them):
 
-  callify -> rangeify (+ hazards) -> split -> optimize (heuristics, stage) -> layout
-  -> expand -> isel -> linearize -> memplan
+  callify -> rangeify (+ snapshots) -> optimize (split, opts: heuristics, tiles; layout)
+  -> expand (accumulate) -> isel (gates) -> linearize -> memplan
 
-A pass that rewrites nodes does so through compiler/rewrite.py (rules with graph_rewrite,
-or substitute/rebuild); what it needs to know about a kernel it asks compiler/analysis.
+Every change to a graph goes through the core's engine, tinyspec/rewrite.py: named rules
+in rule sets, applied as steps with their context (steps.py); a schedule stage's rules
+replace one kernel by others. What a rule needs to know about a kernel it asks
+compiler/analysis, which never changes a graph.
 """

@@ -10,8 +10,8 @@ kernel CALLs.
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
-from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.rewrite import Pat, Matcher, graph_rewrite
+from tinyspec.compiler.errors import CompileError
+from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 
 
 def _is_inlinable(f: UOp) -> bool:
@@ -20,30 +20,25 @@ def _is_inlinable(f: UOp) -> bool:
   return bool(slots) and len(f.src) > slots[0] and f.src[slots[0]].op == "TUPLE"
 
 
+def _param_to_arg(x: UOp, ctx: tuple):
+  """PARAM slot k of the body -> argument k."""
+  slot = x.arg["slot"]
+  if slot >= len(ctx): raise CompileError("FUNCTION.param", f"PARAM slot {slot} has no argument", x)
+  return ctx[slot]
+
+
+BIND = RuleSet([Rule("bind_param", Pat("PARAM", name="x"), _param_to_arg)], "bind")
+
+
+def _outside_bodies(u: UOp, k: int) -> bool:
+  """Is source k of u outside a nested body (ops.yaml `kind: body`, which keeps its own PARAMs)?"""
+  return k not in tables().body_slots(u.op)
+
+
 def substitute_params(body: UOp, args: tuple) -> UOp:
   """body with its own PARAM slot k replaced by args[k]; the bodies (ops.yaml `kind: body`) of nested
   FUNCTIONs and CALLs are left alone."""
-  memo: dict[UOp, UOp] = {}
-  stack = [(body, False)]
-  while stack:
-    u, done = stack.pop()
-    if u in memo: continue
-    if u.op == "PARAM":
-      slot = u.arg["slot"]
-      if slot >= len(args): raise CompileError("FUNCTION.param", f"PARAM slot {slot} has no argument", u)
-      memo[u] = args[slot]; continue
-    slots = tables().body_slots(u.op)   # a nested body keeps its own PARAMs
-    kids = tuple(s for k, s in enumerate(u.src) if k not in slots) if slots else u.src
-    if not done:
-      stack.append((u, True))
-      stack.extend((s, False) for s in reversed(kids) if s not in memo)
-      continue
-    new = tuple(memo[s] for s in kids)
-    if slots:
-      rest = iter(new)
-      new = tuple(s if k in slots else next(rest) for k, s in enumerate(u.src))
-    memo[u] = u if all(a is b for a, b in zip(new, u.src)) else u.replace(src=new)
-  return memo[body]
+  return graph_rewrite(body, BIND, tuple(args), top_down=True, once=True, enter=_outside_bodies)
 
 
 def _inline(f: UOp) -> UOp:
@@ -57,11 +52,15 @@ def _gettuple(x: UOp, t: UOp):
   return None
 
 
-RULES = Matcher([
-  (Pat("GETTUPLE", (Pat.var("t"),), name="x"), _gettuple),
-  # a tuple value used as a whole (a root, or an argument) is its TUPLE
-  (Pat(tuple(op for op in tables().ops if tables().body_slots(op)), name="f"), lambda f: _inline(f) if _is_inlinable(f) else None),
-])
+def _call_of_tuple(f: UOp):
+  """A tuple value used as a whole (a root, or an argument) is its TUPLE."""
+  return _inline(f) if _is_inlinable(f) else None
+
+
+RULES = RuleSet([
+  Rule("gettuple", Pat("GETTUPLE", (Pat.var("t"),), name="x"), _gettuple),
+  Rule("inline_call", Pat(tuple(op for op in tables().ops if tables().body_slots(op)), name="f"), _call_of_tuple),
+], "callify")
 
 
 def callify(roots: list[UOp]) -> list[UOp]:

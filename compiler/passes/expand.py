@@ -3,94 +3,89 @@
 * UPCAST and UNROLL axes are expanded: a constant-size axis of k iterations becomes k
   copies of the code it encloses (the vector of the Dialect document's "expand the parallel ranges
   into shape", kept as k scalar lanes: C compilers vectorize such lanes when the
-  pointers are `restrict` (render.py), OpenCL devices vectorize across work items).
+  pointers are `restrict` (compiler/render), OpenCL devices vectorize across work items).
   Under an END the copies are grouped. A REDUCE over an UNROLL axis becomes k REDUCEs
   over its other ranges, one per lane, combined after the loop: k independent
   accumulators (the reduce's float rounding may differ from a sequential loop by the
   reassociation, which ops.yaml `tolerances` allows for REDUCE).
-* A REDUCE over GROUP_REDUCE axes reduces in two steps through workgroup memory:
-
-      lbuf    = BUFFER (G,), addrspace LOCAL           G: the group axes' sizes multiplied
-      END(STORE(INDEX(lbuf, g), REDUCE(value, other ranges...)), g...)    each g a partial
-      bar     = BARRIER(that END)
-      result  = REDUCE(INDEX(AFTER(lbuf, bar), g2), g2)                   g2: a new REDUCE axis
-
-  The group axes run in parallel (C: on threads, OpenCL: as the workgroup's work items,
-  render.py); the BARRIER orders every partial before the final reduce. Where the
-  device's heuristics say `group_combine: tree` (GPUs), the final reduce is instead a
-  tree of steps on the work items, a BARRIER after each (_tree_combine).
+* REDUCEs over GROUP_REDUCE axes reduce through workgroup memory, and every REDUCE becomes
+  an accumulator: compiler/passes/accumulate.py.
 * A MAX reduction of float32/float64 runs on integers: MAX over the IEEE order key
   (bits XOR 0x7fff.. when negative; -0 < +0) of each value, NaNs first made -inf so that
   they never win. Exactly decision reduce-max (the largest non-NaN element, +0 above -0,
   in any order), and integer MAX vectorizes where a float MAX with NaN and signed-zero
   rules does not.
-* Each REDUCE(value, r...) becomes an accumulator (architecture.md "Levels"):
-
-      acc  = BUFFER (), addrspace REG
-      init = STORE(AFTER(acc, outer...), identity)        outer: the ranges the REDUCE is inside of
-      cur  = AFTER(acc, init, r...)                       the running value, read in the loop
-      END(STORE(acc, op(cur, value)), r...)               one loop for the reductions sharing r...
-      result = AFTER(acc, END)
-
-  REDUCEs over the same ranges share one loop (END over a GROUP of their updates).
-* An END over several ranges becomes nested ENDs of one range each (the loop nest).
-The identity is decision reduce-empty's: 0 for ADD, 1 for MUL, the dtype minimum for MAX.
+* An END over several ranges becomes nested ENDs of one range each (the loop nest); a
+  reduce loop whose steps share LOCAL memory ends each step with a BARRIER, and such a
+  kernel is proved race-free (compiler/analysis/parallel.py hazards) or refused.
+Each is a step: a rule set with its context (compiler/passes/steps.py), in the order STEPS
+lists them; the unrolls and the vectors simplify as they go (their rules run with the
+simplifier's, to one fixed point).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
-from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute, rebuild, fold_up, ranges_open
-from tinyspec.compiler.analysis.symbolic import simplify, linear
-from tinyspec.compiler.tables import render_tables
-from tinyspec.compiler.passes.readers import with_identity, identity, fold
+from tinyspec.uop import UOp, toposort
+from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis.axes import depends, open_ranges
+from tinyspec.compiler.analysis.symbolic import RULES as SYMBOLIC, linear
+from tinyspec.compiler.analysis.parallel import hazards, WRITES
+from tinyspec.compiler.passes.readers import with_identity, identity, fold
+from tinyspec.compiler.passes.steps import Env, Step, run_steps
+from tinyspec.compiler.passes.accumulate import GROUP_REDUCE, ACCUMULATE, combine, rtype
+from tinyspec.compiler.passes.linearize import SPLIT_ENDS
 
 UNROLLED = ("UPCAST", "UNROLL")
 
 
-def combine(op: str, parts: list[UOp]) -> UOp:
-  """op over parts as a balanced tree (short dependency chains)."""
-  while len(parts) > 1:
-    parts = [UOp(op, (parts[i], parts[i + 1])) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-  return parts[0]
+# ------------------------------------------------------------------ unrolled axes
+class _Unrolling:
+  """The axis types to unroll, where each range stands in the kernel (the last one is
+  unrolled first: innermost first), and the next free range id (loops copied inside)."""
+
+  def __init__(self, nodes: list, kinds: tuple):
+    self.kinds = kinds
+    self.position = {u: i for i, u in enumerate(nodes) if u.op == "RANGE"}
+    self.next_id = max((u.arg["id"] for u in nodes if u.op == "RANGE"), default=-1) + 1
 
 
-def _unroll(sink: UOp, kinds=UNROLLED) -> UOp:
-  """Expand every range of the `kinds` into copies (innermost first). A loop closed
-  inside a copied body gets a range of its own in each copy (one END per range)."""
-  while True:
+def _unrolling(kinds: tuple):
+  def context(sink: UOp, env) -> _Unrolling | None:
     nodes = toposort(sink)
-    rs = [u for u in nodes if u.op == "RANGE" and u.arg.get("type") in kinds]
-    if not rs: return sink
-    r = rs[-1]
-    if r.src[0].op != "CONST": raise CompileError("compile.form", f"{r.arg['type']} axis {r.arg['id']} needs a constant size", r)
-    n = int(r.src[0].arg["value"])
-    next_id = max(u.arg["id"] for u in nodes if u.op == "RANGE") + 1
-    subs = {}
-    for u in nodes:
-      if u.op not in ("END", "REDUCE") or r not in u.src[1:]: continue
-      rest = tuple(s for s in u.src[1:] if s is not r)
-      inner = list(dict.fromkeys(x for e in toposort(u.src[0]) if e.op == "END" for x in e.src[1:]))
-      copies = []
-      for j in range(n):
-        fresh = {}
-        if j:
-          for x in inner:
-            fresh[x] = x.replace(arg={**x.arg, "id": next_id}); next_id += 1
-        copies.append(substitute(u.src[0], {r: const(j, "index"), **fresh}))
-      if u.op == "REDUCE":
-        op, dt = u.arg["op"], props(u).dtype
-        if rest and props(u).shape:   # a vector accumulator's lanes run in parallel already: one accumulator
-          subs[u] = UOp("REDUCE", (combine(fold(op), copies), *rest), u.arg)
-        elif rest: subs[u] = combine(fold(op), [UOp("REDUCE", (c, *rest), u.arg) for c in copies])
-        else: subs[u] = with_identity(op, combine(fold(op), copies)) if copies else identity(op, dt)
-      else:
-        body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
-        subs[u] = UOp("END", (body, *rest)) if rest else body
-    sink = simplify(substitute(sink, subs))
+    return _Unrolling(nodes, kinds) if any(u.op == "RANGE" and u.arg.get("type") in kinds for u in nodes) else None
+  return context
 
 
-def _rtype(r: UOp) -> str: return r.arg.get("type", "LOOP")
+def unroll(x: UOp, ctx: _Unrolling):
+  """END/REDUCE x over an axis to unroll (the last one in the kernel): k copies of its
+  body. A loop closed inside the body gets a range of its own in each copy (one END per
+  range); the rest of x's ranges stay (the fixed point unrolls them next)."""
+  rs = [r for r in x.src[1:] if r.op == "RANGE" and r.arg.get("type") in ctx.kinds]
+  if not rs: return None
+  r = max(rs, key=lambda r: ctx.position.get(r, -1))
+  if r.src[0].op != "CONST": raise CompileError("compile.form", f"{r.arg['type']} axis {r.arg['id']} needs a constant size", r)
+  n = int(r.src[0].arg["value"])
+  rest = tuple(s for s in x.src[1:] if s is not r)
+  inner = list(dict.fromkeys(y for e in toposort(x.src[0]) if e.op == "END" for y in e.src[1:]))
+  copies = []
+  for j in range(n):
+    fresh = {}
+    if j:
+      for y in inner:
+        fresh[y] = y.replace(arg={**y.arg, "id": ctx.next_id}); ctx.next_id += 1
+    copies.append(substitute(x.src[0], {r: const(j, "index"), **fresh}))
+  if x.op == "REDUCE":
+    op, dt = x.arg["op"], props(x).dtype
+    if rest and props(x).shape: return UOp("REDUCE", (combine(fold(op), copies), *rest), x.arg)   # a vector accumulator's lanes run in parallel already: one accumulator
+    if rest: return combine(fold(op), [UOp("REDUCE", (c, *rest), x.arg) for c in copies])
+    if len(copies) == 1: return copies[0]     # one element: itself (decision reduce-one)
+    return with_identity(op, combine(fold(op), copies)) if copies else identity(op, dt)
+  body = UOp("GROUP", tuple(copies)) if len(copies) != 1 else copies[0]
+  return UOp("END", (body, *rest)) if rest else body
+
+
+UNROLL = RuleSet([Rule("unroll", Pat(("END", "REDUCE"), name="x"), unroll)], "unroll") + SYMBOLIC
 
 
 # ------------------------------------------------------------------ vectors
@@ -121,7 +116,7 @@ def _in_bounds(index: UOp) -> bool:
 
 def _vector_storage(p: UOp) -> bool:
   """Storage a vector load or store may address: a PARAM, or a LOCAL buffer (a staged
-  tile, compiler/passes/stage.py) seen through AFTERs."""
+  tile, compiler/passes/tiles.py) seen through AFTERs."""
   while p.op == "AFTER": p = p.src[0]
   return p.op == "PARAM" or (p.op == "BUFFER" and props(p).addrspace == "LOCAL")
 
@@ -148,135 +143,56 @@ def _vectorizable(sink: UOp, u: UOp) -> bool:
     if op == "INDEX":
       if not any(depends(i, u, dep) for i in x.src[1:]): continue   # ordered after a vector store (a shared BARRIER), itself one element
       if not _vector_storage(x.src[0]) or _flat_coefficient(x, u, dep) != 1 or not _in_bounds(x): return False
-      if not all((c.op == "STORE" and len(c.src) == 2 and (c.src[0] is x) != (c.src[1] is x)) or (c.op not in ("STORE", "LOAD", "ATOMICADD")) for c in uses.get(x, ())): return False
+      if not all((c.op == "STORE" and len(c.src) == 2 and (c.src[0] is x) != (c.src[1] is x)) or (c.op not in WRITES and c.op != "LOAD") for c in uses.get(x, ())): return False
       continue
     if op == "STORE":
       if x.src[0].op != "INDEX" or len(x.src) != 2 or not depends(x.src[0], u, dep): return False
       continue
     if op == "REDUCE":
-      if x.arg["op"] not in V["reduce"] or dt not in V["dtypes"] or any(depends(r, u, dep) or _rtype(r) == "GROUP_REDUCE" for r in x.src[1:]): return False
+      if x.arg["op"] not in V["reduce"] or dt not in V["dtypes"] or any(depends(r, u, dep) or rtype(r) == "GROUP_REDUCE" for r in x.src[1:]): return False
       continue
     if op not in V["ops"] or dt not in V["dtypes"]: return False
   return True
 
 
-def _vectorize(sink: UOp) -> UOp:
-  """The UPCAST axis contiguous in memory becomes vector lanes, when it can (one axis:
-  the others are expanded into copies of the vector code)."""
+def _vector_axis(sink: UOp, env) -> UOp | None:
+  """The UPCAST axis contiguous in memory that becomes vector lanes, when one can (one
+  axis: the others are expanded into copies of the vector code); None: none."""
   V = render_tables()["vectors"]
-  cands = [r for r in toposort(sink) if r.op == "RANGE" and _rtype(r) == "UPCAST" and r.src[0].op == "CONST" and int(r.src[0].arg["value"]) in V["widths"]]
+  cands = [r for r in toposort(sink) if r.op == "RANGE" and rtype(r) == "UPCAST" and r.src[0].op == "CONST" and int(r.src[0].arg["value"]) in V["widths"]]
   reduced = {r for x in toposort(sink) if x.op == "REDUCE" for r in x.src[1:]}
-  for u in sorted(cands, key=lambda r: -int(r.src[0].arg["value"])):
-    if u in reduced or not _vectorizable(sink, u): continue
-    out = substitute(sink, {u: lanes(int(u.src[0].arg["value"]))})
-    fix = {}
-    for x in toposort(out):
-      if x.op == "END" and any(s.op == "VCONST" for s in x.src[1:]):
-        rest = tuple(s for s in x.src[1:] if s.op != "VCONST")
-        fix[x] = UOp("END", (x.src[0], *rest)) if rest else x.src[0]
-    return simplify(substitute(out, fix) if fix else out)
-  return sink
+  return next((u for u in sorted(cands, key=lambda r: -int(r.src[0].arg["value"])) if u not in reduced and _vectorizable(sink, u)), None)
 
 
-def _innermost_ready(sink: UOp, pick) -> list[UOp]:
-  """The nodes `pick` selects none of whose sources contains another picked node."""
-  inner: dict = {}
-  ready = []
-  for u in toposort(sink):
-    below = any(inner[s] for s in u.src)
-    if pick(u) and not below: ready.append(u)
-    inner[u] = pick(u) or below
-  return ready
+def vector_lanes(x: UOp, ctx: UOp):
+  """The vector axis -> its lanes, an index VCONST 0..k-1."""
+  return lanes(int(x.src[0].arg["value"])) if x is ctx else None
 
 
-def _group_reduce(sink: UOp, tree: bool = False) -> UOp:
-  """REDUCEs over GROUP_REDUCE axes -> partials in LOCAL memory, BARRIER, final reduce
-  (tree: combined pairwise by the work items, _tree_combine; else every item reads all)."""
-  is_grouped = lambda u: u.op == "REDUCE" and any(_rtype(r) == "GROUP_REDUCE" for r in u.src[1:])
-  nlocal = 1 + max((u.arg["slot"] for u in toposort(sink) if u.op == "BUFFER" and props(u).addrspace == "LOCAL"), default=-1)   # after staged tiles'
-  while True:
-    ready = _innermost_ready(sink, is_grouped)
-    if not ready: return sink
-    next_id = max(u.arg["id"] for u in toposort(sink) if u.op == "RANGE") + 1
-    by_key: dict[tuple, list] = {}
-    for red in ready:
-      key = tuple(sorted((r for r in red.src[1:] if _rtype(r) == "GROUP_REDUCE"), key=lambda r: r.arg["id"]))
-      by_key.setdefault(key, []).append(red)
-    subs = {}
-    opened: dict = {}
-    for key, members in by_key.items():
-      # the partials of every work item (LOCAL) or thread (THREAD) running this reduce at
-      # once get their own slots: the buffer is indexed by those ranges and the group's
-      outer = sorted({r for red in members for r in open_ranges(red, opened) if _rtype(r) in ("LOCAL", "THREAD")}, key=lambda r: r.arg["id"])
-      if any(r.src[0].op != "CONST" for r in (*outer, *key)): raise CompileError("compile.form", "a GROUP_REDUCE axis needs a constant size", key[0])
-      G, gidx = 1, const(0, "index")
-      for r in (*outer, *key):
-        n = int(r.src[0].arg["value"])
-        gidx = UOp("ADD", (UOp("MUL", (gidx, const(n, "index"))), r))
-        G *= n
-      gidx = simplify(gidx)
-      G_group = 1
-      for r in key: G_group *= int(r.src[0].arg["value"])
-      base = const(0, "index")
-      for r in outer: base = UOp("ADD", (UOp("MUL", (base, const(int(r.src[0].arg["value"]), "index"))), r))
-      base = simplify(UOp("MUL", (base, const(G_group, "index"))))
-      stores = []
-      for red in members:
-        rest = tuple(r for r in red.src[1:] if r not in key)
-        partial = UOp("REDUCE", (red.src[0], *rest), red.arg) if rest else red.src[0]
-        dt = props(red).dtype
-        lbuf = UOp("BUFFER", (shape_operand((G,)),), {"slot": nlocal, "dtype": dt, "device": "REG", "addrspace": "LOCAL"})
-        nlocal += 1
-        stores.append(UOp("STORE", (UOp("INDEX", (lbuf, gidx)), partial)))
-      end = UOp("END", (stores[0] if len(stores) == 1 else UOp("GROUP", tuple(stores)), *key))
-      bar = UOp("BARRIER", (end,))
-      lbufs = [st.src[0].src[0] for st in stores]
-      if tree:
-        bar, left, next_id = _tree_combine(members, lbufs, bar, base, G_group, next_id)
-        for red, lbuf in zip(members, lbufs):
-          cur = UOp("AFTER", (lbuf, bar))
-          parts = [UOp("INDEX", (cur, simplify(UOp("ADD", (base, const(j, "index")))))) for j in left]
-          subs[red] = with_identity(red.arg["op"], combine(fold(red.arg["op"]), parts))
-        continue
-      g2 = UOp("RANGE", (const(G_group, "index"),), {"id": next_id, "type": "REDUCE"})
-      next_id += 1
-      for red, lbuf in zip(members, lbufs):
-        subs[red] = UOp("REDUCE", (UOp("INDEX", (UOp("AFTER", (lbuf, bar)), simplify(UOp("ADD", (base, g2))))), g2), red.arg)
-    sink = substitute(sink, subs)
+def vector_end(x: UOp):
+  """An END no longer closes the vector axis (its lanes are one value)."""
+  if not any(s.op == "VCONST" for s in x.src[1:]): return None
+  rest = tuple(s for s in x.src[1:] if s.op != "VCONST")
+  return UOp("END", (x.src[0], *rest)) if rest else x.src[0]
 
 
-def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_id: int):
-  """Combine the n partials at lbuf[base:base+n] pairwise, in steps until two are left:
-  with h the largest power of two below n, the work items t < n - h each do
-  lbuf[t] = op(lbuf[t], lbuf[t + h]) (a GROUP_REDUCE range of n - h lanes: render runs it
-  on those items, the others skip it), a BARRIER, and n becomes h. The slots written,
-  [0, n-h), and the slots read from other items, [h, n), never meet, so the items of a
-  step do not race, and the BARRIERs order the steps. A step of one lane (n = h + 1) is
-  not made: a range of one item is no range after simplification and every item would
-  run it (a race); its one extra partial, lbuf[h], stays where it is (later steps touch
-  only slots below h) and joins the final combine. The last two partials, and those
-  extras, every item combines itself (a store there would race with the other items'
-  reads). Returns (the last BARRIER, the slots left to combine, next free range id)."""
-  extra = []
-  while n > 2:
-    h = 1 << ((n - 1).bit_length() - 1)
-    if n - h == 1:
-      extra.append(h)
-      n = h
-      continue
-    t = UOp("RANGE", (const(n - h, "index"),), {"id": next_id, "type": "GROUP_REDUCE"})
-    next_id += 1
-    slot = simplify(UOp("ADD", (base, t)))
-    steps = []
-    for red, lbuf in zip(members, lbufs):
-      cur = UOp("AFTER", (lbuf, bar))
-      pair = UOp(fold(red.arg["op"]), (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
-      steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
-    bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
-    n = h
-  return bar, list(range(n)) + extra[::-1], next_id
+VECTORS = RuleSet([Rule("vector_lanes", Pat("RANGE", name="x"), vector_lanes), Rule("vector_end", Pat("END", name="x"), vector_end)], "vectors") + SYMBOLIC
 
 
+# ------------------------------------------------------------------ one element
+def one_element(x: UOp):
+  """A REDUCE over RANGEs that all run once is its value at index 0: one element is itself,
+  nothing folded in from the identity (decision reduce-one: -0.0 stays -0.0 under ADD, NaN
+  stays NaN under MAX)."""
+  rr = x.src[1:]
+  if not rr or not all(r.op == "RANGE" and r.src[0].op == "CONST" and r.src[0].arg["value"] == 1 for r in rr): return None
+  return substitute(x.src[0], {r: const(0, "index") for r in rr})
+
+
+ONE_ELEMENT = RuleSet([Rule("one_element", Pat("REDUCE", name="x"), one_element)], "one_element")
+
+
+# ------------------------------------------------------------------ float MAX on integer keys
 _KEYED = {"float32": ("int32", 0x7fffffff, 0x7f800000), "float64": ("int64", 0x7fffffffffffffff, 0x7ff0000000000000)}
 
 
@@ -286,109 +202,79 @@ def _order_key(b: UOp, it: str, mag: int) -> UOp:
   return UOp("XOR", (b, UOp("WHERE", (neg, const(mag, it), const(0, it)))))
 
 
-def _max_on_integers(sink: UOp) -> UOp:
-  """Float MAX reductions -> one integer MAX reduction (see the module doc)."""
-  def lower(u: UOp):
-    if u.op != "REDUCE" or u.arg["op"] != "MAX" or len(u.src) < 2: return None
-    dt = props(u).dtype
-    if dt not in _KEYED: return None
-    it, mag, inf = _KEYED[dt]
-    b = UOp("BITCAST", (u.src[0],), it)
-    m = UOp("AND", (b, const(mag, it)))
-    neg_inf = UOp("BITCAST", (const("-inf", dt),), it)
-    b = UOp("WHERE", (UOp("CMPLT", (const(inf, it), m)), neg_inf, b))   # every NaN made -inf: it never wins
-    k = UOp("REDUCE", (_order_key(b, it, mag), *u.src[1:]), {"op": "MAX"})
-    k = UOp("MAX", (k, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
-    return UOp("BITCAST", (_order_key(k, it, mag),), dt)
-  out = rebuild(sink, lower)
-  return simplify(out) if out is not sink else sink
+def max_on_integers(x: UOp):
+  """A float MAX reduction -> one integer MAX reduction of order keys (see the module doc)."""
+  if x.arg["op"] != "MAX" or len(x.src) < 2: return None
+  dt = props(x).dtype
+  if dt not in _KEYED: return None
+  it, mag, inf = _KEYED[dt]
+  b = UOp("BITCAST", (x.src[0],), it)
+  m = UOp("AND", (b, const(mag, it)))
+  neg_inf = UOp("BITCAST", (const("-inf", dt),), it)
+  b = UOp("WHERE", (UOp("CMPLT", (const(inf, it), m)), neg_inf, b))   # every NaN made -inf: it never wins
+  k = UOp("REDUCE", (_order_key(b, it, mag), *x.src[1:]), {"op": "MAX"})
+  k = UOp("MAX", (k, _order_key(neg_inf, it, mag)))        # an empty reduce is -inf
+  return UOp("BITCAST", (_order_key(k, it, mag),), dt)
 
 
-def _ranges_in(u: UOp, cache: dict) -> frozenset:
-  """The open RANGEs u depends on (END closes its own; cache: answers so far, the walk
-  stops at known nodes)."""
-  return fold_up(u, cache, _end_closes)
+MAX_KEYS = RuleSet([Rule("max_on_integers", Pat("REDUCE", name="x"), max_on_integers)], "max_keys")
 
 
-def _end_closes(x: UOp, below: list) -> frozenset: return ranges_open(x, below, ("END",))
-
-
-def _accumulate(sink: UOp) -> UOp:
-  """REDUCE -> REG accumulators, innermost reductions first."""
-  cache: dict = {}
-  nacc = 0
-  while True:
-    ready = _innermost_ready(sink, lambda u: u.op == "REDUCE")
-    if not ready: return sink
-    groups: dict[frozenset, list] = {}
-    for u in ready: groups.setdefault(frozenset(u.src[1:]), []).append(u)
-    closed = {r for u in toposort(sink) if u.op == "END" for r in u.src[1:]}
-    next_id = max((u.arg["id"] for u in toposort(sink) if u.op == "RANGE"), default=-1) + 1
-    subs = {}
-    for _, members in groups.items():
-      rr = tuple(dict.fromkeys(members[0].src[1:]))     # the loop nest in the REDUCE's own order
-      if not rr:   # a reduction over no ranges is its value
-        for red in members: subs[red] = red.src[0]
-        continue
-      vals = [red.src[0] for red in members]
-      if any(r in closed for r in rr):   # the ranges already close another loop: this one gets its own
-        fresh = {}
-        for r in rr:
-          fresh[r] = UOp("RANGE", r.src, {"id": next_id, "type": r.arg.get("type", "REDUCE")}); next_id += 1
-        vals = [substitute(v, fresh) for v in vals]
-        rr = tuple(fresh[r] for r in rr)
-      updates, results = [], []
-      for red, val in zip(members, vals):
-        dt, shape = props(red).dtype, props(red).shape
-        dev = props(red).device   # the kernel's device (PARAMs may name one), so that the accumulator's reads match it
-        acc = UOp("BUFFER", (shape_operand(shape),), {"slot": nacc, "dtype": dt, "device": list(dev) if isinstance(dev, tuple) else dev or "REG", "addrspace": "REG"})
-        nacc += 1
-        outer = sorted(_ranges_in(red, cache) - set(red.src[1:]), key=lambda r: r.arg["id"])
-        ident = identity(red.arg["op"], dt)
-        if shape: ident = UOp("VCONST", (), {"values": [ident.arg["value"]] * shape[0], "dtype": dt})   # a vector accumulator
-        init = UOp("STORE", (UOp("AFTER", (acc, *outer)) if outer else acc, ident))
-        cur = UOp("AFTER", (acc, init, *rr))
-        updates.append(UOp("STORE", (acc, UOp(fold(red.arg["op"]), (cur, val)))))
-        results.append((red, acc))
-      end = UOp("END", (updates[0] if len(updates) == 1 else UOp("GROUP", tuple(updates)), *rr))
-      for red, acc in results: subs[red] = UOp("AFTER", (acc, end))
-    sink = substitute(sink, subs)
-
-
-def _step_barriers(sink: UOp) -> UOp:
+# ------------------------------------------------------------------ loop ends
+def step_barrier(x: UOp):
   """A reduce loop whose iterations store LOCAL memory and then wait at a BARRIER (a staged
-  tile, compiler/passes/stage.py) ends each iteration with a BARRIER of its own: without it the
-  next iteration's stores could overwrite what slower work items still read."""
-  from tinyspec.compiler.passes.linearize import split_ends
-  while any(u.op == "END" and len(u.src) > 2 for u in toposort(sink)): sink = split_ends(sink)   # (an END inside another's body stays whole in one pass)
+  tile, compiler/passes/tiles.py) ends each iteration with a BARRIER of its own: without it
+  the next iteration's stores could overwrite what slower work items still read. (Bottom-
+  up: an outer loop's END keeps its inner loops' barriers.)"""
+  if len(x.src) != 2 or rtype(x.src[1]) != "REDUCE": return None
+  body, r = x.src
+  inner = {y for z in toposort(body) if z.op == "END" for y in z.src[1:]}   # loops nested in r (their own ENDs end their steps)
   opened: dict = {}
-  def step(e: UOp):
-    if e.op != "END" or len(e.src) != 2 or _rtype(e.src[1]) != "REDUCE": return None
-    body, r = e.src
-    inner = {x for y in toposort(body) if y.op == "END" for x in y.src[1:]}   # loops nested in r (their own ENDs end their steps)
-    if any(b.op == "BARRIER" and r in (o := open_ranges(b, opened)) and not (o & inner) for b in toposort(body)):
-      return UOp("END", (UOp("GROUP", (body, UOp("BARRIER", (body,)))), r))
-    return None
-  return rebuild(sink, step)     # (bottom-up: an outer loop's END keeps its inner loops' barriers)
+  if any(b.op == "BARRIER" and r in (o := open_ranges(b, opened)) and not (o & inner) for b in toposort(body)):
+    return UOp("END", (UOp("GROUP", (body, UOp("BARRIER", (body,)))), r))
+  return None
 
 
-def _race_free(sink: UOp) -> UOp:
+STEP_BARRIERS = RuleSet([Rule("step_barrier", Pat("END", name="x"), step_barrier)], "step_barriers")
+
+
+def race_free(sink: UOp, env=None) -> UOp:
   """A kernel that shares LOCAL memory between work items (BARRIERs) must be proved to
   read there only what decision kernel-loops says (compiler/analysis/parallel.py hazards: the
   group reduce's partials, a staged tile per reduce step); else it is refused, never run."""
   if not any(u.op == "BARRIER" for u in toposort(sink)): return sink
-  from tinyspec.compiler.analysis.parallel import hazards
   plain, ordered = hazards(sink)
   bad = [a for a in plain + ordered if props(a.storage).addrspace == "LOCAL"]
   if bad: raise CompileError("compile.order", f"a read of LOCAL buffer {bad[0].storage.arg['slot']} may see another work item's or step's store (a race between BARRIERs)", bad[0].node)
   return sink
 
 
+def _float_max(sink: UOp, env):
+  return True if any(u.op == "REDUCE" and u.arg["op"] == "MAX" for u in toposort(sink)) else None
+
+
+def _has_barrier(sink: UOp, env):
+  return True if any(u.op == "BARRIER" for u in toposort(sink)) else None
+
+
+# float MAX reductions go to integer keys first: once unrolled or grouped, their partials
+# combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
+# the reduction's (decision reduce-max)
+STEPS = (
+  Step("one_element", ONE_ELEMENT, once=True),
+  Step("max_keys", MAX_KEYS, _float_max, once=True, simplify_after=True),
+  Step("vectors", VECTORS, _vector_axis),
+  Step("unroll_upcast", UNROLL, _unrolling(("UPCAST",))),
+  GROUP_REDUCE,
+  Step("unroll", UNROLL, _unrolling(("UNROLL",))),
+  ACCUMULATE,
+  SPLIT_ENDS,
+  Step("step_barriers", STEP_BARRIERS, _has_barrier, once=True),
+  race_free,
+)
+
+
 def expand(sink: UOp, tree: bool = False) -> UOp:
   """tree: combine GROUP_REDUCE partials as a tree (render.yaml heuristics
   `group_combine`), not serially."""
-  from tinyspec.compiler.passes.linearize import split_ends
-  # float MAX reductions go to integer keys first: once unrolled or grouped, their partials
-  # combine with the elementwise MAX, whose NaN and zero rules (decision max-nan) are not
-  # the reduction's (decision reduce-max)
-  return _race_free(_step_barriers(split_ends(_accumulate(_unroll(_group_reduce(_unroll(_vectorize(_max_on_integers(sink)), ("UPCAST",)), tree), ("UNROLL",))))))
+  return run_steps(sink, STEPS, Env("", tree=tree))

@@ -37,13 +37,14 @@ nest (their axes are not GLOBAL), keep their loops; a float MUL reduction keeps 
 order (opt.order).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.compiler.analysis.symbolic import linear
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, output_nest, reorderable
 from tinyspec.compiler.passes.expand import _vectorizable
+from tinyspec.dtypes import dtype as _dt
+from tinyspec.compiler.device import device
 
 
 def _prod(xs) -> int:
@@ -77,7 +78,6 @@ def accesses(sink: UOp) -> list[tuple[bool, UOp, dict]]:
 
 def _itemsize(sink: UOp) -> int:
   """The widest element the kernel stores (what its vectors hold)."""
-  from tinyspec.dtypes import dtype as _dt
   sizes = [_dt(props(u.src[0]).dtype).itemsize for u in toposort(sink) if u.op == "STORE" and u.src[0].op == "INDEX"]
   return max(sizes, default=4)
 
@@ -254,7 +254,6 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   """The opts for the kernel (module doc). fits(opts) -> bool: do these opts apply and
   compile (compiler/passes/optimize.py opts_fit)? The staged (local-memory) tiling is offered only
   where the caller can say: without `fits` the kernel keeps its global reads."""
-  from tinyspec.compiler.device import device
   dev = dev or device(target)
   H = numbers(dev)
   axes = ranges(sink)
@@ -271,7 +270,7 @@ def default_opts(sink: UOp, target: str, dev=None, fits=None) -> list:
   if reds and outs and dev.kind == "gpu" and dev.target == "opencl" and _gpu_rows(P.A, reds, outs, dev, H, P.contiguous_in_load, P.contiguous_in_store):
     return P.A.opts
   tiled = bool(reds and outs) and _register_tile(P)
-  grouped = _group_reduce(P) if reds and not tiled else False
+  grouped = _plan_group_reduce(P) if reds and not tiled else False
   _unroll_reduce(P, tiled, grouped)
   _vector_outputs(P)
   _parallel_outputs(P, grouped)
@@ -331,7 +330,7 @@ def _register_tile(P: _Plan) -> bool:
   return True
 
 
-def _group_reduce(P: _Plan) -> bool:
+def _plan_group_reduce(P: _Plan) -> bool:
   """2. a long reduce with few outputs: split it across the cores / a workgroup (whether it was)."""
   A, H, dev, reds = P.A, P.H, P.dev, P.reds
   out_numel = _prod(A.size[p] for p in P.outs)

@@ -29,14 +29,19 @@ edge (a padded row of A) are copied first into buffers padded with zeros to the 
 reads: what those reads gave (decision index-oob), now in bounds and ungated.
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.tables import tables
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler.props import props, const, shape_operand
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import linear, simplify, exact_linear, linear_interval
-from tinyspec.compiler.passes.heuristics import numbers
+from tinyspec.compiler.passes.heuristics import numbers, default_opts
 from tinyspec.compiler.analysis.axes import axis_type, size
 from tinyspec.compiler.passes.optimize import initial_types, apply_opts
+from tinyspec.compiler.passes.rangeify import _prune_params
+from tinyspec.compiler.passes.steps import Env, KernelRule, ScheduleContext, rewrite_schedule
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 
 def _lane_block(i: UOp) -> int | None:
@@ -61,7 +66,7 @@ def _stores(nodes: list) -> dict[UOp, list[UOp]]:
   """The storage each STORE / ATOMICADD of the kernel writes -> those writes."""
   out: dict[UOp, list[UOp]] = {}
   for u in nodes:
-    if u.op in ("STORE", "ATOMICADD"):
+    if u.op in WRITES:
       t = u.src[0]
       while t.op in ("INDEX", "AFTER"): t = t.src[0]
       out.setdefault(t, []).append(u)
@@ -111,40 +116,49 @@ def _pack_kernels(src_shape, w: int, dtype: str, name: str) -> list[UOp]:
   return sinks
 
 
+def packed_read(x: UOp, ctx: dict):
+  """A read worth packing (candidates) -> the same element of the packed copy."""
+  return ctx.get(x)
+
+
+PACKED = RuleSet([Rule("packed_read", Pat("INDEX", name="x"), packed_read)], "pack")
+
+
+def pack_inputs(k: Kernel, ctx: ScheduleContext):
+  """The packing kernels the kernel wants (kernels already optimized) before it, and the
+  kernel reading the packed copies; None when it wants none."""
+  target, dev = ctx.env.target, ctx.env.dev
+  H = numbers(dev)
+  if not H.get("pack") or k.sink.op != "SINK": return None
+  lanes = max(1, dev.vector_bytes // 4)
+  found = candidates(k.sink, H["pack_min"], lanes)
+  if not found: return None
+  out: list[Kernel] = []
+  args, subs = list(k.args), {}
+  for n, (idx, w) in enumerate(found):
+    p = idx.src[0]
+    pr = props(p)
+    Kd, Nd = pr.shape
+    shape = (-(-Nd // w), Kd, w)     # column tiles, the last one padded with zeros where w does not divide N
+    buf, q = _intermediate(shape, pr, args, p, ctx)
+    for e, psink in enumerate(_pack_kernels((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}")):
+      psink = initial_types(psink)
+      psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
+      out.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}" + ("_edge" if e else "")))
+    args.append(buf)
+    i_k, i_n = idx.src[1], idx.src[2]
+    subs[idx] = UOp("INDEX", (q, UOp("IDIV", (i_n, const(w, "index"))), i_k, UOp("MOD", (i_n, const(w, "index")))))
+  sink = simplify(graph_rewrite(k.sink, PACKED, subs, top_down=True, once=True))
+  sink, args, writes = _prune_params(sink, args, set(k.writes))
+  return out + [Kernel(sink, args, writes, k.name)]
+
+
+PACK = (KernelRule("pack_inputs", pack_inputs),)
+
+
 def pack(sched: Schedule, target: str, dev) -> Schedule:
   """Insert the packing kernels the schedule's kernels want (kernels already optimized)."""
-  from tinyspec.compiler.passes.rangeify import _prune_params
-  from tinyspec.compiler.passes.heuristics import default_opts
-  H = numbers(dev)
-  if not H.get("pack"): return sched
-  kernels: list[Kernel] = []
-  inter = set(sched.intermediates)
-  slot = sched.free_slot()
-  for k in sched.kernels:
-    if k.sink.op != "SINK": kernels.append(k); continue
-    lanes = max(1, dev.vector_bytes // 4)
-    found = candidates(k.sink, H["pack_min"], lanes)
-    if not found: kernels.append(k); continue
-    sink, args, subs = k.sink, list(k.args), {}
-    for n, (idx, w) in enumerate(found):
-      p = idx.src[0]
-      pr = props(p)
-      Kd, Nd = pr.shape
-      shape = (-(-Nd // w), Kd, w)     # column tiles, the last one padded with zeros where w does not divide N
-      buf, q = _intermediate(shape, pr, args, p, slot)
-      slot += 1
-      inter.add(buf)
-      for e, psink in enumerate(_pack_kernels((Kd, Nd), w, pr.dtype, f"pack_{Kd}_{Nd}")):
-        psink = initial_types(psink)
-        psink = apply_opts(psink, default_opts(psink, target, dev), target, dev)
-        kernels.append(Kernel(psink, [buf, args[p.arg["slot"]]], {0}, f"{k.name}_pack{n}" + ("_edge" if e else "")))
-      args.append(buf)
-      i_k, i_n = idx.src[1], idx.src[2]
-      subs[idx] = UOp("INDEX", (q, UOp("IDIV", (i_n, const(w, "index"))), i_k, UOp("MOD", (i_n, const(w, "index")))))
-    sink = simplify(substitute(sink, subs))
-    sink, args, writes = _prune_params(sink, args, set(k.writes))
-    kernels.append(Kernel(sink, args, writes, k.name))
-  return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
+  return rewrite_schedule(sched, PACK, Env(target, dev))
 
 
 def _conjuncts(g: UOp) -> list[UOp]:
@@ -270,68 +284,84 @@ def _root(storage: UOp) -> UOp:
   return storage
 
 
-def _intermediate(shape, pr, args: list, p: UOp, slot: int):
+def _intermediate(shape, pr, args: list, p: UOp, ctx: ScheduleContext):
   """(BUFFER, its PARAM in the kernel) of a new intermediate like p's storage, of `shape`."""
-  buf = UOp("BUFFER", (shape_operand(shape),), {"slot": slot, "dtype": pr.dtype, "device": dev_name(args[p.arg["slot"]])})
+  buf = ctx.buffer(shape, pr.dtype, dev_name(args[p.arg["slot"]]))
   return buf, UOp("PARAM", (shape_operand(shape),), {"slot": len(args), "dtype": pr.dtype})
+
+
+def padded_input(x: UOp, ctx: tuple):
+  """An input read past its edge -> its zero-padded copy."""
+  return ctx[0].get(x)
+
+
+def ungated_store(x: UOp, ctx: tuple):
+  """A padded output's store -> an ungated store into its padded intermediate."""
+  outs = ctx[1]
+  if x.src[0].op == "INDEX" and x.src[0].src[0] in outs and len(x.src) == 3:
+    return UOp("STORE", (UOp("INDEX", (outs[x.src[0].src[0]], *x.src[0].src[1:])), x.src[1]))
+  return None
+
+
+PADDED = RuleSet([Rule("padded_input", Pat("PARAM", name="x"), padded_input), Rule("ungated_store", Pat("STORE", name="x"), ungated_store)], "pad")
+
+
+def _copies(shape, src_shape, dtype, name, target, dev) -> list[UOp]:
+  out = []
+  for c in _copy_kernels(shape, src_shape, dtype, name):
+    c = initial_types(c)
+    out.append(apply_opts(c, default_opts(c, target, dev), target, dev))
+  return out
+
+
+def pad_output(k: Kernel, ctx: ScheduleContext):
+  """A reduce kernel's padded tiles store ungated into padded intermediates, copied out
+  after it, and its inputs read past their edge from zero-padded copies made before it
+  (module doc, `pad_outputs`); None when it has no such store."""
+  target, dev = ctx.env.target, ctx.env.dev
+  if not numbers(dev).get("pad_outputs") or k.sink.op != "SINK": return None
+  nodes = toposort(k.sink)
+  if not any(u.op == "REDUCE" for u in nodes): return None   # the copies pay off against a product's work
+  stores = _stores(nodes)
+  params = {u for u in nodes if u.op == "PARAM"}
+  written = {_root(k.args[p.arg["slot"]]) for p in stores if p.op == "PARAM"}
+  shared = {r for r in written if sum(_root(k.args[p.arg["slot"]]) is r for p in params) > 1}   # aliased slots: left alone
+  args = list(k.args)
+  outs, new_writes, before, after = {}, set(), [], []
+  for p, sts in stores.items():
+    if p.op != "PARAM" or len(sts) != 1 or sts[0].op != "STORE" or _root(k.args[p.arg["slot"]]) in shared: continue
+    if any(u.op == "INDEX" and u.src[0] is p and u is not sts[0].src[0] for u in nodes): continue   # p is read too
+    padded = _padded_shape(sts[0])
+    if padded is None: continue
+    pr = props(p)
+    buf, q = _intermediate(padded, pr, args, p, ctx)
+    new_writes.add(len(args)); args.append(buf)
+    outs[p] = q
+    (c,) = _copies(pr.shape, padded, pr.dtype, f"unpad_{'_'.join(map(str, pr.shape))}", target, dev)    # (out within src: no zeros)
+    after.append(Kernel(c, [k.args[p.arg["slot"]], buf], {0}, f"{k.name}_unpad{len(after)}"))
+  if not outs: return None
+  ins = {}
+  for p in sorted(params - set(stores), key=lambda p: p.arg["slot"]):
+    padded = _read_padding(p, nodes)
+    if padded is None or _root(k.args[p.arg["slot"]]) in written: continue
+    pr = props(p)
+    buf, q = _intermediate(padded, pr, args, p, ctx)
+    args.append(buf)
+    ins[p] = q
+    for e, c in enumerate(_copies(padded, pr.shape, pr.dtype, f"pad_{'_'.join(map(str, pr.shape))}", target, dev)):
+      before.append(Kernel(c, [buf, k.args[p.arg["slot"]]], {0}, f"{k.name}_pad{len(ins) - 1}" + ("_edge" if e else "")))
+  sink = simplify(graph_rewrite(k.sink, PADDED, (ins, outs), once=True))
+  sink, args, writes = _prune_params(sink, args, set(k.writes) | new_writes)
+  return before + [Kernel(sink, args, writes, k.name)] + after
 
 
 def pad_outputs(sched: Schedule, target: str, dev) -> Schedule:
   """Padded tiles store ungated into padded intermediates, and read their inputs from
   zero-padded copies (module doc, `pad_outputs`)."""
-  from tinyspec.compiler.passes.rangeify import _prune_params
-  from tinyspec.compiler.passes.heuristics import default_opts
-  if not numbers(dev).get("pad_outputs"): return sched
-  def copies(shape, src_shape, dtype, name):
-    out = []
-    for c in _copy_kernels(shape, src_shape, dtype, name):
-      c = initial_types(c)
-      out.append(apply_opts(c, default_opts(c, target, dev), target, dev))
-    return out
-  kernels: list[Kernel] = []
-  inter = set(sched.intermediates)
-  slot = sched.free_slot()
-  for k in sched.kernels:
-    if k.sink.op != "SINK": kernels.append(k); continue
-    nodes = toposort(k.sink)
-    if not any(u.op == "REDUCE" for u in nodes): kernels.append(k); continue   # the copies pay off against a product's work
-    stores = _stores(nodes)
-    params = {u for u in nodes if u.op == "PARAM"}
-    written = {_root(k.args[p.arg["slot"]]) for p in stores if p.op == "PARAM"}
-    shared = {r for r in written if sum(_root(k.args[p.arg["slot"]]) is r for p in params) > 1}   # aliased slots: left alone
-    args = list(k.args)
-    outs, new_writes, after = {}, set(), []
-    for p, sts in stores.items():
-      if p.op != "PARAM" or len(sts) != 1 or sts[0].op != "STORE" or _root(k.args[p.arg["slot"]]) in shared: continue
-      if any(u.op == "INDEX" and u.src[0] is p and u is not sts[0].src[0] for u in nodes): continue   # p is read too
-      padded = _padded_shape(sts[0])
-      if padded is None: continue
-      pr = props(p)
-      buf, q = _intermediate(padded, pr, args, p, slot)
-      slot += 1; inter.add(buf); new_writes.add(len(args)); args.append(buf)
-      outs[p] = q
-      (c,) = copies(pr.shape, padded, pr.dtype, f"unpad_{'_'.join(map(str, pr.shape))}")    # (out within src: no zeros)
-      after.append(Kernel(c, [k.args[p.arg["slot"]], buf], {0}, f"{k.name}_unpad{len(after)}"))
-    if not outs: kernels.append(k); continue
-    ins = {}
-    for p in sorted(params - set(stores), key=lambda p: p.arg["slot"]):
-      padded = _read_padding(p, nodes)
-      if padded is None or _root(k.args[p.arg["slot"]]) in written: continue
-      pr = props(p)
-      buf, q = _intermediate(padded, pr, args, p, slot)
-      slot += 1; inter.add(buf); args.append(buf)
-      ins[p] = q
-      for e, c in enumerate(copies(padded, pr.shape, pr.dtype, f"pad_{'_'.join(map(str, pr.shape))}")):
-        kernels.append(Kernel(c, [buf, k.args[p.arg["slot"]]], {0}, f"{k.name}_pad{len(ins) - 1}" + ("_edge" if e else "")))
-    sink = substitute(k.sink, ins) if ins else k.sink
-    fix = {}
-    for u in toposort(sink):   # the padded outputs' stores, found again after the inputs' substitution
-      if u.op == "STORE" and u.src[0].op == "INDEX" and u.src[0].src[0] in outs and len(u.src) == 3:
-        fix[u] = UOp("STORE", (UOp("INDEX", (outs[u.src[0].src[0]], *u.src[0].src[1:])), u.src[1]))
-    sink, args, writes = _prune_params(simplify(substitute(sink, fix)), args, set(k.writes) | new_writes)
-    kernels.append(Kernel(sink, args, writes, k.name))
-    kernels.extend(after)
-  return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
+  return rewrite_schedule(sched, PAD_OUTPUTS, Env(target, dev))
+
+
+PAD_OUTPUTS = (KernelRule("pad_output", pad_output),)
 
 
 def dev_name(storage: UOp):

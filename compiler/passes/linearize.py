@@ -13,19 +13,25 @@ loops, is refused (compile.form).
 """
 from __future__ import annotations
 import heapq
-from tinyspec.uop import UOp
-from tinyspec.compiler.props import CompileError
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.uop import UOp, toposort
+from tinyspec.compiler.errors import CompileError
+from tinyspec.rewrite import Pat, Rule, RuleSet
+from tinyspec.compiler.passes.steps import Step
 
 
-def split_ends(sink: UOp) -> UOp:
-  subs = {}
-  for u in toposort(sink):
-    if u.op == "END" and len(u.src) > 2:
-      body = u.src[0]
-      for r in reversed(u.src[1:]): body = UOp("END", (body, r))
-      subs[u] = body
-  return substitute(sink, subs) if subs else sink
+def split_end(x: UOp):
+  """END(body, r0, r1, ...) -> END(END(body, r1...), r0): one range per END (bottom-up, so
+  an END inside another's body is split too)."""
+  if len(x.src) <= 2: return None
+  body = x.src[0]
+  for r in reversed(x.src[1:]): body = UOp("END", (body, r))
+  return body
+
+
+SPLIT_ENDS = Step("split_ends", RuleSet([Rule("split_end", Pat("END", name="x"), split_end)], "split_ends"), once=True)
+
+
+def split_ends(sink: UOp) -> UOp: return SPLIT_ENDS(sink)
 
 
 def linearize(sink: UOp) -> UOp:

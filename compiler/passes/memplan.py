@@ -10,6 +10,7 @@ not change, so the stage's graph evaluates exactly like the previous one.
 from __future__ import annotations
 from tinyspec.compiler.props import props
 from tinyspec.compiler.schedule import Schedule
+from tinyspec.dtypes import dtype as _dt
 
 ALIGN = 256
 
@@ -18,7 +19,6 @@ def _nbytes(u) -> int:
   p = props(u)
   n = 1
   for d in p.shape: n *= d
-  from tinyspec.dtypes import dtype as _dt
   return n * _dt(p.dtype).itemsize
 
 

@@ -28,7 +28,7 @@ and reduce axes REDUCE; a kernel the user writes may type its own. Here:
               masked (their stores are gated off, their reduce inputs are the identity);
        SWAP   arg j: exchange the nesting order of output axes i and j;
        STAGE  arg k: a gemm-shaped reduce reads its inputs through local memory, k
-              reduce steps at a time (compiler/passes/stage.py);
+              reduce steps at a time (compiler/passes/tiles.py);
        NOLOCALS: no LOCAL, GROUP_REDUCE or STAGE (workgroup memory) afterwards;
        TC     refused (opt.unsupported): no renderer here has matrix-unit rules.
      A rejected opt raises CompileError with the rule id;
@@ -40,19 +40,33 @@ What each AxisType becomes: expand (UPCAST, UNROLL, GROUP_REDUCE) and render (GL
 LOCAL, THREAD) say.
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.limits import limits
-from tinyspec.compiler.props import props, const, CompileError
-from tinyspec.compiler.rewrite import toposort, substitute, rebuild
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
+from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite, substitute
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
 from tinyspec.compiler.passes.readers import identity
-from tinyspec.compiler.analysis.parallel import accesses, conflict_free
+from tinyspec.compiler.analysis.parallel import accesses, conflict_free, WRITES
+from tinyspec.compiler.passes.tiles import stage_tiles
+from tinyspec.compiler.analysis.parallel import hazards
+from tinyspec.compiler.passes.expand import expand
+from tinyspec.compiler.passes.heuristics import default_opts
+
+def retype(x: UOp, ctx: dict):
+  """A RANGE -> the same range with the AxisType ctx gives it."""
+  t = ctx.get(x)
+  return UOp("RANGE", x.src, {"id": x.arg["id"], "type": t}) if t is not None and x.arg.get("type") != t else None
+
+
+RETYPE = RuleSet([Rule("retype", Pat("RANGE", name="x"), retype)], "retype")
+
 
 def _retype(sink: UOp, mapping: dict[UOp, str]) -> UOp:
-  subs = {r: UOp("RANGE", r.src, {"id": r.arg["id"], "type": t}) for r, t in mapping.items() if r.arg.get("type") != t}
-  return substitute(sink, subs) if subs else sink
+  if not any(r.arg.get("type") != t for r, t in mapping.items()): return sink
+  return graph_rewrite(sink, RETYPE, mapping, top_down=True, once=True)
 
 
 def type_refusal(sink: UOp, r: UOp, kind: str, acc=None, target: str | None = None):
@@ -119,8 +133,7 @@ def program_axes(lin: UOp) -> UOp:
   """A LINEAR given as it is (a program-level graph): its parallel axis types are kept
   only where allowed (else LOOP), as for a kernel; conflicting SPECIALs and reads of what
   it writes that the loops cannot order are refused (a LINEAR is not restructured)."""
-  from tinyspec.compiler.analysis.parallel import hazards
-  sink = UOp("SINK", tuple(u for u in lin.src if u.op in ("STORE", "END", "ATOMICADD")))
+  sink = UOp("SINK", tuple(u for u in lin.src if u.op in WRITES or u.op == "END"))
   plain, ordered = hazards(sink)
   if plain or ordered:
     raise CompileError("compile.order", "a LINEAR reads what it writes where its loops would see a store decision kernel-loops hides from the read")
@@ -142,6 +155,24 @@ def proved_parallel(sink: UOp, target: str | None = None) -> None:
 
 
 # ------------------------------------------------------------------ the OptOps
+def split_range(x: UOp, ctx: tuple):
+  """The axis split -> outer * k' + inner."""
+  r, expr, outer, inner = ctx
+  return expr if x is r else None
+
+
+def split_closer(x: UOp, ctx: tuple):
+  """The END or REDUCE that closed the split axis closes (outer, inner) instead."""
+  r, expr, outer, inner = ctx
+  if expr not in x.src[1:]: return None
+  srcs = [x.src[0]]
+  for s in x.src[1:]: srcs += [outer, inner] if s is expr else [s]
+  return x.replace(src=tuple(srcs))
+
+
+SPLIT = RuleSet([Rule("split_range", Pat("RANGE", name="x"), split_range), Rule("split_closer", Pat(("END", "REDUCE"), name="x"), split_closer)], "split")
+
+
 def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp:
   n = size(r)
   if n is None: raise CompileError("opt.divisible", f"axis {r.arg['id']} has a symbolic size and cannot be split")
@@ -152,17 +183,31 @@ def _split(sink: UOp, r: UOp, k: int, kind: str, top: bool, next_id: int) -> UOp
   outer = UOp("RANGE", (const(sizes[0], "index"),), {"id": r.arg["id"], "type": kinds[0]})
   inner = UOp("RANGE", (const(sizes[1], "index"),), {"id": next_id, "type": kinds[1]})
   expr = UOp("ADD", (UOp("MUL", (outer, const(sizes[1], "index"))), inner))
-  # r is replaced by outer*k' + inner everywhere; the END and REDUCE that closed r then
-  # close (outer, inner) instead
-  out = substitute(sink, {r: expr})
-  fix = {}
-  for u in toposort(out):
-    if u.op in ("END", "REDUCE") and expr in u.src[1:]:
-      srcs = [u.src[0]]
-      for s in u.src[1:]: srcs += [outer, inner] if s is expr else [s]
-      fix[u] = u.replace(src=tuple(srcs))
-  if fix: out = substitute(out, fix)
-  return simplify(out)
+  return simplify(graph_rewrite(sink, SPLIT, (r, expr, outer, inner), once=True))
+
+
+class _Padding:
+  """The axis padded, its padded range and validity, and the ranges open at each node."""
+  def __init__(self, r: UOp, r2: UOp, valid: UOp):
+    self.r, self.r2, self.valid = r, r2, valid
+    self.opened: dict = {}
+
+
+def pad_range(x: UOp, ctx: _Padding):
+  """The padded axis -> its longer range."""
+  return ctx.r2 if x is ctx.r else None
+
+
+def pad_mask(x: UOp, ctx: _Padding):
+  """The added iterations store nothing (the store's gate) and reduce nothing (the identity)."""
+  if x.op == "STORE" and ctx.r2 in open_ranges(x, ctx.opened):
+    return x.replace(src=(x.src[0], x.src[1], UOp("AND", (x.src[2], ctx.valid)) if len(x.src) == 3 else ctx.valid))
+  if x.op == "REDUCE" and ctx.r2 in x.src[1:]:
+    return x.replace(src=(UOp("WHERE", (ctx.valid, x.src[0], identity(x.arg["op"], props(x).dtype))), *x.src[1:]))
+  return None
+
+
+PAD = RuleSet([Rule("pad_range", Pat("RANGE", name="x"), pad_range), Rule("pad_mask", Pat(("STORE", "REDUCE"), name="x"), pad_mask)], "pad")
 
 
 def _padto(sink: UOp, r: UOp, m: int) -> UOp:
@@ -174,17 +219,13 @@ def _padto(sink: UOp, r: UOp, m: int) -> UOp:
   if padded > limits().max_numel:   # (an index must stay far from int64 overflow, as a shape's)
     raise CompileError("opt.divisible", f"PADTO to a multiple of {m} makes axis {r.arg['id']} {padded:,} long, more than limits.max_numel")
   if padded == n: return sink
+  # a REDUCE of one element is that element (decision reduce-one): taken as it is, before
+  # padding would fold it with identities (0 + -0.0 is +0.0)
+  one = {u: substitute(u.src[0], {x: const(0, "index") for x in u.src[1:]}) for u in toposort(sink)
+         if u.op == "REDUCE" and r in u.src[1:] and all(size(x) == 1 for x in u.src[1:])}
+  if one: sink = substitute(sink, one)
   r2 = UOp("RANGE", (const(padded, "index"),), r.arg)
-  valid = UOp("CMPLT", (r2, const(n, "index")))
-  opened: dict = {}
-
-  def mask(u: UOp):
-    if u.op == "STORE" and r2 in open_ranges(u, opened):
-      return u.replace(src=(u.src[0], u.src[1], UOp("AND", (u.src[2], valid)) if len(u.src) == 3 else valid))
-    if u.op == "REDUCE" and r2 in u.src[1:]:
-      return u.replace(src=(UOp("WHERE", (valid, u.src[0], identity(u.arg["op"], props(u).dtype))), *u.src[1:]))
-    return None
-  return simplify(rebuild(substitute(sink, {r: r2}), mask))
+  return simplify(graph_rewrite(sink, PAD, _Padding(r, r2, UOp("CMPLT", (r2, const(n, "index")))), once=True))
 
 
 def _swap(sink: UOp, a: UOp, b: UOp) -> UOp:
@@ -278,9 +319,8 @@ def apply_opts(sink: UOp, opts, target: str = "c", dev=None) -> UOp:
       if carried(sink, r): raise CompileError("opt.carried", f"axis {axis} carries a value from one iteration to the next; padding it would add iterations")
       sink = _padto(sink, r, arg)
     elif op == "STAGE":
-      from tinyspec.compiler.passes.stage import stage
       if no_locals: raise CompileError("opt.unsupported", "STAGE after NOLOCALS")
-      sink = stage(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
+      sink = stage_tiles(sink, r, arg, max(a.arg["id"] for a in axes) + 1, _split, target, dev)
     elif op == "SWAP":
       if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < len(axes): raise CompileError("opt.axis", f"SWAP: axis {arg!r} does not exist")
       sink = _swap(sink, r, axes[arg])
@@ -298,7 +338,6 @@ def opts_fit(sink: UOp, target: str, dev):
   """opts -> do they apply to the kernel and expand (its LOCAL tiles proved race-free)?
   What the heuristics try a staged tiling with (compiler/passes/heuristics.py default_opts)."""
   def fits(opts) -> bool:
-    from tinyspec.compiler.passes.expand import expand
     try: expand(apply_opts(sink, opts, target, dev))
     except CompileError: return False
     return True
@@ -309,6 +348,5 @@ def optimize(sink: UOp, target: str = "c", opts=None, dev=None) -> UOp:
   """initial_types, then `opts` (None: the device's default, see compiler/passes/heuristics.py)."""
   sink = initial_types(serial_specials(sink, target))
   if opts is None:
-    from tinyspec.compiler.passes.heuristics import default_opts
     opts = default_opts(sink, target, dev, opts_fit(sink, target, dev))
   return apply_opts(sink, opts, target, dev)

@@ -31,15 +31,18 @@ kernels run on, so a COPY or device LOAD is a copy kernel and an n-tuple buffer 
 whole (decided in docs: compiler section of the README).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
-from tinyspec.compiler.props import props, const, shape_operand, CompileError
-from tinyspec.compiler.rewrite import Matcher, Pat, toposort
+from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
+from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
-from tinyspec.compiler.tables import policy, is_alu
+from tinyspec.compiler.rendertables import policy, is_alu
 from tinyspec.compiler.analysis.symbolic import simplify
-from tinyspec.compiler.analysis.bounds import gate_memory
+from tinyspec.compiler.passes.gates import gate_memory
 from tinyspec.compiler.passes.readers import ZERO, TRUE, numel, and_, in_range, as_index, reader
+
+WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 
 # ------------------------------------------------------------------ one kernel
 class KernelBuilder:
@@ -143,10 +146,9 @@ def _expanding(s: UOp, u: UOp) -> bool:
 
 def _kernel_sink_slots(body: UOp) -> set[int]:
   """PARAM slots a kernel body stores to."""
-  from tinyspec.compiler.rewrite import toposort
   out = set()
   for u in toposort(body):
-    if u.op in ("STORE", "ATOMICADD"):
+    if u.op in WRITES:
       t = u.src[0]
       while t.op in ("INDEX", "AFTER"): t = t.src[0]
       if t.op == "PARAM": out.add(t.arg["slot"])
@@ -156,20 +158,21 @@ def _kernel_sink_slots(body: UOp) -> set[int]:
 def _tensor_nodes(roots: list[UOp]) -> list[UOp]:
   """Toposort of the tensor-level nodes: kernel bodies under CALL are not entered."""
   def srcs(u): return u.src if _kernel_body(u) is None else tuple(s for k, s in enumerate(u.src) if k not in tables().body_slots(u.op))
-  return toposort(roots, srcs)
+  return toposort(roots, srcs=srcs)
 
 
-LOWER = Matcher([
-  # a masked storage read becomes a gated LOAD: the read is skipped, not just discarded
-  (Pat("WHERE", (Pat.var("g"), Pat("INDEX", name="i"), Pat.cvar("z")), name="x"),
-   lambda x, g, i, z: UOp("LOAD", (i, z, g)) if (z.arg["value"] in (0, False) and i.src[0].op == "PARAM" and props(g).dtype == "bool") else None),
-])
+def _masked_read(x: UOp, g: UOp, i: UOp, z: UOp):
+  """A masked storage read becomes a gated LOAD: the read is skipped, not just discarded."""
+  return UOp("LOAD", (i, z, g)) if (z.arg["value"] in (0, False) and i.src[0].op == "PARAM" and props(g).dtype == "bool") else None
+
+
+LOWER = RuleSet([Rule("masked_read", Pat("WHERE", (Pat.var("g"), Pat("INDEX", name="i"), Pat.cvar("z")), name="x"), _masked_read)], "lower")
 
 
 class Rangeify:
   def __init__(self, roots: list[UOp], fuse_rows: int | None = None):
     self.fuse_rows = fuse_rows     # the longest row a row reduction may have to stay in its consumers' kernel (None: never)
-    self.storage_ops = policy("storage") | policy("constant_storage")
+    self.storage_ops = tables().storage_ops | policy("constant_storage")   # ops.yaml `storage: true`, and constant data read like it
     self.snapshots: dict[UOp, UOp] = {}
     self._base_slot = max((u.arg["slot"] for u in _tensor_nodes(roots) if u.op == "BUFFER"), default=-1) + 1
     roots = self._snapshot_base_reads(list(roots))
@@ -187,7 +190,7 @@ class Rangeify:
     self.fused_rows = 0
 
   def is_storage(self, x: UOp) -> bool:
-    return x.op in self.storage_ops or x.op == "PARAM"
+    return x.op in self.storage_ops
 
   # -- reads of a buffer's contents before the program's stores
   def _snapshot_base_reads(self, roots: list[UOp]) -> list[UOp]:
@@ -203,7 +206,7 @@ class Rangeify:
         stores.setdefault(st, []).append(u)
     if not stores: return roots
     reads: dict[UOp, set] = {}     # B -> consumers reading it plainly
-    for u, k, b in self._plain_edges(roots):
+    for u, _k, b in self._plain_edges(roots):
       if b in stores: reads.setdefault(b, set()).add(u)
     need = []
     for b, users in reads.items():
@@ -418,12 +421,13 @@ class Rangeify:
     self._finish(b, UOp("STORE", (UOp("INDEX", (p, *idx)) if idx else p, b.read(src, idx))), ranges, shape, {0})
 
   def _target_chain(self, t: UOp):
+    """(the storage a STORE target reaches, the INDEXes on the way, outermost first)."""
     chain = []
-    while True:
-      if self.is_storage(t): return t, chain
-      if t.op == "AFTER" or t.op in policy("transparent") | tables().marker_ops: t = t.src[0]; continue
-      if t.op == "INDEX": chain.append(t); t = t.src[0]; continue
-      raise CompileError("STORE.target", f"cannot store through {t.op}", t)
+    while not self.is_storage(t):
+      if t.op == "INDEX": chain.append(t)
+      elif not (t.op == "AFTER" or t.op in policy("transparent") | tables().marker_ops): raise CompileError("STORE.target", f"cannot store through {t.op}", t)
+      t = t.src[0]
+    return t, chain
 
   def _target_index(self, b: KernelBuilder, chain: list, idx: tuple):
     cur, valid = idx, TRUE
@@ -491,7 +495,6 @@ def _size_slots(body: UOp) -> set[int]:
 
 def _prune_params(sink: UOp, args: list, writes: set):
   """Drop the arguments whose PARAM simplification removed; number the rest 0..n-1."""
-  from tinyspec.compiler.rewrite import substitute
   used = sorted({u.arg["slot"] for u in _walk(sink) if u.op == "PARAM"})
   if used == list(range(len(args))): return sink, args, writes
   new = {old: i for i, old in enumerate(used)}
@@ -542,7 +545,6 @@ def _merge(a: Kernel, b: Kernel) -> Kernel:
   for u in _walk(b.sink):
     if u.op == "RANGE" and u not in rmap:
       rmap[u] = u.replace(arg={**u.arg, "id": top}); top += 1
-  from tinyspec.compiler.rewrite import substitute
   bsink = substitute(b.sink, {**pmap, **rmap})
   def stores(k_sink, nest_ranges):
     body = k_sink.src[0]

@@ -13,9 +13,10 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.dispatch import Registry
-from tinyspec.compiler.props import props, const, CompileError
+from tinyspec.compiler.props import props, const
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.symbolic import simplify, build_sum
-from tinyspec.compiler.tables import policy, is_alu
+from tinyspec.compiler.rendertables import policy, is_alu
 
 READERS = Registry("tensor reader")
 ZERO = const(0, "index")
@@ -148,7 +149,7 @@ def _reshape(b, x, idx):
 
 
 @READERS.register("EXPAND")
-def _expand(b, x, idx):
+def _broadcast(b, x, idx):
   return (yield x.src[0], bcast(props(x.src[0]).shape, props(x).shape, idx))
 
 
@@ -212,9 +213,9 @@ def _reduce(b, x, idx):
     ranges.append(r)
   v = yield src, tuple(sidx)
   if ranges: return UOp("REDUCE", (v, *ranges), {"op": x.arg["op"]})
-  # no axes is no reduction: the value itself (an ADD from the identity 0 would turn -0.0 into
-  # +0.0); reduced axes of size 1 fold their one element from the identity, as the reference does
-  return with_identity(x.arg["op"], v) if x.arg.get("axes") else v
+  # one element (no axes, or axes of size 1) is itself, decision reduce-one (an ADD from the
+  # identity 0 would turn -0.0 into +0.0, a MAX from -inf a NaN into -inf)
+  return v
 
 
 def identity(op: str, dtype: str) -> UOp:
@@ -228,9 +229,9 @@ def fold(op: str) -> str:
 
 
 def with_identity(op: str, v: UOp) -> UOp:
-  """A reduction of one element: the identity combined with it, where that can change the
-  bits: a float identity of zero turns a -0.0 element into +0.0 (0 + -0.0 is +0.0), as the
-  reference's fold from the identity gives."""
+  """The combination v of two or more elements folded into the identity, where that can
+  change the bits: a float identity of zero turns a -0.0 sum into +0.0 (0 + -0.0 is +0.0),
+  as the reference's fold from the identity gives (one element is itself: decision reduce-one)."""
   dt = props(v).dtype
   ident = tables().reduce_identity(op, dt)
   return UOp(fold(op), (v, const(ident, dt))) if _dt(dt).cls == "float" and ident == 0 else v

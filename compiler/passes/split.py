@@ -32,13 +32,16 @@ INDEX(out, o...) (or a ()-shaped out), holds exactly one REDUCE of at least `spl
 iterations (constant sizes), and G divides the reduce's outermost range (the one split).
 """
 from __future__ import annotations
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.props import props, const, shape_operand
-from tinyspec.compiler.rewrite import toposort, substitute
+from tinyspec.rewrite import substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.passes.heuristics import numbers
+from tinyspec.compiler.passes.rangeify import _prune_params
+from tinyspec.compiler.passes.layout import dev_name
+from tinyspec.compiler.passes.steps import Env, KernelRule, ScheduleContext, rewrite_schedule
 from tinyspec.compiler.analysis.axes import ranges, size, reorderable, carried
 
 
@@ -64,8 +67,9 @@ def _store_nest(sink: UOp):
   return st, dst.src[0], idx, end
 
 
-def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int, lanes: int = 0):
-  """([partials kernel, combining kernel], partials BUFFER) or None when k does not qualify."""
+def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, ctx: ScheduleContext, lanes: int = 0):
+  """[partials kernel, combining kernel] (the partials in a new intermediate of ctx) or None
+  when k does not qualify."""
   nest = _store_nest(k.sink)
   if nest is None: return None
   st, out, idx, end = nest
@@ -101,32 +105,29 @@ def split_kernel(k: Kernel, groups: int, min_size: int, dev_name: str, slot: int
     pred = UOp("REDUCE", (value, inner, *red.src[2:]), red.arg)
   pst = UOp("STORE", (UOp("INDEX", (P, *idx, g)), pred))
   psink = UOp("SINK", (UOp("END", (pst, *idx, g)),), {"name": f"{k.sink.arg.get('name', k.name)}_partial"})
-  buf = UOp("BUFFER", (shape_operand(part_shape),), {"slot": slot, "dtype": dt, "device": dev_name})
-  from tinyspec.compiler.passes.rangeify import _prune_params
+  buf = ctx.buffer(part_shape, dt, dev_name)
   psink, pargs, pwrites = _prune_params(simplify(psink), list(k.args) + [buf], {len(k.args)})
   # the combination: f of the reduce over the partials
   g2 = UOp("RANGE", (const(G, "index"),), {"id": ids, "type": "REDUCE"})
   comb = UOp("REDUCE", (UOp("INDEX", (P, *idx, g2)), g2), red.arg)
   csink, cargs, cwrites = _prune_params(simplify(substitute(k.sink, {red: comb})), list(k.args) + [buf], set(k.writes))
-  return [Kernel(psink, pargs, pwrites, f"{k.name}_partial"), Kernel(csink, cargs, cwrites, k.name)], buf
+  return [Kernel(psink, pargs, pwrites, f"{k.name}_partial"), Kernel(csink, cargs, cwrites, k.name)]
+
+
+def split_reduce(k: Kernel, ctx: ScheduleContext):
+  """A qualifying kernel split in two (see the module doc); None for the others."""
+  target, dev = ctx.env.target, ctx.env.dev
+  H = numbers(dev)
+  per_unit = (H.get("split_reduce") or {}).get(target)
+  if not per_unit or k.sink.op != "SINK": return None
+  groups = max(2, dev.threads * int(per_unit))
+  lanes = min(int(H.get("group_size", 0)), dev.max_local or int(H.get("group_size", 0))) if dev.kind == "gpu" else 0
+  return split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", ctx, lanes)
+
+
+RULES = (KernelRule("split_reduce", split_reduce),)
 
 
 def split_reduces(sched: Schedule, target: str, dev) -> Schedule:
-  """Every qualifying kernel split in two (see the module doc); others unchanged."""
-  from tinyspec.compiler.passes.layout import dev_name
-  H = numbers(dev)
-  per_unit = (H.get("split_reduce") or {}).get(target)
-  if not per_unit: return sched
-  groups = max(2, dev.threads * int(per_unit))
-  lanes = min(int(H.get("group_size", 0)), dev.max_local or int(H.get("group_size", 0))) if dev.kind == "gpu" else 0
-  inter = set(sched.intermediates)
-  slot = sched.free_slot()
-  kernels: list[Kernel] = []
-  for k in sched.kernels:
-    done = split_kernel(k, groups, int(H.get("split_min", 1 << 18)), dev_name(k.args[next(iter(k.writes))]) if k.writes else "CPU", slot, lanes) if k.sink.op == "SINK" else None
-    if done is None: kernels.append(k); continue
-    pair, buf = done
-    kernels += pair
-    inter.add(buf)
-    slot += 1
-  return Schedule(kernels, sched.outputs, inter, dict(sched.meta))
+  """Every qualifying kernel split in two."""
+  return rewrite_schedule(sched, RULES, Env(target, dev))

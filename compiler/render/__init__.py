@@ -6,60 +6,49 @@ targets' preludes. Nothing from the graph is pasted into the source except numbe
 formatted here and names generated here.
 
   cases.py    which render.yaml case a node takes; types and literals per target
+  facts.py    what a kernel is, computed once before printing (read-only)
   base.py     the Renderer both targets share: the walk, names, values, elementwise ops
   instr.py    one handler per instruction (a tinyspec.dispatch Registry)
   memory.py   addresses, bounds guards, reads, stores, streaming stores, atomics
-  launch.py   which ranges run in parallel: work items (OpenCL), threaded slices (C)
+  launch.py   which ranges run in parallel: work items (OpenCL), threaded slices (C): a Launch
   c.py, opencl.py   what each target does its own way (attributes and a few methods)
 
 Vectors: a (k,)-shaped value (expand's UPCAST lanes) is a C vector-extension or OpenCL
 vector variable. Pointers are `restrict` when the pipeline says no two PARAMs share
-memory (C compilers then vectorize loops without aliasing checks).
+memory (C compilers then vectorize loops without aliasing checks). What to fuse and which
+outputs stream the decide stage has written into the LINEAR (compiler/passes/decide.py):
+the renderer prints, it does not decide.
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import CompileError
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.contract import Guard
 from tinyspec.compiler.render.cases import TARGETS, PREDICATES, fill, value_type, storage_type, literal, select_case
 from tinyspec.compiler.render.base import KernelSource, Renderer, assemble, launch_size
 from tinyspec.compiler.render.c import CRenderer
 from tinyspec.compiler.render.opencl import OpenCLRenderer
 
+
 RENDERERS = {"c": CRenderer, "opencl": OpenCLRenderer}
 
 
 def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None,
-           contract: int = 0, stream_bytes: int | None = None) -> KernelSource:
-  """contract: the kernel's REG accumulators are all REDUCEs' (compiled from a tensor
-  graph), each summing at most this many elements: their ADD updates of a product may
-  fuse (render.yaml `contract`; 0: never). Where some may fuse only when a scan of the
-  buffers they read proves it at launch, the kernel gets a fused variant `NAME_fused`
-  in the same source and a `guard` (compiler/analysis/contract.py) that picks it.
-  stream_bytes: outputs at least this big that the kernel never reads are written with
-  streaming stores (render.yaml `streaming`; None: never)."""
+           guard: tuple = ()) -> KernelSource:
+  """The kernel's source, as the decide stage (compiler/passes/decide.py) tagged its LINEAR:
+  updates tagged fused are fused multiply-adds, outputs tagged stream get streaming stores.
+  guard: the updates (compiler/analysis/contract.py Update) that only a launch-time scan
+  proves; when there are any, the kernel gets a fused variant `NAME_fused` in the same
+  source (the updates tagged guarded fused too) and a Guard that picks it at launch."""
   if target not in RENDERERS: raise CompileError("compile.unsupported", f"unknown target {target!r}")
-  ks, guards = _render_one(linear, name, target, allow_untrusted, noalias, kind, contract, stream_bytes, False)
-  if not guards: return ks
-  fused, _ = _render_one(linear, ks.name + "_fused", target, allow_untrusted, noalias, kind, contract, stream_bytes, True)
-  ks.guard = Guard(fused.name, tuple(dict.fromkeys(guards)))
+  ks = RENDERERS[target](allow_untrusted, noalias, kind).render(linear, name)
+  if not guard: return ks
+  fused = RENDERERS[target](allow_untrusted, noalias, kind, fuse_guarded=True).render(linear, ks.name + "_fused")
+  ks.guard = Guard(fused.name, tuple(dict.fromkeys(guard)))
   ks.fused_body = fused.body
   ks.helpers = tuple(dict.fromkeys(ks.helpers + fused.helpers))
   ks.exts = tuple(dict.fromkeys(ks.exts + fused.exts))
   ks.source = assemble([ks], target)
   return ks
-
-
-def _render_one(linear, name, target, allow_untrusted, noalias, kind, contract, stream_bytes, fuse_guarded) -> tuple:
-  r = RENDERERS[target](allow_untrusted, noalias, kind, contract, stream_bytes, fuse_guarded)
-  # an INDEX is a read where something other than a STORE target or a LOAD uses it
-  uses: dict[UOp, bool] = {}
-  for u in linear.src:
-    for k, s in enumerate(u.src):
-      if s.op not in ("INDEX", "AFTER"): continue
-      as_addr = (u.op in ("STORE", "ATOMICADD") and k == 0) or (u.op == "LOAD" and k == 0 and s.op == "INDEX") or u.op in ("IF", "ENDIF") or (u.op == "AFTER" and k == 0)
-      uses[s] = uses.get(s, False) or not as_addr
-  r._value_uses = uses
-  return r.render(linear, name), r.guards
 
 
 __all__ = ["TARGETS", "PREDICATES", "RENDERERS", "KernelSource", "Renderer", "CRenderer", "OpenCLRenderer", "render", "assemble",

@@ -2,19 +2,27 @@
 (`v3`, `r0`, `acc1`, `p2`), and fills render.yaml's templates; each instruction goes to
 its handler (compiler/render/instr.py). A target (compiler/render/c.py, opencl.py) adds
 attributes (its index type, its barrier) and the parts of a kernel that are its own:
-signature, argument unpacking, launch layout, LOCAL buffers."""
+signature, argument unpacking, launch layout, LOCAL buffers.
+What a renderer writes as it goes is only its text (lines, names, helpers, extensions).
+What it knows about the kernel (`facts`, compiler/render/facts.py) and how the kernel runs
+(`launch`, compiler/render/launch.py) are computed once before the first line and only
+read; what to fuse and what to stream the decide stage has tagged (compiler/passes/decide.py)."""
 from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, CompileError
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis import contract as _contract
 from tinyspec.compiler.render.cases import fill, value_type, literal, select_case, utype
-from tinyspec.compiler.render.nodes import base_of, is_reg, reads_acc, param_of, numel, is_local
-from tinyspec.compiler.render.launch import LaunchLayout
+from tinyspec.compiler.render.nodes import reads_acc, numel, decision, update_terms
+from tinyspec.compiler.render.launch import Launch, LaunchLayout
+from tinyspec.compiler.render.facts import KernelFacts, kernel_facts
 from tinyspec.compiler.render.memory import MemoryAccess
+from tinyspec.compiler.render.instr import INSTR, alu_or_refuse
+
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}(_fused)?$")   # (a guarded kernel's fused variant: its name + _fused)
 
@@ -74,12 +82,11 @@ class Renderer(LaunchLayout, MemoryAccess):
   index_ctype: str         # the C type of an index value (loop counters, widened indices)
   float_suffix_fields = False   # {fs}: "f" where the value type is float (C's float math functions)
   barrier: str | None = None    # a work-group barrier's statement (None: BARRIER renders as nothing)
+  facts: KernelFacts       # what the kernel is (render/facts.py): read-only while it is printed
+  launch: Launch           # how it runs (render/launch.py): computed once, read-only
 
-  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, contract: int = 0,
-               stream_bytes: int | None = None, fuse_guarded: bool = False):
-    self.contract = contract    # every REG accumulator is a REDUCE's summing at most this many elements (render.yaml `contract`); 0: none
-    self.fuse_guarded = fuse_guarded   # the fused variant: also fuse updates that only a launch-time scan proves safe
-    self.guards: list = []             # ... those updates (contract.Update)
+  def __init__(self, allow_untrusted: bool = False, noalias: bool = False, kind: str | None = None, fuse_guarded: bool = False):
+    self.fuse_guarded = fuse_guarded   # the fused variant: also fuse the updates tagged `guarded` (compiler/passes/decide.py)
     self.kind = kind            # the device kind (cpu, gpu) the rules are chosen for
     self.T = render_tables()
     self.helpers: dict[str, None] = {}
@@ -91,17 +98,17 @@ class Renderer(LaunchLayout, MemoryAccess):
     self.exts: dict[str, None] = {}
     self.allow_untrusted = allow_untrusted
     self.noalias = noalias      # no two PARAMs share memory: pointers are `restrict`
-    self.stream_bytes = stream_bytes   # outputs this big, never read by the kernel, get streaming stores
-    self.streamed: set = set()         # ... those PARAMs
     self.did_stream = False
     self.gated_loads = False           # C: some read is under a condition (render.yaml targets.c.gated_loads)
     self._fields: dict = {}
-    self._value_uses: dict = {}
 
   # -- what a target provides
-  def layout(self, instrs: list, specials: list) -> tuple:
-    """Set up the launch (self.ids, self.thread, ...); returns (global_size, local_size)."""
+  def layout(self, instrs: list, specials: list) -> Launch:
+    """How the kernel runs (compiler/render/launch.py Launch): computed, nothing written."""
     raise NotImplementedError
+
+  def begin(self, specials: list) -> None:
+    """The text that opens the body (C: a loop per SPECIAL)."""
 
   def local_buffer(self, b: UOp, n: int, scratch: list) -> None:
     """Declare LOCAL buffer b of n elements (or add its bytes to the runtime's scratch)."""
@@ -139,7 +146,7 @@ class Renderer(LaunchLayout, MemoryAccess):
   def ref(self, u: UOp) -> str:
     if u.op == "CONST": return literal(u.arg["value"], props(u).dtype, self.target)
     if u.op == "VCONST" and props(u).dtype != "index": return self.vliteral(props(u).dtype, u.arg["values"])
-    if u.op == "PARAM" and len(u.src) != 3 and u in self.params: return self.read(u)   # a ()-shaped buffer used as a value
+    if u.op == "PARAM" and len(u.src) != 3 and u in self.facts.params: return self.read(u)   # a ()-shaped buffer used as a value
     n = self.names.get(u)
     if n is None: raise CompileError("compile.form", f"{u.op} is used before it is computed", u)
     return n
@@ -194,75 +201,41 @@ class Renderer(LaunchLayout, MemoryAccess):
   # -- the walk
   def render(self, linear: UOp, name: str) -> KernelSource:
     if not _NAME.match(name) or name in ("kernel", "main"): name = "user_kernel"
-    instrs = list(linear.src)
-    self.params = {u: u.arg["slot"] for u in instrs if u.op == "PARAM"}
-    self.scan(instrs)
-    slots = sorted(self.params.values())
-    if slots != list(range(len(slots))): raise CompileError("compile.form", f"kernel PARAM slots {slots} are not 0..n-1")
-    writes = set()
-    for u in instrs:
-      if u.op in ("STORE", "ATOMICADD") and (t := param_of(u.src[0])).op == "PARAM": writes.add(t.arg["slot"])
-    by_slot = {s: u for u, s in self.params.items()}
-    self.writes = writes
-    self.streamed = self.stream_outputs(instrs, writes)
+    self.facts = F = kernel_facts(linear)
     params = []
-    for s in range(len(slots)):
-      p = by_slot[s]
+    for s, p in enumerate(F.by_slot):
       self.names[p] = f"p{s}"
       if len(p.src) == 3: params.append(("scalar", props(p).dtype))
-      else: params.append(("buf", props(p).dtype, numel(props(p).shape), s in writes))
-    if any(props(u).dtype == "float64" for u in instrs if isinstance(props(u).dtype, str)): self.fp64 = True
-    specials = [u for u in instrs if u.op == "SPECIAL"]
-    self.check(instrs, specials)
-    self.ids: dict[UOp, str] = {}      # OpenCL: range -> the work-item builtin call it is
-    self.guarded: set = set()          # OpenCL: lanes narrower than their work-group (run under if (id < bound))
-    self.thread, self.tail = None, False
-    gsize, lsize = self.layout(instrs, specials)
-    self.locals = [u for u in instrs if is_local(u) and u.op == "BUFFER"]
+      else: params.append(("buf", props(p).dtype, numel(props(p).shape), s in F.writes))
+    if any(props(u).dtype == "float64" for u in F.instrs if isinstance(props(u).dtype, str)): self.fp64 = True
+    self.check(list(F.instrs), list(F.specials))
+    for k, u in enumerate(F.specials): self.names[u] = f"s{k}"
+    self.launch = L = self.layout(list(F.instrs), list(F.specials))
+    self.begin(list(F.specials))
     scratch: list = []
-    for b in self.locals:
+    for b in F.locals:
       self.names[b] = f"l{b.arg['slot']}"
       self.local_buffer(b, numel(props(b).shape), scratch)
     gate_stack: list[UOp] = []
-    for u in instrs:
+    for u in F.instrs:
       self.instr(u, gate_stack)
     while self.depth > 1:   # the C loops of SPECIALs around the whole body
       self.depth -= 1; self.emit("}")
     self.stream_fence()
     body = "\n".join(self.lines)
     fn = self.signature(name, params) + " {\n" + self.unpack(params) + body + "\n}\n"
-    ks = KernelSource(name, self.target, "", params, gsize, self.bound(self.thread) if self.thread is not None else None, lsize,
-                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, self.tail, scratch,
-                      {s: tuple(props(by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
-    ks.work_ids = {v: k for k, v in self.ids.items()}
-    for k, v in self.ids.items(): ks.work_lanes.setdefault(v, []).append(k)
-    ks.work_ids.update(self.special_work_ids(specials))
+    ks = KernelSource(name, self.target, "", params, L.global_size, self.bound(L.thread) if L.thread is not None else None, L.local_size,
+                      fn, tuple(self.helpers), tuple(self.exts), self.fp64, L.tail, scratch,
+                      {s: tuple(props(F.by_slot[s]).min_max) for s, p in enumerate(params) if p[0] == "scalar"})
+    ks.work_ids = {v: k for k, v in L.ids.items()}
+    for k, v in L.ids.items(): ks.work_lanes.setdefault(v, []).append(k)
+    ks.work_ids.update(self.special_work_ids(list(F.specials)))
     ks.source = assemble([ks], self.target)
     return ks
-
-  def scan(self, instrs: list) -> None:
-    """What the walk needs to know ahead: accumulator updates, address lanes, REG arrays,
-    the loops' trip count."""
-    self._acc_updates: dict = {}
-    for u in instrs:
-      if u.op == "STORE" and is_reg(u.src[0]) and u.src[1].op not in ("CONST", "VCONST"):   # updates, not initial values
-        self._acc_updates.setdefault(base_of(u.src[0]), []).append(u.src[1])
-    # vector integer values used only as the index of an INDEX (and to compute such): lanes of an address
-    self.lane_index = set()
-    users: dict = {}
-    for u in instrs:
-      for k, x in enumerate(u.src): users.setdefault(x, []).append((u, k))
-    for u in reversed(instrs):
-      if props(u).shape and _dt(props(u).dtype).is_int and users.get(u) and \
-         all((c.op == "INDEX" and k >= 1) or c in self.lane_index for c, k in users[u]): self.lane_index.add(u)
-    # a REG buffer read or written through INDEX (tinygrad's accumulator BUFFER (n,) REG) is a private array
-    self.reg_arrays = {base_of(u.src[0]) for u in instrs if u.op == "INDEX" and is_reg(u.src[0])}
-    self._acc_update_of = {v: b for b, vs in self._acc_updates.items() for v in vs}
 
   def instr(self, u: UOp, gates: list):
     """Render one instruction through its handler (instr.py); other ops with render.yaml
     cases are elementwise (`alu`)."""
-    from tinyspec.compiler.render.instr import INSTR, alu_or_refuse
     INSTR.get(u.op, alu_or_refuse)(self, u, gates)
 
   def unsigned_acc(self, buf: UOp) -> bool:
@@ -271,11 +244,8 @@ class Renderer(LaunchLayout, MemoryAccess):
     chain has no sign change (render.yaml targets.c.unsigned_accumulators)."""
     if not self.T["targets"][self.target].get("unsigned_accumulators"): return False
     if _dt(props(buf).dtype).cls not in ("int", "index") or props(buf).shape: return False
-    ups = self._acc_updates.get(buf, [])
+    ups = self.facts.acc_updates.get(buf, ())
     return bool(ups) and all((c := select_case(v, self.target, self.kind)) is not None and "{U}" in c["code"] for v in ups)
-
-  def _used_as_value(self, u: UOp) -> bool:
-    return self._value_uses.get(u, False)
 
   def custom(self, u: UOp):
     """CUSTOM pastes its own text: only with allow_untrusted (the user's explicit opt-in)."""
@@ -285,30 +255,15 @@ class Renderer(LaunchLayout, MemoryAccess):
     else: self.declare(u, f"({text})")
 
   def contraction(self, u: UOp):
-    """(acc read, [terms]) when u is a REDUCE(ADD) accumulator update acc + t1 + t2 + ...
-    (an ADD tree: UNROLL sums its lanes before adding them to the accumulator) holding a
-    product, which render.yaml `contract` lets accumulate as fused multiply-adds in turn
-    (only in kernels made from tensor graphs: self.contract), else None. An update that
-    only a launch-time scan of the buffers it reads proves safe (compiler/analysis/contract.py)
-    is a guard of the fused variant (where the target has `guard`), fused there only."""
-    C = self.T.get("contract") or {}
-    if not self.contract or u.op not in C.get("reduce", ()) or props(u).dtype not in C.get("dtypes", ()) or u not in self._acc_update_of: return None
-    acc = self._acc_update_of[u]
-    terms, stack = [], [u]
-    while stack:
-      x = stack.pop()
-      if x.op == u.op and props(x).shape == props(u).shape and props(x).dtype == props(u).dtype: stack.extend(reversed(x.src))
-      else: terms.append(x)
-    cur = [t for t in terms if reads_acc(t, acc)]
-    if len(cur) != 1 or not any(t.op == "MUL" for t in terms): return None
-    rest = [t for t in terms if t is not cur[0]]
-    # a buffer may be scanned at launch when the kernel never writes it, nor anything that may share its memory
-    scannable = lambda slot: self.noalias and slot not in self.writes
-    up = _contract.update(rest, props(u).dtype, self.contract, scannable)
-    if up.cannot_overflow(): return cur[0], rest
-    if not up.scans or self.kind not in C[self.target].get("guard", ()): return None
-    self.guards.append(up)
-    return (cur[0], rest) if self.fuse_guarded else None
+    """(acc read, [terms]) when the decide stage (compiler/passes/decide.py) tagged
+    accumulator update u a fused one (render.yaml `contract`), or a guarded one and this is
+    the kernel's fused variant; else None."""
+    how = decision(u, "contract")
+    if how is None or (how == "guarded" and not self.fuse_guarded) or u not in self.facts.acc_update_of: return None
+    terms = update_terms(u)
+    cur = [t for t in terms if reads_acc(t, self.facts.acc_update_of[u])]
+    if len(cur) != 1: raise CompileError("compile.form", "a fused accumulator update that does not read its accumulator once", u)
+    return cur[0], [t for t in terms if t is not cur[0]]
 
   def fused(self, u: UOp, parts) -> None:
     """acc = fma(a, b, acc) for each product term in turn (a plain add for other terms)."""

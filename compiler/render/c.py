@@ -5,8 +5,10 @@ the body; LOCAL buffers are scratch the runtime passes after the PARAMs."""
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.base import Renderer
+from tinyspec.compiler.render.launch import Launch
 from tinyspec.compiler.render.cases import value_type, storage_type
 
 
@@ -20,15 +22,18 @@ class CRenderer(Renderer):
       # C runs the work items of a SPECIAL as a loop, one after another: the workgroup never meets at the barrier
       raise CompileError("compile.unsupported", "a BARRIER among local work items (lidx SPECIALs): C runs them one after another; the opencl target runs workgroups")
 
-  def layout(self, instrs: list, specials: list) -> tuple:
-    """A loop per SPECIAL around the whole body, else the threaded axis (if any)."""
+  def layout(self, instrs: list, specials: list) -> Launch:
+    """A loop per SPECIAL around the whole body (begin), else the threaded axis (if any)."""
     if specials:
-      self.special_dims(specials)
-      for k, u in enumerate(specials):
-        self.emit(f"for ({self.index_ctype} s{k} = 0; s{k} < {self.ref(u.src[0])}; s{k}++) {{")
-        self.depth += 1
-    else: self.thread, self.tail = self.thread_axis(instrs)
-    return [], None
+      self.special_dims(specials)     # (one SPECIAL per kind and dimension)
+      return Launch()
+    thread, tail = self.thread_axis(instrs)
+    return Launch(thread=thread, tail=tail)
+
+  def begin(self, specials: list) -> None:
+    for k, u in enumerate(specials):
+      self.emit(f"for ({self.index_ctype} s{k} = 0; s{k} < {self.ref(u.src[0])}; s{k}++) {{")
+      self.depth += 1
 
   def local_buffer(self, b: UOp, n: int, scratch: list) -> None:
     scratch.append(max(n, 1) * _dt(props(b).dtype).itemsize)
@@ -45,7 +50,7 @@ class CRenderer(Renderer):
         t = storage_type(p[1], "c")
         q = "" if p[3] else "const "
         out.append(f"  {q}{t}* {'restrict ' if self.noalias else ''}p{s} = ({q}{t}*)bufs[{s}];")
-    for k, b in enumerate(self.locals):   # LOCAL buffers: scratch the runtime passes after the PARAMs
+    for k, b in enumerate(self.facts.locals):   # LOCAL buffers: scratch the runtime passes after the PARAMs
       t = storage_type(props(b).dtype, "c")
       out.append(f"  {t}* {self.names[b]} = ({t}*)bufs[{len(params) + k}];")
     out.append("  (void)bufs; (void)vals; (void)tlo; (void)thi; (void)phase;")

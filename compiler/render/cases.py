@@ -6,8 +6,9 @@ import re
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec import intervals as iv
-from tinyspec.compiler.props import props, CompileError
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.rendertables import render_tables
 
 TARGETS = ("c", "opencl")
 _DTYPE_FIELD = {"c": "c", "opencl": "cl"}     # spec/dtypes.yaml's field naming a dtype's type on the target

@@ -6,7 +6,8 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.tables import tables
 from tinyspec.dispatch import Registry
-from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, value_type, utype
 from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, numel
 
@@ -23,14 +24,14 @@ def _range(r, u: UOp, gates: list):
   name = f"r{u.arg['id']}"
   r.names[u] = name
   bound = r.ref(u.src[0])
-  if u in r.ids:
-    r.emit(f"long {name} = (long){r.ids[u]};")
-    if u in r.guarded:   # a lane narrower than the work-group: the items above it skip the body
+  if u in r.launch.ids:
+    r.emit(f"long {name} = (long){r.launch.ids[u]};")
+    if u in r.launch.guarded:   # a lane narrower than the work-group: the items above it skip the body
       r.emit(f"if ({name} < {bound}) {{")
       r.depth += 1
     return
-  start, stop = ("tlo", "thi") if u is r.thread else ("0", bound)
-  if u is r.thread and r.tail:   # phase 0: this slice of the loop; phase 1: what follows it
+  start, stop = ("tlo", "thi") if u is r.launch.thread else ("0", bound)
+  if u is r.launch.thread and r.launch.tail:   # phase 0: this slice of the loop; phase 1: what follows it
     r.emit("if (phase == 0) {")
     r.depth += 1
   r.emit(f"for ({r.index_ctype} {name} = {start}; {name} < {stop}; {name}++) {{")
@@ -39,13 +40,13 @@ def _range(r, u: UOp, gates: list):
 
 @INSTR.register("END")
 def _end(r, u: UOp, gates: list):
-  if u.src[1] in r.guarded and u.src[1] in r.ids:
+  if u.src[1] in r.launch.guarded and u.src[1] in r.launch.ids:
     r.depth -= 1
     r.emit("}")
-  if u.src[1] in r.ids: return
+  if u.src[1] in r.launch.ids: return
   r.depth -= 1
   r.emit("}")
-  if u.src[1] is r.thread and r.tail:
+  if u.src[1] is r.launch.thread and r.launch.tail:
     r.stream_fence()
     r.emit("return;")
     r.depth -= 1
@@ -78,7 +79,7 @@ def _buffer(r, u: UOp, gates: list):
   if props(u).addrspace != "REG": raise CompileError("compile.unsupported", f"{props(u).addrspace} buffers are not rendered inside kernels", u)
   name = f"acc{u.arg['slot']}"
   r.names[u] = name
-  if u in r.reg_arrays:   # zeroed, as REG storage starts (decision store-order)
+  if u in r.facts.reg_arrays:   # zeroed, as REG storage starts (decision store-order)
     r.emit(f"{value_type(props(u).dtype, r.target)} {name}[{max(numel(props(u).shape), 1)}] = {{0}};")
   elif r.unsigned_acc(u): r.emit(f"{utype(max(8, _dt(props(u).dtype).bits))} {name};")
   else: r.emit(f"{r.type_of(u)} {name};")
@@ -88,7 +89,7 @@ def _buffer(r, u: UOp, gates: list):
 def _after(r, u: UOp, gates: list):
   base = base_of(u)
   s = u.src[0]
-  if not r._used_as_value(u) or base in r.reg_arrays: r.names[u] = r.names.get(base, "")   # (a REG array is read through INDEX)
+  if not r.facts.used_as_value(u) or base in r.facts.reg_arrays: r.names[u] = r.names.get(base, "")   # (a REG array is read through INDEX)
   elif is_reg(base): r.declare(u, r.names[base])
   elif s.op == "INDEX": r.declare(u, r.read(s))
   else: r.names[u] = r.ref(s)
@@ -97,7 +98,7 @@ def _after(r, u: UOp, gates: list):
 @INSTR.register("INDEX")
 def _index(r, u: UOp, gates: list):
   b = base_of(u.src[0])
-  if (u.src[0].op == "PARAM" or is_local(b) or b in r.reg_arrays) and r._used_as_value(u): r.declare(u, r.read(u))
+  if (u.src[0].op == "PARAM" or is_local(b) or b in r.facts.reg_arrays) and r.facts.used_as_value(u): r.declare(u, r.read(u))
   elif not (b.op in tables().storage_ops or is_local(b)):   # a lane of a computed vector (tinygrad's GEP)
     if len(u.src) != 2 or props(u.src[1]).shape: raise CompileError("compile.form", "a computed vector indexed by more than one scalar", u)
     r.declare(u, fill(r.T["vectors"][r.target]["lane"], {"v": r.ref(u.src[0]), "i": r.ref(u.src[1])}))
@@ -140,5 +141,5 @@ def _stack(r, u: UOp, gates: list):
 def alu_or_refuse(r, u: UOp, gates: list):
   """An elementwise op by its render.yaml cases; an op with none cannot be rendered."""
   if u.op not in r.T["ops"]: raise CompileError("compile.unsupported", f"{u.op} cannot be rendered for {r.target}", u)
-  if props(u).shape and (props(u).dtype == "index" or u in r.lane_index): return   # vector lanes of an address: INDEX renders them
+  if props(u).shape and (props(u).dtype == "index" or u in r.facts.lane_index): return   # vector lanes of an address: INDEX renders them
   r.alu(u)

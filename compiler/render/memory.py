@@ -8,20 +8,35 @@ formed, so no out-of-bounds address is ever computed or dereferenced. An INDEX w
 lanes are consecutive is one vector load or store (render.yaml `vectors`).
 """
 from __future__ import annotations
+from typing import NamedTuple
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, literal, value_type, storage_type, matches
-from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of, numel
+from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of
+from tinyspec.compiler.analysis.bounds import facts, interval
+from tinyspec.compiler.analysis.symbolic import linear
+
+
+class Address(NamedTuple):
+  """An element's place: the pointer's name, the linear offset (lane 0's, for a vector), the
+  in-bounds guard or None, the step between lanes, and the bound each lane is checked
+  against on its own (a 1-d vector access not proved in bounds) or None."""
+  ptr: str
+  off: str
+  guard: str | None
+  lanes: int
+  lane_bound: int | None
 
 
 class MemoryAccess:
-  """The memory half of a Renderer (it reads self.params, self.reg_arrays, self.names)."""
+  """The memory half of a Renderer: it reads the kernel's facts (self.facts) and writes the
+  text (emit, declare, names)."""
 
-  def address(self, idx: UOp, gates: tuple = ()):
-    """(pointer name, linear offset expression, guard or None) of INDEX(PARAM, i...); an
-    index is guarded unless its interval, narrowed by what `gates` state, is in bounds."""
-    from tinyspec.compiler.analysis.bounds import facts, interval
+  def address(self, idx: UOp, gates: tuple = ()) -> Address:
+    """The Address of INDEX(PARAM, i...); an index is guarded unless its interval,
+    narrowed by what `gates` state, is in bounds."""
     known: dict = {}
     for g in gates:
       for x, (flo, fhi) in facts(g).items():
@@ -29,13 +44,13 @@ class MemoryAccess:
         known[x] = (flo if plo is None else plo if flo is None else max(plo, flo), fhi if phi is None else phi if fhi is None else min(phi, fhi))
     p = idx.src[0]
     while p.op == "AFTER": p = p.src[0]
-    if not ((p.op == "PARAM" and p in self.params) or is_local(p) or p in self.reg_arrays):
+    if not ((p.op == "PARAM" and p in self.facts.params) or is_local(p) or p in self.facts.reg_arrays):
       raise CompileError("compile.form", f"INDEX into {p.op}: kernels index their PARAMs, LOCAL and REG buffers", idx)
     shape = props(p).shape
     ii = idx.src[1:]
     if len(ii) != len(shape): raise CompileError("compile.form", f"INDEX with {len(ii)} indices into a {len(shape)}-d PARAM reads a vector", idx)
     terms, guards, stride, lanes = [], [], 1, 0
-    self.lane_bound = None
+    lane_bound = None
     for i, d in reversed(list(zip(ii, shape))):
       lo, hi = interval(i, known)
       if props(i).shape:      # a vector index: lane-0 offset here, the lanes' step counted
@@ -43,7 +58,7 @@ class MemoryAccess:
         if not (0 <= lo and hi < d):
           # a 1-d buffer: each lane is checked on its own (read() and store() go lane by lane); decision index-oob
           if len(shape) != 1: raise CompileError("compile.form", "a vector access into a multi-dimensional buffer that is not proved in bounds", idx)
-          self.lane_bound = d
+          lane_bound = d
         lanes += coef * stride
         if base != "0": terms.append(base if stride == 1 else f"({base}) * {literal(stride, 'index', self.target)}")
         stride *= d
@@ -55,12 +70,10 @@ class MemoryAccess:
         terms.append(r if stride == 1 else f"{r} * {literal(stride, 'index', self.target)}")
       stride *= d
     off = " + ".join(reversed(terms)) or "0"
-    self.last_lanes = lanes
-    return self.names[p], off, (" && ".join(reversed(guards)) or None)
+    return Address(self.names[p], off, " && ".join(reversed(guards)) or None, lanes, lane_bound)
 
   def lane_split(self, i: UOp):
     """A vector index as (its lane-0 value as source text, the step between lanes)."""
-    from tinyspec.compiler.analysis.symbolic import linear
     lf = linear(i, 64)
     if lf is None: raise CompileError("compile.form", "a vector index that is not linear", i)
     parts, coef, c = [], 0, lf[1]
@@ -85,20 +98,20 @@ class MemoryAccess:
       val = self.conv(dt, "load", f"{self.names[u]}[0]")
       self.gated_loads |= bool(gate)
       return f"({gate} ? {val} : {zero})" if gate else val
-    ptr, off, guard = self.address(u, (gate_node,) if gate_node is not None else ())
+    ptr, off, guard, step, lane_bound = self.address(u, (gate_node,) if gate_node is not None else ())
     if props(u).shape:
       k = props(u).shape[0]
-      if gate or guard or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+      if gate or guard or step != 1 or lane_bound is not None:   # lane by lane, each guarded
         lanes = []
         for j in range(k):
-          o = f"({off} + {j * self.last_lanes})"
-          inside = " && ".join(x for x in (guard, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
-          val = f"{ptr}[{o}]" if base_of(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{o}]")
+          o = f"({off} + {j * step})"
+          inside = " && ".join(x for x in (guard, f"(0 <= {o} && {o} < {literal(lane_bound, 'index', self.target)})" if lane_bound is not None else None) if x)
+          val = f"{ptr}[{o}]" if base_of(u.src[0]) in self.facts.reg_arrays else self.conv(dt, "load", f"{ptr}[{o}]")
           z = fill(self.T["vectors"][self.target]["lane"], {"v": zero, "i": str(j)}) if alt is not None and alt_vector else zero
           lanes.append(self._gated(val, gate, inside, z, alt, dt))
         return fill(self.T["vectors"][self.target]["literal"], {"V": self.vtype(dt, k), "xs": ", ".join(lanes)})
       return fill(self.T["vectors"][self.target]["load"], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}"})
-    val = f"{ptr}[{off}]" if base_of(u.src[0]) in self.reg_arrays else self.conv(dt, "load", f"{ptr}[{off}]")
+    val = f"{ptr}[{off}]" if base_of(u.src[0]) in self.facts.reg_arrays else self.conv(dt, "load", f"{ptr}[{off}]")
     return self._gated(val, gate, guard, zero, alt, dt)
 
   def _gated(self, val: str, gate: str | None, inside: str | None, zero: str, alt: str | None, dt: str) -> str:
@@ -130,39 +143,28 @@ class MemoryAccess:
       self.emit(line if gate is None else f"if ({self.ref(gate)}) {line}")
       return
     if base.op != "INDEX": raise CompileError("compile.form", f"STORE into {base.op}", u)
-    ptr, off, guard = self.address(base, known)
+    ptr, off, guard, step, lane_bound = self.address(base, known)
     cond = " && ".join(x for x in ((self.ref(gate) if gate is not None else None), guard) if x)
     if props(base).shape:
       k = props(base).shape[0]
-      if cond or self.last_lanes != 1 or self.lane_bound is not None:   # lane by lane, each guarded
+      if cond or step != 1 or lane_bound is not None:   # lane by lane, each guarded
         for j in range(k):
-          o = f"({off} + {j * self.last_lanes})"
-          c = " && ".join(x for x in (cond, f"(0 <= {o} && {o} < {literal(self.lane_bound, 'index', self.target)})" if self.lane_bound is not None else None) if x)
+          o = f"({off} + {j * step})"
+          c = " && ".join(x for x in (cond, f"(0 <= {o} && {o} < {literal(lane_bound, 'index', self.target)})" if lane_bound is not None else None) if x)
           lane = fill(self.T["vectors"][self.target]["lane"], {"v": v, "i": str(j)}) if props(val).shape else v
           line = f"{ptr}[{o}] = {self.conv(dt, 'store', lane)};"
           self.emit(f"if ({c}) {line}" if c else line)
         return
       if not props(val).shape: v = self.vliteral_of(val, k)
       how = "store"
-      if param_of(base) in self.streamed:
+      if param_of(base) in self.facts.streamed:
         how, self.did_stream = "stream", True
         for h in self.T["streaming"][self.target].get("uses", ()): self.use_helper(h, {})
         if not v.isidentifier(): v = self.declare_value(val, v, k)   # the helper takes its address
       self.emit(fill(self.T["vectors"][self.target][how], {"T": value_type(dt, self.target), "k": k, "p": f"{ptr} + {off}", "v": v}))
       return
-    line = f"{ptr}[{off}] = {v if base_of(base.src[0]) in self.reg_arrays else self.conv(dt, 'store', v)};"
+    line = f"{ptr}[{off}] = {v if base_of(base.src[0]) in self.facts.reg_arrays else self.conv(dt, 'store', v)};"
     self.emit(f"if ({cond}) {line}" if cond else line)
-
-  def stream_outputs(self, instrs: list, writes: set) -> set:
-    """The PARAMs this kernel writes with streaming stores: written, never read here,
-    at least stream_bytes big."""
-    S = self.T.get("streaming", {}).get(self.target)
-    if S is None or self.stream_bytes is None: return set()
-    read = {param_of(u.src[0]) for u in instrs if u.op == "LOAD"} | {param_of(u) for u in instrs if u.op == "INDEX" and self._value_uses.get(u)}
-    out = set()
-    for p, slot in self.params.items():
-      if slot in writes and p not in read and len(p.src) != 3 and numel(props(p).shape) * _dt(props(p).dtype).itemsize >= self.stream_bytes: out.add(p)
-    return out
 
   def stream_fence(self):
     """After the last streaming store of a call: they are weakly ordered until fenced."""
@@ -188,7 +190,7 @@ class MemoryAccess:
     dt = props(val).dtype
     case = next((c for c in self.T["atomic"][self.target] if matches(c.get("class"), dt)), None)
     if case is None: raise CompileError("compile.unsupported", f"no atomic add for {dt} on {self.target}", u)
-    ptr, off, guard = self.address(dst)
+    ptr, off, guard, _, _ = self.address(dst)
     v = self.ref(val)
     old = case.get("load_bits") or self.conv(dt, "load", "o")
     add = f"({old} + {v})"

@@ -3,8 +3,10 @@ axes and SPECIALs are work-item ids (compiler/render/launch.py), LOCAL buffers a
 __local arrays, BARRIER is the work-group's barrier."""
 from __future__ import annotations
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import props, CompileError
+from tinyspec.compiler.props import props
+from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.base import Renderer
+from tinyspec.compiler.render.launch import Launch
 from tinyspec.compiler.render.cases import value_type, storage_type
 
 
@@ -13,7 +15,7 @@ class OpenCLRenderer(Renderer):
   index_ctype = "long"
   barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
 
-  def layout(self, instrs: list, specials: list) -> tuple:
+  def layout(self, instrs: list, specials: list) -> Launch:
     """SPECIALs' own launch sizes, else the parallel ranges as work items."""
     if not specials: return self.work_items(instrs)
     dims = self.special_dims(specials)
@@ -25,7 +27,7 @@ class OpenCLRenderer(Renderer):
       else: gsize.append([k.get("g", 1), k.get("l", 1)]); lsize.append(k.get("l", 1))
     # always launch with this local size: a gidx is get_group_id, so without lidx each
     # work-group must be one work item (letting the device pick would merge gidx values)
-    return gsize, lsize
+    return Launch(gsize, lsize)
 
   def local_buffer(self, b: UOp, n: int, scratch: list) -> None:
     self.emit(f"__local {storage_type(props(b).dtype, 'opencl')} {self.names[b]}[{max(n, 1)}];")

@@ -30,7 +30,14 @@ from functools import lru_cache
 from tinyspec import environment
 from tinyspec.compiler.runtime import BuildError, magnitude
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
+from tinyspec.backends import Unavailable
+from tinyspec.compiler.device import device
+from tinyspec import deadline
+import atexit
+from tinyspec.compiler.device import host_threads
+import numpy as np
+from tinyspec.compiler.render import launch_size
 
 
 @lru_cache(maxsize=None)
@@ -46,7 +53,6 @@ def _compiler() -> list[str]:
 @lru_cache(maxsize=None)
 def compiler_info() -> dict:
   """{"path", "version"} of the C compiler (CC, else the table's); Unavailable without one."""
-  from tinyspec.backends import Unavailable
   try: path = _compiler()[0]
   except BuildError as e: raise Unavailable(f"{e}; install one (Debian/Ubuntu: apt-get install gcc) [backend.unavailable]") from None
   try: out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -71,7 +77,6 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 
 def _build_key(source: str) -> tuple[str, list, list]:
   """(the cache key of source's library, the compiler command, the link flags)."""
-  from tinyspec.compiler.device import device
   cmd = _flags()
   link = list(render_tables()["targets"]["c"].get("link", []))
   return digest(source, " ".join(cmd + link), device("c").name), cmd, link   # -march=native: per CPU model
@@ -83,7 +88,6 @@ def build(source: str, timeout: float | None = None) -> bytes:
   (seconds; default the time left of the command's --timeout) a compiler run that takes
   longer is killed -- its whole process group: cc's cc1 would outlive cc -- and
   BuildError raised (BEAM drops such candidates)."""
-  from tinyspec import deadline
   key, cmd, link = _build_key(source)
   d = cache_dir("c")
   so = d / f"{key}.so"
@@ -145,7 +149,6 @@ _LOADED: dict = {"dir": None}
 def _dlopen(data: bytes, key: str) -> ctypes.CDLL:
   """dlopen a library's bytes from a fresh file in a private (0700) folder of this process
   (a unique name each time: dlopen reuses a library it already has by name)."""
-  import atexit
   if _LOADED["dir"] is None:
     _LOADED["dir"] = tempfile.mkdtemp(prefix="tinyspec-libs-")
     atexit.register(shutil.rmtree, _LOADED["dir"], True)
@@ -222,7 +225,6 @@ class CProgram:
     holds for what the scanned buffers hold at this moment (compiler/runtime/magnitude.py)."""
     g, fn = self.ks.guard, self.fn
     if g is None: return lambda: fn
-    from tinyspec.compiler.device import host_threads
     bufs = [(ptrs[s], self.ks.params[s][1], self.ks.params[s][2]) for s in g.scans]
     workers = threads or host_threads()
     def choose():
@@ -231,9 +233,6 @@ class CProgram:
 
   def bind(self, ptrs: list[int], vals: list[int], threads: int | None = None):
     """A call with these arguments, ready to launch any number of times: () -> None."""
-    import numpy as np
-    from tinyspec.compiler.render import launch_size
-    from tinyspec.compiler.device import host_threads
     scratch = [np.empty(n, np.uint8) for n in self.ks.scratch]
     allp = list(ptrs) + [a.ctypes.data for a in scratch]
     bufs = (ctypes.c_void_p * max(len(allp), 1))(*allp)

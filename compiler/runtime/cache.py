@@ -22,6 +22,8 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
+from tinyspec.files import read_regular, FileRefused
+from tinyspec.files import write_file
 
 KEY_FILE = ".key"
 SIG_SUFFIX = ".sig"
@@ -77,7 +79,8 @@ def cache_dir(sub: str = "") -> Path:
   for d in (base, base / sub) if sub else (base,):
     try: d.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as e: return _fallback(sub, _refuse(d, f"not usable ({e.strerror or e})"))
-    why = _unsafe(d)
+    # (the root may be a link the user made; a folder inside it may not: its files would land elsewhere)
+    why = "a symbolic link" if d != base and os.path.islink(d) else _unsafe(d)
     if why: return _fallback(sub, _refuse(d, why))
   return base / sub if sub else base
 
@@ -135,7 +138,6 @@ def _sign(key: bytes, data: bytes) -> str:
 def fetch(path: Path) -> bytes | None:
   """The bytes of cache entry `path` when they match their signature, else None (then the
   caller rebuilds the entry and stores it again)."""
-  from tinyspec.files import read_regular, FileRefused
   key = _key(path.parent.parent)
   if key is None: return None
   try:
@@ -149,7 +151,6 @@ def fetch(path: Path) -> bytes | None:
 def store(path: Path, data: bytes) -> None:
   """Write an entry and its signature (each atomically: a reader sees the old or the new
   file; a reader that sees a new entry with an old signature rebuilds)."""
-  from tinyspec.files import write_file, FileRefused
   key = _key(path.parent.parent)
   if key is None: return
   try:

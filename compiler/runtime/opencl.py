@@ -28,9 +28,16 @@ import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
+from tinyspec.files import FileRefused, read_text, write_file
+from tinyspec.backends import Unavailable
 from tinyspec.compiler.runtime import magnitude
 from tinyspec.compiler.runtime.cache import cache_dir, digest, fetch, store
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
+import numpy as np
+from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.runtime import BuildError
+from tinyspec.intervals import np_dtype
+from tinyspec.compiler.render import launch_size
 
 os.environ.setdefault("POCL_CACHE_DIR", str(cache_dir("pocl")))   # (the private temporary cache when the configured one is unsafe)
 
@@ -42,8 +49,6 @@ ADVICE = ("Install your distribution's PoCL (Debian/Ubuntu: apt-get install pocl
           "lists the devices here and whether each builds). The PoCL that pip installs (LLVM 14) cannot build kernels on CPUs "
           "its LLVM does not know (e.g. AMD Zen 5).")
 
-
-from tinyspec.backends import Unavailable
 
 
 class OpenCLUnavailable(Unavailable):
@@ -80,13 +85,29 @@ def _register_oclgrind() -> None:
     try: icds[f.name] = f.read_text()
     except OSError: pass
   for name, text in icds.items():
-    f = d / name
-    if not f.is_file() or f.read_text() != text: f.write_text(text)
+    if _regular_text(d / name) != text: _write_cached(d / name, text)
   os.environ["OCL_ICD_VENDORS"] = str(d)
   os.environ.setdefault("OCLGRIND_DATA_RACES", "1")
   # (its uninitialized-value check stays off unless asked for: it counts bytes a buffer copy
   # or an earlier kernel wrote as uninitialized, a report against a correct program)
-  os.environ.setdefault("OCLGRIND_LOG", str(d / f"oclgrind-{os.getpid()}.log"))
+  if not os.environ.get("OCLGRIND_LOG"):
+    log = d / f"oclgrind-{os.getpid()}.log"
+    _write_cached(log, "")     # a new regular file: Oclgrind appends to it, never through a link planted at its name
+    os.environ["OCLGRIND_LOG"] = str(log)
+
+
+def _regular_text(path: Path) -> str | None:
+  """The text of a regular file at path (not through a link), or None."""
+  if os.path.islink(path): return None
+  try: return read_text(path, 1 << 16)
+  except FileRefused: return None
+
+
+def _write_cached(path: Path, text: str) -> None:
+  """A file of the cache written through a temporary name and renamed over whatever is at
+  path: a link planted there is replaced, never followed."""
+  try: write_file(path, text)
+  except FileRefused as e: raise OpenCLUnavailable(f"TINYSPEC_OPENCL_DEVICE={wanted()}: {e.message} ({path}) [{RULE}]") from None
 
 
 def devices() -> list:
@@ -94,7 +115,7 @@ def devices() -> list:
   want = wanted()
   if is_oclgrind(want): _register_oclgrind()
   try:
-    import pyopencl as cl
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
   except ImportError as e:
     raise OpenCLUnavailable(f"pyopencl is not installed ({e}); pip install 'pyopencl[pocl]' [{RULE}]") from None
   try:
@@ -137,7 +158,7 @@ def device():
 
 @lru_cache(maxsize=None)
 def _open():
-  import pyopencl as cl
+  import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
   devs, want = devices(), wanted()
   if not devs: raise OpenCLUnavailable(f"no OpenCL device. {ADVICE} [{RULE}]")
   cands = _matching(devs, want) if want else devs
@@ -155,7 +176,7 @@ def _open():
 
 def survey() -> list[dict]:
   """Every device here, "P:D" indexed, and whether it builds and runs the trial kernel."""
-  import pyopencl as cl
+  import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
   devs, rows = devices(), []
   plats = list(dict.fromkeys(p for p, _ in devs))
   for p, d in devs:
@@ -183,7 +204,6 @@ def trial(cl, dev) -> str | None:
   """Why the device cannot build and run a trivial kernel (None: it can). The binary is
   cached, so a device that worked before answers in milliseconds; this also does PoCL's
   one-time set-up (tens of ms) when the device opens, not at a program's first kernel."""
-  import numpy as np
   try:
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx)
@@ -260,7 +280,6 @@ def check_simulator() -> None:
   uninitialized read, a divergent barrier) fails it, rule run.oclgrind."""
   text = simulator_errors()
   if text:
-    from tinyspec.compiler.props import CompileError
     raise CompileError("run.oclgrind", "Oclgrind reported: " + " | ".join(x for x in text.splitlines() if x.strip())[:1500])
 
 
@@ -269,13 +288,12 @@ class Built:
   cache after its first launch: PoCL's binary then holds the compiled work-group code too,
   and the next process loads it without compiling anything."""
   def __init__(self, source: str):
-    import pyopencl as cl
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
     ctx, self.queue, dev = device()
     opts = build_options(dev)
     try:
       self.prg, self._save = _program(cl, ctx, dev, source, opts)
     except cl.RuntimeError as e:
-      from tinyspec.compiler.runtime import BuildError
       raise BuildError(f"OpenCL build failed:\n{str(e)[-4000:]}") from None
 
   def launched(self):
@@ -298,13 +316,10 @@ class CLProgram:
       self.kernel = getattr(self.built.prg, ks.name)
       self.fused = getattr(self.built.prg, ks.guard.fused) if ks.guard is not None else None
     except Exception as e:   # built, yet the implementation cannot make the kernel
-      from tinyspec.compiler.runtime import BuildError
       raise BuildError(f"OpenCL: kernel {ks.name} built but could not be created: {str(e)[:300]}"
                        + (f" (Oclgrind: {simulator_errors()})" if _on_oclgrind() else "")) from None
 
   def __call__(self, args: list, vals: list[int]):
-    from tinyspec.intervals import np_dtype
-    from tinyspec.compiler.render import launch_size
     gs = [launch_size(g, vals) for g in self.ks.global_size]
     ls = [launch_size(g, vals) for g in self.ks.local_size] if self.ks.local_size else None
     if any(g == 0 for g in gs): return
@@ -313,7 +328,7 @@ class CLProgram:
     for p, a, v in zip(self.ks.params, args, vals):
       if p[0] == "scalar": conv.append(np_dtype(p[1]).type(v))
       else: conv.append(a)
-    import pyopencl as cl
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
     kernel = self.kernel
     if self.fused is not None:   # the fused variant where what the guard's buffers hold now proves it
       g = self.ks.guard
@@ -321,14 +336,12 @@ class CLProgram:
       if g.holds(dict(zip(g.scans, largest))): kernel = self.fused
     try: kernel(self.queue, tuple(gs) or (1,), tuple(ls) if ls else None, *conv)
     except cl.Error as e:
-      from tinyspec.compiler.props import CompileError
       raise CompileError("run.device", f"the OpenCL device refused to launch kernel {self.ks.name}: {e}") from None
     self.built.launched()
 
 
 def _check_work_group(ls: list, dev, name: str) -> None:
   """A work-group the device cannot launch is refused before the launch (rule run.device)."""
-  from tinyspec.compiler.props import CompileError
   total = 1
   for d in ls: total *= d
   if total > dev.max_work_group_size:
@@ -346,7 +359,7 @@ def _scanner():
   """(queue, scan kernel per width, items per group, groups, result buffer) of the selected
   device: work-groups of 256 items (or the device's largest power of two below), 4 per
   compute unit."""
-  import pyopencl as cl
+  import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
   ctx, queue, dev = device()
   got = _SCANNERS.get(id(ctx))
   if got is None:
@@ -364,8 +377,7 @@ def largest_finite_cl(buffers: list) -> list[float]:
   """max |x| over the finite x of each OpenCL buffer (cl.Buffer, dtype, elements), 0.0
   where none, scanned on the device (compiler/runtime/magnitude.py) in the queue after what
   was enqueued before; one value per work-group is read back."""
-  import numpy as np
-  import pyopencl as cl
+  import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
   queue, kernels, items, groups, out = _scanner()
   res = []
   for buf, dt, n in buffers:

@@ -459,8 +459,9 @@ def devices_used(g: Graph) -> list[str]:
 
 
 # ------------------------------------------------------------------ writing the corpus
-def write_draft(d: Draft, root: Path) -> dict:
-  """Evaluate a draft and write it as a positive case under root/<id>/."""
+def write_draft(d: Draft, root: Path, folder: Path | None = None, tool: str = "tools/gen_cases.py") -> dict:
+  """Evaluate a draft and write it as a positive case under root/<id>/ (or `folder`; a
+  draft without an id gets its id from its folder when read, conformance/cases/README.md)."""
   from tinyspec.conformance.corpus.cases import write_case
   res = validate(d.graph)
   outs, bounds = expected(d)
@@ -473,12 +474,13 @@ def write_draft(d: Draft, root: Path) -> dict:
           "ops": sorted({n.op for n in d.graph.nodes}), "covers": [list(c) for c in d.covers],
           "dtypes": sorted({v.dtype for v in res.views if isinstance(v.dtype, str) and v.dtype != "void"}),
           "devices": devices_used(d.graph), "uses": levels_used(d.graph),
-          "generator": {"tool": "tools/gen_cases.py", "version": GENERATOR_VERSION}}
+          "generator": {"tool": tool, "version": GENERATOR_VERSION}}
+  if not d.id: del meta["id"]
   g = Graph(d.graph.nodes, d.graph.roots, d.graph.level, {"ops": meta["ops"]})
   names = input_names(d.graph, res.views)
   inputs = {k: (v, res.views[names[k]].dtype) for k, v in d.inputs.items()}
   outputs = {k: (v, dts[k], *bounds[k]) for k, v in outs.items()}
-  return write_case(root / d.id, meta, g.dumps(), inputs, outputs)
+  return write_case(folder or root / d.id, meta, g.dumps(), inputs, outputs)
 
 
 def uniform(d: Draft) -> Draft:

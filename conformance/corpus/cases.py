@@ -111,6 +111,14 @@ class ExecCase:
     return {k: load_array(p, dt) for k, (p, dt) in self.inputs.items()}
 
 
+@dataclass
+class BrokenCase:
+  """A case folder whose case.json could not be read (load_cases' `broken`): its id (the
+  folder below the corpus) and the error, which is that case's result."""
+  id: str
+  message: str
+
+
 def _case(path: Path, root: Path) -> ExecCase:
   """One case.json, read as a regular file of at most limits.max_small_file bytes and
   checked field by field (CaseError naming the field otherwise)."""
@@ -139,38 +147,53 @@ def _case(path: Path, root: Path) -> ExecCase:
       dtypes=list(d.get("dtypes", [])), devices=list(d.get("devices", [])), uses={k: set(v) for k, v in d.get("uses", {}).items()},
       inputs={k: (base / v["file"], v["dtype"]) for k, v in d.get("inputs", {}).items()}, outputs=outs,
       expect=dict(d.get("expect", {})), description=d.get("description", ""), sha256=d.get("sha256", ""), meta=d)
-  except (OSError, ValueError, KeyError, TypeError) as e:
+  except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
     from tinyspec.files import printable
-    raise CaseError(printable(f"{path}: not a valid case ({type(e).__name__}: {e})"[:500]) + " [file.schema]") from None
+    what = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+    raise CaseError(printable(f"{path}: not a valid case ({what})"[:500]) + " [file.schema]") from None
 
 
 def _check_case(d) -> None:
-  """The fields of a case.json have the form conformance/cases/README.md gives (ValueError)."""
-  from tinyspec.dtypes import DTYPES
-  if not isinstance(d, dict): raise ValueError("a case is a JSON object")
-  if d.get("format") != FORMAT: raise ValueError(f"format is {str(d.get('format'))[:40]!r}, not {FORMAT!r}")
-  if d.get("kind") not in ("positive", "negative"): raise ValueError("kind must be positive or negative")
-  if not isinstance(d.get("graph"), str): raise ValueError("graph must be a file name")
-  for key in ("id", "description", "sha256", "level"):
-    if key in d and not isinstance(d[key], str): raise ValueError(f"{key} must be a string")
-  for key in ("ops", "dtypes", "devices"):
-    if not isinstance(d.get(key, []), list) or not all(isinstance(x, str) for x in d.get(key, [])): raise ValueError(f"{key} must be a list of strings")
-  if not isinstance(d.get("covers", []), list) or not all(isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in d.get("covers", [])):
-    raise ValueError("covers must be a list of [op, dtype] pairs")
-  uses = d.get("uses", {})
-  if not isinstance(uses, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in uses.values()):
-    raise ValueError("uses must map ops to lists of levels")
-  for key in ("inputs", "outputs"):
-    files = d.get(key, {})
-    if not isinstance(files, dict): raise ValueError(f"{key} must be an object")
-    for name, f in files.items():
-      if not isinstance(f, dict) or not isinstance(f.get("file"), str) or f.get("dtype") not in DTYPES:
-        raise ValueError(f"{key}.{name[:40]} needs a file name and a dtype")
-      for b in ("ulp", "ulp_decomposed"):
-        v = f.get(b, 0)
-        if not (isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0)):
-          raise ValueError(f"{key}.{name[:40]}.{b} must be a number >= 0 or a file name")
-  if not isinstance(d.get("expect", {}), dict): raise ValueError("expect must be an object")
+  """A case.json matches spec/case.schema.json (caseschema.Mismatch, a ValueError naming
+  the first field that does not, as a dotted path)."""
+  from tinyspec.conformance.corpus.caseschema import check
+  check(d)
+
+
+def list_cases(root: Path | str | None = None) -> list[tuple[str, str]]:
+  """(id, folder relative to root) of every case under root (default conformance/cases),
+  sorted by id, reading no more of a case than its id (a case.json that cannot give one
+  goes by its folder: load_case says what is wrong with it). CaseError for a root that
+  cannot be listed, or two cases with one id."""
+  import os
+  import stat
+  from tinyspec.limits import limits
+  root = Path(root) if root is not None else CASES_DIR
+  try:
+    if not root.is_dir(): raise CaseError(f"{root}: no such directory")
+    paths = sorted(root.rglob(CASE_FILE))
+  except OSError as e: raise CaseError(f"{root}: cannot be listed ({e.strerror or e}) [file.read]") from None
+  out, most = [], limits().max_small_file
+  for p in paths:
+    folder = p.parent.relative_to(root).as_posix()
+    cid = folder
+    try:
+      st = os.stat(p)   # (a FIFO or a device named case.json is not opened here)
+      if stat.S_ISREG(st.st_mode) and st.st_size <= most:
+        d = json.loads(p.read_bytes())
+        if isinstance(d, dict) and isinstance(d.get("id"), str) and d["id"]: cid = d["id"]
+    except (OSError, ValueError, RecursionError): pass
+    out.append((cid, folder))
+  ids = [c for c, _ in out]
+  if len(set(ids)) != len(ids):
+    raise CaseError(f"{root}: two cases have the id {sorted({i for i in ids if ids.count(i) > 1})[0]!r} [file.schema]")
+  return sorted(out)
+
+
+def load_case(root: Path | str, folder: str) -> ExecCase:
+  """The case in `folder` (relative to the corpus `root`): CaseError where it cannot be read."""
+  root = Path(root)
+  return _case(root / folder / CASE_FILE, root)
 
 
 def load_cases(root: Path | str | None = None, broken: list | None = None) -> list[ExecCase]:
@@ -221,10 +244,13 @@ def digest_of(case: ExecCase) -> str:
 def verify(case: ExecCase) -> str | None:
   """None when the case's files match its sha256 pin, else why not (rule case.pin)."""
   from tinyspec.files import FileRefused
-  if not case.sha256: return "the case has no sha256 pin [case.pin]"
+  import shlex
+  pin = f"`tinyspec case pin {shlex.quote(str(case.dir))}` pins it"
+  if not case.sha256: return f"the case has no sha256 pin: {pin} (--no-verify runs it as it is) [case.pin]"
   try: got = digest_of(case)
   except FileRefused as e: return f"{e}"
-  if got != case.sha256: return "its files do not match its sha256 pin (tampered or stale; --no-verify runs it anyway) [case.pin]"
+  if got != case.sha256:
+    return f"its files do not match its sha256 pin (tampered or stale): --no-verify runs it anyway; changed on purpose, {pin} again [case.pin]"
   return None
 
 

@@ -16,19 +16,21 @@ manifest. A case that matches `exclude` is not run at all (status skip, with the
 a case that hangs a backend does not cost its timeout on every run.
 
 Which manifest a backend gets (the first that applies, `find_manifest`): `--manifest FILE`;
-the project's `[tool.tinyspec.manifests]` entry for the backend's name
+(`--manifest none` or /dev/null: none); the project's `[tool.tinyspec.manifests]` entry for the backend's name
 (conformance/run/settings.py); the manifest the backend names itself (`manifest` in its hello,
 relative to where the backend's program lives); the shipped
 conformance/manifests/<backend>.yaml; none.
 """
 from __future__ import annotations
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifests"
 KEYS = ("expected_failures", "exclude")   # what a manifest may say
+NO_MANIFEST = ("none", os.devnull)        # `--manifest none` (or /dev/null): run without one
 
 
 class ManifestError(Exception):
@@ -91,9 +93,10 @@ def load_manifest(backend: str | None = None, path: Path | str | None = None) ->
 
 def find_manifest(name: str, explicit=None, project: dict | None = None, own=None) -> Manifest:
   """The manifest of the backend `name` (the name its results go by): `explicit` (a
-  --manifest), else project[name] ([tool.tinyspec.manifests]), else `own` (the absolute
-  path the backend names), else the shipped one, else an empty one. ManifestError for a
-  named file that is missing or malformed."""
+  --manifest; NO_MANIFEST: an empty one), else project[name] ([tool.tinyspec.manifests]),
+  else `own` (the absolute path the backend names), else the shipped one, else an empty
+  one. ManifestError for a named file that is missing or malformed."""
+  if explicit is not None and str(explicit) in NO_MANIFEST: return Manifest()
   for path in (explicit, (project or {}).get(name), own):
     if path is not None: return load_manifest(name, path)
   return load_manifest(name)

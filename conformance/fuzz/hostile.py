@@ -25,7 +25,9 @@ beyond their bounds, axis types and OptOps that ask for parallelism:
            negative), sizes the tile pads: padding is sized by the loops, not by idx
   contract (a*b).sum over rows whose products overflow when rounded (2^64 * 2^64 in
            float32), meet -2^127 or an infinity, or are NaN, among small exact ones, and
-           rows of bounded operands (narrow integers converted): a fused multiply-add
+           rows of bounded operands (narrow integers converted) or of operands read
+           from integer or bool buffers of any width (int64's extremes round when
+           converted; the guard scans only float buffers): a fused multiply-add
            may not change which results are NaN or infinite; in float data the hazards
            lie anywhere in the buffers (a launch-time scan must see every element), or
            the data are scaled to where the guard of the fused kernel decides narrowly
@@ -37,6 +39,7 @@ Every family also draws OptOps (SPLIT into any AxisType, PADTO, SWAP) that the f
 child applies where they are legal.
 """
 from __future__ import annotations
+import math
 from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
@@ -48,6 +51,7 @@ from tinyspec.conformance.corpus import values as V
 
 NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
 SIGNED_NARROW = ["int8", "int16"]
+INTEGER_SOURCES = [n for n, d in DTYPES.items() if (d.is_int or d.cls == "bool") and n != "index"]   # (index: no buffers of it)
 FAMILY = Registry("hostile family", ops=False)   # name -> a function giving the strategy of its examples
 # every family, in the order that seeds each one's search (sanitize.fuzz_sanitized: a family's seed is its place here)
 FAMILIES = ("chain", "gated", "sizes", "axes", "padded", "gather", "contract", "alias", "drawn")
@@ -306,9 +310,11 @@ def contract(draw) -> Example:
   w = (np.arange(K * N) % 5 - 2).astype(np.float64).reshape(K, N)
   rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))     # (one draw: a cheap example to make)
   form = draw(st.sampled_from(["rows", "rows", "one pair", "scaled"]))
+  own = np.zeros((M, K), bool)     # (m, j): row m put its own hazard in column j
   if form == "one pair":     # -max/2 then a product that overflows only when rounded: finite fused, inf twice
     m, j = int(rng.integers(0, M)), int(rng.choice([K - 1, int(rng.integers(0, K))]))
     a[m, :] = 0.0
+    own[m, [(j - 1) % K, j]] = True
     a[m, (j - 1) % K], w[(j - 1) % K, :] = -half / 2, half
     a[m, j], w[j, :] = half, half
     if rng.integers(0, 2): a, w = -a, w     # (either sign)
@@ -322,13 +328,49 @@ def contract(draw) -> Example:
       if kind == "overflow": a[m, j], w[j, :] = half * rng.choice([1, -1]), half
       elif kind == "halfmax": a[m, j], w[j, :] = -half / 2, half * rng.choice([1, -1])
       else: a[m, j] = float(kind)
-  if draw(st.integers(0, 3)) == 0:     # operands of bounded intervals: the fused path runs
+      own[m, j] = kind in ("overflow", "halfmax")
+  # other rows read 0 where w holds a hazard: their small products never meet large ones that cancel (then the order of the sum would matter)
+  a[:, own.any(0)] = np.where(own[:, own.any(0)], a[:, own.any(0)], 0.0)
+  sources = draw(st.sampled_from(["float", "float", "float", "bounded", "integer"]))
+  if sources == "bounded":     # operands of bounded intervals: the fused path runs
     src = draw(st.sampled_from(["int8", "int16"]))
     a, w = (np.clip(np.nan_to_num(v), -100, 100).astype(src) for v in (a, w))
     t = (Tensor(a).cast(dt).reshape(M, K, 1) * Tensor(w).cast(dt).reshape(1, K, N)).sum(1)
+  elif sources == "integer":   # one operand or both read from a buffer of any integer dtype or bool
+    x, y = integer_operands(draw, rng, dt, M, K, N)
+    t = (x * y if draw(st.booleans()) else y * x).sum(1)
   else:
     t = (Tensor(a.astype(dt)).reshape(M, K, 1) * Tensor(w.astype(dt)).reshape(1, K, N)).sum(1)
   return Example("contract", t.graph(), t.inputs(), optops(draw))
+
+
+def integer_operands(draw, rng, dt: str, M: int, K: int, N: int) -> tuple:
+  """The operands of the contract family's integer form, converted to dt: x (M, K, 1) read
+  from a buffer of any integer dtype or bool, its extremes (int64's round when converted)
+  among multiples of 2^(bits-4); y (1, K, N) from another such buffer (small multiples of
+  one power of two) or a float one (small integers, infinities, NaNs). Every finite
+  product and partial sum is exact and finite in any order, so a fused or reordered sum
+  is the reference's bit for bit."""
+  from tinyspec.tensor import Tensor
+  def multiples(src: str, n: int, e: int, extremes: bool) -> np.ndarray:
+    d = DTYPES[src]
+    if d.cls == "bool": return rng.integers(0, 2, n).astype(bool)
+    small = rng.integers(-8, 8, n) if d.min < 0 else rng.integers(0, 16, n)
+    vals = [int(v) << e for v in small]
+    if extremes: vals = [[int(d.min), int(d.max), 0][rng.integers(0, 3)] if rng.random() < 0.3 else v for v in vals]
+    return V.as_array(vals, src)
+  src = draw(st.sampled_from(INTEGER_SOURCES))
+  x = multiples(src, M * K, max(0, DTYPES[src].bits - 4), True).reshape(M, K)
+  # y's scale: K x 16 x (x's largest, 2^bits) x (y's largest, 16 x 2^e) stays below dt's largest value
+  budget = int(math.log2(DTYPES[dt].normal_range[1])) - DTYPES[src].bits - 10
+  if draw(st.booleans()):
+    other = draw(st.sampled_from(INTEGER_SOURCES))
+    y = Tensor(multiples(other, K * N, max(0, min(DTYPES[other].bits - 4, budget)), False).reshape(K, N)).cast(dt)
+  else:
+    f = (rng.integers(-2, 3, K * N)).astype(dt)
+    f[rng.random(K * N) < 0.1] = rng.choice([np.inf, -np.inf, np.nan])
+    y = Tensor(f.reshape(K, N))
+  return Tensor(x).cast(dt).reshape(M, K, 1), y.reshape(1, K, N)
 
 
 def _alias_kernel(b, n: int, form: str):

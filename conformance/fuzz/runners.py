@@ -30,8 +30,8 @@ class InProcess:
 
 
 class Isolated:
-  def __init__(self, spec: str, timeout: float = 60.0):
-    self.client = GraphClient(spec, timeout)
+  def __init__(self, spec: str, timeout: float = 60.0, env: dict | None = None):
+    self.client = GraphClient(spec, timeout, env=env)
     self.caps, self.name = self.client.caps, self.client.name
 
   def run(self, d: Drawn) -> dict:

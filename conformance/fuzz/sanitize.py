@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from tinyspec.conformance.fuzz.checks import Failure
 
 ASAN_CFLAGS = "-O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -fno-wrapv"
 TSAN_CFLAGS = "-O1 -fsanitize=thread -fno-omit-frame-pointer"
@@ -79,7 +80,7 @@ def _legal_prefix(opts: list):
   """A search hook for compiler.pipeline.lower: each kernel gets the longest prefix of
   `opts` that it accepts (None: the default heuristics)."""
   from tinyspec.compiler.passes.optimize import optimize
-  from tinyspec.compiler.props import CompileError
+  from tinyspec.compiler.errors import CompileError
   def search(sink, target, dev):
     for k in range(len(opts), 0, -1):
       try:
@@ -234,7 +235,6 @@ def reference(ex):
 def check_example(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
-  from tinyspec.conformance.fuzz.checks import Failure
   from tinyspec.conformance.fuzz.graphs import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
   def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where
@@ -277,72 +277,135 @@ def shares(examples: int, families) -> dict:
   return {f: per + (k < extra) for k, f in enumerate(families)}
 
 
+UNIT_EXAMPLES = 100   # examples per unit at most: each family's share of the CI slice (44 or 45) stays one unit (its draws unchanged); units of ~50 s keep the overhead < 5% at 100 workers (bench/bench_cluster.py)
+SANITIZE_TAG = "c.sanitize"   # the resource of a worker whose C compiler has the sanitizer runtimes
+
+
+def plan(examples: int, seed: int, families) -> list:
+  """The units of a run (conformance/cluster.py Unit): each family's share (`shares`) cut
+  into units of at most UNIT_EXAMPLES, the first seeded by the family's place in
+  hostile.FAMILIES, the next ones 7919 further each. What a unit draws depends on its
+  family, seed and share alone."""
+  from tinyspec.conformance.cluster import Unit, split
+  from tinyspec.conformance.fuzz import hostile
+  units = []
+  for fam, n in shares(examples, families).items():
+    base = seed + 1009 * (hostile.FAMILIES.index(fam) if fam in hostile.FAMILIES else 0)
+    for k, part in enumerate(split(n, UNIT_EXAMPLES)):
+      units.append(Unit("sanitize", fam, base + 7919 * k, part, len(units), SANITIZE_TAG))
+  return units
+
+
 def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, families=None, log=None,
                    timeout: float = 120.0, extra_env: dict | None = None, stop_at_first: bool = False, shrink: bool = True,
-                   jobs: int = 1):
+                   jobs: int = 1, scheduler: str | None = None, db: Path | None = None, progress: bool | None = None):
   """Run `examples` hostile examples (conformance/fuzz/hostile.py families, each its share:
-  `shares`) through the sanitized C backend; each failure is shrunk (unless not
-  `shrink`) and (with `out`) written as a case. The search goes on after a failure,
-  skipping failures of the same kind, until the examples are spent (or the first, with
-  stop_at_first). `extra_env`: more environment for the children. Returns a
-  driver.FuzzReport; its `drawn` attribute counts the examples drawn (shrinking runs
-  aside) per family. `jobs` > 1 runs the families' searches in that many processes: each
-  family draws the same examples as in one process (its own seed and share), so a run
-  without failures is the same run, in less time; failures are logged when all are done."""
-  from tinyspec.conformance.fuzz.driver import FuzzReport
+  `shares`, in units: `plan`) through the sanitized C backend, on the Dask scheduler at
+  `scheduler` or an embedded cluster of `jobs` processes (conformance/cluster.py). Each
+  failure is shrunk (unless not `shrink`) and (with `out`) written as a case; each unit's
+  search goes on after a failure, skipping failures of the same kind, until its examples
+  are spent (or the first, with stop_at_first: then the units not started are dropped).
+  `extra_env`: more environment for the children. `db`: the findings database (a run
+  that stopped continues with its units not yet finished). Returns a driver.FuzzReport
+  merged in the units' order (a kind of failure two units find is reported once); its
+  `drawn` counts the examples drawn (shrinking aside) per family, `lost` the
+  cluster.ClusterLost that ended it early (None), `missing` what no worker had."""
   from tinyspec.conformance.fuzz import hostile
+  from tinyspec.conformance.fuzz.units import run_units
   t0 = time.monotonic()
   fams = tuple(dict.fromkeys(families or hostile.FAMILIES))
-  if jobs > 1 and len(fams) > 1 and not stop_at_first:
-    rep = _in_processes(shares(examples, fams), seed, out, log, timeout, extra_env, shrink, jobs)
-    rep.seconds = time.monotonic() - t0
-    return rep
-  runner = SanitizedC(extra_env, timeout)
-  rep = FuzzReport(runner.name)
-  rep.drawn = {}
-  seen: set = set()
-  try:
-    for fam, n in shares(examples, fams).items():
-      at = seed + 1009 * (hostile.FAMILIES.index(fam) if fam in hostile.FAMILIES else 0)
-      _hunt(rep, runner, hostile.examples((fam,)), n, at, seen, out, log, stop_at_first, shrink)
-      if stop_at_first and rep.failures: break
-  finally:
-    runner.stop()
+  units = plan(examples, seed, fams)
+  hunt = f"sanitize examples={examples} seed={seed} families={','.join(fams)} shrink={shrink} env={sorted((extra_env or {}).items())}"
+  stop = (lambda results: any(r["findings"] for r in results.values())) if stop_at_first else None
+  ran = run_units(units, run_unit, (timeout, extra_env, shrink, stop_at_first), hunt, db, scheduler, jobs, probe=_probe,
+                  progress=progress, stop=stop, label="fuzz --sanitize", cleanup=stop_runners)
+  rep = _merge(units, ran, out, log, stop_at_first)
   rep.seconds = time.monotonic() - t0
   return rep
 
 
-def _one_family(fam: str, n: int, seed: int, out, timeout: float, extra_env, shrink: bool):
-  """One family's search with its share, in a worker process of _in_processes."""
-  return fuzz_sanitized(n, seed, out, (fam,), None, timeout, extra_env, False, shrink)
+def _probe() -> list:
+  """What a worker has for this search: the sanitizer runtimes (SANITIZE_TAG) or nothing."""
+  return [SANITIZE_TAG] if unavailable() is None else []
 
 
-def _in_processes(share: dict, seed: int, out, log, timeout: float, extra_env, shrink: bool, jobs: int):
-  """Each family's search in a pool of `jobs` processes, merged into one report in the order
-  of `share` (a kind of failure two families find is reported once, as in one process)."""
-  import multiprocessing
-  from concurrent.futures import ProcessPoolExecutor
+_RUNNERS: dict = {}   # (timeout, environment) -> the SanitizedC of this worker process, kept between units
+
+
+def _runner(timeout: float, extra_env: dict | None) -> "SanitizedC":
+  key = (timeout, tuple(sorted((extra_env or {}).items())))
+  if key not in _RUNNERS: _RUNNERS[key] = SanitizedC(extra_env, timeout)
+  return _RUNNERS[key]
+
+
+def stop_runners() -> None:
+  """The children of this worker process's runners stopped (at the end of a run)."""
+  while _RUNNERS: _RUNNERS.popitem()[1].stop()
+
+
+def run_unit(unit, examples: dict, timeout: float, extra_env, shrink: bool, stop_at_first: bool) -> dict:
+  """One unit on a worker: its family's search with its seed and share. The result's
+  `live` failures travel home (for the cases written there); the rest is JSON."""
+  from tinyspec.conformance.cluster import worker_name
+  from tinyspec.conformance.findings import example_database
   from tinyspec.conformance.fuzz.driver import FuzzReport
-  with ProcessPoolExecutor(max_workers=min(jobs, len(share)), mp_context=multiprocessing.get_context("fork")) as pool:
-    parts = [pool.submit(_one_family, fam, n, seed, out, timeout, extra_env, shrink) for fam, n in share.items()]
-    parts = [p.result() for p in parts]
-  rep = FuzzReport(parts[0].backend)
-  rep.drawn, seen = {}, set()
-  for part in parts:
-    rep.examples += part.examples
-    rep.written += part.written
-    for k, v in part.drawn.items(): rep.drawn[k] = rep.drawn.get(k, 0) + v
-    for k, v in part.refused.items():
-      rep.refused[k] = {**v, **rep.refused.get(k, {})} if k == "why" else rep.refused.get(k, 0) + v
-    for f in part.failures:
+  from tinyspec.conformance.fuzz.units import database_key
+  from tinyspec.conformance.fuzz import hostile
+  t0 = time.monotonic()
+  runner = _runner(timeout, extra_env)
+  rep = FuzzReport(runner.name)
+  rep.drawn = {}
+  db = example_database(examples.get(database_key(unit), []))
+  _hunt(rep, runner, hostile.examples((unit.name,)), unit.share, unit.seed, set(), None, None, stop_at_first, shrink,
+        db, database_key(unit))
+  why = rep.refused.pop("why", {})
+  return {"examples": rep.examples, "drawn": rep.drawn, "refused": rep.refused, "why": why, "worker": worker_name(),
+          "seconds": time.monotonic() - t0, "saved": db.saved, "findings": [_finding(f) for f in rep.failures],
+          "live": rep.failures}
+
+
+def _finding(f) -> dict:
+  """A sanitizer failure as the findings database keeps it (its signature: property, op,
+  dtype or the report's kind; its repro: the minimal case)."""
+  from tinyspec.dtypes import DTYPES
+  from tinyspec.conformance.findings import case_text
+  m = f.case()
+  return {"signature": json.dumps(["sanitize", *f.signature]), "op": f.op, "dtype_class": DTYPES[f.dtype].cls if f.dtype in DTYPES else None,
+          "device": "c (sanitized)", "kind": f.prop, "text": str(f)[:3000], "repro": case_text(m.graph.dumps(), m.inputs)}
+
+
+class _Stored:
+  """A failure of a unit finished in an earlier run (the findings database's record of it)."""
+  def __init__(self, d: dict): self.signature, self.text = tuple(json.loads(d["signature"])[1:]), d["text"]
+  def __str__(self): return self.text
+
+
+def _merge(units, ran, out, log, stop_at_first: bool):
+  """The units' results in their order as one FuzzReport; the cases of this run's
+  failures written under out."""
+  from tinyspec.conformance.fuzz.driver import FuzzReport
+  rep = FuzzReport(SanitizedC.name)
+  rep.drawn, rep.lost, rep.missing, rep.resumed, rep.dashboard = {}, ran.lost, ran.missing, ran.resumed, ran.dashboard
+  seen: set = set()
+  for u in units:
+    r = ran.results.get(u.key)
+    if r is None: continue
+    rep.examples += r["examples"]
+    for k, v in r["drawn"].items(): rep.drawn[k] = rep.drawn.get(k, 0) + v
+    for k, v in r["refused"].items(): rep.refused[k] = rep.refused.get(k, 0) + v
+    for k, v in r["why"].items(): rep.refused.setdefault("why", {}).setdefault(k, v)
+    for f in r.get("live") or [_Stored(d) for d in r["findings"]]:
       if f.signature in seen: continue
       seen.add(f.signature)
       rep.failures.append(f)
       if log: log(f"FAIL {f}")
+      if out is not None and not isinstance(f, _Stored): rep.written.append(write_example(f, Path(out)))
+    if stop_at_first and rep.failures: break
   return rep
 
 
-def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_at_first: bool, shrink: bool) -> None:
+def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_at_first: bool, shrink: bool,
+          database=None, database_key: bytes | None = None) -> None:
   """Draw `budget` examples of strat (a search per failure found, each shrunk), adding the
   failures of kinds not `seen` to rep."""
   from tinyspec.conformance.fuzz.search import search
@@ -351,7 +414,7 @@ def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_
     return check_example(ex, runner, rep.refused)
   round_ = 0
   while budget > 0:
-    count, f = search(strat, budget, seed + round_, check, seen, shrink=shrink, log=log)
+    count, f = search(strat, budget, seed + round_, check, seen, shrink=shrink, log=log, database=database, database_key=database_key)
     rep.examples += count
     budget -= count
     round_ += 1

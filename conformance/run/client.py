@@ -13,15 +13,16 @@ from pathlib import Path
 from tinyspec.files import FileRefused
 from tinyspec.graph import Graph
 from tinyspec.conformance.run.execute import CaseRunner
-from tinyspec.conformance.run.protocol import BackendDied, BadAnswer, read_outputs, run_message, write_inputs
+from tinyspec.conformance.run.protocol import BackendDied, BadAnswer, RequestTooLong, read_outputs, write_inputs
 
 RUN_FOLDERS = 4   # a run's files are kept until this many runs later (a caller may still read them)
 
 
 class RunFailed(RuntimeError):
   """A run that gave no outputs: `kind` is refused (with the backend's `rule` where it gave
-  one), crash, timeout or protocol (the backend died, hung or broke the protocol), or output
-  (it named files that are not its outputs); `detail` is what the backend or the protocol said."""
+  one), crash, timeout or protocol (the backend died, hung or broke the protocol), output
+  (it named files that are not its outputs) or input (the inputs do not fit one protocol
+  line inline); `detail` is what the backend or the protocol said."""
   def __init__(self, kind: str, message: str, detail: str, rule: str | None = None):
     super().__init__(message)
     self.kind, self.detail, self.rule = kind, detail, rule
@@ -31,8 +32,8 @@ class GraphClient:
   """One backend process (started here; BackendUnavailable where it does not start) that
   runs graphs given as Graph objects or graph files, with their inputs as arrays."""
 
-  def __init__(self, spec: str, timeout: float = 60.0):
-    self.runner = CaseRunner(spec, timeout=timeout)
+  def __init__(self, spec: str, timeout: float = 60.0, project: Path | None = None, env: dict | None = None):
+    self.runner = CaseRunner(spec, timeout=timeout, project=project, env=env)
     self.caps = self.runner.capabilities()
     self.name = self.runner.name
     self.proc = self.runner._procs[0]
@@ -53,9 +54,11 @@ class GraphClient:
     else: path = Path(graph).resolve()
     try:
       if not self.proc.alive(): self.proc.start()
-      ans = self.proc.request(run_message(f"run{self.n}", path, write_inputs(inputs, work), work), self.runner.timeout)
+      ans = self.proc.run(f"run{self.n}", path, write_inputs(inputs, work, buffer_dtypes(graph)), work, self.runner.timeout)
     except BackendDied as e:
       raise RunFailed(e.kind, f"backend {self.name} {e.kind}: {e}", str(e)) from None
+    except RequestTooLong as e:
+      raise RunFailed("input", f"backend {self.name}: {e}", str(e), "file.limit") from None
     if not ans.get("ok"):
       error = str(ans.get("error", "no reason given"))
       rule = ans.get("rule") if isinstance(ans.get("rule"), str) else None
@@ -69,8 +72,20 @@ class GraphClient:
     shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0) -> dict:
+def buffer_dtypes(graph: Graph | str | Path) -> dict:
+  """Input name -> the dtype its BUFFER or PARAM declares ({} for a graph that does not
+  load): an int64 array sent to an index buffer is sent as index."""
+  from tinyspec.graph import load_file
+  from tinyspec.validate import validate
+  from tinyspec.conformance.corpus.casegen import input_names
+  g = graph if isinstance(graph, Graph) else load_file(graph)[0]
+  if g is None: return {}
+  views = validate(g).views
+  return {name: views[i].dtype for name, i in input_names(g, views).items()}
+
+
+def run_graph(spec: str, graph_file, inputs: dict, timeout: float = 60.0, project: Path | None = None) -> dict:
   """Run one graph file on backend `spec` in a process of its own: output name -> array.
   BackendUnavailable if it does not start; RunFailed (a RuntimeError, with .rule where the
   backend gave one) if it refuses, dies or hangs."""
-  with GraphClient(spec, timeout) as c: return c.run(graph_file, inputs)
+  with GraphClient(spec, timeout, project) as c: return c.run(graph_file, inputs)

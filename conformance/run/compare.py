@@ -74,20 +74,31 @@ def describe(got, want, dt: str, bounds=0.0, limit: int = 3, alternatives=()) ->
   bad = np.asarray(bad).reshape(want.shape)   # (some helpers give a 0-d result shape (1,))
   idx = [tuple(int(v) for v in i) for i in np.argwhere(bad)[:limit]] if bad.ndim else [()]
   def fmt(i):
-    tol = "" if not _is_float(dt) else (" (bit-exact)" if b[i] == 0 else " (equal, either zero)" if b[i] < 1 else f" (within {b[i]:g} ulp)")
-    also = [show_value(np.asarray(a)[i]) for a in alternatives if show_value(np.asarray(a)[i]) != show_value(want[i])]
+    if not _is_float(dt): return f"at {i}: got {show_value(got[i])}, expected {show_value(want[i])}"
+    tol = " (bit-exact)" if b[i] == 0 else " (equal, either zero)" if b[i] < 1 else f" (within {b[i]:g} ulp)"
+    also = [show_value(np.asarray(a)[i], True) for a in alternatives if show_value(np.asarray(a)[i], True) != show_value(want[i], True)]
     alt = f" or {' or '.join(dict.fromkeys(also))}" if also else ""
-    return f"at {i}: got {show_value(got[i])}, expected {show_value(want[i])}{alt}{tol}"
+    return f"at {i}: got {show_value(got[i], True)}, expected {show_value(want[i], True)}{alt}{apart(got[i], want[i])}{tol}"
   return f"{int(bad.sum())} of {bad.size} elements differ; " + "; ".join(fmt(i) for i in idx)
 
 
-def show_value(v) -> str:
+def show_value(v, with_bits: bool = False) -> str:
+  """A value as text; a float's shortest repr (-0.0 kept), with `with_bits` its bit pattern
+  in hex too: 1.0009765625 (0x3c01)."""
   v = np.asarray(v)
   if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
     f = float(v)
-    if f == 0: return "-0.0" if math.copysign(1, f) < 0 else "0.0"
-    return repr(f)
+    text = ("-0.0" if math.copysign(1, f) < 0 else "0.0") if f == 0 else repr(f)
+    return f"{text} (0x{int(bits(v.reshape(1))[0]):0{2 * v.dtype.itemsize}x})" if with_bits else text
   return str(v.item())
+
+
+def apart(got, want) -> str:
+  """`, N ulp apart` for two floats of one dtype (nothing where one is NaN: no distance)."""
+  want = np.asarray(want)
+  d = float(ulp_distance(np.asarray(got).astype(want.dtype).reshape(1), want.reshape(1))[0])
+  if math.isinf(d): return ""
+  return f", {int(d)} ulp apart" if d < 2.0 ** 53 else f", {d:.3g} ulp apart"
 
 
 # ------------------------------------------------------------------ bounds from the table

@@ -1,13 +1,14 @@
-"""Running the case corpus through an executing backend, each worker a separate process.
+"""Running cases through an executing backend in a process of its own.
 
-  r = CaseRunner("c", workers=2)          # a registered name, or an external command
-  results = r.run(cases)                  # one runner.Result per case
+  r = CaseRunner("c")                     # a registered name, or an external command
+  results = r.run(cases)                  # one runner.Result per case, in the cases' order
 
 Every backend runs behind the protocol of conformance/run/protocol.py: a registered Python
 backend in `python -m tinyspec.conformance.run.worker`, any other program directly. A crash, an abort
-or a hang (past `timeout` seconds) fails the case being run, and the worker process is
-started again for the next one. Cases whose ops, dtypes or devices the backend does not
-declare in its capabilities are `unsupported` (not run). The backend's manifest
+or a hang (past `timeout` seconds) fails the case being run, and the backend process is
+started again for the next one. One runner drives one backend process; cases run side by
+side as shards on Dask workers, each worker with a runner of its own (conformance/run/shards.py).
+Cases whose ops, dtypes or devices the backend does not declare in its capabilities are `unsupported` (not run). The backend's manifest
 (conformance/corpus/manifest.py) turns failures into expected failures and passes of listed
 cases into unexpected passes. Tensor-level cases may be merged into one graph per run
 (conformance/run/batch.py) for backends that say so (`batch`); a case that does not pass in
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from tinyspec.conformance.run.runner import Result
-from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, read_outputs, run_message, worker_command,
+from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, RequestTooLong, read_outputs, worker_command,
                                               split_command)
 from tinyspec.files import FileRefused
 from tinyspec.conformance.corpus.cases import from_disk, load_array, storage_dtype
@@ -43,19 +44,24 @@ class BackendSpec:
   command: list         # how to start it
   python: bool          # a registered Python backend (served by conformance/run/worker.py)
   home: Path | None = None   # where its program lives: a manifest it names is relative to it
+  cwd: Path | None = None    # the folder it runs in (None: the current one)
 
 
-def resolve_backend(spec: str) -> BackendSpec:
-  """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable."""
+def resolve_backend(spec: str, cwd: Path | None = None) -> BackendSpec:
+  """A registered backend name, `cmd:COMMAND LINE`, or the path of an executable. With
+  `cwd` (the folder of the pyproject.toml that names it), relative paths in it are
+  relative to cwd, and the backend runs there."""
+  base = Path(cwd) if cwd is not None else Path.cwd()
   if spec.startswith("cmd:"):
     try: cmd = split_command(spec[4:])
     except ValueError as e: raise KeyError(f"cmd: cannot split the command line ({e})") from None
     if not cmd: raise KeyError("cmd: needs a command line")
-    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd))
-  p = Path(spec)
+    if cwd is not None and ("/" in cmd[0] or os.sep in cmd[0]): cmd[0] = str(base / cmd[0])   # ./backend, bin/x
+    return BackendSpec(_label(Path(cmd[-1]).stem if len(cmd) > 1 else Path(cmd[0]).stem), cmd, False, _home(cmd, base), cwd)
+  p = base / spec
   try: executable = ("/" in spec or os.sep in spec) and p.is_file() and os.access(p, os.X_OK)
   except OSError: executable = False     # a name the file system cannot hold is no program
-  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent)
+  if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent, cwd)
   from tinyspec.backends import backend_names
   if spec not in backend_names():
     from tinyspec.conformance.run.selection import did_you_mean
@@ -64,14 +70,16 @@ def resolve_backend(spec: str) -> BackendSpec:
   return BackendSpec(spec, worker_command(spec), True)
 
 
-def _home(cmd: list) -> Path:
+def _home(cmd: list, base: Path) -> Path:
   """The folder of an external backend's program: the first argument naming a file (the
-  script an interpreter runs: `node backend.js`), else the program itself (a path, or
-  found on PATH), else the current directory."""
+  script an interpreter runs: `node backend.js`; relative to base), else the program
+  itself (a path, or found on PATH), else base."""
   for a in cmd[1:]:
-    if not a.startswith("-") and Path(a).is_file(): return Path(a).resolve().parent
+    try:
+      if not a.startswith("-") and (base / a).is_file(): return (base / a).resolve().parent
+    except OSError: continue   # an argument the file system cannot hold is no file
   found = shutil.which(cmd[0])
-  return Path(found).resolve().parent if found else Path.cwd()
+  return Path(found).resolve().parent if found else base
 
 
 def _label(stem: str) -> str:
@@ -111,24 +119,37 @@ def judge_negative(case, answer: dict) -> str | None:
   return None
 
 
+def explained(r: Result, case, backend_arg: str | None, profile: str, explicit_profile: bool, verify: bool) -> Result:
+  """A failing positive case's message, made to stand alone (conformance/run/failures.py);
+  every message's paths into the corpus relative to it. backend_arg: what a repro command
+  names (None: the project's backend)."""
+  from tinyspec.conformance.run.failures import explain, relative_to_corpus
+  if case is None: return r
+  r.message = relative_to_corpus(r.message, case)
+  if r.status in ("fail", "error", "xpass") and case.kind == "positive":
+    r.message = explain(case, r.message, backend_arg, profile, explicit_profile, verify)
+  return r
+
+
 # ------------------------------------------------------------------ the runner
 class CaseRunner:
-  def __init__(self, backend: str, workers: int = 1, timeout: float = 60.0, batch: int | None = None,
-               manifest: Manifest | None = None, on_result=None, env: dict | None = None, verify: bool = True,
-               profile: str | None = None, divergence: int = 20):
-    self.spec = resolve_backend(backend)
-    self.divergence = int(divergence)   # failing cases whose first divergent node is searched (conformance/run/divergence.py)
-    self.backend_arg = backend    # as given: what a repro command names
+  def __init__(self, backend: str, timeout: float = 60.0, batch: int | None = None, manifest: Manifest | None = None,
+               env: dict | None = None, verify: bool = True, profile: str | None = None, divergence: int = 20,
+               project: Path | None = None):
+    # project: the folder of the pyproject.toml whose [tool.tinyspec] names the backend: its
+    # relative paths are from there, it runs there, and a repro command leaves --backend to it
+    self.spec = resolve_backend(backend, project)
+    self.divergence = int(divergence)   # failing cases of a run() whose first divergent node is searched (conformance/run/divergence.py)
+    self._divergence_left = self.divergence   # and of the run_one() calls together
+    self.backend_arg = None if project is not None else backend   # what a repro command names (None: the project's)
     self._cases: dict = {}        # case id -> case, for the repro line of a failure
     self.verify = verify          # check each case's sha256 pin before trusting it (rule case.pin)
     self.stopping = False         # set when the run is interrupted: results after it are dropped
     self.results: dict = {}       # case id -> Result so far (what an interrupted run reports)
     self.profile = profile        # None: the one the backend claims (capabilities)
-    self.workers = max(1, int(workers))
     self.timeout = float(timeout)
     self.batch = batch
     self.manifest = manifest or Manifest()
-    self.on_result = on_result
     self.env = env
     self.caps = None
     self.own_manifest = None      # the manifest the backend names in its hello
@@ -139,7 +160,7 @@ class CaseRunner:
 
   def _new_process(self) -> BackendProcess:
     env = dict(os.environ if self.env is None else self.env)
-    return BackendProcess(self.spec.command, env=env)
+    return BackendProcess(self.spec.command, env=env, cwd=str(self.spec.cwd) if self.spec.cwd else None)
 
   def capabilities(self):
     """Start one backend process and read its capabilities (BackendUnavailable if it
@@ -150,6 +171,7 @@ class CaseRunner:
     try: hello = p.start(timeout=max(self.timeout, 120.0))
     except BackendDied as e:
       p.stop()
+      if e.kind == "protocol": raise BackendUnavailable(f"backend {self.name} broke the protocol in its hello: {e}") from None
       raise BackendUnavailable(f"backend {self.name} is not available: {e}") from None
     try:
       self.caps = Capabilities.from_json(hello.get("capabilities") or {})
@@ -198,11 +220,12 @@ class CaseRunner:
     return ("needs " + ", ".join(miss[:4]) + (" ..." if len(miss) > 4 else "")) if miss else None
 
   # -- running
-  def run_one(self, case) -> Result:
+  def run_one(self, case, keep: dict | None = None) -> Result:
     """One case on the first worker process (kept running between calls), judged alone
     (no batching), its failure's message as the runner's (operands, profile, repro) but
     not turned into xfail by the manifest: what the pytest plugin (which marks expected
-    failures itself) and `tinyspec run --case` call."""
+    failures itself) and `tinyspec run --case` call. `keep` (a dict) gets the outputs
+    the backend gave."""
     self.capabilities()
     self._cases[case.id] = case
     why = self.unsupported(case)
@@ -210,20 +233,17 @@ class CaseRunner:
     bad = self._pin(case)
     if bad: return Result(case.id, self.name, "error", bad)
     if not hasattr(self, "_tmp"): self._tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
-    d = Path(tempfile.mkdtemp(dir=self._tmp))
-    try: r = self._diverge(self._procs[0], case, self._run_one(self._procs[0], case, d), d, expected=False)
-    finally: shutil.rmtree(d, ignore_errors=True)
+    d = _scratch(self._tmp / "one")
+    try:
+      r = self._run_one(self._procs[0], case, d, keep)
+      if r.status == "fail" and case.kind == "positive" and self._divergence_left > 0:
+        self._divergence_left -= 1
+        self._diverge(self._procs[0], case, r, d)
+    finally: _emptied(d)
     return self._explained(r, case)
 
   def _explained(self, r: Result, case) -> Result:
-    """A failing positive case's message, made to stand alone (conformance/run/failures.py);
-    every message's paths into the corpus relative to it."""
-    from tinyspec.conformance.run.failures import explain, relative_to_corpus
-    if case is None: return r
-    r.message = relative_to_corpus(r.message, case)
-    if r.status in ("fail", "error", "xpass") and case.kind == "positive":
-      r.message = explain(case, r.message, self.backend_arg, self.profile, self.explicit_profile, self.verify)
-    return r
+    return explained(r, case, self.backend_arg, self.profile, self.explicit_profile, self.verify)
 
   def close(self):
     for p in self._procs: p.stop()
@@ -235,12 +255,17 @@ class CaseRunner:
     from tinyspec.conformance.corpus.cases import verify
     return verify(case)
 
-  def run(self, cases) -> list[Result]:
-    """Every case (pins verified first). Interrupted (KeyboardInterrupt, Terminated): the
-    backends' process groups are killed, self.results keeps what finished, and the
-    exception goes on to the caller."""
+  def run(self, cases, explain: bool = True, keep: bool = False) -> list[Result]:
+    """Every case (pins verified first), then the first divergent node of the first
+    `divergence` failing positive cases, in the cases' order; explain: each failure's
+    message made to stand alone (failures.explain; otherwise the caller does it: what a
+    shard leaves to the command that gathers the shards); keep: the backend process kept
+    running for the next run (else stopped; close() stops it). Interrupted (KeyboardInterrupt,
+    Terminated): the backend's process group is killed, self.results keeps what
+    finished, and the exception goes on to the caller."""
     self.capabilities()
     results = self.results = {}
+    self.stopping = False
     self._cases = {c.id: c for c in cases}
     todo = []
     for c in cases:
@@ -251,25 +276,39 @@ class CaseRunner:
       elif why: self._record(results, Result(c.id, self.name, "unsupported", why))
       elif bad: self._record(results, Result(c.id, self.name, "error", bad))
       else: todo.append(c)
-    units = self._units(todo)
     q: queue.Queue = queue.Queue()
-    for u in units: q.put(u)
+    for u in self._units(todo): q.put(u)
     tmp = Path(tempfile.mkdtemp(prefix="tinyspec-conformance-"))
     try:
-      n = min(self.workers, max(1, len(units)))
-      while len(self._procs) < n: self._procs.append(self._new_process())   # started when first used
-      threads = [threading.Thread(target=self._work, args=(self._procs[k], k, q, results, tmp), daemon=True) for k in range(n)]
-      for t in threads: t.start()
-      for t in threads:
-        while t.is_alive(): t.join(0.2)   # wakes for signals (KeyboardInterrupt, Terminated)
+      # (in a thread: the caller's thread waits in join(), which wakes for signals)
+      t = threading.Thread(target=self._serve, args=(self._procs[0], q, results, tmp, cases), daemon=True)
+      t.start()
+      while t.is_alive(): t.join(0.2)
     except BaseException:
       self.stopping = True
       for p in self._procs: p.kill()
       raise
     finally:
-      for p in self._procs: p.stop()
+      if not keep:
+        for p in self._procs: p.stop()
       shutil.rmtree(tmp, ignore_errors=True)
-    return [results[c.id] for c in cases if c.id in results]
+    out = [results[c.id] for c in cases if c.id in results]
+    if explain:
+      for r in out: self._explained(r, self._cases.get(r.case))
+    return out
+
+  def _serve(self, proc, q: queue.Queue, results: dict, tmp: Path, cases) -> None:
+    """The queue's units on the backend process, then the divergence searches."""
+    self._work(proc, q, results, tmp)
+    left = self.divergence
+    for c in cases:   # the first failing ones in the cases' order: the same whichever shards the cases ran in
+      r = results.get(c.id)
+      if left <= 0 or self.stopping: return
+      if r is None or r.status != "fail" or c.kind != "positive": continue
+      left -= 1
+      d = Path(tempfile.mkdtemp(dir=tmp))
+      try: self._diverge(proc, c, r, d)
+      finally: shutil.rmtree(d, ignore_errors=True)
 
   def _units(self, cases) -> list[list]:
     from tinyspec.conformance.run.batch import batchable
@@ -285,21 +324,15 @@ class CaseRunner:
     if reason is not None:
       if r.status == "pass": r.status, r.message = "xpass", f"passed, but the manifest expects a failure: {reason}"
       else: r.status, r.message = "xfail", f"{r.message} (expected: {reason})"
-    self._explained(r, self._cases.get(r.case))
-    with self._lock:
-      results[r.case] = r
-      if self.on_result: self.on_result(r)
+    with self._lock: results[r.case] = r
 
-  def _work(self, proc: BackendProcess, k: int, q: queue.Queue, results, tmp: Path):
-    n = 0
+  def _work(self, proc: BackendProcess, q: queue.Queue, results, tmp: Path):
     while not self.stopping:
       try: unit = q.get_nowait()
       except queue.Empty: return
-      n += 1
-      d = tmp / f"w{k}-{n}"
-      d.mkdir()
+      d = _scratch(tmp / "unit")
       try:
-        if len(unit) == 1: self._record(results, self._diverge(proc, unit[0], self._run_one(proc, unit[0], d), d))
+        if len(unit) == 1: self._record(results, self._run_one(proc, unit[0], d))
         else:
           for r in self._run_batch(proc, unit, d):
             if r.status == "pass": self._record(results, r)
@@ -308,19 +341,14 @@ class CaseRunner:
         if self.stopping: return
         for c in unit: self._record(results, Result(c.id, self.name, "error", f"runner: {type(e).__name__}: {e}"[:500]))
       finally:
-        shutil.rmtree(d, ignore_errors=True)
+        _emptied(d)
 
-  def _diverge(self, proc, case, r: Result, d: Path, expected: bool = True) -> Result:
-    """A failing positive case (with `expected`, not one the manifest expects to fail), while
-    fewer than `divergence` have been: its first divergent node, in r.divergence and its message."""
-    if r.status != "fail" or case.kind != "positive" or (expected and self.manifest.reason(case.id) is not None): return r
-    with self._lock:
-      if self.divergence <= 0: return r
-      self.divergence -= 1
+  def _diverge(self, proc, case, r: Result, d: Path) -> Result:
+    """A failing positive case's first divergent node, in r.divergence and its message."""
     from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
-      try: ans = self._request(proc, run_message(f"{case.id} (cut)", graph_file, inputs, sub), self.timeout)
+      try: ans = self._run(proc, f"{case.id} (cut)", graph_file, inputs, sub, self.timeout)
       except BackendDied as e: raise RuntimeError(f"{e.kind}: {e}") from None
       if not ans.get("ok"): raise RuntimeError(str(ans.get("error", "refused"))[:200])
       return read_outputs(ans, sub)
@@ -335,21 +363,24 @@ class CaseRunner:
   def _ensure(self, proc: BackendProcess):
     if not proc.alive(): proc.start(timeout=max(self.timeout, 120.0))
 
-  def _request(self, proc, msg, timeout) -> dict:
+  def _run(self, proc, rid: str, graph, inputs: dict, d: Path, timeout: float) -> dict:
     self._ensure(proc)
-    return proc.request(msg, timeout)
+    return proc.run(rid, graph, inputs, d, timeout)
 
-  def _run_one(self, proc, case, d: Path) -> Result:
+  def _run_one(self, proc, case, d: Path, keep: dict | None = None) -> Result:
     t0 = time.perf_counter()
     try:
-      ans = self._request(proc, run_message(case.id, case.graph, case.inputs, d), self.timeout)
+      ans = self._run(proc, case.id, case.graph, case.inputs, d, self.timeout)
     except BackendDied as e:
       return Result(case.id, self.name, "error", f"{e.kind}: {e}", time.perf_counter() - t0)
-    st, msg, prof = self._judge(case, ans, d)
+    except (FileRefused, RequestTooLong) as e:   # an input the runner cannot send (inline arrays are read here)
+      return Result(case.id, self.name, "error", f"input: {e}", time.perf_counter() - t0)
+    st, msg, prof = self._judge(case, ans, d, keep)
     return Result(case.id, self.name, st, msg, time.perf_counter() - t0, prof)
 
-  def _judge(self, case, ans: dict, d: Path) -> tuple[str, str, dict]:
-    """(status in the run's profile, message, {profile: pass/fail})."""
+  def _judge(self, case, ans: dict, d: Path, keep: dict | None = None) -> tuple[str, str, dict]:
+    """(status in the run's profile, message, {profile: pass/fail}); `keep` gets the
+    outputs the backend gave."""
     if case.kind == "negative":
       why = judge_negative(case, ans)
       st = "fail" if why else "pass"
@@ -358,7 +389,11 @@ class CaseRunner:
       return "fail", "refused: " + str(ans.get("error", "no reason given"))[:1000], {p: "fail" for p in PROFILES}
     try: outs = read_outputs(ans, d)
     except (FileRefused, BadAnswer) as e: return "fail", f"unreadable output: {e}", {p: "fail" for p in PROFILES}
-    return self._verdict(judge_profiles(case, outs, self.decomposed))
+    if keep is not None: keep.update(outs)
+    try: whys = judge_profiles(case, outs, self.decomposed)
+    except FileRefused as e:   # the case's own arrays cannot be read: the case's error, not the backend's
+      return "error", f"the case cannot be judged: {e}", {p: "fail" for p in PROFILES}
+    return self._verdict(whys)
 
   def _verdict(self, whys: dict) -> tuple[str, str, dict]:
     why = whys[self.profile]
@@ -374,9 +409,11 @@ class CaseRunner:
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]
     path = write(m, d)
     try:
-      ans = self._request(proc, run_message(f"batch of {len(unit)}", path, m.inputs, d), self.timeout * (1 + len(unit) / 16))
+      ans = self._run(proc, f"batch of {len(unit)}", path, m.inputs, d, self.timeout * (1 + len(unit) / 16))
     except BackendDied as e:
       return [Result(c.id, self.name, "error", str(e)) for c in unit]
+    except (FileRefused, RequestTooLong):   # too large inline, or an unreadable input: each case decides alone
+      return [Result(c.id, self.name, "fail", "not run in a batch") for c in unit]
     if not ans.get("ok"): return [Result(c.id, self.name, "fail", "batch refused") for c in unit]
     try: outs = m.split(read_outputs(ans, d))
     except (FileRefused, BadAnswer) as e: return [Result(c.id, self.name, "fail", f"unreadable output: {e}") for c in unit]
@@ -386,6 +423,25 @@ class CaseRunner:
       st, msg, prof = self._verdict(judge_profiles(c, outs.get(c.id, {}), self.decomposed))
       out.append(Result(c.id, self.name, st, msg, dt, prof))
     return out
+
+
+def _scratch(d: Path) -> Path:
+  """The folder a run's files go to, made once and emptied after each use (_emptied): a
+  folder removed and made again per case costs a file system that discards on delete
+  milliseconds each. Where something is left that cannot be removed, a new folder (no
+  file of an earlier run may pass for an output of this one)."""
+  d.mkdir(exist_ok=True)
+  if next(_emptied(d).iterdir(), None) is not None: return Path(tempfile.mkdtemp(dir=d.parent))
+  return d
+
+
+def _emptied(d: Path) -> Path:
+  try:
+    for p in d.iterdir():
+      if p.is_dir() and not p.is_symlink(): shutil.rmtree(p, ignore_errors=True)
+      else: p.unlink(missing_ok=True)
+  except OSError: pass   # (what is left makes _scratch take a new folder)
+  return d
 
 
 # ------------------------------------------------------------------ coverage

@@ -1,10 +1,11 @@
 """What a failure says, in the terminal, in pytest and in the reports.
 
 A failing case's message is the comparison (the first differing elements, got and
-expected) followed by lines that make it stand alone:
+expected; a float with its bits in hex and the two's distance in ulps) followed by lines
+that make it stand alone:
 
-  out0: 3 of 64 elements differ; at (5,): got -1.0, expected 3.0 (bit-exact); ...
-    operands of element (5,): buf0[5] = 1.0, buf1[5] = 2.0
+  out0: 3 of 64 elements differ; at (5,): got 0.99951171875 (0x3bff), expected 1.0 (0x3c00), 1 ulp apart (bit-exact); ...
+    operands of element (5,): buf0[5] = 1.0 (0x3c00), buf1[5] = -6.103515625e-05 (0x8400)
     profile: strict
     first divergent node: ...
     repro: tinyspec run --backend mine --case ADD/float32
@@ -54,7 +55,7 @@ def operands_at(case, pos: tuple, out_shape: tuple | None = None) -> list[str]:
       if len(out_shape) != len(pos) or any(d not in (1, o) for d, o in zip(x.shape, out_shape[len(out_shape) - x.ndim:])): continue
     elif any(d != 1 and p >= d for d, p in dims): continue
     idx = tuple(p if d > 1 else 0 for d, p in dims)
-    lines.append(f"{name}[{', '.join(map(str, idx))}] = {show_value(x[idx])}")
+    lines.append(f"{name}[{', '.join(map(str, idx))}] = {show_value(x[idx], True)}")
   return lines
 
 
@@ -93,10 +94,11 @@ def case_arg(case) -> str:
   except (OSError, ValueError): return str(d)
 
 
-def repro_command(case, backend: str, profile: str | None = None, verify: bool = True) -> str:
+def repro_command(case, backend: str | None, profile: str | None = None, verify: bool = True) -> str:
   """The one-line shell command that judges `case` alone on `backend` as the runner did
-  (`tinyspec run --case`), quoted for a POSIX shell."""
-  args = ["tinyspec", "run", "--backend", backend, "--case", case_arg(case)]
+  (`tinyspec run --case`), quoted for a POSIX shell; backend None: the one the project's
+  [tool.tinyspec] names (which `tinyspec run` reads too)."""
+  args = ["tinyspec", "run"] + (["--backend", backend] if backend else []) + ["--case", case_arg(case)]
   if profile: args += ["--profile", profile]
   if not verify: args.append("--no-verify")
   return shlex.join(args)

@@ -2,31 +2,23 @@
 
 Any executable can be put through the conformance suite: the runner starts it, writes one
 JSON object per line to its stdin and reads one JSON object per line from its stdout
-(anything else goes to stderr). Arrays travel as .npy files (bfloat16 as its uint16 bit
-patterns, as in the corpus); paths are absolute.
+(anything else goes to stderr). The messages, every key with its type and default, a
+worked session and the two array encodings (.npy files, or inline JSON arrays chosen in
+the hello: conformance/run/inline.py) are spec/protocol.schema.json, which the runner
+checks every answer against and the protocol page renders (`tinyspec docs` writes
+protocol.md):
 
-  -> {"cmd": "hello", "protocol": 1}
-  <- {"ok": true, "protocol": 1, "name": "mine", "manifest": "mine-manifest.yaml",
-      "capabilities": {"ops": {"ADD": ["tensor"], ...}, "dtypes": ["float32", ...], "devices": ["*"],
-                       "decomposed": false}}
-  -> {"cmd": "run", "id": "ADD/float32", "graph": "/abs/graph.json",
-      "inputs": {"buf0": "/abs/in.buf0.npy"}, "dtypes": {"buf0": "float32"}, "out_dir": "/abs/tmp/dir"}
-  <- {"id": "ADD/float32", "ok": true, "outputs": {"out0": "/abs/tmp/dir/out0.npy"}}
-  <- {"id": "ADD/float32", "ok": false, "error": "why", "rule": "RESHAPE.numel"}   (a refusal; rule optional)
-  -> {"cmd": "quit"}                                     (or end of input: exit)
+  -> {"cmd": "hello", "protocol": 1, "arrays": ["npy", "inline"]}
+  <- {"ok": true, "protocol": 1, "name": "mine", "arrays": "inline", "capabilities": {"ops": {"ADD": ["tensor"]}, ...}}
+  -> {"cmd": "run", "id": "ADD/float32", "graph": "/abs/graph.json", "inputs": {"buf0": ...}, "dtypes": {...}, "out_dir": "/abs/dir"}
+  <- {"id": "ADD/float32", "ok": true, "outputs": {"out0": ...}}    (or "ok": false, "error": "why", "rule": "RESHAPE.numel")
+  -> {"cmd": "quit"}                                                (or end of input: exit)
 
-`name` is what results and manifests go by; `manifest` (optional) is the backend's own
-manifest of expected failures and exclusions (conformance/corpus/manifest.py), a path absolute or
-relative to the folder of the backend's program. Every op, level and dtype the
-capabilities name must be one the tables have (a misspelt one is refused with the nearest
-name, rule backend.protocol).
-
-Outputs are named as refimpl.evaluate names them (docs/architecture.md): `out{k}` for the
-k-th value root, the input name of every stored buffer for void roots. A backend that
-crashes, hangs past the runner's time limit or answers with something that is not a
-protocol line fails the case it was running; the runner starts it again for the next.
-`conformance/examples/numpy_backend.py` is a small backend written against this protocol
-alone; `python -m tinyspec.conformance.run.worker --backend NAME` serves any registered Python backend.
+A backend that crashes, hangs past the runner's time limit or answers with something
+that is not a protocol line fails the case it was running; the runner starts it again
+for the next. `tinyspec new-backend --lang c|python DIR` writes a starter backend;
+`python -m tinyspec.conformance.run.worker --backend NAME` serves any registered Python
+backend.
 """
 from __future__ import annotations
 import json
@@ -37,10 +29,53 @@ import subprocess
 import sys
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 PROTOCOL = 1
+ARRAYS = ("npy", "inline")   # the array encodings the runner offers in its hello (the backend picks one)
 TOO_LONG = object()   # what the reader queues for a line over limits.max_line_bytes
+
+
+# ------------------------------------------------------------------ the messages' form
+@lru_cache(maxsize=None)
+def schema() -> dict:
+  """spec/protocol.schema.json: every message and key (the protocol page renders it)."""
+  from tinyspec import spec
+  with open(spec.path("protocol.schema.json")) as f: return json.load(f)
+
+
+@lru_cache(maxsize=None)
+def _validator(message: str):
+  import jsonschema
+  s = schema()
+  def items(validator, sub, instance, where):
+    # the elements of an inline array's data: a loop over a few million integers, not a
+    # schema validation per element (the same verdict, at list speed)
+    if sub == {"type": "integer"} and validator.is_type(instance, "array"):
+      if not all(type(x) is int for x in instance): yield jsonschema.ValidationError("every element must be a JSON integer")
+      return
+    yield from jsonschema.Draft202012Validator.VALIDATORS["items"](validator, sub, instance, where)
+  cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"items": items})
+  return cls({"$ref": f"#/$defs/{message}", "$defs": s["$defs"]})
+
+
+def problem(msg, message: str) -> str | None:
+  """What makes `msg` not a `message` of the protocol (a name of the schema's $defs:
+  hello_answer, run_answer, ...), or None: the key's path and the fault, an unknown key
+  with the nearest known one."""
+  import jsonschema
+  err = jsonschema.exceptions.best_match(_validator(message).iter_errors(msg))
+  if err is None: return None
+  where = ".".join(str(x) for x in err.absolute_path)
+  if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+    from tinyspec.conformance.run.selection import did_you_mean
+    known = list(err.schema.get("properties", {}))
+    unknown = [k for k in err.instance if k not in known]
+    key = str(unknown[0])[:60] if unknown else "?"
+    return f"{where + ': ' if where else ''}unknown key {key!r}{did_you_mean(key, known)} (known: {', '.join(known)})"
+  said = err.message if len(err.message) < 200 else err.message[:200] + "..."
+  return f"'{where}': {said}" if where else said
 
 
 class BackendDied(Exception):
@@ -72,6 +107,7 @@ class BackendProcess:
     self.proc: subprocess.Popen | None = None
     self.lines: queue.Queue = queue.Queue()
     self.hello: dict | None = None
+    self.arrays = "npy"          # the encoding its hello chose (ARRAYS)
     self._err: bytearray = bytearray()
     self._head: bytearray = bytearray()
 
@@ -91,11 +127,16 @@ class BackendProcess:
     threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, limits().max_line_bytes), daemon=True).start()
     self._drainer = threading.Thread(target=self._drain, args=(self.proc.stderr, self._err, self._head), daemon=True)
     self._drainer.start()
-    self.hello = self.request({"cmd": "hello", "protocol": PROTOCOL}, timeout)
+    self.hello = self.request({"cmd": "hello", "protocol": PROTOCOL, "arrays": list(ARRAYS)}, timeout)
     if not self.hello.get("ok"):
       why = str(self.hello.get('error', self.hello))[:2000]
       if self.hello.get("rule") == "backend.unavailable": raise BackendDied("unavailable", why)   # its own message says what to do
       raise BackendDied("protocol", f"the backend refused hello: {why}")
+    why = problem(self.hello, "hello_answer")
+    if why:
+      self._kill(self.proc)
+      raise BackendDied("protocol", f"{why} [backend.protocol]")
+    self.arrays = self.hello.get("arrays", "npy")
     return self.hello
 
   @staticmethod
@@ -168,11 +209,27 @@ class BackendProcess:
     return first if end in first else f"{first}\n...\n{end}"
 
   # -- one exchange
+  def run(self, rid: str, graph, inputs: dict, out_dir, timeout: float, **extra) -> dict:
+    """A run request for `inputs` (name -> (.npy path, dtype)) in the encoding the hello
+    chose, and its answer, checked against the protocol's run_answer (BackendDied
+    `protocol` where it is not one; RequestTooLong where the inputs do not fit a line)."""
+    ans = self.request(run_message(rid, graph, inputs, out_dir, self.arrays, **extra), timeout)
+    why = problem(ans, "run_answer")
+    if why:
+      if self.proc is not None: self._kill(self.proc)
+      raise BackendDied("protocol", f"its answer to run: {why} [backend.protocol]")
+    return ans
+
   def request(self, msg: dict, timeout: float) -> dict:
     p = self.proc
     if p is None or p.poll() is not None: raise BackendDied("crash", "the backend is not running")
+    line = (json.dumps(msg) + "\n").encode()
+    from tinyspec.limits import limits
+    if len(line) > limits().max_line_bytes:
+      raise RequestTooLong(f"the request is {len(line):,} bytes, over limits.max_line_bytes ({limits().max_line_bytes:,}): its arrays "
+                           "do not fit one protocol line inline (a backend that also reads .npy files can choose \"arrays\": \"npy\") [file.limit]")
     try:
-      p.stdin.write((json.dumps(msg) + "\n").encode()); p.stdin.flush()
+      p.stdin.write(line); p.stdin.flush()
     except (OSError, ValueError):
       return self._died("crash")
     deadline = time.monotonic() + timeout
@@ -221,39 +278,53 @@ def split_command(spec: str) -> list[str]:
 
 
 class BadAnswer(ValueError):
-  """A run answer whose outputs are not files in the run's out_dir (rule backend.protocol)."""
+  """A run answer whose outputs are neither files in the run's out_dir nor inline arrays
+  of the protocol's form (rule backend.protocol)."""
+
+
+class RequestTooLong(ValueError):
+  """A run request over limits.max_line_bytes (inline arrays too large for one line)."""
 
 
 def answer_outputs(ans: dict, out_dir) -> dict:
-  """The `outputs` of a run answer as name -> path, each a file directly in out_dir (an
-  answer naming any other file is refused: the runner reads only what the backend wrote
-  where it was told to)."""
+  """The `outputs` of a run answer as name -> path or inline array, each path a file
+  directly in out_dir (an answer naming any other file is refused: the runner reads only
+  what the backend wrote where it was told to)."""
   outs = ans.get("outputs") or {}
-  if not isinstance(outs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in outs.items()):
-    raise BadAnswer("'outputs' must map output names to file paths [backend.protocol]")
+  if not isinstance(outs, dict) or not all(isinstance(k, str) and isinstance(v, (str, dict)) for k, v in outs.items()):
+    raise BadAnswer("'outputs' must map output names to file paths or inline arrays [backend.protocol]")
   d = Path(out_dir).resolve()
   for k, v in outs.items():
-    if Path(v).resolve().parent != d:
+    if isinstance(v, str) and Path(v).resolve().parent != d:
       raise BadAnswer(f"output {k[:40]!r} is not a file in the run's out_dir: {v[:200]!r} [backend.protocol]")
   return outs
 
 
-def run_message(rid: str, graph, inputs: dict, out_dir, **extra) -> dict:
+def run_message(rid: str, graph, inputs: dict, out_dir, arrays: str = "npy", **extra) -> dict:
   """A run request: `inputs` as name -> (.npy path, dtype), as write_inputs() and the
-  corpus's cases give them; `extra`: fields of a protocol extension (the sanitizer child's)."""
+  corpus's cases give them, sent as paths (arrays "npy") or read and sent inline (arrays
+  "inline": FileRefused where a file cannot be read); `extra`: fields of a protocol
+  extension (the sanitizer child's)."""
+  if arrays == "inline":
+    from tinyspec.files import load_npy
+    from tinyspec.conformance.run.inline import encode
+    sent = {k: encode(load_npy(p), dt) for k, (p, dt) in inputs.items()}
+  else: sent = {k: str(p) for k, (p, _) in inputs.items()}
   return {"cmd": "run", "id": rid, "graph": str(graph), "out_dir": str(out_dir),
-          "inputs": {k: str(p) for k, (p, _) in inputs.items()}, "dtypes": {k: dt for k, (_, dt) in inputs.items()}, **extra}
+          "inputs": sent, "dtypes": {k: dt for k, (_, dt) in inputs.items()}, **extra}
 
 
-def write_inputs(inputs: dict, folder: Path) -> dict:
+def write_inputs(inputs: dict, folder: Path, declared: dict | None = None) -> dict:
   """Arrays as protocol .npy files in folder (bfloat16 as its uint16 bit patterns, as in
-  the corpus): name -> (path, dtype), what run_message takes."""
+  the corpus): name -> (path, dtype), what run_message takes. The dtype is the array's, or
+  the one `declared` names for it where that is stored alike (index for an int64 array)."""
   import numpy as np
-  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array
+  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array, storage_dtype
   out = {}
   for k, v in inputs.items():
     v = np.asarray(v)
     dt = "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v)
+    if (declared or {}).get(k) not in (None, dt) and storage_dtype(declared[k]) == storage_dtype(dt): dt = declared[k]
     p = Path(folder) / f"in.{k}.npy"
     save_array(p, v, dt)
     out[k] = (p, dt)
@@ -261,10 +332,16 @@ def write_inputs(inputs: dict, folder: Path) -> dict:
 
 
 def read_outputs(ans: dict, out_dir) -> dict:
-  """The arrays a run answer names: files in the run's folder, read as checked .npy files
-  (tinyspec.files; FileRefused or BadAnswer where they are not)."""
+  """The arrays a run answer gives (storage form: bfloat16 as uint16 bit patterns): files
+  in the run's folder read as checked .npy files (tinyspec.files), or inline arrays
+  (conformance/run/inline.py); FileRefused or BadAnswer where they are neither."""
   from tinyspec.files import load_npy
-  return {k: load_npy(p) for k, p in answer_outputs(ans, out_dir).items()}
+  from tinyspec.conformance.run.inline import decode, BadArray
+  out = {}
+  for k, v in answer_outputs(ans, out_dir).items():
+    try: out[k] = decode(v, f"output {k[:40]!r}") if isinstance(v, dict) else load_npy(v)
+    except BadArray as e: raise BadAnswer(f"{e} [backend.protocol]") from None
+  return out
 
 
 def write_outputs(outputs: dict, out_dir: Path) -> dict:

@@ -122,13 +122,18 @@ def ok(c: dict[str, int]) -> bool:
   return not any(c.get(s) for s in UNEXPECTED)
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+  """`1 error`, `2 errors`: n and the noun in its number."""
+  return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def summary_line(c: dict[str, int]) -> str:
   """`N passed, N failed`, plus errors and skips when there are any."""
   s = f"{c['pass']} passed, {c['fail']} failed"
-  if c["error"]: s += f", {c['error']} errors"
+  if c["error"]: s += ", " + count(c["error"], "error")
   if c["skip"]: s += f", {c['skip']} skipped"
-  if c.get("xfail"): s += f", {c['xfail']} expected failures"
-  if c.get("xpass"): s += f", {c['xpass']} unexpected passes"
+  if c.get("xfail"): s += ", " + count(c["xfail"], "expected failure")
+  if c.get("xpass"): s += ", " + count(c["xpass"], "unexpected pass", "unexpected passes")
   if c.get("unsupported"): s += f", {c['unsupported']} unsupported"
   return s
 
@@ -152,14 +157,18 @@ def profile_summary(results: Iterable[Result]) -> dict:
 
 
 def profile_line(results: list[Result]) -> str:
-  """`meets strict` / `meets portable (not strict: N cases)` / `meets neither`."""
+  """`meets strict` / `meets portable; not strict (N cases ...)` / `meets neither strict nor portable: ...`."""
   ps = profile_summary(results)
   if not any(ps["strict"][k] for k in ("passed", "failed", "expected")): return "profile: not judged (no case ran)"
   xf = ps["strict"]["expected"]
-  also = f", {xf} expected failures of the manifest" if xf else ""
+  also = f", {count(xf, 'expected failure')} of the manifest" if xf else ""
   if ps["strict"]["met"]: return f"profile: meets strict (and portable){also}"
-  if ps["portable"]["met"]: return f"profile: meets portable{also}; not strict ({ps['strict']['failed']} cases give an allowed result other than the canonical one)"
-  return f"profile: meets neither ({ps['portable']['failed']} cases outside the portable results{also})"
+  strict = ps["strict"]["failed"]
+  if ps["portable"]["met"]:
+    return f"profile: meets portable{also}; not strict ({count(strict, 'case')} {'gives' if strict == 1 else 'give'} an allowed result other than the canonical one)"
+  bad = ps["portable"]["failed"]
+  return (f"profile: meets neither strict nor portable: {count(bad, 'case')} {'gives' if bad == 1 else 'give'} a result that "
+          f"is neither the canonical one nor any other the spec allows{also}")
 
 
 def report_json(results: list[Result], backends: list[str], cases_dir: str, profile: str | None = None) -> dict:

@@ -1,23 +1,25 @@
 """A project's conformance settings: the `[tool.tinyspec]` table of its pyproject.toml.
 
     [tool.tinyspec]
-    backend = "cmd:node backend/main.js"    # what `tinyspec conformance` and the pytest plugin run
+    backend = "cmd:node backend/main.js"    # what `tinyspec conformance`, `tinyspec run` and the pytest plugin run
     cases = "tests/cases"                   # a case corpus of the project's own (default: the shipped one)
     timeout = 30                            # seconds per case
     profile = "portable"                    # strict or portable (default: the one the backend claims)
+    scheduler = "tcp://10.0.0.5:8786"       # the Dask scheduler tinyspec fuzz runs on (docs/cluster.md)
     [tool.tinyspec.manifests]
     mine = "tests/mine-manifest.yaml"       # expected failures / exclusions of the backend named `mine`
 
 The file is the nearest pyproject.toml holding a `[tool.tinyspec]` table, looking from the
 current directory up (as ruff and black look for theirs). Paths are relative to that file's
-folder. A command-line option wins over the file. An unknown key is refused with the
+folder, the backend's command too (`cmd:./backend`, `cmd:python backend.py`: it runs in that
+folder). A command-line option wins over the file. An unknown key is refused with the
 nearest known one named (rule file.schema), so a misspelt key never silently does nothing.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KEYS = {"backend": str, "cases": str, "timeout": (int, float), "profile": str, "manifests": dict}
+KEYS = {"backend": str, "cases": str, "timeout": (int, float), "profile": str, "manifests": dict, "scheduler": str}
 PROFILES = ("strict", "portable")
 
 
@@ -33,8 +35,14 @@ class Settings:
   timeout: float | None = None
   profile: str | None = None
   manifests: dict = field(default_factory=dict)   # backend name -> Path
+  scheduler: str | None = None      # a Dask scheduler's address (conformance/cluster.py)
 
   def where(self) -> str: return f"[tool.tinyspec] of {self.path}"
+
+  @property
+  def folder(self) -> Path | None:
+    """The folder of the pyproject.toml: what its relative paths (the backend's too) start from."""
+    return self.path.parent if self.path is not None else None
 
 
 def find_pyproject(start: Path | str | None = None) -> Path | None:
@@ -72,6 +80,7 @@ def load_settings(start: Path | str | None = None) -> Settings:
       raise SettingsError(f"{p}: [tool.tinyspec] has an unknown key {k!r}{did_you_mean(k, KEYS)} (known: {', '.join(KEYS)}) [file.schema]")
     if not isinstance(v, KEYS[k]) or isinstance(v, bool):
       raise SettingsError(f"{p}: [tool.tinyspec] {k} must be a {_kind(KEYS[k])} [file.schema]")
+  _no_control(p, t)
   base = p.parent
   if t.get("profile") is not None and t["profile"] not in PROFILES:
     raise SettingsError(f"{p}: [tool.tinyspec] profile must be strict or portable [file.schema]")
@@ -79,8 +88,24 @@ def load_settings(start: Path | str | None = None) -> Settings:
   mans = t.get("manifests", {})
   if not all(isinstance(v, str) for v in mans.values()):
     raise SettingsError(f"{p}: [tool.tinyspec.manifests] maps backend names to manifest files [file.schema]")
+  if "scheduler" in t:
+    from tinyspec.environment import scheduler, EnvironmentValue
+    try: scheduler("scheduler", t["scheduler"])
+    except EnvironmentValue as e: raise SettingsError(f"{p}: [tool.tinyspec] {e.msg} [file.schema]") from None
   return Settings(p, t.get("backend"), base / t["cases"] if "cases" in t else None,
-                  float(t["timeout"]) if "timeout" in t else None, t.get("profile"), {k: base / v for k, v in mans.items()})
+                  float(t["timeout"]) if "timeout" in t else None, t.get("profile"), {k: base / v for k, v in mans.items()},
+                  t.get("scheduler"))
+
+
+def _no_control(p: Path, t: dict) -> None:
+  """No text of the table (a value, a manifest's backend name or file) holds a NUL or
+  another control character (tinyspec.files.control_character): SettingsError."""
+  from tinyspec.files import control_character, printable
+  texts = [(k, v) for k, v in t.items() if isinstance(v, str)]
+  texts += [(f"manifests.{m}", x) for m, v in t.get("manifests", {}).items() for x in (m, v) if isinstance(x, str)]
+  for key, text in texts:
+    bad = control_character(text)
+    if bad: raise SettingsError(f"{p}: [tool.tinyspec] {printable(key)[:80]} holds the control character {bad} [setting.value]")
 
 
 def _kind(t) -> str:

@@ -4,7 +4,9 @@ sources (kernel level, where each RANGE is an array axis).
 Float ADD and MUL fold the elements in iteration order (row-major over the reduced axes),
 starting from the identity: the loop a kernel runs (acc = 0; acc += x), as tinygrad's
 PYTHON device does, and the same bits on every host (decision reduce-empty allows other
-orders within the REDUCE tolerance; NumPy's pairwise sum and BLAS order by CPU). float32
+orders within the REDUCE tolerance; NumPy's pairwise sum and BLAS order by CPU). One
+element (no axes, or reduced axes and RANGEs of size 1) is itself, nothing folded in
+(decision reduce-one: -0.0 stays -0.0 under ADD, NaN stays NaN under MAX). float32
 and float64 accumulate in the dtype; float16 and bfloat16 accumulate in float32 and round
 once. Integers wrap (int-wrap) and MAX is exact, in any order. MAX skips NaN and prefers
 +0 over -0 (reduce-max). Empty: the identity.
@@ -31,7 +33,7 @@ BLOCK = 1 << 24   # source elements one NumPy call reduces at most (a larger sou
 
 
 def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
-  if not dims: return x
+  if all(x.shape[d] == 1 for d in dims): return x   # one element (decision reduce-one): itself, nothing folded in
   if x.size > BLOCK: return _in_blocks(op, x, dims, name)
   cls = CLS[name]
   if op == "MAX":   # decision reduce-max: the largest non-NaN element, +0 above -0; -inf if none
@@ -129,7 +131,7 @@ def sum_of_product(a: np.ndarray, b: np.ndarray, dims: tuple, acc_dtype) -> np.n
   acc = np.zeros(tuple(1 if d in dims else n for d, n in enumerate(full)), acc_dtype)
   # the reduced axes flattened in row-major order, split into blocks of whole index tuples
   red = [d for d in dims if full[d] != 1]
-  if not red: return acc + np.multiply(a, b)
+  if not red: return np.multiply(a, b).astype(acc_dtype)   # one product: itself (decision reduce-one)
   lead, inner = red[0], int(np.prod([full[d] for d in red[1:]], dtype=np.int64))
   per = max(1, FOLD_BLOCK // max(1, int(np.prod([n for d, n in enumerate(full) if d not in dims], dtype=np.int64)) * inner))
   for k in range(0, full[lead], per):

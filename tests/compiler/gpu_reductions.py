@@ -51,7 +51,7 @@ class _numbers:
   def __init__(self, **kw): self.kw, self.old = kw, {}
 
   def __enter__(self):
-    from tinyspec.compiler.tables import render_tables
+    from tinyspec.compiler.rendertables import render_tables
     self.H = render_tables()["heuristics"]["gpu"]
     self.old = {k: self.H.get(k) for k in self.kw}
     self.H.update(self.kw)
@@ -73,7 +73,7 @@ def races(c) -> list[str]:
 
 
 def planted_tree_combine(real):
-  """compiler/passes/expand.py _tree_combine with its first step run even when it has one lane
+  """compiler/passes/accumulate.py _tree_combine with its first step run even when it has one lane
   (n = 2^k + 1): that range of one is no range after simplification, so every work item
   runs l[base] = op(l[base], l[base + h])."""
   from tinyspec.uop import UOp

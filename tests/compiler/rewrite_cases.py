@@ -1,10 +1,10 @@
 """Instances of the simplifier's rewrite rules, built from the rules' own patterns.
 
-`instances(pat, dt, rng, kb)` builds nodes that match a rule's pattern (compiler/rewrite
+`instances(pat, dt, rng, kb)` builds nodes that match a rule's pattern (tinyspec/rewrite
 Pat) with operands of dtype dt drawn from `operands`: loads of edge-dense buffers (the
 dtype's whole range) and loads narrowed by a CAST from a narrower dtype, a MOD, an IDIV
 or a MAX by a constant, a bounded symbolic size, the loop index itself -- so the
-interval-driven rules see both full and narrowed intervals. `KernelBuilder` collects
+interval-driven rules see both full and narrowed intervals. `ProbeKernel` collects
 expressions into one kernel (a loop over N lanes, one output per expression) that the
 reference evaluator runs. Shared by tests/compiler/test_compiler_rewrites.py and the render
 predicate tests.
@@ -47,7 +47,7 @@ def edge_const(dt: str, rng: random.Random):
   return rng.choice(pool + [rng.randint(max(lo, -64), min(hi, 64)), rng.randint(lo, hi)])
 
 
-class KernelBuilder:
+class ProbeKernel:
   """One kernel: RANGE r over N lanes, input PARAMs (loads at r), output PARAMs."""
   def __init__(self, rng: random.Random):
     self.rng = rng
@@ -90,7 +90,7 @@ class KernelBuilder:
 
   def used_inputs(self, sink: UOp) -> dict:
     """The inputs of the PARAMs the kernel uses (instances that were dropped have others)."""
-    from tinyspec.compiler.rewrite import toposort
+    from tinyspec.uop import toposort
     names = {f"param{u.arg['slot']}" for u in toposort(sink) if u.op == "PARAM"}
     return {k: v for k, v in self.inputs.items() if k in names}
 
@@ -107,7 +107,7 @@ def _narrower(dt: str) -> list[str]:
   return [n for n in INT_DTYPES if n != dt and DTYPES[n].min >= d.min and DTYPES[n].max <= d.max]
 
 
-def operand(kb: KernelBuilder, dt: str, sums: bool = True) -> UOp:
+def operand(kb: ProbeKernel, dt: str, sums: bool = True) -> UOp:
   """A value of dt: a load (the whole range), one with a narrowed interval, or (sums) a
   linear combination k1*t1 + k2*t2 + c of such (the forms the division rules split)."""
   rng = kb.rng
@@ -132,7 +132,7 @@ def operand(kb: KernelBuilder, dt: str, sums: bool = True) -> UOp:
   return kb.r if rng.random() < 0.5 else UOp("ADD", (kb.r, const(rng.randint(-40, 40), "index")))
 
 
-def alu(kb: KernelBuilder, dt: str, op: str | None = None, depth: int = 0) -> UOp:
+def alu(kb: ProbeKernel, dt: str, op: str | None = None, depth: int = 0) -> UOp:
   """A random ALU node over operands of dt (op: one of ALU, or chosen here)."""
   rng = kb.rng
   op = op or rng.choice(ALU if DTYPES[dt].cls != "bool" else ["AND", "OR", "XOR", "CMPNE", "CMPLT"])
@@ -147,7 +147,7 @@ def alu(kb: KernelBuilder, dt: str, op: str | None = None, depth: int = 0) -> UO
   return UOp(op, (a, b))
 
 
-def instance(pat, dt: str, kb: KernelBuilder, env: dict, top: bool = True) -> UOp:
+def instance(pat, dt: str, kb: ProbeKernel, env: dict, top: bool = True) -> UOp:
   """A node matching pattern `pat` with operands of dt (names bound in env)."""
   rng = kb.rng
   if pat.name is not None and pat.name in env: return env[pat.name]

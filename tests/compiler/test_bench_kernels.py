@@ -96,7 +96,8 @@ def test_torch_expressions_match_numpy():
 def test_numpy_runs_its_own_kernels_not_pinned_ones(tmp_path):
   """OPENBLAS_CORETYPE pins OpenBLAS to another CPU's kernels (Haswell's on an AVX-512 host:
   gemm 2x slower); the benchmark runs itself again without it and says which kernels ran."""
-  import os, subprocess
+  import os
+  import subprocess
   out = tmp_path / "b.json"
   env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576"}
   p = subprocess.run([sys.executable, str(Path(B.__file__)), *QUICK, "--cases", "gemm", "--json", str(out)], env=env,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.runtime.c import _compiler
 
 PAIRS = {"r": [["NOLOCALS"], ["SPLIT", 0, [2, "UNROLL"]], ["PADTO", 0, 8]]}

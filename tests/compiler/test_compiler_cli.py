@@ -36,6 +36,17 @@ def test_compile_prints_kernels_and_dumps_valid_stages(graph_file, tmp_path, cap
     assert res.ok, (f.name, [x.format() for x in res.diagnostics])
 
 
+def test_compile_explain_names_the_rules_that_fired_per_stage(graph_file, capsys):
+  assert main(["compile", str(graph_file), "--explain"]) == 0
+  out = capsys.readouterr().out
+  assert "r_4_1" not in out                 # the explanation, not the source
+  stages = [line[:-1] for line in out.splitlines() if not line.startswith(" ")]
+  assert stages and all(s in ("callify", "rangeify", "optimize", "expand", "isel", "linearize", "memplan", "decide", "render") for s in stages)
+  assert "expand:" in out and "max_on_integers" in out    # the float MAX reduce runs on integer keys
+  counts = [int(line.rsplit(" x", 1)[1]) for line in out.splitlines() if line.startswith("  ")]
+  assert counts and all(n >= 1 for n in counts)
+
+
 @pytest.mark.parametrize("backend", ["ref", "c", "opencl"])
 def test_run_writes_outputs(graph_file, tmp_path, backend):
   a = np.arange(12, dtype=np.float32).reshape(4, 3)

@@ -8,7 +8,7 @@ from tinyspec.conformance.corpus.rulecases import load_rule_cases
 from tinyspec.graph import load_file
 from tinyspec.tables import tables
 from tinyspec.compiler import compile_graph, CompileError
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 
 from targets import TARGETS
 

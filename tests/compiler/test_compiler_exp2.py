@@ -7,7 +7,6 @@ half-integers: the reduction's rounding boundary; the overflow and subnormal end
 the special values. The strict profile's bound (ops.yaml tolerances EXP2: 1 ulp) holds
 everywhere; NaN, +-inf and the ends are exact."""
 from __future__ import annotations
-import shutil
 import subprocess
 import numpy as np
 import pytest
@@ -85,7 +84,7 @@ def test_the_opencl_cpu_helper_is_within_one_ulp(target):
 def test_a_planted_coefficient_error_is_caught(monkeypatch):
   """The sample finds a helper a few ulp off: the polynomial's quadratic coefficient with
   two digits swapped (what a typo in the table would do)."""
-  from tinyspec.compiler import tables
+  from tinyspec.compiler import rendertables as tables
   if not _fast_fma_defined([]): pytest.skip("no fast fma here: the planted path is not built")
   T = tables.render_tables()
   good = T["helpers"]["exp2_f32"]

@@ -188,7 +188,7 @@ def test_user_accumulator_keeps_two_roundings(target):
 def test_contract_table_lists_only_reassociating_reduces():
   """The allowance is data: ADD reduces (which REDUCE's tolerance lets reorder), float32 and
   float64 (narrow floats round every op to their dtype: decision float-arith)."""
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   C = render_tables()["contract"]
   assert C["reduce"] == ["ADD"] and set(C["dtypes"]) == {"float32", "float64"}
   t = Tensor(np.ones((64, 64), np.float16))
@@ -229,3 +229,53 @@ def test_gpu_kernels_are_guarded_on_the_device(x, fused, monkeypatch):
   np.testing.assert_array_equal(out[1:], np.float32(x))
   cpu = compile_graph(t.graph(), "opencl", keep_stages=False)       # a CPU device: no guard (its fma is software)
   assert all(ks.guard is None for ks in cpu.sources)
+
+
+INTEGER_SOURCES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def _integer_rows(src: str) -> np.ndarray:
+  """Two rows of src: its extremes (int64's round when converted to float32), 0 and a
+  multiple of 2^(bits-4): with weights of short mantissas every product and sum is exact."""
+  from tinyspec.dtypes import DTYPES
+  D = DTYPES[src]
+  if D.cls == "bool": return np.array([[True, False, True, True], [False, True, False, True]])
+  step = 1 << max(0, D.bits - 4)
+  return np.array([[int(D.min), int(D.max), 0, 3 * step], [int(D.max), 2 * step, int(D.min), 0]], dtype=np.dtype(src))
+
+
+@pytest.mark.parametrize("table", [None, "h100"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_products_of_integer_sources_match_the_reference(target, table, monkeypatch):
+  """(x.float() * w).sum(-1) with x read from an integer or bool buffer (tinygrad's
+  `(img_uint8.float() * w).sum(-1)`), on C and on OpenCL with a GPU's table (whose float32
+  gemms get the guard): the guard scans float buffers only, an integer read keeps its
+  interval as its bound (issue 32: the scan asked an integer dtype for its exponent)."""
+  from tinyspec.refimpl import evaluate
+  from tinyspec.compiler import device as D
+  if table is not None:
+    if target != "opencl": pytest.skip("a device table is an OpenCL device")
+    monkeypatch.setenv("TINYSPEC_OPENCL_DEVICE", f"table:{table}")
+  D.device.cache_clear()
+  try:
+    w = Tensor(np.array([1.0, -2.0, 0.5, 4.0], np.float32)).reshape(1, 4)
+    for src in INTEGER_SOURCES:
+      x = Tensor(_integer_rows(src)).cast("float32")
+      for t in ((x * w).sum(-1), (x * x).sum(-1), gemm(x, x.reshape(4, 2))):
+        want = evaluate(t.graph(), t.inputs())["out0"]
+        got = compile_graph(t.graph(), target, keep_stages=False).run(t.inputs())["out0"]
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=src)
+  finally:
+    D.device.cache_clear()
+
+
+def test_an_integer_read_is_bounded_by_its_interval_not_scanned():
+  from tinyspec.compiler.analysis.contract import magnitude
+  from tinyspec.compiler.props import shape_operand
+  for src, top in (("uint8", 255), ("int64", 2 ** 63), ("uint64", 2 ** 64 - 1)):
+    p = UOp("PARAM", (shape_operand((4,)),), {"slot": 0, "dtype": src})
+    read = UOp("INDEX", (p, const(0, "index")))
+    m = magnitude(UOp("CAST", (read,), "float32"), lambda slot: True)
+    assert m.scans == () and top <= m.cap <= top * (1 + 2.0 ** -23), src    # a wide integer rounds up when converted
+    assert magnitude(UOp("CAST", (UOp("INDEX", (UOp("PARAM", p.src, {"slot": 0, "dtype": "float64"}), read.src[1])),), "float32"),
+                     lambda slot: True).scans == ((0, 1 + 2.0 ** -23),)

@@ -1,11 +1,10 @@
 """The kernel split: what fuses into one kernel, what is realized, what is not recomputed."""
 from __future__ import annotations
 import numpy as np
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import shape_operand as S, const
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.refimpl import evaluate
 
 RNG = np.random.default_rng(3)

@@ -1,5 +1,5 @@
 """Bank conflicts on local memory (compiler/analysis/localbanks.py), the staged tile's row pitch
-that avoids them in the multiply loop (compiler/passes/stage.py `_pitch`), and the race proof
+that avoids them in the multiply loop (compiler/passes/tiles.py `_pitch`), and the race proof
 that accepts a padded tile (compiler/analysis/parallel.py `_superincreasing`, `_covers`).
 CI has no GPU: the counts are checked against hand-worked warps, a planted unpadded tile
 must be reported, a planted overlapping pitch must be refused, and the padded kernels run
@@ -13,7 +13,7 @@ from tinyspec.compiler import compile_graph
 from tinyspec.compiler.device import table_device
 from tinyspec.compiler.analysis.gpucheck import launch_report, problems
 from tinyspec.compiler.analysis.localbanks import ways, warp_items
-from tinyspec.compiler.passes import stage as S
+from tinyspec.compiler.passes import tiles as S
 from tinyspec.compiler.analysis import parallel as P
 
 from targets import HAVE_CL, CL_UNAVAILABLE

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-import numpy as np
 import pytest
 import gpu_reductions as G
 
@@ -33,8 +32,8 @@ def test_every_work_group_size_is_race_free(table, kind):
 def test_localrace_finds_a_one_item_tree_step(monkeypatch):
   """The planted combine races exactly at 2^k + 1 items, in every kind and table; a step
   outside every lane range, run by every work item, writes one element from all of them."""
-  from tinyspec.compiler.passes import expand as E
-  monkeypatch.setattr(E, "_tree_combine", G.planted_tree_combine(E._tree_combine))
+  from tinyspec.compiler.passes import accumulate as A
+  monkeypatch.setattr(A, "_tree_combine", G.planted_tree_combine(A._tree_combine))
   for table in G.TABLES:
     for kind in G.KINDS:
       for g in (3, 5, 9, 17, 33, 65, 129, 257, 4, 128, 300):
@@ -56,8 +55,8 @@ except Exception as e: name = f"none ({type(e).__name__}: {e})"
 if "oclgrind" not in name.lower(): print(json.dumps({"unavailable": name})); sys.exit(0)
 kinds, sizes = sys.argv[1].split(","), [int(s) for s in sys.argv[2].split(",")]
 if sys.argv[3] == "plant":
-  from tinyspec.compiler.passes import expand as E
-  E._tree_combine = G.planted_tree_combine(E._tree_combine)
+  from tinyspec.compiler.passes import accumulate as A
+  A._tree_combine = G.planted_tree_combine(A._tree_combine)
 ran, wrong, seen = 0, [], set()
 for kind in kinds:
   for g in sizes:

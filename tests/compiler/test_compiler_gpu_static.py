@@ -34,7 +34,8 @@ def softmax(x):
 
 
 def conv3x3(x, w):
-  import sys, pathlib
+  import sys
+  import pathlib
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
   from bench_kernels import conv_t
   return conv_t(x, w)
@@ -238,7 +239,7 @@ def test_local_races_count_a_vector_access_lanes(h100):
   which only counting the lanes shows."""
   from tinyspec.compiler.analysis.gpucheck import kernel_launch
   from tinyspec.compiler.props import props, const
-  from tinyspec.compiler.rewrite import substitute
+  from tinyspec.rewrite import substitute
   c = compile_graph(gemm(Tensor(_z(128, 64)), Tensor(_z(64, 128))).graph(), "opencl", keep_stages=False, device=h100)
   ks, lin = c.sources[0], c.linear[0]
   assert kernel_launch(ks, lin).races == []
@@ -252,7 +253,7 @@ def test_local_races_count_a_vector_access_lanes(h100):
 
 
 def _nodes(u):
-  from tinyspec.compiler.rewrite import toposort
+  from tinyspec.uop import toposort
   return toposort(u)
 
 
@@ -401,7 +402,7 @@ def _staged_kernel(h100):
   from tinyspec.compiler.passes.optimize import optimize
   t = gemm(Tensor(_rand(128, 64)), Tensor(_rand(64, 128)))
   sink = optimize(rangeify.rangeify(callify.callify(t.graph().root_uops())).kernels[0].sink, "opencl", None, h100)
-  from tinyspec.compiler.rewrite import toposort
+  from tinyspec.uop import toposort
   nodes = toposort(sink)
   assert any(u.op == "BUFFER" and u.arg.get("addrspace") == "LOCAL" for u in nodes)
   return sink, nodes
@@ -413,14 +414,15 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   element (a row of items collapsed onto row 0); (3) the tile read not through the BARRIER."""
   from tinyspec.compiler.passes import expand as E
   from tinyspec.compiler.passes.optimize import proved_parallel
-  from tinyspec.compiler.props import CompileError, const
-  from tinyspec.compiler.rewrite import substitute
+  from tinyspec.compiler.props import const
+  from tinyspec.compiler.errors import CompileError
+  from tinyspec.rewrite import substitute
   sink, nodes = _staged_kernel(h100)
   E.expand(sink)                                   # as made: proved race-free
   proved_parallel(sink, "opencl")
   with pytest.raises(CompileError, match="opt.parallel"): proved_parallel(sink, "c")   # C runs work items one after another
   with monkeypatch.context() as m:
-    m.setattr(E, "_step_barriers", lambda s: s)
+    m.setattr(E, "STEPS", tuple(s for s in E.STEPS if getattr(s, "name", "") != "step_barriers"))
     with pytest.raises(CompileError, match="compile.order"): E.expand(sink)
   stores = [u for u in nodes if u.op == "STORE" and u.src[0].op == "INDEX" and u.src[0].src[0].op == "BUFFER"]
   lid1 = min((u for u in nodes if u.op == "RANGE" and u.arg.get("type") == "LOCAL"), key=lambda r: r.arg["id"])
@@ -437,23 +439,23 @@ def test_tree_combine_is_proved_and_a_missing_step_barrier_refused(h100, monkeyp
   tree combine's later step, reached from a read only through a BARRIER, runs after it;
   the same tree with one step's BARRIER left out (the next step reads what this step's
   items may still be writing) is refused with compile.order."""
-  from tinyspec.compiler.passes import expand as E
-  from tinyspec.compiler.props import CompileError
+  from tinyspec.compiler.passes import accumulate as A
+  from tinyspec.compiler.errors import CompileError
   from tinyspec.uop import UOp
   g = BENCH["sum 16M"]().graph()
   c = compile_graph(g, "opencl", keep_stages=False, device=h100)
   assert any(u.op == "BARRIER" for u in c.linear[0].src)
-  real = E._tree_combine
+  real = A._tree_combine
   def planted(members, lbufs, bar, base, n, next_id):
     bar2, left, nid = real(members, lbufs, bar, base, n, next_id)
     steps = bar2.src[0]                    # END of the last step: keep it, drop one BARRIER before it
     inner = steps.src[0]
-    stores = [inner] if inner.op == "STORE" else list(inner.src)
+    _stores = [inner] if inner.op == "STORE" else list(inner.src)
     def unbar(u):
       return u.src[0] if u.op == "AFTER" and len(u.src) == 2 and u.src[1].op == "BARRIER" and u.src[1] is not bar else None
-    from tinyspec.compiler.rewrite import rebuild
+    from tinyspec.rewrite import rebuild
     return UOp("BARRIER", (rebuild(steps, lambda u: UOp("AFTER", (u.src[0], u.src[1].src[0])) if unbar(u) is not None else None),)), left, nid
-  monkeypatch.setattr(E, "_tree_combine", planted)
+  monkeypatch.setattr(A, "_tree_combine", planted)
   with pytest.raises(CompileError, match="compile.order"):
     compile_graph(g, "opencl", keep_stages=False, device=h100)
 
@@ -489,7 +491,8 @@ def test_conv3x3_stages_its_windowed_input(h100):
 def test_conv3x3_staged_or_not_runs_and_agrees(shape, h100):
   """A staged conv (64 output channels, 32 input channels, 64x64) and one the block does
   not divide (16 input channels, 20x20: global reads) agree with NumPy in float64."""
-  import sys, pathlib
+  import sys
+  import pathlib
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
   from bench_kernels import conv_np
   co, ci, hw = shape
@@ -534,7 +537,8 @@ def test_awkward_gemms_compile_for_every_table():
 
 def test_the_gemm_sweep_finds_the_planted_stop_iteration(monkeypatch):
   """The heuristic as it was (the register tile's split assumed found) is caught by the sweep."""
-  import inspect, textwrap
+  import inspect
+  import textwrap
   from tinyspec.compiler.passes import heuristics as H
   src = textwrap.dedent(inspect.getsource(H._local_tile))
   fixed = "cut = next((n for n in range(len(A.opts) - 1, -1, -1) if A.opts[n][:2] == [\"SPLIT\", m_ax] and A.opts[n][2][1] == \"UPCAST\"), None)"

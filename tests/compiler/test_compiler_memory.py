@@ -2,12 +2,11 @@
 from __future__ import annotations
 import numpy as np
 import pytest
-from tinyspec.uop import UOp
+from tinyspec.uop import UOp, toposort
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import shape_operand as S, const
 from tinyspec.compiler.analysis.bounds import missing, proved
-from tinyspec.compiler.rewrite import toposort
 from tinyspec.refimpl import evaluate
 
 from targets import HAVE_CL, TARGETS
@@ -116,7 +115,7 @@ def test_memory_plan_shares_dead_intermediates(target):
   is smaller than the buffers laid end to end, and the results do not change."""
   x = buf(0, (64,))
   v = x
-  for n in range(4):   # each step reads its input reversed: a fresh kernel and buffer each time
+  for _n in range(4):   # each step reads its input reversed: a fresh kernel and buffer each time
     v = UOp("CONTIGUOUS", (UOp("MUL", (UOp("FLIP", (v,), [True]), const(2.0, "float32"))),))
   c = compile_graph([v], target)
   plan = c.schedule.meta["memory"]

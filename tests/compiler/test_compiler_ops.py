@@ -123,13 +123,33 @@ def test_every_elementwise_op_is_covered():
 @pytest.mark.parametrize("op", ["ADD", "MUL", "MAX"])
 @pytest.mark.parametrize("axes,shape", [((), (4, 3)), ((1,), (4, 1)), ((0, 1), (1, 1))])
 def test_reduce_over_no_axes_or_size_one_axes(target, dt, op, axes, shape):
-  """A REDUCE over no axes is its input (-0.0 stays -0.0); over axes of size 1 it folds the one
-  element from the identity (0 + -0.0 = +0.0), as the reference does: found by the fuzzer."""
+  """A REDUCE over no axes or over axes of size 1 is its input (decision reduce-one: -0.0
+  stays -0.0 under ADD, NaN stays NaN under MAX), as the reference has it."""
   from tinyspec.refimpl import evaluate
   x = _buf(0, shape, dt)
   root = UOp("REDUCE", (x,), {"op": op, "axes": list(axes)})
-  vals = np.array([-0.0, 0.0, -1.5, np.inf, -np.inf, np.nan, 2.0, -0.0, 3.0, -2.0, 0.5, -0.0], np.float64)
+  vals = np.array([-0.0, np.nan, -1.5, np.inf, -np.inf, 0.0, 2.0, -0.0, 3.0, -2.0, 0.5, -0.0], np.float64)
   inp = {"buf0": vals[: int(np.prod(shape))].reshape(shape).astype(np_dtype(dt))}
   want = evaluate([root], inp)["out0"]
   got = compile_graph([root], target, keep_stages=False).run(inp)["out0"]
   assert compare(got, want, dt, 0) is None, (got, want)
+  assert np.asarray(want).tobytes() == inp["buf0"].reshape(np.shape(want)).tobytes()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ["ADD", "MUL", "MAX"])
+@pytest.mark.parametrize("opts", [None, [["PADTO", 1, 4]]], ids=["plain", "padded"])
+def test_kernel_reduce_over_a_range_of_size_one(target, op, opts):
+  """At kernel level a REDUCE over a RANGE that runs once is its one element (reduce-one),
+  also where PADTO pads that axis (its padded iterations would fold in identities)."""
+  from tinyspec.refimpl import evaluate
+  from tinyspec.refimpl.build import Builder
+  b = Builder()
+  p, o, r = b.param((3,), "float32", 0), b.param((3,), "float32", 1), b.range(3, 0)
+  one = b.range(1, 1)
+  red = b.REDUCE(b.INDEX(p, b.ADD(r, one)), one, arg={"op": op})
+  b.SINK(b.END(b.STORE(b.INDEX(o, r), red), r))
+  inp = {"param0": np.array([-0.0, np.nan, -1.5], np.float32), "param1": np.ones(3, np.float32)}
+  want = evaluate(b.graph(), inp)["param1"]
+  got = compile_graph(b.graph(), target, opts=opts, keep_stages=False).run(inp)["param1"]
+  assert np.asarray(want).tobytes() == inp["param0"].tobytes() == np.asarray(got).tobytes(), (want, got)

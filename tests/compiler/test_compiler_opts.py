@@ -75,7 +75,7 @@ def test_illegal_opts_are_refused_with_a_rule(opts, rule):
   with pytest.raises(CompileError) as e:
     compile_graph([SUMSQ], "c", opts)
   assert e.value.rule == rule
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   assert rule in render_tables()["rules"]                     # every refusal's rule is in the catalogue
 
 

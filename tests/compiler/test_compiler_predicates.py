@@ -8,15 +8,14 @@ wide shift allowed, `exact` always true) makes the check fail: the tests can fai
 """
 from __future__ import annotations
 import random
-import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.dtypes import DTYPES
 from tinyspec.compiler import compile_graph, render
 from tinyspec.compiler.props import const, props
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.check import compare
-from rewrite_cases import INT_DTYPES, KernelBuilder, operand, edge_const, valid
+from rewrite_cases import INT_DTYPES, ProbeKernel, operand, edge_const, valid
 from targets import TARGETS
 from test_compiler_ub import SANITIZE, _ubsan_works
 
@@ -33,7 +32,7 @@ def predicate_ops() -> dict[str, list[tuple[str, list]]]:
 AMOUNTS = ["0", "w-1", "w", "-1", "k%4", "k%4-2", "k%w", "k"]
 
 
-def _amount(kb: KernelBuilder, dt: str, k: int) -> UOp:
+def _amount(kb: ProbeKernel, dt: str, k: int) -> UOp:
   """Shift amount kind k: in [0, width) or not, negative or not (k % 4 - 2 among them)."""
   w, d = DTYPES[dt].bits, DTYPES[dt]
   kind = AMOUNTS[k % len(AMOUNTS)]
@@ -48,7 +47,7 @@ def _amount(kb: KernelBuilder, dt: str, k: int) -> UOp:
 DIVISORS = ["3", "1", "100", "max1", "k%5+1", "k"]
 
 
-def _divisor(kb: KernelBuilder, dt: str, k: int) -> UOp:
+def _divisor(kb: ProbeKernel, dt: str, k: int) -> UOp:
   kind = DIVISORS[k % len(DIVISORS)]
   if kind in ("3", "1", "100"): return const(min(int(kind), int(DTYPES[dt].max)), dt)
   if kind == "max1": return UOp("MAX", (kb.load(dt), const(1, dt)))
@@ -56,7 +55,7 @@ def _divisor(kb: KernelBuilder, dt: str, k: int) -> UOp:
   return UOp("ADD", (UOp("MOD", (kb.load(dt), const(5, dt))), const(1, dt)))
 
 
-def node(kb: KernelBuilder, op: str, dt: str, k: int) -> UOp:
+def node(kb: ProbeKernel, op: str, dt: str, k: int) -> UOp:
   """Op node number k over narrowed operands of dt: dividends of both signs or not,
   divisors and amounts cycling through their kinds, sums that fit or overflow."""
   a = operand(kb, dt)
@@ -77,7 +76,7 @@ def check(target: str, pred: str, capfd=None, seed: int = 0, per_dtype: int = 16
   nodes, per dtype)."""
   from tinyspec.refimpl import evaluate
   from tinyspec.graph import Graph
-  kb = KernelBuilder(random.Random(f"{pred}-{seed}"))
+  kb = ProbeKernel(random.Random(f"{pred}-{seed}"))
   for dt in INT_DTYPES:
     ops = [op for op, cl in predicate_ops()[pred] if _classes(dt, cl)]
     for k in range(per_dtype if ops else 0):

@@ -12,20 +12,21 @@ import random
 import numpy as np
 import pytest
 from tinyspec.compiler.props import props
+from tinyspec.rewrite import Rule
 from tinyspec.compiler.analysis.symbolic import RULES, simplify
-from rewrite_cases import INT_DTYPES, KernelBuilder, instance, valid
+from rewrite_cases import INT_DTYPES, ProbeKernel, instance, valid
 
 ROUNDS = int(os.environ.get("TINYSPEC_REWRITE_ROUNDS", "1"))
 PER_GRAPH = 24
-RULE_NAMES = [fn.__name__ for _, fn in RULES.rules]
+RULE_NAMES = [r.name for r in RULES.rules]
 
 
 def check_rule(k: int, dt: str, seed: int) -> tuple[int, int]:
   """Instances of rule k in dtype dt: (valid instances, rewritten ones); asserts every
   rewrite keeps every lane's bits and every value inside both intervals."""
-  pat, fn = RULES.rules[k]
+  pat, fn = RULES.rules[k].pat, RULES.rules[k].fn
   rng = random.Random(f"{k}-{dt}-{seed}")
-  kb = KernelBuilder(rng)
+  kb = ProbeKernel(rng)
   pairs, tried = [], 0
   for _ in range(PER_GRAPH * 4):
     if len(pairs) >= PER_GRAPH: break
@@ -67,7 +68,7 @@ def test_rule_keeps_every_value(k):
 def test_the_table_is_what_is_tested():
   """The parametrization above covers RULES itself: a rule added to the table is tested."""
   from tinyspec.compiler.analysis import symbolic
-  assert [fn.__name__ for _, fn in symbolic.RULES.rules] == RULE_NAMES and len(RULE_NAMES) == len(set(RULE_NAMES))
+  assert [r.name for r in symbolic.RULES.rules] == RULE_NAMES and len(RULE_NAMES) == len(set(RULE_NAMES))
 
 
 @pytest.mark.parametrize("dt", INT_DTYPES)
@@ -75,7 +76,7 @@ def test_simplify_keeps_every_value(dt):
   """The whole simplifier (every rule to a fixpoint) on random expressions of dt."""
   from rewrite_cases import alu
   rng = random.Random(f"simplify-{dt}")
-  kb = KernelBuilder(rng)
+  kb = ProbeKernel(rng)
   pairs = []
   for _ in range(40):
     x = alu(kb, dt)
@@ -122,7 +123,7 @@ def test_an_unsound_rule_is_caught(name, mutant, monkeypatch):
   """Planted unsound rules (each a bug of issue 12's kind) fail the property above."""
   k = RULE_NAMES.index(name)
   rules = list(RULES.rules)
-  rules[k] = (rules[k][0], mutant)
+  rules[k] = Rule(rules[k].name, rules[k].pat, mutant)
   monkeypatch.setattr(RULES, "rules", rules)
   with pytest.raises(AssertionError):
     for dt in ("int8", "uint8", "int16", "int32"):

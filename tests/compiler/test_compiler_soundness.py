@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-import numpy as np
 import pytest
 from tinyspec.compiler import compile_graph, CompileError
 from soundness_cases import CASES, agree

@@ -11,7 +11,7 @@ from tinyspec.validate import validate
 from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler.check import compare_outputs
 from tinyspec.compiler.props import props
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.device import Device
 from tinyspec.compiler.passes.split import split_reduces
 from tinyspec.refimpl import evaluate

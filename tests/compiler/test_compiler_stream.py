@@ -13,7 +13,7 @@ import pytest
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.device import device
-from tinyspec.compiler.tables import render_tables
+from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.runtime.c import _compiler
 
 

@@ -237,7 +237,7 @@ def test_frontend_programs(kind, target):
   compilation and a build each)."""
   progs = composition_programs() if kind == "compositions" else collective_programs()
   batches: list[tuple[list, dict]] = []
-  for name, t in progs.items():
+  for _name, t in progs.items():
     g, ins = t.graph(), t.inputs()
     for roots, inputs in batches:
       if all(k not in inputs or inputs[k] is v for k, v in ins.items()):

@@ -21,7 +21,9 @@ SANITIZE = "-fno-wrapv -fsanitize=undefined,float-cast-overflow -fsanitize-recov
 def _ubsan_works() -> bool:
   """Can the C compiler the runtime uses ($CC, else cc) build a shared library with UBSan
   that loads (clang's needs its runtime linked in; GCC's links libubsan)?"""
-  import ctypes, os, tempfile
+  import ctypes
+  import os
+  import tempfile
   cc = shutil.which(os.environ.get("CC") or "cc")
   if cc is None: return False
   with tempfile.TemporaryDirectory() as d:

@@ -146,5 +146,7 @@ def test_the_pytest_plugin_refuses_once(broken_env, tmp_path):
                       "--tinyspec-backend=opencl", "-q"], env=broken_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
   out = p.stdout + p.stderr
   assert p.returncode == 2, out[-3000:]
-  assert out.count("[backend.unavailable]") == 1 and "apt-get install pocl-opencl-icd" in out, out[-3000:]
+  said = out.split("short test summary info")[0]   # (pytest's own summary repeats each error's first lines)
+  assert said.count("[backend.unavailable]") == 1 and "apt-get install pocl-opencl-icd" in said, out[-3000:]
+  assert "the backend cannot start (the first test's error says why): exit 2" in said
   assert "Traceback" not in out and " passed" not in out and " failed" not in out

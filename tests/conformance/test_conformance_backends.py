@@ -57,7 +57,7 @@ SLICES = {   # OpenCL builds cost about a second each on PoCL: its slice is smal
 @pytest.mark.parametrize("backend", TARGETS)
 def test_a_slice_of_the_corpus_passes(backend):
   cases = [c for c in load_cases() if any(k in c.id for k in SLICES[backend])]
-  r = CaseRunner(backend, workers=2, timeout=120)
+  r = CaseRunner(backend, timeout=120)
   r.capabilities()
   r.manifest = load_manifest(backend)
   res = r.run(cases)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import numpy as np
-import pytest
 from tinyspec.cli import main
 from tinyspec.conformance.corpus.cases import write_case, load_cases
 from tinyspec.conformance.run.divergence import first_divergent

@@ -4,6 +4,7 @@ capabilities checked by name, operands only where an input has one element per o
 element, exit 5 when no case ran."""
 from __future__ import annotations
 import json
+import re
 import shlex
 import sys
 import textwrap
@@ -64,7 +65,7 @@ def test_different_failures_are_each_said(tmp_path, capsys):
   rc, out, err = run(capsys, "--backend", _broken_backend(tmp_path), "--case", "ADD/float32", "--case", "ADD/int32")
   assert rc == 1 and out.count("elements differ") == 2, out
   closing = out[out.index("failing cases (2):"):]
-  assert "FAIL  numpy-example ADD/float32\n  FAIL  numpy-example ADD/int32\n" in closing and "same message" not in closing
+  assert "FAIL  starter-python ADD/float32\n  FAIL  starter-python ADD/int32\n" in closing and "same message" not in closing
 
 
 @pytest.mark.parametrize("caps, said", [
@@ -114,14 +115,14 @@ def test_operands_are_named_only_where_they_are_one_element(tmp_path):
   row = np.array([10, 20, 30], np.float32)
   c = _Case(tmp_path, {"buf0": a, "buf1": row}, (2, 3))
   assert operand_lines(c, "out0: 1 of 6 elements differ; at (1, 2): got 1.0, expected 2.0") == \
-    ["operands of element (1, 2): buf0[1, 2] = 5.0, buf1[2] = 30.0"]                 # broadcast from the right
+    ["operands of element (1, 2): buf0[1, 2] = 5.0 (0x40a00000), buf1[2] = 30.0 (0x41f00000)"]   # broadcast from the right
   c = _Case(tmp_path, {"buf0": a}, (2, 1))                                          # a reduction over the last axis
   assert operand_lines(c, "out0: 1 of 2 elements differ; at (1, 0): got 1.0, expected 2.0") == []
   c = _Case(tmp_path, {"buf0": a}, (3, 2))                                          # a permutation
   assert operand_lines(c, "out0: 1 of 6 elements differ; at (2, 1): got 1.0, expected 2.0") == []
   c = _Case(tmp_path, {"buf0": np.array([-0.0, np.nan], np.float32)}, (2,))
   assert operand_lines(c, "out0: 2 of 2 elements differ; at (0,): got 1.0, expected 2.0; at (1,): got 0.0, expected nan") == \
-    ["operands of element (0,): buf0[0] = -0.0", "operands of element (1,): buf0[1] = nan"]
+    ["operands of element (0,): buf0[0] = -0.0 (0x80000000)", "operands of element (1,): buf0[1] = nan (0x7fc00000)"]
 
 
 def test_paths_into_the_corpus_are_relative_to_it(tmp_path, capsys):
@@ -143,3 +144,54 @@ def test_a_node_backend_that_cannot_start_says_why(tmp_path, capsys):
   would show the stack and the version, not the error."""
   rc, out, err = run(capsys, "--backend", f"cmd:node {tmp_path / 'no-such-backend.js'}", "--case", "ADD/float32")
   assert rc == 2 and f"Error: Cannot find module '{tmp_path / 'no-such-backend.js'}'" in err, err
+
+
+# ------------------------------------------------------------------ float values: bits and ulps
+TRUNCATING_HALF_ADD = ('"ADD": lambda s, arg: (lambda r: np.where(np.abs(r.astype(np.float16).astype(np.float64)) > np.abs(r), '
+                       'np.nextafter(r.astype(np.float16), np.float16(0)), r.astype(np.float16)))(s[0].astype(np.float64) + '
+                       's[1].astype(np.float64)) if s[0].dtype == np.float16 else s[0] + s[1],')
+
+
+def test_a_float_failure_shows_bits_and_ulps(tmp_path, capsys):
+  """A planted float16 rounding bug (ADD rounded toward zero instead of to nearest): the
+  message, the JSON report and the JUnit report give each differing element's bits in hex
+  and its distance in ulps, and the operands' bits, so the rounding is read off at once."""
+  import shutil
+  import xml.etree.ElementTree as ET
+  example = ROOT / "conformance" / "examples" / "python" / "backend.py"   # the Python starter
+  src = example.read_text()
+  assert '"ADD": lambda s, arg: s[0] + s[1],' in src
+  (tmp_path / "half.py").write_text(src.replace('"ADD": lambda s, arg: s[0] + s[1],', TRUNCATING_HALF_ADD))
+  shutil.copy(example.parent / "manifest.yaml", tmp_path)
+  backend = f"cmd:{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'half.py'))}"
+  rc, out, err = run(capsys, "--backend", backend, "--case", "ADD/float16", "--case", "ADD/float32",
+                     "--json", tmp_path / "r.json", "--junit", tmp_path / "r.xml")
+  assert rc == 1 and "1 passed, 1 failed" in out, out + err
+  line = next(x for x in out.splitlines() if "elements differ" in x)
+  m = re.search(r"got (\S+) \(0x([0-9a-f]{4})\), expected (\S+) \(0x([0-9a-f]{4})\), 1 ulp apart \(bit-exact\)", line)
+  assert m, line
+  got, want = int(m.group(2), 16), int(m.group(4), 16)
+  assert abs(got - want) == 1 and abs(float(m.group(1))) < abs(float(m.group(3))), line     # one step toward zero
+  assert re.search(r"operands of element \(\d+,\): buf0\[\d+\] = \S+ \(0x[0-9a-f]{4}\), buf1\[\d+\] = \S+ \(0x[0-9a-f]{4}\)", out), out
+  report = json.loads((tmp_path / "r.json").read_text())
+  said = json.dumps(report)
+  assert m.group(0) in said.replace('\\"', '"'), said[:2000]
+  failure = next(f for f in ET.parse(tmp_path / "r.xml").iter("failure"))
+  assert m.group(0) in (failure.get("message", "") + (failure.text or "")), ET.tostring(failure)[:2000]
+
+
+def test_describe_names_the_ulps_and_bits_of_every_float_dtype():
+  from tinyspec.conformance.run.compare import describe
+  from tinyspec.refimpl.numeric import NP
+  for dt, one, next_ in (("float16", "0x3c00", "0x3c01"), ("bfloat16", "0x3f80", "0x3f81"), ("float32", "0x3f800000", "0x3f800001"),
+                         ("float64", "0x3ff0000000000000", "0x3ff0000000000001")):
+    a = np.array([1.0], NP[dt])
+    b = np.array([np.nextafter(np.float64(1.0), 2.0) if dt == "float64" else 0], NP[dt])
+    if dt != "float64": b = (np.array([int(next_, 16)], np.uint16 if dt != "float32" else np.uint32)).view(NP[dt])
+    msg = describe(b, a, dt)
+    assert f"got {float(b[0])!r} ({next_}), expected 1.0 ({one}), 1 ulp apart (bit-exact)" in msg, (dt, msg)
+  msg = describe(np.array([0.0], np.float32), np.array([-0.0], np.float32), "float32")
+  assert "got 0.0 (0x00000000), expected -0.0 (0x80000000), 0 ulp apart (bit-exact)" in msg, msg
+  msg = describe(np.array([1.0], np.float32), np.array([np.nan], np.float32), "float32")
+  assert "got 1.0 (0x3f800000), expected nan (0x7fc00000) (bit-exact)" in msg, msg     # NaN: no distance
+  assert "0x" not in describe(np.array([1], np.int32), np.array([2], np.int32), "int32")

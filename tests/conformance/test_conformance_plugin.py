@@ -91,3 +91,35 @@ def test_a_session_in_which_no_case_ran_exits_5(tmp_path):
   assert "none of the 2 cases ran" in r.stdout
   r = pytest_in(tmp_path, *corpus(f"--tinyspec-backend={backend}", "--tinyspec-case", "ADD/float32", "-n", "2"))
   assert r.returncode == 5, r.stdout[-3000:]                          # over pytest-xdist too
+
+
+def test_collecting_starts_no_backend_and_reads_no_case(tmp_path):
+  """Each pytest-xdist worker collects everything: the cases are listed by id, the backend
+  starts at the first test. A backend that cannot start and a malformed case are not
+  the collection's business."""
+  cases = tmp_path / "cases"
+  for cid in ("A/x", "B/y"):
+    (cases / cid).mkdir(parents=True)
+    (cases / cid / "case.json").write_text("{not json" if cid == "B/y" else json.dumps({"id": "A/renamed"}))
+  r = pytest_in(tmp_path, *corpus("--tinyspec-backend=cmd:false", f"--tinyspec-cases={cases}", "--collect-only"))
+  assert r.returncode == 0 and "test_case[A/renamed]" in r.stdout and "test_case[B/y]" in r.stdout, r.stdout[-3000:]
+
+
+def test_a_backend_that_cannot_start_is_one_error_and_exit_2(tmp_path):
+  """The first test of each pytest process says why; the others are skipped."""
+  import re
+  for workers in (1, 2):
+    r = pytest_in(tmp_path, *corpus("--tinyspec-backend=cmd:false", "-k", "ADD/float32 or ADD/int32 or MUL/int32",
+                                    *(["-n", "2"] if workers == 2 else [])))
+    assert r.returncode == 2 and "backend false is not available" in r.stdout, r.stdout[-3000:]
+    errors = int(re.search(r"(\d+) errors?\b", r.stdout).group(1))
+    assert 1 <= errors <= workers and re.search(r"\b\d+ skipped", r.stdout), r.stdout[-3000:]
+    assert "Traceback" not in r.stdout + r.stderr and "INTERNALERROR" not in r.stdout
+
+
+def test_an_expected_failure_that_passes_fails_the_session(tmp_path):
+  m = tmp_path / "m.yaml"
+  m.write_text('expected_failures:\n  "MUL/float32": "expected to fail (it does not)"\n')
+  r = pytest_in(tmp_path, *corpus(f"--tinyspec-backend={_broken_backend(tmp_path)}", f"--tinyspec-manifest={m}",
+                                  "--tinyspec-case", "MUL/float32"))
+  assert r.returncode == 1 and "1 failed" in r.stdout and "XPASS(strict)" in r.stdout, r.stdout[-3000:]

@@ -81,7 +81,7 @@ def test_a_node_is_checked_against_its_own_inputs():
 def _truncating_idiv(monkeypatch):
   """Plant a bug in the C renderer's table: IDIV rounds toward zero (C's /) instead of
   down (decision idiv-mod)."""
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   R = render_tables()
   src = R["helpers"]["idiv"]
   planted = "\n".join(line for line in src.splitlines() if "q - 1" not in line) + "\n"
@@ -142,10 +142,12 @@ def test_failures_that_cannot_be_written_are_reported(tmp_path):
 
 def test_the_fuzz_command_exits_2_when_a_failure_cannot_be_written(monkeypatch, capsys):
   from tinyspec.cli import main
-  from tinyspec.conformance.fuzz import driver
+  from tinyspec.conformance.fuzz import driver, graphunits
   from tinyspec.files import FileRefused
   def found_but_unwritten(*a, **kw):
-    return driver.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
-  monkeypatch.setattr(driver, "fuzz", found_but_unwritten)
+    rep = driver.FuzzReport("ref", examples=3, failures=["f"], unwritten=[FileRefused("/proc/nope", "path.write", "cannot create the directory")])
+    rep.lost, rep.missing, rep.resumed = None, [], 0
+    return rep
+  monkeypatch.setattr(graphunits, "fuzz_units", found_but_unwritten)
   assert main(["fuzz", "--backend", "ref", "--examples", "3", "--out", "/proc/nope"]) == 2
   assert "/proc/nope: cannot create the directory [path.write]" in capsys.readouterr().err

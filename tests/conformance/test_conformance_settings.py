@@ -13,14 +13,14 @@ from tinyspec.cli import main
 from tinyspec.conformance.run.settings import load_settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "conformance" / "examples" / "numpy_backend.py"
+EXAMPLE = ROOT / "conformance" / "examples" / "python" / "backend.py"
 
 
 def backend_with_manifest(folder: Path, manifest_text: str | None, named: str = "mine.yaml") -> str:
   """The example backend, ADD computing a - b, naming `named` as its manifest, in folder."""
   folder.mkdir(parents=True, exist_ok=True)
   src = EXAMPLE.read_text().replace('"ADD": lambda s, arg: s[0] + s[1],', '"ADD": lambda s, arg: s[0] - s[1],')
-  src = src.replace('"manifest": "numpy-example.yaml"', f'"manifest": {json.dumps(named)}')
+  src = src.replace('"manifest": "manifest.yaml"', f'"manifest": {json.dumps(named)}')
   (folder / "backend.py").write_text(src)
   if manifest_text is not None: (folder / named).write_text(manifest_text)
   return f"cmd:{sys.executable} {folder / 'backend.py'}"
@@ -49,7 +49,7 @@ def test_which_manifest_wins(tmp_path, capsys, monkeypatch):
   backend = backend_with_manifest(tmp_path / "vendor", 'expected_failures:\n  "ADD/float32": "the backend\'s own"\n')
   (tmp_path / "project.yaml").write_text('exclude:\n  "ADD/float32": "the project\'s"\n')
   (tmp_path / "flag.yaml").write_text('expected_failures: {}\n')
-  (tmp_path / "pyproject.toml").write_text('[tool.tinyspec.manifests]\nnumpy-example = "project.yaml"\n')
+  (tmp_path / "pyproject.toml").write_text('[tool.tinyspec.manifests]\nstarter-python = "project.yaml"\n')
   monkeypatch.chdir(tmp_path)
   rc, out, err = run(capsys, "--backend", backend, "--case", "ADD/float32", "-v")
   assert rc == 5 and "excluded by the manifest: the project's" in out, out + err   # [tool.tinyspec.manifests] over the backend's
@@ -58,7 +58,7 @@ def test_which_manifest_wins(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("named, said", [("missing.yaml", "missing.yaml: no such manifest"),
-                                         (5, "'manifest' must be the path of a file [backend.protocol]")])
+                                         (5, "'manifest': 5 is not of type 'string' [backend.protocol]")])
 def test_a_manifest_named_wrongly_is_refused(tmp_path, capsys, named, said):
   backend = backend_with_manifest(tmp_path / "vendor", None, named)
   rc, out, err = run(capsys, "--backend", backend, "--case", "ADD/float32")

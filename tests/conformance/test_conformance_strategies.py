@@ -27,7 +27,7 @@ def test_drawn_graphs_are_valid_and_evaluate(level):
     assert res.level == level
     out = evaluate(d.graph, d.inputs)
     assert set(d.outputs) <= set(out)                           # every drawn op node is an output
-    for name, i in d.outputs.items(): seen.add(d.graph.nodes[i].op)
+    for _name, i in d.outputs.items(): seen.add(d.graph.nodes[i].op)
   check()
   assert len(seen) >= 5, seen
 
@@ -145,7 +145,7 @@ def test_index_is_drawn_with_out_of_range_indices_and_the_c_backend_agrees():
   def check(d):
     g = d.graph
     res = validate(g)
-    for i, n in enumerate(g.nodes):
+    for _i, n in enumerate(g.nodes):
       if n.op != "INDEX": continue
       seen["index"] += 1
       src_shape = res.views[n.src[0]].shape

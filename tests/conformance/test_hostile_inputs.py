@@ -153,7 +153,7 @@ def npy_bytes(shape, descr="<f4", fortran=False, data=b"") -> bytes:
 def test_a_npy_header_claiming_2_40_elements(tmp_path, cmd):
   x = tmp_path / "x.npy"; x.write_bytes(npy_bytes((1 << 40,), data=bytes(64)))
   g = write_json(tmp_path / "g.json", neg_graph())
-  text = assert_refused([cmd[0], g, *cmd[1:], "--input", f"buf0={x}"], "eval.budget", 1, "bytes")
+  _text = assert_refused([cmd[0], g, *cmd[1:], "--input", f"buf0={x}"], "eval.budget", 1, "bytes")
   x.write_bytes(npy_bytes((2,), data=bytes(3)))
   assert_refused([cmd[0], g, *cmd[1:], "--input", f"buf0={x}"], "file.parse", 2, "truncated")
 
@@ -265,7 +265,8 @@ def test_a_graph_that_is_not_a_regular_file(tmp_path, what):
 
 
 def test_the_budget_follows_rlimit_as_and_the_cgroup(tmp_path):
-  import subprocess, sys
+  import subprocess
+  import sys
   code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
           "from tinyspec.limits import default_budget, memory_available; print(default_budget(), memory_available())")
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
@@ -315,7 +316,7 @@ def test_every_refusal_rule_id_is_catalogued():
   import re
   from pathlib import Path
   from tinyspec.tables import tables
-  from tinyspec.compiler.tables import render_tables
+  from tinyspec.compiler.rendertables import render_tables
   T = tables()
   known = T.rule_ids() | set(T.io_rules) | set(render_tables()["rules"])
   root = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from tinyspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "conformance" / "examples" / "numpy_backend.py"
+EXAMPLE = ROOT / "conformance" / "examples" / "python" / "backend.py"
 CASE = ROOT / "conformance" / "cases" / "ADD" / "float32"
 
 
@@ -24,7 +24,7 @@ def _broken_backend(tmp_path) -> str:
   assert '"ADD": lambda s, arg: s[0] + s[1],' in src
   f = tmp_path / "broken_backend.py"
   f.write_text(src.replace('"ADD": lambda s, arg: s[0] + s[1],', '"ADD": lambda s, arg: s[0] - s[1],'))
-  shutil.copy(EXAMPLE.parent / "numpy-example.yaml", tmp_path)   # the manifest its hello names, beside it
+  shutil.copy(EXAMPLE.parent / "manifest.yaml", tmp_path)   # the manifest its hello names, beside it
   return f"cmd:{shlex.quote(sys.executable)} {shlex.quote(str(f))}"
 
 
@@ -52,7 +52,7 @@ def test_a_failure_prints_a_repro_command_that_judges_the_case(tmp_path, capsys)
   assert rc == 1, out
   fail = out[out.index("FAIL"):out.index("failing cases")]
   assert "ADD/float32" in fail and "elements differ" in fail
-  assert re.search(r"operands of element \(\d+,\): buf0\[\d+\] = \S+, buf1\[\d+\] = \S+", fail), fail   # the operands there
+  assert re.search(r"operands of element \(\d+,\): buf0\[\d+\] = \S+ \(0x[0-9a-f]{8}\), buf1\[\d+\] = \S+ \(0x[0-9a-f]{8}\)", fail), fail   # the operands there, with their bits
   assert "profile: strict" in fail
   assert str(CASE.parent.parent) not in fail, fail                  # no path into the installed corpus: its id is enough
   repro = next(line for line in out.splitlines() if line.strip().startswith("repro: ")).split("repro: ", 1)[1]
@@ -62,8 +62,8 @@ def test_a_failure_prints_a_repro_command_that_judges_the_case(tmp_path, capsys)
   rc = main(argv[1:])                                      # the command judges the case alone, on the same backend
   said = capsys.readouterr().out
   assert rc == 1, said
-  assert said.startswith("FAIL ADD/float32 on numpy-example (profile strict): out0: ") and "elements differ" in said, said
-  assert "got -1.0, expected 1.0" in said and "operands of element" in said, said   # a - b where a + b was wanted
+  assert said.startswith("FAIL ADD/float32 on starter-python (profile strict): out0: ") and "elements differ" in said, said
+  assert "got -1.0 (0xbf800000), expected 1.0 (0x3f800000)" in said and "operands of element" in said, said   # a - b where a + b was wanted
   assert "repro:" not in said
 
 
@@ -107,9 +107,9 @@ def test_run_case_not_covered_by_the_backend_exits_5(capsys):
 
 def test_run_case_says_what_the_manifest_expects(tmp_path, capsys, monkeypatch):
   backend = _broken_backend(tmp_path)
-  (tmp_path / "pyproject.toml").write_text('[tool.tinyspec.manifests]\nnumpy-example = "m.yaml"\n')
+  (tmp_path / "pyproject.toml").write_text('[tool.tinyspec.manifests]\nstarter-python = "m.yaml"\n')
   (tmp_path / "m.yaml").write_text('expected_failures:\n  "ADD/*": "a - b (planted)"\n')
   monkeypatch.chdir(tmp_path)
   rc = main(["run", "--case", "ADD/float32", "--backend", backend])
   out = capsys.readouterr().out
-  assert rc == 1 and "note: numpy-example's manifest expects this case to fail: a - b (planted)" in out, out
+  assert rc == 1 and "note: starter-python's manifest expects this case to fail: a - b (planted)" in out, out

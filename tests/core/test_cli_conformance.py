@@ -62,4 +62,4 @@ def test_a_crashing_backend_is_an_error_result_not_a_traceback(capsys, monkeypat
   monkeypatch.setitem(runner.BACKENDS, "crashing", _Crashing)
   rc, out, _ = cli(capsys, "conformance", "--backend", "crashing", "-k", "RESHAPE.numel")
   assert rc == 1 and "ERROR crashing RESHAPE.numel/valid-6-to-2x3-and-empty: RuntimeError: boom" in out
-  assert out.strip().splitlines()[-1] == "0 passed, 0 failed, 1 errors, 1 skipped"
+  assert out.strip().splitlines()[-1] == "0 passed, 0 failed, 1 error, 1 skipped"

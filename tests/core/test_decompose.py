@@ -6,7 +6,7 @@ import pytest
 from tinyspec import Graph, Node, UOp, validate
 from tinyspec.tables import tables
 from tinyspec import decompose as D
-from tinyspec.decompose import DecompositionError, decomposition_of, expand, flatten
+from tinyspec.decompose import DecompositionError, decompose, decomposition_of, flatten
 
 
 def op_dtype_cases():
@@ -71,7 +71,7 @@ def test_expansion_validates_with_the_same_dtype_and_shape(op, dt):
   g = graph_of(op, dt)
   before = validate(g)
   assert before.ok, before.diagnostics
-  e = expand(g)
+  e = decompose(g)
   after = validate(e)
   assert after.ok, [d.format() for d in after.diagnostics[:5]]
   root_before, root_after = before.views[-1], after.views[e.root_indices[0]]
@@ -84,28 +84,28 @@ def test_broadcast_shapes_are_kept():
                      ("THREEFRY", [(6,), ()]), ("CMPGE", [(2, 3), (3,)])):
     g = graph_of(op, "float32" if op != "THREEFRY" else "uint64", shapes)
     want = validate(g).views[-1].shape
-    e = expand(g)
+    e = decompose(g)
     res = validate(e)
     assert res.ok and res.views[e.root_indices[0]].shape == want, (op, want)
 
 
 def test_constants_are_scalar_consts():
-  e = expand(graph_of("EXP2", "float32"))
+  e = decompose(graph_of("EXP2", "float32"))
   consts = [n for n in e.nodes if n.op == "CONST"]
   assert consts and all(validate(Graph([Node("CONST", (), c.arg)])).views[0].shape == () for c in consts[:5])
 
 
 def test_expand_only_the_named_ops():
   g = graph_of("SQRT", "float32")
-  e = expand(g, ops={"SQRT"})
+  e = decompose(g, ops={"SQRT"})
   ops = {n.op for n in e.nodes}
   assert "SQRT" not in ops and {"LOG2", "EXP2"} <= ops
   assert validate(e).ok
   # float16 computes through float32: the casts come with it
-  e16 = expand(graph_of("SQRT", "float16"), ops={"SQRT"})
+  e16 = decompose(graph_of("SQRT", "float16"), ops={"SQRT"})
   assert [n.arg for n in e16.nodes if n.op == "CAST"] == ["float32", "float16"]
   # nested decomposed ops outside the set stay
-  e2 = expand(graph_of("LOG2", "float32"), ops={"LOG2"})
+  e2 = decompose(graph_of("LOG2", "float32"), ops={"LOG2"})
   assert {"SUB", "DIV"} <= {n.op for n in e2.nodes}
   assert validate(e2).ok
 
@@ -114,7 +114,7 @@ def test_expand_default_leaves_only_primitives_and_other_nodes_untouched():
   g = Graph([Node("VCONST", (), {"values": [3], "dtype": "index"}),
              Node("BUFFER", (0,), {"slot": 0, "dtype": "float32", "device": "CPU"}),
              Node("SIN", (1,)), Node("ADD", (1, 2)), Node("NEG", (3,))])
-  e = expand(g)
+  e = decompose(g)
   assert validate(e).ok
   assert not {n.op for n in e.nodes} & D.decomposed_ops()
   assert sum(n.op == "BUFFER" for n in e.nodes) == 1 and e.nodes[-1].op == "MUL"   # NEG -> MUL(x, -1)
@@ -124,7 +124,7 @@ def test_declared_dtype_shape_and_name_carry_over():
   g = Graph([Node("VCONST", (), {"values": [3], "dtype": "index"}),
              Node("BUFFER", (0,), {"slot": 0, "dtype": "int8", "device": "CPU"}),
              Node("NEG", (1,), dtype="int8", shape=[3], name="negated")])
-  e = expand(g)
+  e = decompose(g)
   root = e.nodes[e.root_indices[0]]
   assert (root.op, root.dtype, root.shape, root.name) == ("MUL", "int8", (3,), "negated")
   assert validate(e).ok
@@ -135,14 +135,14 @@ def test_uops_in_uops_out_and_hash_consing():
   a = UOp("BUFFER", (shape,), {"slot": 0, "dtype": "float32", "device": "CPU"})
   b = UOp("BUFFER", (shape,), {"slot": 1, "dtype": "float32", "device": "CPU"})
   s1, s2 = UOp("SUB", (a, b)), UOp("EXP2", (a,))
-  r = expand(s1)
-  assert isinstance(r, UOp) and r.op == "ADD" and r is expand(UOp("SUB", (a, b)))
-  both = expand([s1, s2])
+  r = decompose(s1)
+  assert isinstance(r, UOp) and r.op == "ADD" and r is decompose(UOp("SUB", (a, b)))
+  both = decompose([s1, s2])
   assert isinstance(both, list) and both[0] is r and both[1].op == "WHERE"
   # the same input expanded twice shares one subgraph
   g = Graph.from_uops(UOp("ADD", (UOp("EXP2", (a,)), UOp("EXP2", (a,)))))
-  n_one = len(expand(Graph.from_uops(UOp("EXP2", (a,)))).nodes)
-  assert len(expand(g).nodes) == n_one + 1
+  n_one = len(decompose(Graph.from_uops(UOp("EXP2", (a,)))).nodes)
+  assert len(decompose(g).nodes) == n_one + 1
 
 
 def test_linear_program_lists_the_new_nodes():
@@ -151,7 +151,7 @@ def test_linear_program_lists_the_new_nodes():
              Node("SUB", (0, 1)), Node("EXP2", (2,)),
              Node("LINEAR", (0, 1, 2, 3))], level="program")
   assert validate(g).ok
-  e = expand(g)
+  e = decompose(g)
   res = validate(e)
   assert res.ok, [d.format() for d in res.diagnostics[:5]]
   lin = e.nodes[e.root_indices[0]]
@@ -165,7 +165,7 @@ def test_chain_of_100k_nodes():
   limit = sys.getrecursionlimit()
   sys.setrecursionlimit(400)   # any recursion over the chain would fail at once
   try:
-    e = expand(Graph(nodes))
+    e = decompose(Graph(nodes))
   finally:
     sys.setrecursionlimit(limit)
   assert not {n.op for n in e.nodes} & D.decomposed_ops()
@@ -175,9 +175,9 @@ def test_chain_of_100k_nodes():
 def test_bad_input_is_a_clear_error():
   bad = Graph([Node("CONST", (), {"value": 1, "dtype": "int32"}), Node("EXP2", (0,))])
   with pytest.raises(DecompositionError, match="invalid graph"):
-    expand(bad)
+    decompose(bad)
   with pytest.raises(DecompositionError, match="no decomposition for ADD"):
-    expand(graph_of("SUB", "int32"), ops={"ADD"})
+    decompose(graph_of("SUB", "int32"), ops={"ADD"})
   with pytest.raises(DecompositionError, match="no decomposition"):
     decomposition_of("ADD", "int32")
   with pytest.raises(DecompositionError, match="arg"):

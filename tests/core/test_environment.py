@@ -32,7 +32,7 @@ def gemm_file(tmp_path):
 
 @pytest.mark.parametrize("var,value", [("TINYSPEC_BEAM", "1e9"), ("TINYSPEC_BEAM", "-1"), ("TINYSPEC_BEAM", "9" * 30),
                                        ("TINYSPEC_THREADS", "two"), ("TINYSPEC_THREADS", "0"), ("TINYSPEC_THREADS", "100000"),
-                                       ("TINYSPEC_SLICE_ORDER", "up"), ("TINYSPEC_EVAL_BUDGET", "lots"), ("TINYSPEC_EVAL_BUDGET", "-5G"),
+                                       ("TINYSPEC_SLICE_ORDER", "up"), ("TINYSPEC_SCHEDULER", "not a host; rm -rf /"), ("TINYSPEC_EVAL_BUDGET", "lots"), ("TINYSPEC_EVAL_BUDGET", "-5G"),
                                        ("TINYSPEC_OPENCL_DEVICE", "table:nope"), ("TINYSPEC_OPENCL_DEVICE", "table:")])
 @pytest.mark.parametrize("command", ["compile", "validate"])
 def test_a_value_a_variable_cannot_mean_is_refused(var, value, command, gemm_file, monkeypatch):

@@ -182,3 +182,17 @@ def test_imported_programs_shadow_at_every_level_and_the_importer_finds_tinygrad
   for g in res.graphs:
     assert "no error bound" not in g.evaluation, f"{g.name}: {g.evaluation}"
     if g.level == "program": assert validate(shadow(g.graph)[0]).ok, g.name
+
+
+def test_a_void_root_among_value_roots_keeps_the_evaluators_names():
+  """Roots (value, GROUP of a store, value): the evaluator names the values out0 and out2 by
+  their positions; the bounds come under the same names and no shadow output leaks."""
+  b = Builder()
+  x = b.param((4,), F32, 0, name="x"); y = b.buffer((4,), F32, 1, name="y")
+  g = b.graph([b.SIN(x), b.GROUP(b.STORE(y, b.MUL(x, x))), b.ADD(x, x)], level="tensor")
+  ins = {"x": np.linspace(-1, 1, 4).astype(np.float32), "y": np.zeros(4, np.float32)}
+  got, bounds = evaluate_with_bounds(g, ins)
+  plain = evaluate(g, ins)
+  assert sorted(got) == sorted(plain) == ["out0", "out2", "y"]
+  assert all(np.array_equal(got[k], plain[k]) for k in plain)
+  assert {"out0", "out2", "y"} <= set(bounds) and bounds["out0"].shape == (4,)

@@ -3,7 +3,6 @@ reject the same documents: a fixed list covering every keyword of the schema, an
 documents built from the schema's fields with good and bad values."""
 from __future__ import annotations
 import json
-import jsonschema
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.graph import from_document

@@ -113,3 +113,14 @@ def _mutated(tmp_path, old: str, new: str):
 def test_a_malformed_fact_is_refused_when_the_table_loads(tmp_path, old, new, says):
   with pytest.raises(ValueError, match=says):
     _mutated(tmp_path, old, new)
+
+
+def test_which_ops_write_and_which_list_instructions_are_table_keys(tmp_path):
+  """`storage: writes` (STORE, ATOMICADD) and a `kind: listing` slot (LINEAR) are what the
+  compiler and the decompositions ask (tables().write_ops, listing_ops): a table that says
+  otherwise is believed, a bad value refused."""
+  assert T.write_ops == {"STORE", "ATOMICADD"} and T.listing_ops == {"LINEAR"}
+  assert _mutated(tmp_path, r"^(  ATOMICADD:\n(?:    .*\n)*?)    storage: writes\n", r"\1").write_ops == {"STORE"}
+  assert _mutated(tmp_path, r"kind: listing", "kind: any").listing_ops == frozenset()
+  with pytest.raises(ValueError, match="true, through or writes"):
+    _mutated(tmp_path, r"^    storage: writes$", "    storage: maybe")

@@ -8,7 +8,6 @@ tests of tinygrad's CPU device itself skip without clang.
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -225,7 +224,8 @@ def test_the_whole_corpus_meets_each_device_manifest(dev, tmp_path):
   """The whole case corpus on tinygrad's device exits 0 with its manifest: no failure the
   manifest does not name, no listed case passing. A merge that adds cases (the -narrowed
   ones found a new bug: narrow-unsigned-unwrapped) cannot leave a manifest wrong."""
-  import subprocess, sys
+  import subprocess
+  import sys
   from tinyspec.interop.tinygrad_backend import have_clang
   if dev == "CPU" and not have_clang(): pytest.skip("tinygrad's CPU device needs clang")
   env = {**os.environ, "TINYSPEC_TINYGRAD_DEVICE": dev}

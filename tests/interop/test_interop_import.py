@@ -258,7 +258,8 @@ def test_a_program_level_mismatch_fails_the_import():
 def test_cli_runs_every_graph_on_a_compiled_backend(tmp_path):
   import json
   from tinyspec.cli import main
-  import contextlib, io
+  import contextlib
+  import io
   buf = io.StringIO()
   with contextlib.redirect_stdout(buf):
     rc = main(["import-tinygrad", str(PROGRAMS / "cumsum.py"), "--backend", "c", "--json"])

@@ -59,7 +59,7 @@ def test_a_buffer_assigned_twice_stores_through_after():
   AFTER(RESHAPE(BUFFER), STORE); the import stores into AFTER(BUFFER, STORE) with the value
   reshaped, and reads of the state see both assigns in order."""
   res = _check_all("adam")
-  assert res.report.forms["store into a RESHAPE under AFTER"] >= 2
+  assert res.report.forms["assign into a view (RESHAPE) after an assign"] >= 2
   t = next(g for g in res.graphs if g.level == "tensor" and any(n.op == "STORE" for n in g.graph.nodes)
            and any(n.op == "AFTER" and g.graph.nodes[n.src[0]].op == "AFTER" for n in g.graph.nodes))
   stores = [n for n in t.graph.nodes if n.op == "STORE"]

@@ -92,7 +92,7 @@ DEVS = [("GPU:0", "GPU:1"), ("D0", "D1", "D2", "D3")]
 @pytest.mark.parametrize("D", DEVS)
 @pytest.mark.parametrize("dt", DTYPES)
 def test_single_device_collectives(D, dt):
-  n, s = len(D), 2 * len(D)
+  _n, s = len(D), 2 * len(D)
   T = data(s, dt, 9)
   b = X.broadcast(Tensor(T), D)                 # (s,) on D, axis=None
   assert (b.shape, b.device, b.axis) == ((s,), D, None)

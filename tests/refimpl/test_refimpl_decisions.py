@@ -60,7 +60,7 @@ def test_decision_int_wrap():
   assert unop("NEG", "int64", [-2**63]).tolist() == [-2**63]
   assert binop("ADD", "index", [2**63 - 1], [1]).tolist() == [-2**63]
   bld = Builder()
-  r = bld.REDUCE(bld.buffer((3,), "int8", 0), arg={"op": "ADD", "axes": [0]})
+  _r = bld.REDUCE(bld.buffer((3,), "int8", 0), arg={"op": "ADD", "axes": [0]})
   assert evaluate(bld.graph(), {0: np.array([100, 100, 100], np.int8)})["out0"].tolist() == [44]
 
 
@@ -103,7 +103,7 @@ def test_decision_bitcast_size():
   assert unop("BITCAST", "uint16", [513, 1027], arg="uint8").tolist() == [1, 2, 3, 4]
   assert unop("BITCAST", "uint16", [0x100, 1], arg="bool").tolist() == [False, True, True, False]
   bld = Builder()
-  n = bld.BITCAST(bld.buffer((3,), "uint8", 0), arg="uint16")
+  _n = bld.BITCAST(bld.buffer((3,), "uint8", 0), arg="uint16")
   with pytest.raises(EvalError) as e:
     evaluate(bld.graph(), {0: np.zeros(3, np.uint8)})
   assert e.value.rule == "BITCAST.size"
@@ -229,7 +229,7 @@ def test_decision_reduce_max():
   assert out[:4] == [3.0, 1.0, 0.0, -math.inf] and math.copysign(1, out[2]) == 1 and out[4] == 0.0 and math.copysign(1, out[4]) == -1
   # an explicit accumulator of elementwise MAX keeps max-nan's order: the first zero met, a NaN start stays
   from tinyspec.refimpl.loops import accumulate
-  seq = accumulate("MAX", F32, np.array([-math.inf], np.float32), np.array([[-0.0], [0.0], [math.nan], [2.0]], np.float32), (0,))
+  seq = accumulate("MAX", F32, np.array([-math.inf], np.float32), [np.array([[-0.0], [0.0], [math.nan], [2.0]], np.float32)], (0,))
   assert seq.ravel().tolist()[:3] == [-math.inf, 0.0, 0.0] and math.copysign(1, seq[2, 0]) == -1 and seq[-1, 0] == 2.0
 
 
@@ -284,6 +284,25 @@ def test_decision_reduce_empty():
     bld = Builder()
     bld.REDUCE(bld.buffer((2, 0), dt, 0), arg={"op": op, "axes": [1]})
     assert evaluate(bld.graph())["out0"].tolist() == [[want], [want]], (dt, op)
+
+
+def test_decision_reduce_one():
+  """One element per result is itself: no axes, axes of size 1, a kernel RANGE of size 1."""
+  x = np.array([[-0.0], [math.nan], [-1.5]], np.float32)
+  for op in ("ADD", "MUL", "MAX"):
+    for axes in ([], [1]):
+      bld = Builder()
+      bld.REDUCE(bld.buffer((3, 1), F32, 0), arg={"op": op, "axes": axes})
+      assert bits_equal(evaluate(bld.graph(), {0: x})["out0"], x), (op, axes)
+  bld = Builder()
+  p = bld.param((1,), F32, 0)
+  r = bld.range(1, 0)
+  bld.REDUCE(bld.INDEX(p, r), r, arg={"op": "ADD"})
+  got = evaluate(bld.graph(), {"param0": np.array([-0.0], np.float32)})["out0"]
+  assert got.tolist() == 0.0 and math.copysign(1, float(got)) == -1
+  bld = Builder()   # two elements still fold from the identity: 0 + -0.0 + -0.0 = +0.0
+  bld.REDUCE(bld.buffer((1, 2), F32, 0), arg={"op": "ADD", "axes": [1]})
+  assert math.copysign(1, float(evaluate(bld.graph(), {0: np.array([[-0.0, -0.0]], np.float32)})["out0"][0, 0])) == 1
 
 
 def test_decision_where_cond():

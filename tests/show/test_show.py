@@ -54,7 +54,7 @@ def check_layout(pic) -> None:
   """Sources above their users; node boxes disjoint and inside their clusters; an edge
   enters its box at a port left of the next source position's."""
   scene = layout(pic)
-  for e, edge in enumerate(pic.edges):
+  for _e, edge in enumerate(pic.edges):
     _, ya, _, ha = scene.items[edge.src]
     _, yb, _, _ = scene.items[edge.dst]
     assert ya + ha <= yb, f"{pic.title}: edge {pic.items[edge.src].id} -> {pic.items[edge.dst].id} points up"

@@ -377,7 +377,8 @@ class Fuzz:
             "compile": [str(g)], "run": [str(g), "--backend", "c", "--out", str(out)],
             "conformance": ["--backend", "ref", "-k", "NEG/float32", "--junit", str(out / "j.xml")],
             "fuzz": ["--backend", "ref", "--examples", "2", "--out", str(out / "f")], "docs": ["--out", str(out / "docs")],
-            "import-tinygrad": [str(self.work / "in" / "missing.py"), "--out", str(out / "t")]}.get(cmd, [])
+            "import-tinygrad": [str(self.work / "in" / "missing.py"), "--out", str(out / "t")],
+            "new-backend": [str(out / "nb"), "--lang", "c"], "case": ["new", str(g), str(out / "case")]}.get(cmd, [])
     argv = [cmd] + base
     for flag, value in picked: argv += [flag] if value is None else [flag, value]
     if _OWNS and cmd in ("validate", "props", "show", "eval", "compile", "run"): argv += ["--timeout", CMD_TIMEOUT]   # the last one counts

@@ -14,10 +14,12 @@ from __future__ import annotations
 import itertools
 import weakref
 import numpy as np
+from tinyspec.dispatch import input_name
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph
 from tinyspec.frozen import freeze, thaw
 from tinyspec.intervals import np_dtype
+from tinyspec.frontend.derive import derive
 
 _ids = itertools.count()
 
@@ -50,12 +52,6 @@ def data_of(u: UOp) -> np.ndarray | None:
   return _data.get(u.tag) if isinstance(u.tag, BufferId) else None
 
 
-def input_name(arg) -> str:
-  """The name an input BUFFER is passed under (tinyspec/dispatch.py input_name)."""
-  from tinyspec.dispatch import input_name as named
-  return named("BUFFER", arg)
-
-
 def export(roots) -> tuple[Graph, dict]:
   """The graph of roots as a file holds it, and the inputs that evaluate it: the data of
   each front-end BUFFER (zeros for Tensor.empty), zeros for any other GLOBAL BUFFER."""
@@ -70,10 +66,9 @@ def export(roots) -> tuple[Graph, dict]:
     if is_frontend_buffer(u):
       n.arg, n.tag = freeze({**thaw(n.arg), "slot": next(free)}), None
     if data is None: data = np.zeros(_shape(u), np_dtype(u.arg["dtype"]))
-    inputs[input_name(n.arg)] = data
+    inputs[input_name("BUFFER", n.arg)] = data
   return g, inputs
 
 
 def _shape(u: UOp) -> tuple:
-  from tinyspec.frontend.derive import derive
   return (u._props or derive(u)).shape

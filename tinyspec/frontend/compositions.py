@@ -30,7 +30,7 @@ def arange(n: int) -> Tensor:
   return prefix_sum(Tensor(1).reshape(1).expand(n)) - 1
 
 
-Tensor.arange = staticmethod(arange)   # a composition of Tensor's own methods, so it is attached here
+Tensor.arange = staticmethod(arange)   # type: ignore[attr-defined]  # a composition of Tensor's own methods, so it is attached here
 
 
 def gather(T: Tensor, idx: Tensor) -> Tensor:

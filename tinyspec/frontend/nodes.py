@@ -12,7 +12,7 @@ from tinyspec.intervals import NUMPY_TYPES
 def dtype_name(dt) -> str:
   """A spec dtype name from a name, an alias, a NumPy dtype or a Python type."""
   if dt in (bool, int, float): return _PY_DEFAULT[dt]
-  if isinstance(dt, str) and canonical(dt) is not None: return canonical(dt)
+  if isinstance(dt, str) and (name := canonical(dt)) is not None: return name
   try: npd = np.dtype(dt)
   except TypeError: npd = None
   if npd is not None and npd.name in _FROM_NP: return _FROM_NP[npd.name]

@@ -361,9 +361,9 @@ class Tensor:
     return self
 
   def numpy(self, backend="ref") -> np.ndarray:
-    if data_of(self.uop) is not None: return data_of(self.uop).copy()
+    if (d := data_of(self.uop)) is not None: return d.copy()
     if self._value is None or self._value[0] is not self.uop: self.realize(backend)
-    if data_of(self.uop) is not None: return data_of(self.uop).copy()
+    if (d := data_of(self.uop)) is not None: return d.copy()
     return self._value[1].copy()
 
   def item(self, backend="ref"):

@@ -16,6 +16,8 @@ and one per class of issue 21:
 and of issue 24 (the launch-time guard of a fused kernel):
   contract-guard  the fused variant runs whatever its operands' buffers hold
   scan-tail       the magnitude scan skips the elements after its last whole vector
+and of issue 32:
+  scan-int        the guard scans an integer buffer (read through a CAST to float) as floats
   alias        a kernel's arguments that share memory are neither snapshotted nor copied
   view-store   the executor binds a view's base a second time (its stores are lost) and
                reads no output back through a view
@@ -33,7 +35,8 @@ def _literal():
     v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
     if v1 < 1 or v2 < 1 or not S._is_intlike(x): return None
     return UOp("IDIV", (a, S.const(S.wrap(v1 * v2, props(x).dtype), props(x).dtype)))
-  S.RULES.rules = [(p, div_div if f is S.div_div else f) for p, f in S.RULES.rules]
+  from tinyspec.rewrite import Rule
+  S.RULES.rules = [Rule(r.name, r.pat, div_div) if r.fn is S.div_div else r for r in S.RULES.rules]
   S.RULES.by_op.clear()
 
 
@@ -58,6 +61,8 @@ def _gate_wrap():
       if f[1] is not None: hi = min(hi, f[1])
     return lo, hi
   B.interval = interval
+  from tinyspec.compiler.render import memory as M
+  M.interval = interval   # (the renderer's own check of an access reads the same facts)
 
 
 def _sizes():
@@ -114,14 +119,26 @@ def _scan_tail():
   M.C_SOURCE = M.C_SOURCE.replace("for (; i < hi; i++)", "for (; 0 && i < hi; i++)")
 
 
+def _scan_int():
+  import inspect
+  import textwrap
+  from tinyspec.compiler.analysis import contract as C
+  src = textwrap.dedent(inspect.getsource(C.magnitude))
+  test = ' and _dt(props(u).dtype).cls == "float"'
+  assert test in src
+  exec(compile(src.replace(test, ""), "<planted magnitude>", "exec"), C.__dict__)
+
+
 def _alias():
-  from tinyspec.compiler.passes import hazards as H
-  H.separate_aliases = lambda s: s
+  from tinyspec.compiler.passes import snapshots as H
+  H.ALIASES = ()
 
 
 def _replace_in(cls, name: str, old: str, new: str):
   """cls.name recompiled from its source with `old` replaced by `new`."""
-  import inspect, textwrap, sys
+  import inspect
+  import textwrap
+  import sys
   src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
   assert old in src, (name, old)
   scope: dict = {}
@@ -138,4 +155,4 @@ def _view_store():
 if PLANT:
   {"literal": _literal, "gate-wrap": _gate_wrap, "sizes": _sizes, "parallel": _parallel, "call-const": _call_const,
    "call-const-buffer": _call_const_buffer, "pad-partial": _pad_partial, "pad-gather": _pad_gather, "contract": _contract,
-   "contract-guard": _contract_guard, "scan-tail": _scan_tail,   "alias": _alias, "view-store": _view_store}[PLANT]()
+   "contract-guard": _contract_guard, "scan-tail": _scan_tail, "scan-int": _scan_int, "alias": _alias, "view-store": _view_store}[PLANT]()

@@ -1,0 +1,194 @@
+"""Assigns at tensor level: tinygrad's `Tensor.assign` written as the spec's STORE into
+storage (the map table's forms `store` and `after`, the views under `assign_views`).
+
+tinygrad 0.14 (tensor.py `assign`) makes `AFTER(T, STORE(T, x))`; for an assign into a view
+of a buffer it puts `AFTER(B, AFTER(view, STORE(view, x)))` in place of the buffer B (B may
+be RESHAPE(BUFFER), or the buffer after earlier assigns). So a STORE's target T may be
+  * storage seen through movement ops and earlier assigns (`cache[:, :, 3:4].assign(x)`),
+    where the spec's STORE writes storage itself (rule STORE.target);
+  * a tensor that is not a buffer yet (a COPY, any computed value: the RNG counter after
+    `Tensor.manual_seed`), which tinygrad gives a buffer when it realizes the assign.
+Both are written with the spec's own ops:
+  * into a view of storage B: STORE(B, W), with B ordered after its earlier assigns
+    (AFTER(B, STORE ...)) and W the whole new contents of B: x carried back through the
+    inverse of each view op (`INVERSE`), and B's current contents where the view does not
+    reach (a SHRINK window keeps the rest);
+  * into a tensor X that is not storage: X's buffer lives only inside the realize and only
+    the reads ordered through the AFTER see what was stored, so AFTER(X, STORE(X, x)) is W,
+    computed the same way over X's value.
+An assign through a view that has no inverse (EXPAND: several elements of the view are one
+element of the buffer) keeps tinygrad's STORE, which the validator refuses (STORE.target);
+the import report counts it.
+"""
+from __future__ import annotations
+from types import GeneratorType
+from tinyspec.dispatch import Registry
+from tinyspec.interop.tinygrad_contexts import V, SHAPE, TARGET
+from tinyspec.interop.tinygrad_map import mapping
+
+INVERSE = Registry("assign view inverse", ops=False)   # view op -> how a write through it reaches its source
+
+
+def _views() -> dict: return mapping()["assign_views"]
+
+
+def target_chain(dst):
+  """(base, views outermost first, the deps of each AFTER on the way innermost first) of an
+  assign target: the views are the map table's `assign_views` (invertible or not), AFTERs
+  pass their source on (AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)): AFTER's semantics)."""
+  views, orders, u, names = [], [], dst, _views()
+  while True:
+    if u.op.name == "AFTER": orders.append(u.src[1:])
+    elif u.op.name in names: views.append(u)
+    else: return u, views, orders[::-1]
+    u = u.src[0]
+
+
+def is_storage(u) -> bool:
+  """u is a buffer of the spec (BUFFER, PARAM: `storage: true`), not a Variable."""
+  from tinyspec.tables import tables
+  a = getattr(u.arg, "addrspace", None)
+  op = (mapping()["ops"].get(u.op.name) or {}).get("op", u.op.name)
+  return op in tables().storage_ops and not (a is not None and a.name == "ALU")
+
+
+def stored_buffers(roots) -> dict:
+  """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
+  (through views and earlier assigns): what the realize leaves in those buffers is a result
+  of it too."""
+  from tinygrad.uop.ops import UOp
+  out = {}
+  for u in UOp.sink(*roots).toposort():
+    if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+  return out
+
+
+def _refused(views) -> str | None:
+  return next((v.op.name for v in views if v.op.name not in INVERSE), None)
+
+
+def store(cv, u):
+  """STORE(T, x) at tensor level: into storage through its views (see the module doc)."""
+  dst = u.src[0]
+  tdtype = cv.dtype_of(dst)
+  val = yield u.src[1], cv.adopt(u.src[1], tdtype)
+  gates = []
+  for s in u.src[2:]: gates.append((yield s, V()))
+  base, views, orders = target_chain(dst)
+  refused = _refused(views)
+  if not is_storage(base) or refused:
+    why = f"a view through {refused}" if refused else f"a {base.op.name}, not storage, outside the AFTER that orders it"
+    cv.report.unmapped[f"assign into {why}"] += 1
+    return cv.add("STORE", [(yield dst, TARGET), val, *gates])
+  target = yield base, TARGET
+  for deps in orders:   # innermost first: the store stays ordered after every earlier assign
+    srcs = []
+    for d in deps: srcs.append((yield d, V()))
+    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, tdtype))
+  if views:
+    cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
+    val = yield from write_back(cv, target, views, val)
+  return cv.add("STORE", [target, val, *gates])
+
+
+def stores_into(t, deps) -> list | None:
+  """The (STORE, views from its target down to t) among deps, in order: STOREs into t or a
+  view of it, and those under an AFTER of a view of t (an assign into a view); None when a
+  dep is anything else."""
+  out = []
+  for d in deps:
+    if d.op.name == "STORE" and len(d.src) == 2 and (vs := views_between(d.src[0], t)) is not None: out.append((d, vs))
+    elif d.op.name == "AFTER" and views_between(d.src[0], t) is not None and (inner := stores_into(t, d.src[1:])) is not None:
+      out += inner
+    else: return None
+  return out
+
+
+def views_between(dst, t) -> list | None:
+  """The view ops from dst down to t (outermost first), None when dst is not a view of t."""
+  vs, u, names = [], dst, _views()
+  while u is not t:
+    if u.op.name not in names: return None
+    vs.append(u)
+    u = u.src[0]
+  return vs
+
+
+def after(cv, u):
+  """AFTER(T, deps) at tensor level whose T is not storage: T's value after the assigns
+  among deps (see the module doc). None when deps hold something else: the plain form."""
+  stores = stores_into(u.src[0], u.src[1:])
+  if not stores or any(_refused(vs) for _, vs in stores): return None
+  dtype = cv.dtype_of(u)
+  cur = yield u.src[0], V()
+  for st, views in stores:
+    val = yield st.src[1], cv.adopt(st.src[1], dtype)
+    cur = yield from write_back(cv, cur, views, val)
+  cv.report.forms[f"assign into a {target_chain(u.src[0])[0].op.name} (not storage): the value it gets"] += 1
+  return cur
+
+
+def write_back(cv, cur: int, views: list, val: int):
+  """The whole new contents of `cur` (a node: storage, or a tensor's value) after val is
+  written through views (outermost first: views[-1] is applied to cur itself)."""
+  if not views: return val
+  v, inner = views[-1], views[:-1]
+  keeps = any(_views()[w.op.name].get("keeps") for w in inner)
+  sub = (yield from forward(cv, v, cur)) if keeps else None   # what the inner views see of cur
+  new = yield from write_back(cv, sub, inner, val)
+  made = INVERSE[v.op.name](cv, v, new, cur)   # a node, or a generator that converts v's shape operands first
+  return (yield from made) if isinstance(made, GeneratorType) else made
+
+
+def forward(cv, v, cur: int):
+  """The view op v applied to node cur (its shape operands and arg converted as v's)."""
+  dtype = cv.dtype_of(v)
+  srcs = [cur]
+  for s in v.src[1:]: srcs.append((yield s, SHAPE))
+  return cv.add(cv.op_name(v), srcs, cv.arg_of(v, dtype), *cv.declared(v, dtype))
+
+
+def _like_source(cv, v):
+  return cv.declared(v.src[0], cv.dtype_of(v))
+
+
+@INVERSE.register("RESHAPE")
+def _reshape(cv, v, new, cur):
+  return cv.add("RESHAPE", (new, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+
+
+@INVERSE.register("PERMUTE")
+def _permute(cv, v, new, cur):
+  return cv.add("PERMUTE", (new,), [list(v.arg).index(k) for k in range(len(v.arg))], *_like_source(cv, v))
+
+
+@INVERSE.register("FLIP")
+def _flip(cv, v, new, cur):
+  return cv.add("FLIP", (new,), list(v.arg), *_like_source(cv, v))
+
+
+@INVERSE.register("DETACH")
+def _detach(cv, v, new, cur):
+  return new
+
+
+@INVERSE.register("PAD")
+def _pad(cv, v, new, cur):
+  """What lands in the padding has no storage: SHRINK back to the source."""
+  off = yield v.src[1], SHAPE
+  return cv.add("SHRINK", (new, off, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+
+
+@INVERSE.register("SHRINK")
+def _shrink(cv, v, new, cur):
+  """PAD the window back to the source's shape; WHERE the window's mask (a PAD of true),
+  else the source's current contents."""
+  off = yield v.src[1], SHAPE
+  dtype, full = cv.dtype_of(v), tuple(int(d) for d in v.src[0].shape)
+  window = tuple(int(d) for d in v.shape)
+  padded = cv.add("PAD", (new, off, cv.vshape(full)), None, *_like_source(cv, v))
+  true = cv.add("CONST", (), {"value": True, "dtype": "bool"}, *cv.declared_as("bool", ()))
+  ones = cv.add("RESHAPE", (true, cv.vshape((1,) * len(window))), None, *cv.declared_as("bool", (1,) * len(window)))
+  ones = cv.add("EXPAND", (ones, cv.vshape(window)), None, *cv.declared_as("bool", window))
+  mask = cv.add("PAD", (ones, off, cv.vshape(full)), None, *cv.declared_as("bool", full))
+  return cv.add("WHERE", (mask, padded, cur), None, *cv.declared_as(dtype, full))
