@@ -25,7 +25,7 @@ from collections import Counter
 
 LEVELS = ("tensor", "kernel", "program")
 STAGES = ("import", "valid", "agree", "time")   # the failing stages, in the order a graph meets them
-EVIDENCE = ("program-agrees",)   # what a schedule's graphs show together (add_evidence), beside diagnose.py's diagnoses
+EVIDENCE = ("program-agrees", "program-reassociated")   # what a schedule's graphs show together (add_evidence), beside diagnose.py's diagnoses
 
 
 def schedule_record(test: str, r, levels=LEVELS, limit: float | None = 60.0, failing: list | None = None) -> dict:
@@ -50,16 +50,21 @@ def add_evidence(rec: dict) -> None:
   """program-agrees: a kernel that disagrees with tinygrad while its lowered program (what
   ran) agrees, or a tensor graph that disagrees while every lowered program of its schedule
   agrees: the difference comes from tinygrad's lowering (its decompositions and rewrites),
-  not from the capture or the run."""
+  not from the capture or the run. program-reassociated: the same, where some of those
+  programs agree only as C reads their rendered text (diagnosis c-association confirmed):
+  the difference is the C-style renderer's dropped parentheses."""
   verdicts = {g["name"]: g for g in rec["graphs"]}
   programs = [g for g in rec["graphs"] if g["level"] == "program"]
+  agrees = lambda p: p is not None and p["stage"] == "ok"
+  reassociated = lambda p: p is not None and "c-association" in p.get("diagnoses", ())
   for g in rec["graphs"]:
     if g["stage"] != "agree" or not g["error"].startswith("mismatch") or "program-agrees" in g.get("diagnoses", ()): continue
     if g["level"] == "kernel": ran = [verdicts.get(g["name"].removesuffix(".kernel") + ".program")]
     elif g["level"] == "tensor": ran = programs
     else: continue
-    if ran and all(p is not None and p["stage"] == "ok" for p in ran):
-      g["diagnoses"] = [*g.get("diagnoses", ()), "program-agrees"]
+    if not ran or not all(agrees(p) or reassociated(p) for p in ran): continue
+    shown = "program-agrees" if all(agrees(p) for p in ran) else "program-reassociated"
+    g["diagnoses"] = [*g.get("diagnoses", ()), shown]
 
 
 def _graphs(r, levels):

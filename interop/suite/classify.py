@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TABLE = Path(__file__).resolve().parent / "classes.yaml"
-KINDS = ("tinyspec-defect", "tinygrad-bug", "allowed-variant", "capture-limitation")
+KINDS = ("tinyspec-defect", "tinygrad-bug", "tinygrad-divergence", "allowed-variant", "capture-limitation")
 _KEYS = {"id", "class", "ref", "stage", "level", "test", "signature", "diagnosis", "pattern", "ops", "reason"}
 
 

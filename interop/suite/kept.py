@@ -61,7 +61,7 @@ def _recheck(v: dict, g) -> None:
     d = res.diagnostics[0]
     v["stage"], v["error"] = "valid", f"[{d.rule}] {d.op}: {d.message}"[:400]
     return
-  verdict, _ = _evaluate_and_compare(g.graph, g.inputs, g.expected)
+  verdict = _evaluate_and_compare(g.graph, g.inputs, g.expected)[0]
   v["stage"], v["error"] = ("ok", "") if verdict.startswith("ok") else ("agree", verdict[:400])
   v.pop("diagnoses", None), v.pop("patterns", None)
 

@@ -174,12 +174,14 @@ def test_the_shipped_table_loads_and_every_rule_has_a_reason():
   assert classify(rules, "x::y", "tensor", "agree", "no rule matches this text \x00") is None
 
 
-def test_every_tinygrad_bug_class_is_an_entry_of_the_ledger():
+def test_every_tinygrad_class_is_an_entry_of_its_section_of_the_ledger():
   import re
   ledger = (Path(__file__).resolve().parents[2] / "docs" / "tinygrad-bugs.md").read_text()
-  entries = set(re.findall(r"^### ([a-z0-9-]+)", ledger, re.M))
-  bugs = [r for r in load_rules() if r.kind == "tinygrad-bug"]
-  assert bugs and all(r.ref in entries for r in bugs), [r.ref for r in bugs if r.ref not in entries]
+  sections = re.split(r"^## ", ledger, flags=re.M)
+  entries = {s[:3]: set(re.findall(r"^### ([a-z0-9-]+)", s, re.M)) for s in sections}   # "(a)", "(b)", "(c)"
+  for kind, section in (("tinygrad-bug", "(a)"), ("tinygrad-divergence", "(b)")):
+    rules = [r for r in load_rules() if r.kind == kind]
+    assert rules and all(r.ref in entries[section] for r in rules), (kind, [r.ref for r in rules if r.ref not in entries[section]])
 
 
 def test_a_graph_past_its_time_limit_is_stopped():
@@ -281,6 +283,21 @@ def test_program_agrees_is_evidence_only_where_the_lowered_program_agrees(tmp_pa
   rules = load_rules(tmp_path / "p.yaml")
   assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["recip-cancellation"]).id == "p"
   assert classify(rules, "t", "tensor", "agree", "m", ["program-agrees"], (), ["mul-zero-fold"]) is None
+
+
+def test_program_reassociated_is_evidence_only_where_c_reassociation_explains_the_program():
+  from tinyspec.interop.suite.check import add_evidence
+  def rec(program_stage, program_diagnoses):
+    return {"graphs": [{"name": "r0.k1.kernel", "level": "kernel", "stage": "agree", "error": "mismatch: param0: ..."},
+                       {"name": "r0.k1.program", "level": "program", "stage": program_stage, "error": "mismatch: param0",
+                        "diagnoses": program_diagnoses}]}
+  explained, other, unexplained = rec("agree", ["c-association"]), rec("agree", ["mul-zero-fold"]), rec("agree", [])
+  for r in (explained, other, unexplained): add_evidence(r)
+  assert explained["graphs"][0]["diagnoses"] == ["program-reassociated"]
+  assert "diagnoses" not in other["graphs"][0] and "diagnoses" not in unexplained["graphs"][0]
+  rules = load_rules()
+  hit = classify(rules, "t", "kernel", "agree", "mismatch", ["program-reassociated"], ["SIN", "STORE"])
+  assert hit.kind == "tinygrad-bug" and hit.ref == "c-renderer-reassociates"
 
 
 def test_an_integer_from_an_inexact_float_is_not_judged_where_its_bound_is_inf():
