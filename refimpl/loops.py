@@ -129,7 +129,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
 def _in_order(xs, dims, rest):
   """The arrays xs (same loop axes `dims`) as one (rest..., N*len(xs)) array: point after
   point in iteration order, each point's elements of xs in order."""
-  k, r = len(dims), len(rest)
+  k = len(dims)
   xs = [np.moveaxis(x, dims, tuple(range(k))) for x in xs]
   n = 1
   for d in xs[0].shape[:k]: n *= d
