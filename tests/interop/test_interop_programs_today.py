@@ -214,3 +214,14 @@ def test_a_zero_size_buffer_is_read_as_empty():
   """A (4, 0) input: tinygrad's NPY buffer cannot be viewed, the capture reads it empty."""
   res = _import_all_ok("zero_size")
   assert any(a.size == 0 for g in res.graphs for a in g.inputs.values())
+
+
+def test_uint8_image_normalisation_runs_on_the_c_backend():
+  """Issue 31 defect 6: a float32 sum of products whose operand is a CAST of a uint8 buffer
+  crashed the C backend (its magnitude guard scanned the integer buffer); every graph of the
+  program now runs compiled and agrees with tinygrad."""
+  if not shutil.which(os.environ.get("CC", "cc")): pytest.skip("no C compiler (CC, default cc)")
+  res = import_script(PROGRAMS / "uint8_normalize.py", backends=("c",))
+  assert res.error is None and res.graphs, res.error
+  for g in res.graphs:
+    assert g.runs.get("c", "").startswith("ok"), f"{g.name} on c: {g.runs.get('c')}"
