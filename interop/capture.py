@@ -11,18 +11,39 @@ realized values.
 Hooks: `Tensor.realize` (the tensor graphs, before tinygrad rewrites them into buffers) and
 the `run_linear` that `Tensor.realize` calls (the schedule: its CALLs are run one at a time
 so that each one's buffers can be read in between). The hooks are removed on exit.
+
+The capture never changes what tinygrad does: it reads buffers directly (never through
+`Tensor.numpy`, which TinyJit forbids while it captures), and where it cannot read a value
+it records why (`Realization.limitation`) instead of failing the program:
+- inside a TinyJit capture tinygrad only records the schedule and runs it after the
+  capture: the realize's inputs are read when it is made, its values after the JIT's
+  first run (`jit=True`; see `_JitRealizes` for when that is not what the realize saw);
+  a JIT replay runs no realize and is not recorded;
+- a multi-device buffer (MultiBuffer) reads as its shards one after another in device
+  order, and a CALL over them is recorded once per device (what each device ran);
+- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing).
 """
 from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 import numpy as np
 
+NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
+
+
+@dataclass(frozen=True)
+class Unreadable:
+  """A buffer the capture cannot read, and why."""
+  reason: str
+
 
 @dataclass
 class Call:
-  """One CALL of a schedule: `body` is its src[0] (a kernel SINK, or a COPY...), `buffers`
-  the tinygrad Buffers bound to the body's PARAM slots 0, 1, ..., and their contents
-  before (None: not allocated yet) and after the call ran."""
+  """One CALL of a schedule as one device ran it: `body` is its src[0] (a kernel SINK, or a
+  COPY...), `buffers` the tinygrad Buffers bound to the body's PARAM slots 0, 1, ..., and
+  their contents before (None: not allocated yet) and after the call ran; `var_vals` the
+  values of the schedule's bound variables (and of `_device_num` on a multi-device call);
+  `shard`: the device's position on a multi-device call, else None."""
   index: int
   call: object
   body: object
@@ -30,9 +51,16 @@ class Call:
   before: list
   after: list = field(default_factory=list)
   device: str | None = None
+  var_vals: dict = field(default_factory=dict)
+  shard: int | None = None
 
   @property
   def kind(self) -> str: return self.body.op.name
+
+  @property
+  def limitation(self) -> str:
+    """Why the call's buffers cannot be judged ('' when they can)."""
+    return next((a.reason for a in [*self.before, *self.after] if isinstance(a, Unreadable)), "")
 
   def program(self):
     """The lowered program of a kernel (tinygrad's `codegen.to_program`, cached by tinygrad:
@@ -51,7 +79,9 @@ class Realization:
   this realize allocates has none before it: `created`, zeros), the schedule, the values
   of the tensors and the contents of the buffers after it (`final`). `unrealized`: the positions of tensors tinygrad leaves as they are
   (a constant-only tensor has no device; a realized buffer is one already): their values
-  are read as tinygrad gives them (`Tensor.numpy`)."""
+  are read as tinygrad gives them (`Tensor.numpy`). `var_vals`: the bound variables' values
+  (name -> int). `limitation`: why the realize's values cannot be judged ('' when they can).
+  `jit`: made inside a TinyJit capture (its schedule ran after it, not recorded here)."""
   index: int
   roots: list
   inputs: dict
@@ -60,6 +90,9 @@ class Realization:
   created: list = field(default_factory=list)
   unrealized: list = field(default_factory=list)
   final: dict = field(default_factory=dict)   # BUFFER UOp -> its contents after the realize
+  var_vals: dict = field(default_factory=dict)
+  limitation: str = ""
+  jit: bool = False
 
 
 @dataclass
@@ -67,12 +100,18 @@ class Capture:
   realizations: list = field(default_factory=list)
 
 
-def read_buffer(buf, shape=None) -> np.ndarray | None:
+def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
   """A tinygrad Buffer's contents as a NumPy array of the matching tinyspec dtype (a copy),
-  or None when it is not allocated."""
+  None when it is not allocated, or Unreadable (a NULL-device buffer). A MultiBuffer reads
+  as its shards one after another (device order); shape then gives one shard's shape."""
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
+  if hasattr(buf, "bufs"):   # a MultiBuffer: one Buffer per device
+    shards = [read_buffer(b, shape) for b in buf.bufs]
+    if bad := next((s for s in shards if isinstance(s, Unreadable)), None): return bad
+    return None if any(s is None for s in shards) else np.concatenate([np.atleast_1d(s) for s in shards])
+  if str(buf.device).split(":")[0] == "NULL": return Unreadable(NULL_DEVICE)
   if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
     return np.zeros(0 if shape is None else shape, np_dtype(dtype_name(buf.dtype)))
   if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
@@ -87,21 +126,98 @@ def _uop_buffer(u):
   except Exception: return None   # noqa: BLE001 (a BUFFER without storage yet: nothing to read)
 
 
-def _tensor_value(t) -> np.ndarray:
-  """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes."""
+def _is_variable(u) -> bool:
+  """tinygrad 0.14's Variable: a BUFFER whose ParamArg is in address space ALU (a scalar, not storage)."""
+  sp = getattr(u.arg, "addrspace", None)
+  return sp is not None and sp.name == "ALU"
+
+
+def _bindings(roots) -> dict:
+  """The variables bound in the tensor graphs: tinygrad 0.14 binds Variable v to n as
+  AFTER(v, STORE(v, CONST n))."""
+  from tinygrad.uop.ops import Ops, UOp
+  out = {}
+  for u in UOp.sink(*roots).toposort():
+    if u.op is Ops.STORE and _is_variable(u.src[0]) and u.src[1].op is Ops.CONST and u.src[0].arg.name is not None:
+      out[str(u.src[0].arg.name)] = int(u.src[1].arg)
+  return out
+
+
+def _tensor_value(t, jit: bool = False):
+  """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes;
+  Unreadable on the NULL device; None inside a TinyJit capture where the buffer is not there."""
   try: buf = t.uop.buffer
   except Exception: buf = None   # noqa: BLE001 (a view that is not contiguous, a tensor with no device: tinygrad copies it)
-  if buf is not None and buf.size == t.numel() and (a := read_buffer(buf, t.shape)) is not None: return a
-  return np.asarray(t.numpy())
+  devices = t.device if isinstance(t.device, tuple) else (t.device,)
+  if any(str(d).split(":")[0] == "NULL" for d in devices if d is not None): return Unreadable(NULL_DEVICE)
+  if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel() and isinstance(a := read_buffer(buf, t.shape), np.ndarray):
+    return a
+  return None if jit else np.asarray(t.numpy())   # TinyJit forbids Tensor.numpy while it captures
+
+
+def _unshard(bufs: list, var_vals: dict, body) -> list[tuple[list, dict, int | None]]:
+  """(the Buffers one device ran with, its var_vals, its position) for each device of a call
+  (tinygrad's `unwrap_multi`): a call over MultiBuffers runs once per device, binding
+  `_device_num` to the device's position where the kernel uses it."""
+  from tinygrad.uop.ops import Ops, AxisType
+  if not any(hasattr(b, "bufs") for b in bufs): return [(bufs, dict(var_vals), None)]
+  dnum = any((x.op is Ops.RANGE and x.arg[-1] is AxisType.DEVICE) or (x.op is Ops.PARAM and getattr(x.arg, "name", None) == "_device_num")
+             for x in body.toposort())
+  n = max(len(b.bufs) for b in bufs if hasattr(b, "bufs"))
+  return [([b.bufs[j] if hasattr(b, "bufs") else b for b in bufs], {**var_vals, **({"_device_num": j} if dnum else {})}, j)
+          for j in range(n)]
+
+
+class _JitRealizes:
+  """The realizes made inside one TinyJit capture. tinygrad runs none of them then: it
+  records their schedules and runs them together after the capture (the JIT's first run),
+  so a realize's inputs are read when it is made (nothing of the JIT has run yet) and its
+  values after that run. Neither holds where the realizes of one capture touch the same
+  buffers: a realize that reads what an earlier one writes saw contents that are not there
+  when it is made, and a realize whose buffers a later one writes again is read after that
+  write. Those are recorded as a limitation, not judged."""
+  REASON = ("inside a TinyJit capture, {what} another realize of the same capture writes; tinygrad runs the captured "
+            "schedules only after the capture, so the contents this realize {saw} cannot be read")
+
+  def __init__(self): self.pending: list[tuple[Realization, list, set, set]] = []
+
+  def add(self, rec: Realization, tensors) -> None:
+    from tinyspec.interop.tinygrad_assign import stored_buffers
+    writes = set(rec.created) | set(stored_buffers(rec.roots).values())
+    reads = set(rec.inputs)
+    for prev, _, p_reads, p_writes in self.pending:
+      if reads & p_writes and not rec.limitation: rec.limitation = self.REASON.format(what="it reads a buffer that", saw="saw")
+      if writes & p_writes and not prev.limitation: prev.limitation = self.REASON.format(what="a buffer it writes", saw="left")
+    outs = [(t.uop, t.shape, t.numel()) for t in tensors]   # UOps, not the Tensors: a live Tensor would change TinyJit's memory plan
+    self.pending.append((rec, outs, reads, writes))
+
+  def finish(self) -> None:
+    """Read the values of the pending realizes (the JIT's first run has just finished)."""
+    for rec, outs, _, writes in self.pending:
+      rec.outputs = [_uop_value(u, shape, n) for u, shape, n in outs]
+      rec.final = {u: a for u in writes if isinstance(a := read_buffer(_uop_buffer(u)), np.ndarray)}
+    self.pending = []
+
+
+def _uop_value(u, shape, numel):
+  """The value of a realized tensor's UOp when it is a whole buffer (None: not read)."""
+  buf = _uop_buffer(u)
+  if buf is None or hasattr(buf, "bufs") or buf.size != numel: return None
+  a = read_buffer(buf, shape)
+  return a if isinstance(a, np.ndarray) else None
 
 
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
   import tinygrad.tensor as tt
+  import tinygrad.engine.jit as tj
+  from tinygrad.engine.realize import capturing
+  from tinygrad.helpers import CAPTURING
   from tinygrad.uop.ops import Ops, UOp
   cap = Capture()
-  active: list[Realization] = []
+  active: list[Realization | None] = []
+  jits = _JitRealizes()
   orig_realize, orig_run_linear = tt.Tensor.realize, tt.run_linear
 
   def realize(self, *lst, do_update_stats=True):
@@ -109,23 +225,26 @@ def capture():
     todo = [x for x in tensors if not x.uop.is_virtual and not x.uop.has_buffer_identity()]   # what tinygrad realizes
     if not todo or active: return orig_realize(self, *lst, do_update_stats=do_update_stats)
     roots = [t.uop for t in tensors]   # every tensor given is an output, in the order given (none dropped)
-    inputs, created = {}, []
-    for u in UOp.sink(*roots).toposort():
-      if u.op is not Ops.BUFFER: continue
-      if (a := read_buffer(_uop_buffer(u))) is not None: inputs[u] = a
-      else: created.append(u)
-    rec = Realization(len(cap.realizations), roots, inputs, created=created,
+    rec = Realization(len(cap.realizations), roots, {}, var_vals=_bindings(roots), jit=bool(capturing) and bool(CAPTURING),
                       unrealized=[k for k, t in enumerate(tensors) if not any(t is x for x in todo)])
+    for u in UOp.sink(*roots).toposort():
+      if u.op is not Ops.BUFFER or _is_variable(u): continue
+      a = read_buffer(_uop_buffer(u))
+      if isinstance(a, Unreadable): rec.limitation = rec.limitation or a.reason
+      elif a is not None: rec.inputs[u] = a
+      else: rec.created.append(u)
     cap.realizations.append(rec)
     active.append(rec)
     try:
       orig_realize(self, *lst, do_update_stats=do_update_stats)
     finally:
       active.pop()
+    if rec.jit:
+      jits.add(rec, tensors)
+      return self
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
-      rec.outputs = [_tensor_value(t) for t in tensors]
-      rec.final = {u: read_buffer(_uop_buffer(u)) for u in [*inputs, *created]}
+      _read_results(rec, tensors)
     finally:
       active.pop()
     return self
@@ -134,16 +253,32 @@ def capture():
     if not active or active[-1] is None or jit or input_uops:
       return orig_run_linear(linear, var_vals, input_uops, update_stats=update_stats, jit=jit, wait=wait)
     rec = active[-1]
+    rec.var_vals.update(var_vals or {})
     for call in linear.src:
       bufs = [_uop_buffer(s) for s in call.src[1:]]
-      dev = next((b.device for b in bufs if b is not None), None)
-      c = Call(len(rec.calls), call, call.src[0], bufs, [read_buffer(b) for b in bufs], device=dev)
+      per_device = _unshard(bufs, rec.var_vals, call.src[0])
+      before = [[read_buffer(b) for b in bs] for bs, _, _ in per_device]
       orig_run_linear(UOp(Ops.LINEAR, src=(call,)), var_vals, update_stats=update_stats, wait=wait)
-      c.after = [read_buffer(b) for b in bufs]
-      rec.calls.append(c)
+      for (bs, vals, j), pre in zip(per_device, before):
+        dev = next((b.device for b in bs if b is not None), None)
+        rec.calls.append(Call(len(rec.calls), call, call.src[0], bs, pre, [read_buffer(b) for b in bs], dev, vals, j))
 
-  tt.Tensor.realize, tt.run_linear = realize, run_linear
+  def jit_run_linear(*args, **kwargs):   # TinyJit's runs of what it captured (engine/jit.py's own name for run_linear)
+    ret = orig_jit_run_linear(*args, **kwargs)
+    if jits.pending and kwargs.get("jit"): jits.finish()   # the first run after a capture
+    return ret
+
+  orig_jit_run_linear = tj.run_linear
+  tt.Tensor.realize, tt.run_linear, tj.run_linear = realize, run_linear, jit_run_linear
   try:
     yield cap
   finally:
-    tt.Tensor.realize, tt.run_linear = orig_realize, orig_run_linear
+    tt.Tensor.realize, tt.run_linear, tj.run_linear = orig_realize, orig_run_linear, orig_jit_run_linear
+
+
+def _read_results(rec: Realization, tensors) -> None:
+  """The realized tensors' values and the contents of the realize's buffers after it."""
+  values = [_tensor_value(t) for t in tensors]
+  if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable)), "")
+  rec.outputs = [v if isinstance(v, np.ndarray) else None for v in values]
+  rec.final = {u: a for u in [*rec.inputs, *rec.created] if isinstance(a := read_buffer(_uop_buffer(u)), np.ndarray)}

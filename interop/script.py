@@ -26,6 +26,7 @@ import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
 from tinyspec.interop.tinygrad_assign import stored_buffers
+from tinyspec.interop.capture import Unreadable
 
 
 @dataclass
@@ -42,6 +43,7 @@ class GraphResult:
   checked: bool = False
   unread: list = field(default_factory=list)   # outputs whose tinygrad value could not be read: never checked, said so
   reference: dict = field(default_factory=dict)   # the reference evaluator's outputs on self.inputs (what the written files give)
+  limitation: str = ""          # why the capture could not give what judging the values needs (validated, not evaluated)
 
   @property
   def valid(self) -> bool: return self.checked and not self.diagnostics
@@ -56,6 +58,9 @@ class GraphResult:
     from tinyspec.validate import validate
     res = validate(self.graph)
     self.diagnostics, self.checked = list(res.diagnostics), True
+    if self.limitation:
+      self.evaluation = f"unchecked: capture limitation: {self.limitation}"
+      return self
     if not evaluate or not (self.expected or self.unread): return self
     if not res.ok:
       self.evaluation = "not run: invalid graph"
@@ -201,8 +206,7 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
       k = _kernel_graph(r, c)
       res.graphs.append(k)
       if programs and (p := c.program()) is not None:
-        g, rep = import_program(p, device=c.device, meta={"realize": r.index, "call": c.index})
-        res.graphs.append(GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, *(as_graph_dtypes(g, a) for a in (k.inputs, k.expected))))
+        res.graphs.append(program_graph(r, c, k, p))
   if check:
     for g in res.graphs: g.check(evaluate, backends)
   res.seconds = time.perf_counter() - t0
@@ -223,25 +227,53 @@ def _tensor_graph(r) -> GraphResult:
   into buffers, whose contents after the realize are results too (buf{slot})."""
   from tinygrad.uop.ops import Ops, UOp
   from tinygrad.dtype import dtypes
+  from tinygrad.uop.ops import sym_infer
   meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
   stored = stored_buffers(r.roots)
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
   g, rep = import_uops(roots, "tensor", meta=meta)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
-  inputs.update({_input_name(u): np.zeros(tuple(int(d) for d in u.shape), _np(u)) for u in r.created})   # allocated by this realize: no contents before it
+  inputs.update({_input_name(u): np.zeros(tuple(sym_infer(d, r.var_vals) for d in u.shape), _np(u)) for u in r.created})   # allocated by this realize: no contents before it
+  inputs.update(variable_inputs(g, r.var_vals))
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
-  return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread)
+  return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread, limitation=r.limitation)
 
 
 def _kernel_graph(r, c) -> GraphResult:
   g, rep = import_uops([c.body], "kernel", device=c.device, meta={"realize": r.index, "call": c.index})
   names = _param_names(c.body, len(c.buffers))
   inputs = {names[k]: (a if a is not None else np.zeros(b.size, _np(b))) for k, (a, b) in enumerate(zip(c.before, c.buffers))
-            if b is not None}
-  expected = {names[k]: a for k, a in enumerate(c.after) if a is not None}
-  return GraphResult(f"r{r.index}.k{c.index}.kernel", "kernel", g, rep, inputs, expected)
+            if b is not None and not isinstance(a, Unreadable)}
+  inputs.update(variable_inputs(g, c.var_vals))
+  expected = {names[k]: a for k, a in enumerate(c.after) if isinstance(a, np.ndarray)}
+  return GraphResult(f"r{r.index}.k{c.index}.kernel", "kernel", g, rep, inputs, expected, limitation=c.limitation)
+
+
+def program_graph(r, c, k: GraphResult, prog) -> GraphResult:
+  """The lowered program `prog` of call c: its inputs and expected values are its kernel's
+  (k), in the program's PARAM dtypes, with its own variables' values."""
+  g, rep = import_program(prog, device=c.device, meta={"realize": r.index, "call": c.index})
+  buffers = {name: a for name, a in k.inputs.items() if name not in c.var_vals}
+  inputs = {**as_graph_dtypes(g, buffers), **variable_inputs(g, c.var_vals)}
+  return GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, inputs, as_graph_dtypes(g, k.expected), limitation=c.limitation)
+
+
+def variable_inputs(graph, var_vals: dict) -> dict:
+  """The values of the graph's symbolic variables (PARAMs named as a bound variable of the
+  realize, reachable from its roots: the evaluator refuses an input it does not use)."""
+  from tinyspec.refimpl.numeric import np_dtype
+  seen, todo, out = set(), list(graph.root_indices), {}
+  while todo:
+    i = todo.pop()
+    if i in seen: continue
+    seen.add(i)
+    n = graph.nodes[i]
+    todo.extend(n.src)
+    if n.op == "PARAM" and isinstance(n.arg, dict) and n.arg.get("name") in var_vals and "device" not in n.arg:
+      out[n.arg["name"]] = np.array(var_vals[n.arg["name"]], np_dtype(n.arg["dtype"]))
+  return out
 
 
 def as_graph_dtypes(graph, arrays: dict) -> dict:

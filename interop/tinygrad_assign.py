@@ -184,11 +184,15 @@ def _shrink(cv, v, new, cur):
   """PAD the window back to the source's shape; WHERE the window's mask (a PAD of true),
   else the source's current contents."""
   off = yield v.src[1], SHAPE
-  dtype, full = cv.dtype_of(v), tuple(int(d) for d in v.src[0].shape)
-  window = tuple(int(d) for d in v.shape)
-  padded = cv.add("PAD", (new, off, cv.vshape(full)), None, *_like_source(cv, v))
+  dtype, full, window = cv.dtype_of(v), tuple(v.src[0].shape), tuple(v.shape)   # dims may be symbolic (a bound Variable)
+  padded = cv.add("PAD", (new, off, (yield from cv.dims_operand(full))), None, *_like_source(cv, v))
   true = cv.add("CONST", (), {"value": True, "dtype": "bool"}, *cv.declared_as("bool", ()))
   ones = cv.add("RESHAPE", (true, cv.vshape((1,) * len(window))), None, *cv.declared_as("bool", (1,) * len(window)))
-  ones = cv.add("EXPAND", (ones, cv.vshape(window)), None, *cv.declared_as("bool", window))
-  mask = cv.add("PAD", (ones, off, cv.vshape(full)), None, *cv.declared_as("bool", full))
-  return cv.add("WHERE", (mask, padded, cur), None, *cv.declared_as(dtype, full))
+  ones = cv.add("EXPAND", (ones, (yield from cv.dims_operand(window))), None, *_declared_as(cv, "bool", window))
+  mask = cv.add("PAD", (ones, off, (yield from cv.dims_operand(full))), None, *_declared_as(cv, "bool", full))
+  return cv.add("WHERE", (mask, padded, cur), None, *_declared_as(cv, dtype, full))
+
+
+def _declared_as(cv, dtype, dims):
+  """What to declare on a node of dims: no shape where a dim is symbolic (the validator derives it)."""
+  return cv.declared_as(dtype, dims) if all(isinstance(d, int) for d in dims) else (dtype, None)

@@ -281,7 +281,7 @@ class _Converter:
       self.report.forms["reduce"] += 1
       r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
       if negate: r = self.add("NOT", (r,), None, dtype)
-      return self.add("RESHAPE", (r, self.vshape(tuple(u.shape))), None, *self.declared(u, dtype))
+      return self.add("RESHAPE", (r, (yield from self.dims_operand(tuple(u.shape)))), None, *self.declared(u, dtype))
     if n: self.report.unmapped["REDUCE over axes inside a kernel"] += 1
     rngs = []
     for s in u.src[1:]: rngs.append((yield s, RANGE))
@@ -476,6 +476,14 @@ class _Converter:
     x = yield u, V("index")
     if self.dtype_of(u, V("index")) == "index": return x
     return self.add("CAST", (x,), "index", "index")
+
+  def dims_operand(self, dims):
+    """A shape operand of dims, each an int or a symbolic tinygrad UOp (converted as an index
+    value: never asked for a number, which a symbolic UOp has not)."""
+    if all(isinstance(d, int) for d in dims): return self.vshape(dims)
+    srcs = []
+    for d in dims: srcs.append(self.const(d, "index") if isinstance(d, int) else (yield d, INDEX))
+    return self.add("STACK", srcs)
 
   def vshape(self, dims) -> int:
     return self.add("VCONST", (), {"values": [int(d) for d in dims], "dtype": "index"})

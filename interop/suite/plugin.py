@@ -109,7 +109,7 @@ class _Capturer:
       return
     t0, n, failing = time.perf_counter(), 0, []
     for r in realizations:
-      if not r.calls: continue   # nothing was scheduled (the realize found every tensor done)
+      if not r.calls and not r.jit: continue   # nothing was scheduled (the realize found every tensor done); a TinyJit's ran after it
       self._write({"kind": "schedule", **schedule_record(item.nodeid, r, self.levels, self.limit, failing)})
       n += 1
     del item.stash[_RECORDS]

@@ -1,0 +1,122 @@
+"""The capture never changes what tinygrad does, and says what it cannot judge (issue 31,
+suite findings S10, S13, S14): small real programs, each run under import_script.
+
+  * TinyJit: realizes inside a JIT capture (where tinygrad forbids Tensor.numpy) are read
+    without it; their tensor graphs are judged with the values of the JIT's first run; realizes
+    of one capture that touch the same buffers are a limitation with its reason;
+  * multi-device tensors: each device's run of a CALL is a kernel graph of its own;
+  * NULL-device buffers have no contents: validated, never evaluated, the reason said;
+  * bound Variables: the kernels and programs get the variable's value as an input; a
+    symbolic shape is never asked for a number.
+"""
+import os
+import shutil
+import pytest
+
+os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
+pytest.importorskip("tinygrad")
+
+from tinyspec.interop.script import import_script   # noqa: E402
+
+JIT = """
+from tinygrad import Tensor, TinyJit
+@TinyJit
+def f(x): return (x * 2 + 1).realize()
+for i in range(4):
+  assert f(Tensor([1.0, 2.0 + i]).realize()).tolist() == [3.0, 5.0 + 2 * i]
+"""
+JIT_CHAINED = """
+from tinygrad import Tensor, TinyJit
+w = Tensor([1.0, 2.0]).contiguous().realize()
+@TinyJit
+def step(x):
+  w.assign(w + x).realize()
+  return (w * 3).realize()
+for i in range(3): step(Tensor([1.0, 1.0]).realize())
+assert w.tolist() == [4.0, 5.0]
+"""
+MULTI = """
+from tinygrad import Tensor, Device
+devs = (Device.DEFAULT, Device.DEFAULT + ":1")
+t = Tensor([1.0, 2.0, 3.0, 4.0]).shard(devs, axis=0).realize()
+assert (t * 2).tolist() == [2.0, 4.0, 6.0, 8.0]
+"""
+NULL = """
+from tinygrad import Tensor
+t = Tensor.empty(4, 8, device="NULL").realize()
+(t.sum(0) * 2).realize()
+"""
+VARIABLE = """
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import UOp
+v = UOp.variable("i", 0, 5)
+x = Tensor.ones(10).contiguous().realize()
+for n in (3, 5):
+  assert Tensor.ones(10, dtype=dtypes.int).contiguous().shrink(((0, v.bind(n)),)).sum().item() == n
+  assert (x + Tensor(v.bind(n))).sum().item() == 10 * (1 + n)
+"""
+SYMBOLIC_SHAPE = """
+from tinygrad import Tensor, Device
+from tinygrad.uop.ops import UOp
+t = Tensor.arange(UOp.variable("s", 1, 128).bind(64)).cumsum().clone(Device.DEFAULT + ":1")
+assert t[:64].tolist()[-1] == 2016
+"""
+
+
+def _run(tmp_path, text: str, name: str):
+  p = tmp_path / f"{name}.py"
+  p.write_text(text)
+  res = import_script(p)
+  assert res.error is None, res.error   # the program ran as it does without the capture
+  return res
+
+
+def test_jit_capture_realizes_are_read_without_numpy_and_judged(tmp_path):
+  res = _run(tmp_path, JIT, "jit")
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  # call 0 runs plainly, call 1 is the JIT capture, calls 2 and 3 replay (no realize): the inputs' realizes and f's two
+  assert len(tensors) == 6, [g.name for g in tensors]
+  assert all(g.valid and g.eval_ok for g in tensors), [(g.name, g.evaluation) for g in tensors]
+  captured = [g for g in tensors if "out0" in g.expected and g.expected["out0"].tolist() == [3.0, 5.0 + 2]]
+  assert captured, "the realize inside the JIT capture was not judged against the JIT's first run"
+
+
+def test_jit_realizes_touching_each_others_buffers_are_a_limitation(tmp_path):
+  res = _run(tmp_path, JIT_CHAINED, "jit_chained")
+  limited = [g for g in res.graphs if g.evaluation.startswith("unchecked: capture limitation: inside a TinyJit capture")]
+  assert limited, [(g.name, g.evaluation) for g in res.graphs]
+  assert all(g.valid for g in res.graphs)
+  assert all(g.eval_ok for g in res.graphs if g not in limited), [(g.name, g.evaluation) for g in res.graphs if g not in limited]
+
+
+def test_multi_device_calls_are_judged_per_device(tmp_path):
+  res = _run(tmp_path, MULTI, "multi")
+  kernels = [g for g in res.graphs if g.level in ("kernel", "program")]
+  assert kernels and all(g.valid and g.eval_ok for g in kernels), [(g.name, g.evaluation) for g in kernels]
+  devices = {str(n.arg.get("device")) for g in kernels if g.level == "kernel" for n in g.graph.nodes
+             if n.op == "PARAM" and isinstance(n.arg, dict) and "device" in n.arg}
+  assert len(devices) >= 2, devices   # one kernel graph for each device's run
+
+
+def test_null_device_is_a_limitation_with_its_reason(tmp_path):
+  res = _run(tmp_path, NULL, "null")
+  assert res.graphs and all(g.valid for g in res.graphs)
+  for g in res.graphs:
+    assert g.evaluation == ("unchecked: capture limitation: a NULL-device buffer has no contents (tinygrad's NULL "
+                            "device allocates no memory and runs nothing)"), (g.name, g.evaluation)
+    assert not g.eval_ok
+
+
+def test_bound_variable_values_are_inputs(tmp_path):
+  res = _run(tmp_path, VARIABLE, "variable")
+  assert all(g.valid and g.eval_ok for g in res.graphs), [(g.name, g.evaluation) for g in res.graphs if not g.eval_ok]
+  with_i = [g for g in res.graphs if "i" in g.inputs]
+  assert {g.level for g in with_i} >= {"kernel", "program"}
+  assert sorted({int(g.inputs["i"]) for g in with_i}) == [3, 5]
+
+
+def test_symbolic_shape_is_never_asked_for_a_number(tmp_path):
+  res = _run(tmp_path, SYMBOLIC_SHAPE, "symbolic_shape")
+  assert not any("eval failed to be a single number" in g.evaluation for g in res.graphs)
+  kernels = [g for g in res.graphs if g.level != "tensor"]
+  assert kernels and all(g.valid and g.eval_ok for g in kernels), [(g.name, g.evaluation) for g in kernels]
