@@ -204,13 +204,26 @@ def _run_other(a, inputs: dict) -> dict | int:
   """Outputs of the graph file on a.backend, or the exit code after saying why not."""
   from tinyspec.conformance.run.client import run_graph
   from tinyspec.conformance.run.execute import BackendUnavailable
-  try: return run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None))
+  try: return _bfloat16_viewed(a.file, run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None)))
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
   except (RuntimeError, ValueError) as e:
     rule = getattr(e, "rule", None)
     print(printable(f"{a.file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
     return EXIT_INVALID
+
+
+def _bfloat16_viewed(graph_file, outputs: dict) -> dict:
+  """The outputs of a backend (the protocol carries bfloat16 as its uint16 bit patterns)
+  with a bfloat16 root's viewed as bfloat16 again, as ref, c and opencl give theirs."""
+  from tinyspec.graph import load_file
+  from tinyspec.validate import validate
+  from tinyspec.conformance.corpus.cases import from_disk
+  g, _ = load_file(graph_file)
+  if g is None: return outputs
+  views = validate(g).views
+  dts = {f"out{k}": getattr(views[r], "dtype", None) for k, r in enumerate(g.root_indices) if r < len(views)}
+  return {k: from_disk(v, "bfloat16") if dts.get(k) == "bfloat16" and v.dtype == "uint16" else v for k, v in outputs.items()}
 
 
 def _run_campaign(a) -> int:
