@@ -255,7 +255,8 @@ def save_npy(directory, name: str, array, what: str = "output name") -> Path:
 def save_npz(path, arrays: dict) -> Path:
   """A .npz archive at a path the user gave; member names sanitized (bfloat16 as npy_form says)."""
   for k in arrays: check_name(k)
-  return write_file(path, lambda f: np.savez(f, **{k: npy_form(v) for k, v in arrays.items()}))
+  forms: dict = {k: npy_form(v) for k, v in arrays.items()}
+  return write_file(path, lambda f: np.savez(f, **forms))
 
 
 # ------------------------------------------------------------------ text for terminals

@@ -4,7 +4,6 @@ kind of backend; --compare ref with --cast is a usage error that says why."""
 from __future__ import annotations
 import json
 import sys
-from pathlib import Path
 import numpy as np
 import pytest
 from hostile import cli, ROOT
