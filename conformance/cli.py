@@ -69,7 +69,7 @@ def conformance_command(sub):
                       "own backend (default 1: here, no cluster); the results are the same whatever N is")
   p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
                  help="run the shards on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
-                      "[tool.tinyspec] scheduler); its workers open the backend and read the corpus (docs/cluster.md)")
+                      "[tool.tinyspec] scheduler); its workers open the backend and read the corpus")
   p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
   p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions; `none` (or /dev/null): run without "

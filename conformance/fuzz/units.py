@@ -101,7 +101,7 @@ def add_options(p, local: str) -> None:
   says what runs without a scheduler."""
   p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
                  help=f"run the units on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
-                      f"[tool.tinyspec] scheduler; without one: {local}); docs/cluster.md")
+                      f"[tool.tinyspec] scheduler; without one: {local})")
   p.add_argument("--db", metavar="PATH", type=Path, default=None,
                  help="the findings database (default OUT/findings.sqlite with --sanitize and --campaign; the graph fuzz keeps "
                       "one only when given): each distinct finding once with its repro and count; a run that stopped "
@@ -140,7 +140,7 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
                     "(another --db or --out starts over)"), file=sys.stderr)
   for tag in rep.missing:
     print(printable(f"{prog}: no worker has {tag}: its units did not run (start a worker that has it: "
-                    f"dask worker ADDRESS --resources \"{tag}=1\"; docs/cluster.md)"), file=sys.stderr)
+                    f"dask worker ADDRESS --resources \"{tag}=1\")"), file=sys.stderr)
   if rep.lost is not None:
     kept = (f"are kept in {db}: the same command continues from there" if db is not None else
             "are the ones above (with --db PATH they are kept, and the same command continues from there)")
