@@ -332,10 +332,8 @@ def _run_graph_fuzz(a) -> int:
     print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
     return EXIT_INVALID
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.deadline import kill_children
-    kill_children()
-    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-    return getattr(e, "exit_code", 130)
+    from tinyspec.conformance.fuzz.units import interrupted
+    return interrupted("tinyspec fuzz", e, a.db)
   return _graph_fuzz_said(a, rep)
 
 

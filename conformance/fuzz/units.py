@@ -149,11 +149,14 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
   return None
 
 
-def interrupted(prog: str, e: BaseException, db: Path) -> int:
-  """After SIGINT or SIGTERM: the children killed, what is kept said; exit 130 or 143."""
+def interrupted(prog: str, e: BaseException, db: Path | None) -> int:
+  """After SIGINT or SIGTERM: the children killed, what is kept said (db None: a graph fuzz
+  without --db keeps nothing); exit 130 or 143."""
   from tinyspec.deadline import kill_children, Terminated
   from tinyspec.files import printable
   kill_children()
+  kept = (f"are kept in {db}: the same command continues from there" if db is not None else
+          "are not kept (with --db PATH they are, and the same command continues from there)")
   print(printable(f"{prog}: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}; the findings of the units that "
-                  f"finished are kept in {db}: the same command continues from there"), file=sys.stderr)
+                  f"finished {kept}"), file=sys.stderr)
   return getattr(e, "exit_code", 130)
