@@ -3,7 +3,9 @@
   compare(got, want, dtype, ulp)  -> None or a message: integers and bools bit-exact;
                                      floats within `ulp` units in the last place of the
                                      dtype (ulp 0: bit-exact), NaN where the reference
-                                     has NaN (any payload)
+                                     has NaN (any payload); a float that differs shown
+                                     with its bits and the ulps between the two:
+                                     got 0.99951171875 (0x3bff), want 1.0 (0x3c00), 1 ulp apart
   tolerance(op)                   -> the ulp bound ops.yaml `tolerances` gives op
   check_stages(graph, inputs)     -> every stage's graph validates and evaluates
                                      (refimpl) to the input graph's outputs, and every
@@ -15,7 +17,7 @@ import numpy as np
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.validate import validate
 from tinyspec.dispatch import input_name
-from tinyspec.tolerance import tolerance as _tol
+from tinyspec.tolerance import tolerance as _tol, show_value, apart
 from tinyspec.refimpl.numeric import NP
 from tinyspec.refimpl import evaluate
 from tinyspec.compiler.pipeline import lower
@@ -48,7 +50,7 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
     bad = got.astype(want.dtype) != want
     if not np.any(bad): return None
     i = tuple(int(k) for k in np.argwhere(np.atleast_1d(bad))[0]) if bad.ndim else ()
-    return f"{np.sum(bad)} of {bad.size} differ, e.g. at {i}: got {got[i]!r}, want {want[i]!r}"
+    return f"{np.sum(bad)} of {bad.size} differ, e.g. at {i}: got {show_value(got[i])}, want {show_value(want[i])}"
   nbits = d.bits
   ubits = np.dtype(f"uint{nbits}")
   g = np.ascontiguousarray(got).view(ubits).reshape(got.shape)     # (ascontiguousarray makes a 0-d array 1-d)
@@ -62,7 +64,8 @@ def compare(got, want, dt: str, ulp: int = 0) -> str | None:
     bad = (gn != wn) | (~gn & ~wn & (dist > ulp))
   if not np.any(bad): return None
   i = tuple(int(k) for k in np.argwhere(np.atleast_1d(bad))[0]) if bad.ndim else ()
-  return f"{np.sum(bad)} of {bad.size} differ (tolerance {ulp} ulp), e.g. at {i}: got {got[i]!r}, want {want[i]!r}"
+  shown = f"got {show_value(got[i], True)}, want {show_value(want[i], True)}{apart(got[i], want[i])}"   # as the conformance runner shows it
+  return f"{np.sum(bad)} of {bad.size} differ (tolerance {ulp} ulp), e.g. at {i}: {shown}"
 
 
 def compare_outputs(got: dict, want: dict, tol: dict | None = None, default_ulp: int = 0) -> list[str]:

@@ -147,7 +147,7 @@ def run_command(sub, run_other=None):
                       "of an executable speaking the backend protocol (`tinyspec docs`: protocol.md); default: the backend of "
                       "the project's pyproject.toml [tool.tinyspec], else ref")
   p.add_argument("--input", action="append", metavar="NAME=X.npy", help="an input array (repeatable)")
-  p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy")
+  p.add_argument("--out", metavar="DIR", help="write each output to DIR/NAME.npy (bfloat16 as its uint16 bit patterns, as the case corpus stores it)")
   p.add_argument("--allow-untrusted", action="store_true",
                  help="ref, c, opencl: accept the untrusted ops (CUSTOM, INS, CUSTOMFUNCTION: opaque code the tables give no "
                       "semantics); without it such a graph is refused (rule eval.untrusted, compile.untrusted)")

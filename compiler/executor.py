@@ -1,6 +1,6 @@
 """Running a compiled program: storage, inputs, kernel launches, outputs.
 
-Inputs are keyed as refimpl.evaluate keys them (docs/architecture.md): a BUFFER by its
+Inputs are keyed as refimpl.evaluate keys them (tinyspec.dispatch.input_name): a BUFFER by its
 arg `name` or `buf{slot}`, a top-level PARAM by `name` or `param{slot}`; a missing
 input starts as zeros. Outputs: `out{k}` for a value root; when a root is a side effect,
 every program buffer (or PARAM) a kernel stored to, under its input name.

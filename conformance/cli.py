@@ -69,7 +69,7 @@ def conformance_command(sub):
                       "own backend (default 1: here, no cluster); the results are the same whatever N is")
   p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
                  help="run the shards on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
-                      "[tool.tinyspec] scheduler); its workers open the backend and read the corpus (docs/cluster.md)")
+                      "[tool.tinyspec] scheduler); its workers open the backend and read the corpus")
   p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds one case may take before it fails as a hang (default 60)")
   p.add_argument("--batch", type=int, default=None, metavar="N", help="merge up to N tensor-level cases into one run (default: the backend's own, 1 for external ones)")
   p.add_argument("--manifest", metavar="FILE", type=Path, help="expected failures and exclusions; `none` (or /dev/null): run without "
@@ -204,13 +204,26 @@ def _run_other(a, inputs: dict) -> dict | int:
   """Outputs of the graph file on a.backend, or the exit code after saying why not."""
   from tinyspec.conformance.run.client import run_graph
   from tinyspec.conformance.run.execute import BackendUnavailable
-  try: return run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None))
+  try: return _bfloat16_viewed(a.file, run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None)))
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
   except (RuntimeError, ValueError) as e:
     rule = getattr(e, "rule", None)
     print(printable(f"{a.file}: {e}" + (f" [{rule}]" if rule and f"[{rule}]" not in str(e) else "")), file=sys.stderr)
     return EXIT_INVALID
+
+
+def _bfloat16_viewed(graph_file, outputs: dict) -> dict:
+  """The outputs of a backend (the protocol carries bfloat16 as its uint16 bit patterns)
+  with a bfloat16 root's viewed as bfloat16 again, as ref, c and opencl give theirs."""
+  from tinyspec.graph import load_file
+  from tinyspec.validate import validate
+  from tinyspec.conformance.corpus.cases import from_disk
+  g, _ = load_file(graph_file)
+  if g is None: return outputs
+  views = validate(g).views
+  dts = {f"out{k}": getattr(views[r], "dtype", None) for k, r in enumerate(g.root_indices) if r < len(views)}
+  return {k: from_disk(v, "bfloat16") if dts.get(k) == "bfloat16" and v.dtype == "uint16" else v for k, v in outputs.items()}
 
 
 def _run_campaign(a) -> int:
@@ -319,10 +332,8 @@ def _run_graph_fuzz(a) -> int:
     print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
     return EXIT_INVALID
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.deadline import kill_children
-    kill_children()
-    print(f"tinyspec fuzz: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}", file=sys.stderr)
-    return getattr(e, "exit_code", 130)
+    from tinyspec.conformance.fuzz.units import interrupted
+    return interrupted("tinyspec fuzz", e, a.db)
   return _graph_fuzz_said(a, rep)
 
 

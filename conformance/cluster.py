@@ -25,9 +25,12 @@ EXIT_LOST): what finished before is the caller's to keep. One that does not answ
 the start is ClusterUnreachable (rule cluster.unreachable).
 """
 from __future__ import annotations
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -188,6 +191,20 @@ class Here:
       if stop is not None and stop(): return
 
 
+@contextlib.contextmanager
+def _children_ignore_sigint():
+  """The worker processes started inside ignore SIGINT: Ctrl-C in a terminal reaches the
+  whole process group, and it is the command that ends the run (its workers closed, their
+  backends killed), not each worker with a traceback of its own. An ignored signal stays
+  ignored in a spawned process, and Python (and asyncio) install no KeyboardInterrupt handler
+  then. (A Ctrl-C in the second or two the workers take to start is not seen.)"""
+  if threading.current_thread() is not threading.main_thread():
+    yield; return
+  before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  try: yield
+  finally: signal.signal(signal.SIGINT, before)
+
+
 class Cluster:
   """A Dask client: on the scheduler at `address`, or on an embedded LocalCluster of
   `workers` (one: a worker thread in this process; more: that many worker processes,
@@ -211,9 +228,10 @@ class Cluster:
         self.__exit__(None, None, None)
         raise ClusterUnreachable(f"no Dask scheduler answers at {self.address}: {type(e).__name__}: {e}"[:400]) from None
     else:
-      self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=self.workers > 1,
-                                resources=self.resources or None, dashboard_address=":0",
-                                silence_logs=logging.CRITICAL, scheduler_port=0)
+      with _children_ignore_sigint():
+        self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=self.workers > 1,
+                                  resources=self.resources or None, dashboard_address=":0",
+                                  silence_logs=logging.CRITICAL, scheduler_port=0)
       self.client = Client(self.local, set_as_default=False)
     return self
 

@@ -92,14 +92,16 @@ def settings(config) -> dict:
   try: project = load_settings(config.invocation_params.dir)
   except SettingsError as e: _refuse(str(e))
   ini_dir = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
-  out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids"), "project": None}
+  out = {"manifests": project.manifests, "case_ids": config.getoption("tinyspec_case_ids"), "project": None, "ini_backend": False}
   for name, (_, _default, kind) in OPTIONS.items():
     v = config.getoption(_dest(name))
     ini = config.getini(_dest(name))
     for where, text in ((f"--tinyspec-{name}", v), (f"{_dest(name)} (ini)", ini)):
       bad = control_character(str(text)) if isinstance(text, (str, Path)) else None
       if bad: _refuse(f"{where} holds the control character {bad} [setting.value]")
-    if v is None and isinstance(ini, str) and ini.strip(): v = ini_dir / ini.strip() if kind is Path and ini.strip() != "none" else ini.strip()
+    if v is None and isinstance(ini, str) and ini.strip():
+      v = ini_dir / ini.strip() if kind is Path and ini.strip() != "none" else ini.strip()
+      if name == "backend": out["project"], out["ini_backend"] = ini_dir, True   # cmd:./backend: relative to the ini file
     if v is None:
       v = getattr(project, {"case-timeout": "timeout"}.get(name, name), None)   # (manifests are per backend there)
       if name == "backend" and v is not None: out["project"] = project.folder   # its command's paths are relative to it
@@ -123,6 +125,8 @@ def _runner(config):
   s = settings(config)
   try:
     r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"], project=s["project"])
+    if s["ini_backend"]:   # a repro command names it as it runs from anywhere (`tinyspec run` reads [tool.tinyspec], not the ini)
+      r.backend_arg = s["backend"] if r.spec.python else "cmd:" + shlex.join(r.spec.command)
     config.add_cleanup(r.close)
     r.capabilities()
     r.use_manifest(s["manifest"], s["manifests"])

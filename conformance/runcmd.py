@@ -183,7 +183,7 @@ def _cluster_said(ran, g, jobs) -> int | None:
   code = None
   for tag in ran.missing:
     err(f"no worker has {tag}: the cases of backend {jobs[tag].backend} did not run (where the backend runs, start a worker: "
-        f"dask worker ADDRESS --resources \"{tag}=1\"; docs/cluster.md)")
+        f"dask worker ADDRESS --resources \"{tag}=1\")")
     code = EXIT_UNREADABLE
   for tag, labels in g.mixed.items():
     err(f"the workers' backends {jobs[tag].backend} are not the same ({', '.join(sorted(labels))}): their results are not one "

@@ -48,7 +48,7 @@ class Registry:
 def input_name(op: str, arg: dict) -> str:
   """The name an input or output of storage node (op, arg) is known by in files, `evaluate`
   and the runtimes: its `name` if it has one, else buf{slot} (a BUFFER) or param{slot}
-  (a kernel's PARAM). docs/architecture.md, "Inputs and outputs"."""
+  (a kernel's PARAM), as protocol.md (`tinyspec docs`) names a run's inputs."""
   name = arg.get("name") if isinstance(arg, dict) else None
   if name: return name
   return f"{'buf' if op == 'BUFFER' else 'param'}{arg['slot']}"

@@ -238,16 +238,25 @@ def _umask() -> int:
   return m
 
 
+def npy_form(array) -> np.ndarray:
+  """An array as a .npy file holds it: bfloat16 (ml_dtypes; the .npy format has no such
+  dtype, NumPy would write an opaque `|V2` that reads back as void) as its uint16 bit
+  patterns, the form of the case corpus and of the protocol's files."""
+  a = np.asarray(array)
+  return np.array(a, order="C").view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
 def save_npy(directory, name: str, array, what: str = "output name") -> Path:
-  """DIR/NAME.npy for a sanitized name (no pickles)."""
+  """DIR/NAME.npy for a sanitized name (no pickles; bfloat16 as npy_form says)."""
   p = output_path(directory, name, ".npy", what)
-  return write_file(p, lambda f: np.save(f, np.asarray(array), allow_pickle=False))
+  return write_file(p, lambda f: np.save(f, npy_form(array), allow_pickle=False))
 
 
 def save_npz(path, arrays: dict) -> Path:
-  """A .npz archive at a path the user gave; member names sanitized."""
+  """A .npz archive at a path the user gave; member names sanitized (bfloat16 as npy_form says)."""
   for k in arrays: check_name(k)
-  return write_file(path, lambda f: np.savez(f, **arrays))
+  forms: dict = {k: npy_form(v) for k, v in arrays.items()}
+  return write_file(path, lambda f: np.savez(f, **forms))
 
 
 # ------------------------------------------------------------------ text for terminals

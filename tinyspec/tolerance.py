@@ -5,8 +5,12 @@ the reference evaluator's, and on which inputs that bound holds.
   tolerance(op, dtype, decomposed=False) -> (ulp, domain expression or None)
   in_domain(op, dtype, inputs, decomposed=False) -> bool mask
   within_tolerance(op, dtype, got, want, inputs, decomposed=False) -> bool mask
+
+and how a message shows a float that differs: show_value(v, with_bits) (1.0009765625 (0x3c01)),
+apart(got, want) (", 1 ulp apart"), bits(x) (the bit patterns).
 """
 from __future__ import annotations
+import math
 import numpy as np
 from tinyspec.dtypes import dtype as _dtype
 from tinyspec.tables import tables
@@ -92,3 +96,28 @@ def within_tolerance(op: str, dt: str, got, want, inputs: list, decomposed: bool
   for x in xs: special |= ~np.isfinite(np.broadcast_to(x, dist.shape))
   inside = in_domain(op, dt, inputs, decomposed) if inputs else np.ones(dist.shape, bool)
   return np.where(special, dist == 0, ~inside | (dist <= ulp))
+
+
+# ------------------------------------------------------------------ showing a float
+def bits(x: np.ndarray) -> np.ndarray:
+  """The bit patterns of a float array (as unsigned integers of its width)."""
+  return np.array(x, order="C").view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
+
+
+def show_value(v, with_bits: bool = False) -> str:
+  """A value as text; a float's shortest repr (-0.0 kept), with `with_bits` its bit pattern
+  in hex too: 1.0009765625 (0x3c01)."""
+  v = np.asarray(v)
+  if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
+    f = float(v)
+    text = ("-0.0" if math.copysign(1, f) < 0 else "0.0") if f == 0 else repr(f)
+    return f"{text} (0x{int(bits(v.reshape(1))[0]):0{2 * v.dtype.itemsize}x})" if with_bits else text
+  return str(v.item())
+
+
+def apart(got, want) -> str:
+  """`, N ulp apart` for two floats of one dtype (nothing where one is NaN: no distance)."""
+  want = np.asarray(want)
+  d = float(ulp_distance(np.asarray(got).astype(want.dtype).reshape(1), want.reshape(1))[0])
+  if math.isinf(d): return ""
+  return f", {int(d)} ulp apart" if d < 2.0 ** 53 else f", {d:.3g} ulp apart"

@@ -12,7 +12,7 @@
   Where the device's heuristics say `group_combine: tree` (GPUs), the final reduce is
   instead a tree of steps on the work items, a BARRIER after each (_tree_combine).
   REDUCEs over the same group axes, innermost first, share one buffer's END and BARRIER.
-* Each REDUCE(value, r...) becomes an accumulator (architecture.md "Levels"):
+* Each REDUCE(value, r...) becomes an accumulator (the form of the kernel-loops decision, spec.md):
 
       acc  = BUFFER (), addrspace REG
       init = STORE(AFTER(acc, outer...), identity)        outer: the ranges the REDUCE is inside of

@@ -503,7 +503,8 @@ def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
     if c.valid: continue
     folder = root / "negative" / c.id
     meta = {"id": f"negative/{c.id}", "kind": "negative", "description": c.description or f"breaks {c.expect_rule}",
-            "graph": os.path.relpath(c.input, CASES_DIR / "negative" / c.id).replace(os.sep, "/"),   # the corpus sits beside conformance/rules "level": c.level, "ops": sorted(c.ops()),
+            "graph": os.path.relpath(c.input, CASES_DIR / "negative" / c.id).replace(os.sep, "/"),   # the corpus sits beside conformance/rules
+            "level": c.level, "ops": sorted(c.ops()),
             "expect": {"rule": c.expect_rule, "node": c.node, "exit": c.exit, "only": c.only},
             "generator": {"tool": "tools/gen_cases.py", "version": GENERATOR_VERSION}}
     out.append((folder, meta, c.input))

@@ -101,7 +101,7 @@ def add_options(p, local: str) -> None:
   says what runs without a scheduler."""
   p.add_argument("--scheduler", metavar="ADDRESS", type=_address, default=None,
                  help=f"run the units on the Dask scheduler at ADDRESS (tcp://HOST:PORT; default $TINYSPEC_SCHEDULER, then "
-                      f"[tool.tinyspec] scheduler; without one: {local}); docs/cluster.md")
+                      f"[tool.tinyspec] scheduler; without one: {local})")
   p.add_argument("--db", metavar="PATH", type=Path, default=None,
                  help="the findings database (default OUT/findings.sqlite with --sanitize and --campaign; the graph fuzz keeps "
                       "one only when given): each distinct finding once with its repro and count; a run that stopped "
@@ -140,7 +140,7 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
                     "(another --db or --out starts over)"), file=sys.stderr)
   for tag in rep.missing:
     print(printable(f"{prog}: no worker has {tag}: its units did not run (start a worker that has it: "
-                    f"dask worker ADDRESS --resources \"{tag}=1\"; docs/cluster.md)"), file=sys.stderr)
+                    f"dask worker ADDRESS --resources \"{tag}=1\")"), file=sys.stderr)
   if rep.lost is not None:
     kept = (f"are kept in {db}: the same command continues from there" if db is not None else
             "are the ones above (with --db PATH they are kept, and the same command continues from there)")
@@ -149,11 +149,14 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
   return None
 
 
-def interrupted(prog: str, e: BaseException, db: Path) -> int:
-  """After SIGINT or SIGTERM: the children killed, what is kept said; exit 130 or 143."""
+def interrupted(prog: str, e: BaseException, db: Path | None) -> int:
+  """After SIGINT or SIGTERM: the children killed, what is kept said (db None: a graph fuzz
+  without --db keeps nothing); exit 130 or 143."""
   from tinyspec.deadline import kill_children, Terminated
   from tinyspec.files import printable
   kill_children()
+  kept = (f"are kept in {db}: the same command continues from there" if db is not None else
+          "are not kept (with --db PATH they are, and the same command continues from there)")
   print(printable(f"{prog}: interrupted by {'SIGTERM' if isinstance(e, Terminated) else 'SIGINT'}; the findings of the units that "
-                  f"finished are kept in {db}: the same command continues from there"), file=sys.stderr)
+                  f"finished {kept}"), file=sys.stderr)
   return getattr(e, "exit_code", 130)

@@ -24,19 +24,13 @@ within it); MAX is exact. Where sum |x| overflows the dtype the result is free e
 for NaN inputs.
 """
 from __future__ import annotations
-import math
 import numpy as np
 from tinyspec.dtypes import DTYPES
-from tinyspec.tolerance import ulp_distance, tolerance, in_domain
+from tinyspec.tolerance import ulp_distance, tolerance, in_domain, bits, show_value, apart   # (bits, show_value, apart: what a message shows of a float)
 from tinyspec.tables import tables
 
 
 def _is_float(dt: str) -> bool: return DTYPES[dt].cls == "float"
-
-
-def bits(x: np.ndarray) -> np.ndarray:
-  """The bit patterns of a float array (as unsigned integers of its width)."""
-  return np.array(x, order="C").view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
 
 
 def mismatches(got, want, dt: str, bounds=0.0, alternatives=()) -> np.ndarray:
@@ -80,25 +74,6 @@ def describe(got, want, dt: str, bounds=0.0, limit: int = 3, alternatives=()) ->
     alt = f" or {' or '.join(dict.fromkeys(also))}" if also else ""
     return f"at {i}: got {show_value(got[i], True)}, expected {show_value(want[i], True)}{alt}{apart(got[i], want[i])}{tol}"
   return f"{int(bad.sum())} of {bad.size} elements differ; " + "; ".join(fmt(i) for i in idx)
-
-
-def show_value(v, with_bits: bool = False) -> str:
-  """A value as text; a float's shortest repr (-0.0 kept), with `with_bits` its bit pattern
-  in hex too: 1.0009765625 (0x3c01)."""
-  v = np.asarray(v)
-  if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
-    f = float(v)
-    text = ("-0.0" if math.copysign(1, f) < 0 else "0.0") if f == 0 else repr(f)
-    return f"{text} (0x{int(bits(v.reshape(1))[0]):0{2 * v.dtype.itemsize}x})" if with_bits else text
-  return str(v.item())
-
-
-def apart(got, want) -> str:
-  """`, N ulp apart` for two floats of one dtype (nothing where one is NaN: no distance)."""
-  want = np.asarray(want)
-  d = float(ulp_distance(np.asarray(got).astype(want.dtype).reshape(1), want.reshape(1))[0])
-  if math.isinf(d): return ""
-  return f", {int(d)} ulp apart" if d < 2.0 ** 53 else f", {d:.3g} ulp apart"
 
 
 # ------------------------------------------------------------------ bounds from the table

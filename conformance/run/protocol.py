@@ -347,11 +347,5 @@ def read_outputs(ans: dict, out_dir) -> dict:
 def write_outputs(outputs: dict, out_dir: Path) -> dict:
   """Save a backend's outputs as protocol .npy files in out_dir: name -> path. Names are
   sanitized (tinyspec.files: an output named `../../x` is refused, rule path.name)."""
-  import numpy as np
   from tinyspec.files import save_npy
-  out = {}
-  for k, v in outputs.items():
-    v = np.asarray(v)
-    if v.dtype.name == "bfloat16": v = np.array(v, order="C").view(np.uint16)
-    out[k] = str(save_npy(out_dir, k, v))
-  return out
+  return {k: str(save_npy(out_dir, k, v)) for k, v in outputs.items()}   # (bfloat16 as its uint16 bit patterns)

@@ -5,7 +5,7 @@
     cases = "tests/cases"                   # a case corpus of the project's own (default: the shipped one)
     timeout = 30                            # seconds per case
     profile = "portable"                    # strict or portable (default: the one the backend claims)
-    scheduler = "tcp://10.0.0.5:8786"       # the Dask scheduler tinyspec fuzz runs on (docs/cluster.md)
+    scheduler = "tcp://10.0.0.5:8786"       # the Dask scheduler tinyspec fuzz and conformance run on
     [tool.tinyspec.manifests]
     mine = "tests/mine-manifest.yaml"       # expected failures / exclusions of the backend named `mine`
 

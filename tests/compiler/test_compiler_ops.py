@@ -153,3 +153,20 @@ def test_kernel_reduce_over_a_range_of_size_one(target, op, opts):
   want = evaluate(b.graph(), inp)["param1"]
   got = compile_graph(b.graph(), target, opts=opts, keep_stages=False).run(inp)["param1"]
   assert np.asarray(want).tobytes() == inp["param0"].tobytes() == np.asarray(got).tobytes(), (want, got)
+
+
+@pytest.mark.parametrize("dt, got, want, said", [
+  # a float16 rounding bug (truncation): one ulp, both bit patterns
+  ("float16", 0.99951171875, 1.0, "got 0.99951171875 (0x3bff), want 1.0 (0x3c00), 1 ulp apart"),
+  ("float32", -0.0, 0.0, "got -0.0 (0x80000000), want 0.0 (0x00000000), 0 ulp apart"),   # the sign of zero
+  ("bfloat16", 1.0078125, 1.0, "got 1.0078125 (0x3f81), want 1.0 (0x3f80), 1 ulp apart"),
+  ("float64", np.nan, 2.0, "got nan (0x7ff8000000000000), want 2.0 (0x4000000000000000)"),   # no distance to a NaN
+])
+def test_a_float_that_differs_shows_its_bits_and_ulps(dt, got, want, said):
+  """check.compare's message (the stage checks, `tinyspec compile --check`) shows a float as
+  the conformance runner does: its bit pattern in hex and the distance in ulps."""
+  t = np_dtype(dt)
+  msg = compare(np.array([want, got], t), np.array([want, want], t), dt, 0)
+  assert msg is not None and said in msg and "at (1,)" in msg, msg
+  assert "ulp apart" not in msg or not np.isnan(got)
+  assert compare(np.array([5, 7], np.int32), np.array([5, 6], np.int32), "int32") == "1 of 2 differ, e.g. at (1,): got 7, want 6"

@@ -70,6 +70,20 @@ def test_every_rule_has_a_negative_case():
   assert tables().rule_ids() <= rules, sorted(tables().rule_ids() - rules)
 
 
+def test_every_case_names_the_ops_of_its_graph_and_its_level():
+  """The README's `ops` ("every op in the graph") and `level` hold for negative cases too:
+  a negative case's are its rule case's."""
+  from tinyspec.graph import load_file
+  from tinyspec.conformance.corpus.rulecases import load_rule_cases
+  levels = {f"negative/{c.id}": c.level for c in load_rule_cases() if not c.valid}
+  negatives = [c for c in CASES if c.kind == "negative"]
+  assert len(negatives) == len(levels) and sum(bool(c.ops) for c in negatives) > len(negatives) // 2
+  for case in negatives:
+    g, _ = load_file(case.graph)   # (None for the file-level rules' unreadable graphs: no ops)
+    assert case.ops == sorted({n.op for n in g.nodes} if g is not None else ()), case.id
+    assert "level" in case.meta and case.level == levels[case.id], case.id
+
+
 def test_cases_read_without_the_package():
   # the README's recipe: case.json, the graph, .npy arrays (bfloat16 as uint16 bits), sha256
   for case in CASES[::37] + [c for c in CASES if c.id in ('MAX/float32', 'MULACC/float32', 'CAST/float32')]:

@@ -8,7 +8,9 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+import pytest
 from test_repro import _broken_backend
+from hostile import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "support" / "fake_backend.py"
@@ -123,3 +125,30 @@ def test_an_expected_failure_that_passes_fails_the_session(tmp_path):
   r = pytest_in(tmp_path, *corpus(f"--tinyspec-backend={_broken_backend(tmp_path)}", f"--tinyspec-manifest={m}",
                                   "--tinyspec-case", "MUL/float32"))
   assert r.returncode == 1 and "1 failed" in r.stdout and "XPASS(strict)" in r.stdout, r.stdout[-3000:]
+
+
+@pytest.mark.parametrize("ini", ["pytest.ini", "pyproject.toml", "tool.tinyspec"])
+def test_an_ini_backends_relative_path_is_from_the_ini_files_folder(tmp_path, ini, monkeypatch):
+  """`tinyspec_backend = cmd:./backend` in pytest.ini or [tool.pytest.ini_options], and
+  `backend = "cmd:./backend"` in [tool.tinyspec], name the program beside that file,
+  whichever folder pytest or `tinyspec conformance` runs from; an ini backend's failure
+  has a repro command naming it by its full path."""
+  src = (ROOT / "conformance" / "examples" / "python" / "backend.py").read_text()
+  src = src.replace('"ADD": lambda s, arg: s[0] + s[1],', '"ADD": lambda s, arg: s[0] + s[1] + 1 if s[0].dtype == np.int32 else s[0] + s[1],')   # int32 ADD planted wrong
+  (tmp_path / "backend").write_text(f"#!{sys.executable}\n" + src)
+  (tmp_path / "backend").chmod(0o755)
+  (tmp_path / "manifest.yaml").write_text("expected_failures: {}\nexclude: {}\n")
+  key = "tinyspec_backend = cmd:./backend\n"
+  text = {"pytest.ini": "[pytest]\n" + key, "pyproject.toml": '[tool.pytest.ini_options]\ntinyspec_backend = "cmd:./backend"\n',
+          "tool.tinyspec": '[tool.tinyspec]\nbackend = "cmd:./backend"\n'}[ini]
+  (tmp_path / ("pytest.ini" if ini == "pytest.ini" else "pyproject.toml")).write_text(text)
+  (tmp_path / "tests" / "deeper").mkdir(parents=True)
+  r = pytest_in(tmp_path / "tests" / "deeper", *corpus("--tinyspec-case", "ADD/float32", "--tinyspec-case", "ADD/int32"))
+  out = r.stdout + r.stderr
+  assert r.returncode == 1 and "1 passed" in out and "1 failed" in out and "ADD/int32] - Failed: fail" in out, out[-3000:]
+  if ini == "tool.tinyspec":   # `tinyspec run` reads it too: the repro leaves the backend to it
+    assert "repro: tinyspec run --case ADD/int32" in out, out[-3000:]
+    monkeypatch.chdir(tmp_path / "tests" / "deeper")
+    rc, said = cli("conformance", "--case", "ADD/float32", "--case", "ADD/int32")
+    assert rc == 1 and "1 passed, 1 failed" in said, said
+  else: assert f"--backend {shlex.quote('cmd:' + str(tmp_path / 'backend'))}" in out, out[-3000:]   # the repro runs from anywhere

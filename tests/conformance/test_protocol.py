@@ -5,6 +5,7 @@ and Python) pass the ADD cases as written, and fail them when a bug is planted."
 from __future__ import annotations
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -151,8 +152,27 @@ def test_the_c_starter_builds_with_cc_and_passes_the_add_cases_inline(tmp_path):
 
 
 def test_the_python_starter_passes_the_add_cases(tmp_path):
+  src = (EXAMPLES / "python" / "backend.py").read_text()
+  assert "np.load" not in src and "np.save" not in src and '"arrays": "inline"' in src   # inline arrays only, both ways
   rc, text = cli("conformance", "--backend", python_starter(tmp_path), "-k", "ADD")
   assert rc == 0 and text.strip().splitlines()[-1].startswith("24 passed, 0 failed"), text
+
+
+def test_the_python_worker_serves_a_backend_with_inline_arrays_both_ways():
+  """`python -m tinyspec.conformance.run.worker --arrays inline` chooses inline arrays in its
+  hello, and a registered backend's cases (every dtype, bfloat16 and -0.0 included) pass
+  through them, in and out; offered .npy alone, it refuses."""
+  argv = [sys.executable, "-m", "tinyspec.conformance.run.worker", "--backend", "ref", "--arrays", "inline"]
+  def hello(offered):
+    p = subprocess.run(argv, input=json.dumps({"cmd": "hello", "protocol": 1, "arrays": offered}) + "\n", capture_output=True, text=True, timeout=60)
+    ans = json.loads(p.stdout)
+    assert problem(ans, "hello_answer") is None, ans
+    return ans
+  assert hello(list(ARRAYS))["arrays"] == "inline"
+  refused = hello(["npy"])
+  assert refused["ok"] is False and "inline" in refused["error"]
+  rc, text = cli("conformance", "--backend", "cmd:" + shlex.join(argv), "-k", "ADD", "--manifest", "none")
+  assert rc == 0 and "0 failed" in text and "43 passed" in text, text
 
 
 @pytest.mark.parametrize("lang, plant, case, said", [

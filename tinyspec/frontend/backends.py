@@ -4,7 +4,7 @@ The front end uses the one registry of tinyspec/backends.py, which the conforman
 uses too: the built-ins `ref` (the NumPy reference evaluator), `c` and `opencl` (the
 compiler) come from the entry point group `tinyspec.backends`; `register_backend(name,
 obj)` adds any object with `run(graph, inputs)`. `graph` is a tinyspec Graph, `inputs`
-maps input names (`buf{slot}`, see docs/architecture.md) to NumPy arrays, and the outputs
+maps input names (`buf{slot}`: tinyspec.dispatch.input_name) to NumPy arrays, and the outputs
 come back keyed `out{k}` for the k-th root.
 """
 from __future__ import annotations

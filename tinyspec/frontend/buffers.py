@@ -7,8 +7,7 @@ one, however equal their slot, dtype, device and shape; the data is kept per Buf
 
 `export(roots)` gives what a file or a backend sees: the graph with the front-end BUFFERs
 numbered 0, 1, 2... in graph order (skipping slots that other BUFFERs of the graph use)
-and their tags dropped, and the inputs keyed by those numbers (docs/architecture.md:
-`buf{slot}`). The slots inside the UOps are just unique numbers; only export's matter.
+and their tags dropped, and the inputs keyed by those numbers (`buf{slot}`: dispatch.input_name). The slots inside the UOps are just unique numbers; only export's matter.
 """
 from __future__ import annotations
 import itertools
