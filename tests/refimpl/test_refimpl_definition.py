@@ -276,10 +276,6 @@ def test_store_after_a_gated_accumulation_is_not_gated():
 def test_tinygrads_threaded_cumsum_backward():
   # the program tinygrad's CPU device ran (2 threads, nested REG accumulators, IF-gated
   # STOREs): d/dx_i sum(cumsum(x)) = N - i, as tinygrad gives (too long for the interpreter:
-  # its form is gated_accumulator above)
-  from tinyspec.refimpl.errorbound import evaluate_with_bounds
+  # its form is gated_accumulator above, with the error bound's graph; this one's takes a minute)
   g = Graph.load(Path(__file__).with_name("data") / "cumsum_backward_cpu_threads.program.json")
-  want = np.arange(600, 0, -1).astype(np.float32)
-  assert np.array_equal(evaluate(g)["param0"], want)
-  got, bounds = evaluate_with_bounds(g, {})
-  assert np.array_equal(got["param0"], want) and np.all(np.isfinite(bounds["param0"]))
+  assert np.array_equal(evaluate(g)["param0"], np.arange(600, 0, -1).astype(np.float32))
