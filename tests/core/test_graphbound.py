@@ -234,3 +234,19 @@ def test_the_closed_forms_are_the_corners_maximum(monkeypatch):
   qs = got["out5"].astype(np.float64) * -1
   inside = (np.abs(qs - xs) <= corners["out5"]) & (corners["out5"] > 0)
   assert inside.any() and (closed["out10"][inside] == 1).all()
+
+
+def test_the_bits_of_an_inexact_float_are_not_judged_and_of_an_exact_one_are():
+  """BITCAST (and an integer from it) of an inexactly computed float: bound inf, so bits
+  2 ulp away are accepted (tinygrad's test_multitensor test_bitcast); of an exact float: 0."""
+  from tinyspec.interop.compare import compare
+  b = Builder()
+  x = b.param((8,), F32, 0, name="x")
+  g = b.graph([b.BITCAST(b.SIN(x), arg="int32"), b.ADD(b.BITCAST(b.SIN(x), arg="int32"), b.const(1, "int32")),
+               b.BITCAST(x, arg="int32")], level="tensor")
+  xs = rng.standard_normal(8).astype(np.float32)
+  got, bounds = evaluate_with_bounds(g, {"x": xs})
+  assert np.isinf(bounds["out0"]).all() and np.isinf(bounds["out1"]).all() and (bounds["out2"] == 0).all()
+  off = got["out0"] + 2   # 2 ulp of the float away
+  assert compare(off, got["out0"], bounds["out0"]).ok and compare(got["out1"] + 2, got["out1"], bounds["out1"]).ok
+  assert not compare(got["out2"] + 2, got["out2"], bounds["out2"]).ok
