@@ -44,7 +44,7 @@ from tinyspec.tables import tables
 from tinyspec.validate import validate
 from tinyspec.refimpl.engine import as_graph
 from tinyspec.refimpl.errors import EvalError
-from tinyspec.refimpl.registry import UNITS, role
+from tinyspec.refimpl.registry import EFFECT_ROLES, UNITS, role
 from tinyspec.refimpl.numeric import NP, CLS, NARROW, canonical_nan
 from tinyspec.refimpl.alu import alu
 from tinyspec.refimpl.ops.elementwise import truth
@@ -181,7 +181,8 @@ class Interpreter:
 
   def _if_blocks(self):
     """ifs[i]: the IFs whose gate node i runs under (the ones it depends on, not through their
-    ENDIF; in a LINEAR also the blocks its position lies in)."""
+    ENDIF nor through an effect: what is ordered after a gated STORE is not gated; in a
+    LINEAR also the blocks its position lies in)."""
     self.ifs: dict[int, frozenset] = {}
     inside: dict[int, frozenset] = {}
     stack: list[int] = []
@@ -193,7 +194,8 @@ class Interpreter:
     for i in self.order:
       n = self.nodes[i]
       s = set(inside.get(i, ()))
-      for j in n.src: s |= self.ifs[j]
+      for j in n.src:
+        if role(self.nodes[j].op) not in EFFECT_ROLES: s |= self.ifs[j]
       if role(n.op) == "if": s.add(i)
       elif role(n.op) == "endif": s.discard(n.src[0])
       self.ifs[i] = frozenset(s)

@@ -13,7 +13,7 @@ What it finds:
 """
 from __future__ import annotations
 from collections import defaultdict
-from tinyspec.refimpl.registry import role
+from tinyspec.refimpl.registry import EFFECT_ROLES, role
 from tinyspec.refimpl.errors import EvalError
 
 FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built
@@ -157,7 +157,8 @@ class Plan:
       elif r == "barrier": mask &= ~local_bits
       elif r == "sink": mask = 0
       axes[i] = mask
-    # IF blocks: a node is inside every IF it depends on (not through the IF's ENDIF); in a
+    # IF blocks: a node is inside every IF it depends on (not through the IF's ENDIF, nor
+    # through an effect: a GROUP or END ordered after a gated STORE runs ungated); in a
     # LINEAR also inside every IF whose block its position falls in.
     self.ifs: dict[int, frozenset] = {}
     empty = frozenset()
@@ -173,7 +174,7 @@ class Plan:
       n = nodes[i]
       s = open_at.get(i, empty)
       for j in n.src:
-        sj = self.ifs.get(j, empty)
+        sj = self.ifs.get(j, empty) if role(nodes[j].op) not in EFFECT_ROLES else empty
         if sj: s = s | sj
       r = role(n.op)
       if r == "if": s = s | {i}

@@ -2,7 +2,7 @@
 from what is registered and the levels the tables allow, never listed."""
 from __future__ import annotations
 from tinyspec.tables import tables
-from tinyspec.refimpl.unit import UNITS, Unit, ROLES, LEVELS, unit, role   # noqa: F401  (re-exported)
+from tinyspec.refimpl.unit import UNITS, Unit, ROLES, EFFECT_ROLES, LEVELS, unit, role   # noqa: F401  (re-exported)
 from tinyspec.refimpl import ops as _ops   # noqa: F401  (importing the package registers every unit)
 
 

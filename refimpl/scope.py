@@ -60,6 +60,7 @@ class NodeCtx:
   def value(self, k): return self.s.values[self.node.src[k]]
   def src_dtype(self, k): return self.s.m.views[self.node.src[k]].dtype
   def src_shape(self, k): return self.s.m.views[self.node.src[k]].shape
+  def need(self, nbytes: int): self.s.m.budget.need(nbytes, self.i, self.node.op)   # a copy a unit's estimate left out
 
   def shape_value(self, k):
     v = self.s.m.views[self.node.src[k]].value
@@ -110,9 +111,12 @@ class Scope:
     if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
     flush = "flush" in m.variants and node.op in variant_scope("flush")
     if flush: saved = self.flush_sources(i)
-    if unread_link: val = None
-    elif u.raw: val = u.fn(ctx)
-    else: val = u.fn(ctx, *self.args(i))
+    try:
+      if unread_link: val = None
+      elif u.raw: val = u.fn(ctx)
+      else: val = u.fn(ctx, *self.args(i))
+    except MemoryError as e:   # an allocation no estimate foresaw: refused as the budget would, not a crash
+      raise EvalError(f"its value could not be allocated ({e}); the memory budget is {m.budget.limit:,} bytes", i, node.op, rule="eval.budget") from None
     if flush:
       self.values.update(saved)
       if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):

@@ -43,6 +43,8 @@ ROLES = {
   "sink": "void: the end of a kernel or program, after every loop (SINK, LINEAR, PROGRAM, SOURCE)",
   "call": "evaluates a body (FUNCTION, CALL)",
 }
+# the roles of effects: what depends on one is ordered after it, not inside its IF block
+EFFECT_ROLES = frozenset({"store", "effect", "close", "barrier"})
 
 
 UNITS: dict[str, Unit] = {}

@@ -38,6 +38,7 @@ import ast
 import numpy as np
 from tinyspec import portable as P
 from tinyspec.dispatch import Registry, input_name
+from tinyspec.errorbound_forms import FIRST_ORDER   # the corners' maximum in closed form, per op
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -161,7 +162,14 @@ class _Shadow:
       # an integer from an inexact integer: wraps and bit operations are not monotone, so
       # unbounded wherever an operand is inexact (exact where its bound is 0 at run time)
       self.E[i] = self.add("WHERE", (self.any_positive(inexact_ints), self.const(INF), self.const(0.0))); return
-    # corners: each inexact operand at v - E and v + E (a bool: both values), in float64
+    form = FIRST_ORDER.get(n.op)
+    worst = form(self, i, n, [self.e(j) for j in src]) if form is not None else None
+    if worst is None: worst = self.corners(i, n, src, es, dt)
+    self.E[i] = self.add("ADD", (worst, self.local(i, n, moved=worst))) if cls == "float" else worst
+
+  def corners(self, i, n, src, es, dt) -> int:
+    """The largest distance from the op's value over its operands' corners: each inexact
+    operand at v - E and v + E (a bool: both values), in float64."""
     opts = []
     for j, e in zip(src, es):
       sdt = self.views[j].dtype
@@ -177,7 +185,8 @@ class _Shadow:
       c = self.add(n.op, combo, self._arg(n, dt))
       d = self.distance(as_f64(c), as_f64(nominal))
       worst = d if worst is None else self.max_(worst, d)
-    self.E[i] = self.add("ADD", (worst, self.local(i, n, moved=worst))) if cls == "float" else worst
+    assert worst is not None
+    return worst
 
   def any_positive(self, es: list) -> int:
     assert es, "no error terms"
@@ -588,3 +597,4 @@ def within(got, want, bound) -> np.ndarray:
     close = np.abs(g - w) <= b
   same = (g == w) | (np.isnan(g) & np.isnan(w))
   return same | close | np.isinf(b)
+

@@ -16,7 +16,11 @@ def flip(ctx, x): return x[tuple(slice(None, None, -1) if f else slice(None) for
 
 
 @unit("RESHAPE", alloc=0)
-def reshape(ctx, x, _s): return x.reshape(ctx.shape)   # copies (and is then counted) only if x is strided
+def reshape(ctx, x, _s):
+  """A view of a contiguous array; any other (a broadcast EXPAND, say) may be copied, which
+  asks the budget first (NumPy copies before it finds out)."""
+  if not x.flags.c_contiguous: ctx.need(x.dtype.itemsize * int(np.prod(ctx.shape, dtype=np.int64)))
+  return x.reshape(ctx.shape)
 
 
 @unit("EXPAND", alloc=0)

@@ -96,6 +96,36 @@ def test_memory_budget_refuses_before_allocating():
   assert evaluate(b.graph(), budget="1G")["out0"].shape == (4096, 4096)
 
 
+def test_a_reshape_that_copies_a_window_far_over_the_budget_is_refused_quickly():
+  # tinygrad's Tensor.arange(N) at tensor level: a (N+1, 2N-1) broadcast window reshaped
+  # flat, which NumPy copies (issue 31 S15: a raw MemoryError, or a worker killed)
+  import resource
+  import time
+  b = Builder()
+  x = b.buffer((1, 199999), "int32", 0)
+  window = b.EXPAND(x, b.shape(100001, 199999))                 # a view: free
+  b.RESHAPE(window, b.const(100001 * 199999, "index"))          # 80 GB copied
+  rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  t = time.perf_counter()
+  with pytest.raises(EvalError) as e: evaluate(b.graph(), budget="1G")
+  assert e.value.rule == "eval.budget" and e.value.op == "RESHAPE" and "80,000,399,996 bytes" in str(e.value)
+  assert time.perf_counter() - t < 5 and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 200_000   # KiB
+  b2 = Builder()
+  small = b2.EXPAND(b2.buffer((1, 3), "int32", 0), b2.shape(4, 3))
+  b2.RESHAPE(small, b2.const(12, "index"))                      # a copy within the budget: as before
+  assert evaluate(b2.graph())["out0"].shape == (12,)
+
+
+def test_an_allocation_no_estimate_foresaw_is_the_budgets_refusal(monkeypatch):
+  from tinyspec.refimpl.ops import movement
+  def no_memory(*a, **k): raise MemoryError("Unable to allocate 74.5 GiB")
+  monkeypatch.setattr(movement, "np", type("NP", (), {"zeros": staticmethod(no_memory)}))
+  b = Builder()
+  b.PAD(b.buffer((4,), F32, 0), b.shape(1), b.shape(6))
+  with pytest.raises(EvalError) as e: evaluate(b.graph())
+  assert e.value.rule == "eval.budget" and e.value.op == "PAD" and "74.5 GiB" in str(e.value)
+
+
 def test_budget_from_the_environment(monkeypatch):
   monkeypatch.setenv("TINYSPEC_EVAL_BUDGET", "1M")
   assert default_budget() == 1 << 20

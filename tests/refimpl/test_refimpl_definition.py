@@ -235,3 +235,47 @@ def test_planted_product_that_does_not_wrap_is_caught(tinygrad_kernels, monkeypa
   products = _accumulating(tinygrad_kernels, "int32", "MUL")
   assert products
   with pytest.raises(AssertionError, match="the definition"): check_drawn(products, 30, shrink=False)
+
+
+def gated_accumulator(rows: int, n: int):
+  """The form of tinygrad's threaded cumsum backward on the CPU device (issue 31, S7): a REG
+  accumulator updated by STOREs inside IF blocks of an inner loop (the gate varies with it),
+  read after the loop's END and stored to the output: out[c*rows + i] = #{k < n : k < i + c + 1}."""
+  b = Builder()
+  out = b.param((2 * rows,), "float32", 0)
+  acc = b.buffer((1,), "float32", 0, addrspace="REG")
+  z = b.const(0, "index")
+  c = b.add("SPECIAL", b.const(2, "index"), arg={"name": "tidx0"})
+  i = b.range(rows, 1, "LOOP")
+  init = b.STORE(b.INDEX(b.AFTER(acc, i), z), b.const(0.0, "float32"))
+  k = b.range(n, 0, "REDUCE")
+  a = b.INDEX(b.AFTER(acc, init, k), z)
+  f = b.IF(b.CMPLT(k, b.ADD(b.ADD(i, c), b.const(1, "index"))), a)
+  st = b.STORE(a, b.ADD(b.LOAD(a), b.const(1.0, "float32")))   # inside the IF block by its position
+  b.ENDIF(f)
+  e = b.END(b.GROUP(st), k)   # ordered after the gated STORE, not inside its block
+  row = b.ADD(b.MUL(c, b.const(rows, "index")), i)
+  b.SINK(b.END(b.STORE(b.INDEX(out, row), b.LOAD(b.INDEX(b.AFTER(acc, e), z))), i))
+  b.PROGRAM(b.LINEAR(*range(len(b.nodes))), arg={"name": "cumsum_backward"})
+  return b.graph()
+
+
+def test_store_after_a_gated_accumulation_is_not_gated():
+  # a STORE ordered after IF-gated STOREs (through GROUP and END) runs everywhere: the
+  # reference, the definition and the error bound's graph gave zeros or refused
+  from tinyspec.refimpl.errorbound import evaluate_with_bounds
+  rows, n = 3, 5
+  g = gated_accumulator(rows, n)
+  want = np.array([min(i + c + 1, n) for c in range(2) for i in range(rows)], np.float32)
+  assert np.array_equal(interpret(g)["param0"], want)
+  assert np.array_equal(evaluate(g)["param0"], want)
+  got, bounds = evaluate_with_bounds(g, {})
+  assert np.array_equal(got["param0"], want) and np.all(bounds["param0"] == 0)
+
+
+def test_tinygrads_threaded_cumsum_backward():
+  # the program tinygrad's CPU device ran (2 threads, nested REG accumulators, IF-gated
+  # STOREs): d/dx_i sum(cumsum(x)) = N - i, as tinygrad gives (too long for the interpreter:
+  # its form is gated_accumulator above, with the error bound's graph; this one's takes a minute)
+  g = Graph.load(Path(__file__).with_name("data") / "cumsum_backward_cpu_threads.program.json")
+  assert np.array_equal(evaluate(g)["param0"], np.arange(600, 0, -1).astype(np.float32))
