@@ -249,7 +249,7 @@ class _JitRealizes:
     from tinyspec.interop.tinygrad_assign import stored_buffers
     writes = set(rec.created) | set(stored_buffers(rec.roots).values())
     reads = set(rec.inputs)
-    for prev, _, p_reads, p_writes, _ in self.pending:
+    for prev, _, _, p_writes, _ in self.pending:
       if reads & p_writes and not rec.limitation: rec.limitation = self.REASON.format(what="it reads a buffer that", saw="saw")
       if writes & p_writes and not prev.limitation: prev.limitation = self.REASON.format(what="a buffer it writes", saw="left")
     outs = [(t.uop, t.shape, t.numel()) for t in tensors]   # UOps, not the Tensors: a live Tensor would change TinyJit's memory plan
