@@ -40,6 +40,8 @@ NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) 
 JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT holds is placed by tinygrad's memory planner "
              "in the JIT's arena: it has no Buffer of its own to read after the JIT's first run")
 SYMBOLIC_SHAPE = "a tensor of a symbolic shape (a bound Variable) that is not one whole buffer: Tensor.numpy refuses it"
+JIT_VIEW = ("inside a TinyJit capture, a result that is a view of a buffer, not the whole buffer, is not read: tinygrad "
+            "forbids Tensor.numpy while TinyJit captures")
 JIT_ABANDONED = ("inside a TinyJit capture that tinygrad abandoned (it raised before the JIT's first run): the captured "
                  "schedule never ran, so there are no values")
 
@@ -197,9 +199,16 @@ def _tensor_value(t, jit: bool = False):
 
 
 def _unallocated(u) -> bool:
-  """u is a buffer (or a view of one) that tinygrad has not made or not allocated."""
+  """u is a buffer (or a view of one) whose buffer tinygrad has not made or not allocated."""
   from tinygrad.uop.ops import Ops
-  return u.base.op is Ops.BUFFER and ((buf := known_buffer(u)) is None or not buf.is_allocated())
+  return u.base.op is Ops.BUFFER and ((buf := known_buffer(u.base)) is None or not buf.is_allocated())
+
+
+def _why_unread(u, shape, jit: bool = False) -> str | None:
+  """Why the value of a realized tensor (its UOp u after the realize) was left unread, where the capture knows."""
+  if _unallocated(u): return JIT_ARENA if jit and known_buffer(u.base) is None else NEVER_ALLOCATED
+  if not all(isinstance(d, int) for d in shape): return SYMBOLIC_SHAPE
+  return JIT_VIEW if jit else None
 
 
 def _quietly(read):
@@ -260,8 +269,7 @@ class _JitRealizes:
     done = [p for p in self.pending if p[4].captured is not None and p[4].captured.linear is linear]
     for rec, outs, _, writes, _ in done:
       rec.outputs = [_uop_value(u, shape, n) for u, shape, n in outs]
-      rec.unread = {k: JIT_ARENA if known_buffer(u) is None else NEVER_ALLOCATED
-                    for k, (u, _, _) in enumerate(outs) if rec.outputs[k] is None and _unallocated(u)}
+      rec.unread = {k: why for k, (u, shape, _) in enumerate(outs) if rec.outputs[k] is None and (why := _why_unread(u, shape, jit=True))}
       rec.final = {u: a for u in writes if isinstance(a := read_buffer(known_buffer(u)), np.ndarray)}
       if rec.unread and len(rec.unread) == len(outs) and not rec.final and not rec.limitation:
         rec.limitation = next(iter(rec.unread.values()))   # nothing of tinygrad's to compare
@@ -356,6 +364,5 @@ def _read_results(rec: Realization, tensors) -> None:
   values = [_tensor_value(t) for t in tensors]
   if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable)), "")
   rec.outputs = [v if isinstance(v, np.ndarray) else None for v in values]
-  rec.unread = {k: NEVER_ALLOCATED if _unallocated(t.uop) else SYMBOLIC_SHAPE for k, t in enumerate(tensors)
-                if rec.outputs[k] is None and (_unallocated(t.uop) or not all(isinstance(d, int) for d in t.shape))}
+  rec.unread = {k: why for k, t in enumerate(tensors) if rec.outputs[k] is None and (why := _why_unread(t.uop, t.shape))}
   rec.final = {u: a for u in [*rec.inputs, *rec.created] if isinstance(a := read_buffer(known_buffer(u)), np.ndarray)}
