@@ -21,7 +21,13 @@ it records why (`Realization.limitation`) instead of failing the program:
   a JIT replay runs no realize and is not recorded;
 - a multi-device buffer (MultiBuffer) reads as its shards one after another in device
   order, and a CALL over them is recorded once per device (what each device ran);
-- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing).
+- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing);
+- a buffer tinygrad never allocated (a realized `Tensor.empty`) has no contents either: it is
+  not read (reading it would allocate it, and TinyJit takes an allocated buffer for an input).
+
+It only looks up the Buffers tinygrad made (`known_buffer`, never `UOp.buffer`, which makes
+and registers one, and a registered BUFFER is one TinyJit's memory planner must not plan),
+and reads them without allocating anything (`read_buffer`).
 """
 from __future__ import annotations
 import contextlib
@@ -29,6 +35,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
+NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) has no contents; reading it would allocate it, "
+                   "and TinyJit takes an allocated buffer for an input")
+JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT holds is placed by tinygrad's memory planner "
+             "in the JIT's arena: it has no Buffer of its own to read after the JIT's first run")
+SYMBOLIC_SHAPE = "a tensor of a symbolic shape (a bound Variable) that is not one whole buffer: Tensor.numpy refuses it"
+JIT_VIEW = ("inside a TinyJit capture, a result that is a view of a buffer, not the whole buffer, is not read: tinygrad "
+            "forbids Tensor.numpy while TinyJit captures")
+JIT_ABANDONED = ("inside a TinyJit capture that tinygrad abandoned (it raised before the JIT's first run): the captured "
+                 "schedule never ran, so there are no values")
 
 
 @dataclass(frozen=True)
@@ -81,7 +96,8 @@ class Realization:
   (a constant-only tensor has no device; a realized buffer is one already): their values
   are read as tinygrad gives them (`Tensor.numpy`). `var_vals`: the bound variables' values
   (name -> int). `limitation`: why the realize's values cannot be judged ('' when they can).
-  `jit`: made inside a TinyJit capture (its schedule ran after it, not recorded here)."""
+  `jit`: made inside a TinyJit capture (its schedule ran after it, not recorded here).
+  `unread`: the positions of outputs left unread, each with why (a buffer tinygrad never allocated)."""
   index: int
   roots: list
   inputs: dict
@@ -93,6 +109,7 @@ class Realization:
   var_vals: dict = field(default_factory=dict)
   limitation: str = ""
   jit: bool = False
+  unread: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -103,7 +120,8 @@ class Capture:
 def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
   """A tinygrad Buffer's contents as a NumPy array of the matching tinyspec dtype (a copy),
   None when it is not allocated, or Unreadable (a NULL-device buffer). A MultiBuffer reads
-  as its shards one after another (device order); shape then gives one shard's shape."""
+  as its shards one after another (device order); shape then gives one shard's shape.
+  Nothing is allocated: a view that is not opened yet is read from its base's bytes."""
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
@@ -114,16 +132,39 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
   if str(buf.device).split(":")[0] == "NULL": return Unreadable(NULL_DEVICE)
   if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
     return np.zeros(0 if shape is None else shape, np_dtype(dtype_name(buf.dtype)))
-  if not buf.is_initialized() and buf.base is not buf and buf.base.is_initialized():
-    buf.ensure_allocated()   # a view (an offset into a realized buffer) is opened lazily: its base holds the data
-  if not buf.is_initialized(): return None
-  a = np.frombuffer(bytes(buf.as_memoryview()), dtype=np_dtype(dtype_name(buf.dtype))).copy()
+  if not buf.is_allocated(): return None
+  if buf.is_initialized(): data = bytes(buf.as_memoryview())
+  else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
+  a = np.frombuffer(data, dtype=np_dtype(dtype_name(buf.dtype))).copy()
   return a if shape is None else a.reshape(shape)
 
 
-def _uop_buffer(u):
-  try: return u.buffer
-  except Exception: return None   # noqa: BLE001 (a BUFFER without storage yet: nothing to read)
+_FORWARDS_BUFFER = ("CONTIGUOUS", "CONTIGUOUS_BACKWARD", "RESHAPE", "UNSHARD", "DETACH", "AFTER")   # UOp.buffer's: src[0]'s buffer
+
+
+def known_buffer(u):
+  """The Buffer (or MultiBuffer) tinygrad holds for UOp u, found as `UOp.buffer` finds it,
+  or None where tinygrad has made none: unlike `UOp.buffer` it makes and registers nothing."""
+  from tinygrad.uop.ops import Ops, buffers
+  from tinygrad.device import MultiBuffer
+  from tinygrad.helpers import prod
+  while u.op.name in _FORWARDS_BUFFER: u = u.src[0]
+  if (b := buffers.get(u)) is not None: return b
+  if u.op is Ops.MSELECT: return None if (m := known_buffer(u.src[0])) is None else m.bufs[u.arg]
+  if u.op is Ops.MSTACK:
+    parts = [known_buffer(x) for x in u.src]
+    if any(p is None for p in parts): return None
+    (m := MultiBuffer.__new__(MultiBuffer)).bufs = parts
+    return m
+  if u.op is Ops.BUFFER or (u is u.base and u.op is not Ops.BITCAST): return None
+  try: cv = u.contiguous_view()
+  except Exception: return None   # noqa: BLE001 (a view tinygrad cannot open either)
+  if cv is None or (base := known_buffer(cv[0].base)) is None: return None
+  view = lambda b: b.view(prod(u.max_shape), u.dtype, cv[1] * cv[0].dtype.itemsize)   # an unregistered, unopened view Buffer
+  if hasattr(base, "bufs"):
+    (m := MultiBuffer.__new__(MultiBuffer)).bufs = [view(b) for b in base.bufs]
+    return m
+  return view(base)
 
 
 def _is_variable(u) -> bool:
@@ -145,14 +186,38 @@ def _bindings(roots) -> dict:
 
 def _tensor_value(t, jit: bool = False):
   """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes;
-  Unreadable on the NULL device; None inside a TinyJit capture where the buffer is not there."""
-  try: buf = t.uop.buffer
-  except Exception: buf = None   # noqa: BLE001 (a view that is not contiguous, a tensor with no device: tinygrad copies it)
+  Unreadable on the NULL device; None where tinygrad never made or allocated the buffer (a
+  realized Tensor.empty: reading it would allocate it, and TinyJit takes an allocated buffer
+  for an input), where the shape is symbolic, or inside a TinyJit capture where it is not there."""
   devices = t.device if isinstance(t.device, tuple) else (t.device,)
   if any(str(d).split(":")[0] == "NULL" for d in devices if d is not None): return Unreadable(NULL_DEVICE)
+  if _unallocated(t.uop) or not all(isinstance(d, int) for d in t.shape): return None
+  buf = known_buffer(t.uop)
   if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel() and isinstance(a := read_buffer(buf, t.shape), np.ndarray):
     return a
-  return None if jit else np.asarray(t.numpy())   # TinyJit forbids Tensor.numpy while it captures
+  return None if jit else _quietly(lambda: np.asarray(t.numpy()))   # TinyJit forbids Tensor.numpy while it captures
+
+
+def _unallocated(u) -> bool:
+  """u is a buffer (or a view of one) whose buffer tinygrad has not made or not allocated."""
+  from tinygrad.uop.ops import Ops
+  return u.base.op is Ops.BUFFER and ((buf := known_buffer(u.base)) is None or not buf.is_allocated())
+
+
+def _why_unread(u, shape, jit: bool = False) -> str | None:
+  """Why the value of a realized tensor (its UOp u after the realize) was left unread, where the capture knows."""
+  if _unallocated(u): return JIT_ARENA if jit and known_buffer(u.base) is None else NEVER_ALLOCATED
+  if not all(isinstance(d, int) for d in shape): return SYMBOLIC_SHAPE
+  return JIT_VIEW if jit else None
+
+
+def _quietly(read):
+  """read() with tinygrad's kernel and traffic counters left as they were: the kernels tinygrad
+  runs to copy a value out are the capture's, not the program's (tests count kernels)."""
+  from tinygrad.helpers import GlobalCounters as gc
+  saved = gc.global_ops, gc.global_mem, gc.time_sum_s, gc.kernel_count
+  try: return read()
+  finally: gc.global_ops, gc.global_mem, gc.time_sum_s, gc.kernel_count = saved
 
 
 def _unshard(bufs: list, var_vals: dict, body) -> list[tuple[list, dict, int | None]]:
@@ -168,6 +233,13 @@ def _unshard(bufs: list, var_vals: dict, body) -> list[tuple[list, dict, int | N
           for j in range(n)]
 
 
+def _shard_of(contents, buf, j: int | None):
+  """Device j's part of contents read from a whole (Multi)Buffer: the shards are read one
+  after another in device order, each the size of buf (device j's Buffer)."""
+  if j is None or not isinstance(contents, np.ndarray) or buf is None or contents.size == buf.size: return contents
+  return contents[j * buf.size:(j + 1) * buf.size]
+
+
 class _JitRealizes:
   """The realizes made inside one TinyJit capture. tinygrad runs none of them then: it
   records their schedules and runs them together after the capture (the JIT's first run),
@@ -179,29 +251,39 @@ class _JitRealizes:
   REASON = ("inside a TinyJit capture, {what} another realize of the same capture writes; tinygrad runs the captured "
             "schedules only after the capture, so the contents this realize {saw} cannot be read")
 
-  def __init__(self): self.pending: list[tuple[Realization, list, set, set]] = []
+  def __init__(self): self.pending: list[tuple[Realization, list, set, set, object]] = []
 
-  def add(self, rec: Realization, tensors) -> None:
+  def add(self, rec: Realization, tensors, jit) -> None:
+    """Hold rec (made while TinyJit jit captures) until jit's first run."""
     from tinyspec.interop.tinygrad_assign import stored_buffers
     writes = set(rec.created) | set(stored_buffers(rec.roots).values())
     reads = set(rec.inputs)
-    for prev, _, _reads, p_writes in self.pending:
+    for prev, _, _, p_writes, _ in self.pending:
       if reads & p_writes and not rec.limitation: rec.limitation = self.REASON.format(what="it reads a buffer that", saw="saw")
       if writes & p_writes and not prev.limitation: prev.limitation = self.REASON.format(what="a buffer it writes", saw="left")
     outs = [(t.uop, t.shape, t.numel()) for t in tensors]   # UOps, not the Tensors: a live Tensor would change TinyJit's memory plan
-    self.pending.append((rec, outs, reads, writes))
+    self.pending.append((rec, outs, reads, writes, jit))
 
-  def finish(self) -> None:
-    """Read the values of the pending realizes (the JIT's first run has just finished)."""
-    for rec, outs, _, writes in self.pending:
+  def finish(self, linear) -> None:
+    """Read the values of the realizes of the JIT whose first run, of linear, has just finished."""
+    done = [p for p in self.pending if p[4].captured is not None and p[4].captured.linear is linear]
+    for rec, outs, _, writes, _ in done:
       rec.outputs = [_uop_value(u, shape, n) for u, shape, n in outs]
-      rec.final = {u: a for u in writes if isinstance(a := read_buffer(_uop_buffer(u)), np.ndarray)}
+      rec.unread = {k: why for k, (u, shape, _) in enumerate(outs) if rec.outputs[k] is None and (why := _why_unread(u, shape, jit=True))}
+      rec.final = {u: a for u in writes if isinstance(a := read_buffer(known_buffer(u)), np.ndarray)}
+      if rec.unread and len(rec.unread) == len(outs) and not rec.final and not rec.limitation:
+        rec.limitation = next(iter(rec.unread.values()))   # nothing of tinygrad's to compare
+    self.pending = [p for p in self.pending if not any(p is d for d in done)]
+
+  def abandon(self) -> None:
+    """The realizes still pending belong to captures that never ran (tinygrad raised)."""
+    for rec, *_ in self.pending: rec.limitation = rec.limitation or JIT_ABANDONED
     self.pending = []
 
 
 def _uop_value(u, shape, numel):
   """The value of a realized tensor's UOp when it is a whole buffer (None: not read)."""
-  buf = _uop_buffer(u)
+  buf = known_buffer(u)
   if buf is None or hasattr(buf, "bufs") or buf.size != numel: return None
   a = read_buffer(buf, shape)
   return a if isinstance(a, np.ndarray) else None
@@ -229,7 +311,7 @@ def capture():
                       unrealized=[k for k, t in enumerate(tensors) if not any(t is x for x in todo)])
     for u in UOp.sink(*roots).toposort():
       if u.op is not Ops.BUFFER or _is_variable(u): continue
-      a = read_buffer(_uop_buffer(u))
+      a = read_buffer(known_buffer(u))
       if isinstance(a, Unreadable): rec.limitation = rec.limitation or a.reason
       elif a is not None: rec.inputs[u] = a
       else: rec.created.append(u)
@@ -240,7 +322,7 @@ def capture():
     finally:
       active.pop()
     if rec.jit:
-      jits.add(rec, tensors)
+      jits.add(rec, tensors, capturing[0])
       return self
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
@@ -255,17 +337,17 @@ def capture():
     rec = active[-1]
     rec.var_vals.update(var_vals or {})
     for call in linear.src:
-      bufs = [_uop_buffer(s) for s in call.src[1:]]
-      per_device = _unshard(bufs, rec.var_vals, call.src[0])
-      before = [[read_buffer(b) for b in bs] for bs, _, _ in per_device]
+      before = [read_buffer(known_buffer(s)) for s in call.src[1:]]   # a buffer tinygrad makes for the call: None
       orig_run_linear(UOp(Ops.LINEAR, src=(call,)), var_vals, update_stats=update_stats, wait=wait)
-      for (bs, vals, j), pre in zip(per_device, before):
+      per_device = _unshard([known_buffer(s) for s in call.src[1:]], rec.var_vals, call.src[0])
+      for bs, vals, j in per_device:
+        pre = [_shard_of(a, b, j) for a, b in zip(before, bs)]
         dev = next((b.device for b in bs if b is not None), None)
         rec.calls.append(Call(len(rec.calls), call, call.src[0], bs, pre, [read_buffer(b) for b in bs], dev, vals, j))
 
   def jit_run_linear(*args, **kwargs):   # TinyJit's runs of what it captured (engine/jit.py's own name for run_linear)
     ret = orig_jit_run_linear(*args, **kwargs)
-    if jits.pending and kwargs.get("jit"): jits.finish()   # the first run after a capture
+    if jits.pending and kwargs.get("jit"): jits.finish(args[0] if args else kwargs.get("linear"))   # the first run after a capture
     return ret
 
   orig_jit_run_linear = tj.run_linear
@@ -273,6 +355,7 @@ def capture():
   try:
     yield cap
   finally:
+    jits.abandon()
     tt.Tensor.realize, tt.run_linear, tj.run_linear = orig_realize, orig_run_linear, orig_jit_run_linear
 
 
@@ -281,4 +364,5 @@ def _read_results(rec: Realization, tensors) -> None:
   values = [_tensor_value(t) for t in tensors]
   if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable)), "")
   rec.outputs = [v if isinstance(v, np.ndarray) else None for v in values]
-  rec.final = {u: a for u in [*rec.inputs, *rec.created] if isinstance(a := read_buffer(_uop_buffer(u)), np.ndarray)}
+  rec.unread = {k: why for k, t in enumerate(tensors) if rec.outputs[k] is None and (why := _why_unread(t.uop, t.shape))}
+  rec.final = {u: a for u in [*rec.inputs, *rec.created] if isinstance(a := read_buffer(known_buffer(u)), np.ndarray)}

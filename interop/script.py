@@ -42,6 +42,7 @@ class GraphResult:
   runs: dict = field(default_factory=dict)   # backend -> "ok: ...", "mismatch: ...", "refused: ..." (--backend)
   checked: bool = False
   unread: list = field(default_factory=list)   # outputs whose tinygrad value could not be read: never checked, said so
+  unread_reasons: dict = field(default_factory=dict)   # output name -> why the capture left it unread (where it knows)
   reference: dict = field(default_factory=dict)   # the reference evaluator's outputs on self.inputs (what the written files give)
   limitation: str = ""          # why the capture could not give what judging the values needs (validated, not evaluated)
 
@@ -70,7 +71,9 @@ class GraphResult:
       return self
     self.evaluation, bounds, self.reference = _evaluate_and_compare(self.graph, self.inputs, self.expected)
     for b in backends: self.runs[b] = run_and_compare(b, self.graph, self.inputs, self.expected, bounds)
-    if self.unread: self.evaluation = f"unchecked: tinygrad's {', '.join(self.unread)} could not be read; {self.evaluation}"
+    if self.unread:
+      why = "".join(f" ({n}: {r})" for n, r in self.unread_reasons.items() if n in self.unread)
+      self.evaluation = f"unchecked: tinygrad's {', '.join(self.unread)} could not be read{why}; {self.evaluation}"
     return self
 
   def summary(self) -> dict:
@@ -238,7 +241,8 @@ def _tensor_graph(r) -> GraphResult:
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
-  return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread, limitation=r.limitation)
+  reasons = {f"out{k}": why for k, why in r.unread.items()}
+  return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread, unread_reasons=reasons, limitation=r.limitation)
 
 
 def _kernel_graph(r, c) -> GraphResult:

@@ -7,7 +7,10 @@ suite findings S10, S13, S14): small real programs, each run under import_script
   * multi-device tensors: each device's run of a CALL is a kernel graph of its own;
   * NULL-device buffers have no contents: validated, never evaluated, the reason said;
   * bound Variables: the kernels and programs get the variable's value as an input; a
-    symbolic shape is never asked for a number.
+    symbolic shape is never asked for a number;
+  * nothing tinygrad left unmade is made: a realized Tensor.empty is never allocated (TinyJit
+    would take it for an input: tinygrad's test_jit_init_empty_alt), no Buffer is registered
+    for a BUFFER, no view opened; what is left unread says why.
 """
 import os
 import shutil
@@ -60,6 +63,33 @@ from tinygrad import Tensor, Device
 from tinygrad.uop.ops import UOp
 t = Tensor.arange(UOp.variable("s", 1, 128).bind(64)).cumsum().clone(Device.DEFAULT + ":1")
 assert t[:64].tolist()[-1] == 2016
+"""
+
+# tinygrad's test/unit/test_jit.py::TestJit::test_jit_init_empty_alt: b is never allocated, so
+# TinyJit does not take it for an input; read by the capture, it was, and the JIT returned 2, 2, 2
+JIT_EMPTY_TARGET = """
+from tinygrad import Tensor, TinyJit
+@TinyJit
+def f(a, b): return b.assign(a + 1)
+for i in range(4):
+  a = Tensor([i])
+  b = Tensor.empty_like(a)
+  assert f(a, b).item() == i + 1, (i, "the JIT returned a stale value")
+"""
+JIT_UNREADABLE = """
+from tinygrad import Tensor, TinyJit
+from tinygrad.engine.jit import JitError
+@TinyJit
+def add(a, b):
+  Tensor.zeros(4, 4).contiguous().realize()   # nothing outside the JIT holds it: planned into the JIT's arena
+  return (a + b).realize()
+for i in range(3): assert add(Tensor([i]), Tensor([i])).item() == 2 * i
+@TinyJit
+def g(a, i): return (a + 1).realize(), i
+try:
+  for i in range(3): g(Tensor([1.0]), i)
+  raise AssertionError("TinyJit took a non-Tensor return")
+except JitError: pass   # raised at the capture, before the JIT's first run
 """
 
 
@@ -120,3 +150,38 @@ def test_symbolic_shape_is_never_asked_for_a_number(tmp_path):
   assert not any("eval failed to be a single number" in g.evaluation for g in res.graphs)
   kernels = [g for g in res.graphs if g.level != "tensor"]
   assert kernels and all(g.valid and g.eval_ok for g in kernels), [(g.name, g.evaluation) for g in kernels]
+
+
+def test_a_realized_empty_is_never_allocated_and_tinyjit_computes_as_without_the_capture(tmp_path):
+  res = _run(tmp_path, JIT_EMPTY_TARGET, "jit_empty_target")   # the program's own asserts: 1, 2, 3, 4
+  from tinyspec.interop.capture import NEVER_ALLOCATED
+  inputs_realized = [g for g in res.graphs if g.level == "tensor" and "out1" in g.unread]
+  assert len(inputs_realized) == 4, [(g.name, g.unread) for g in res.graphs]   # f's inputs (a, b) realized on each call
+  for g in inputs_realized:
+    assert g.evaluation.startswith(f"unchecked: tinygrad's out1 could not be read (out1: {NEVER_ALLOCATED}); ok:"), g.evaluation
+    assert "out0" in g.expected   # a's value is still judged
+  assert all(g.valid for g in res.graphs)
+
+
+def test_jit_values_that_cannot_be_read_say_why(tmp_path):
+  from tinyspec.interop.capture import JIT_ABANDONED, JIT_ARENA
+  res = _run(tmp_path, JIT_UNREADABLE, "jit_unreadable")
+  limits = {g.evaluation.removeprefix("unchecked: capture limitation: ") for g in res.graphs if "capture limitation" in g.evaluation}
+  assert limits == {JIT_ARENA, JIT_ABANDONED}, [(g.name, g.evaluation) for g in res.graphs]
+  judged = [g for g in res.graphs if "capture limitation" not in g.evaluation]
+  assert judged and all(g.valid and g.eval_ok for g in judged), [(g.name, g.evaluation) for g in judged if not g.eval_ok]
+
+
+def test_reading_makes_no_buffer_and_opens_no_view():
+  from tinygrad import Tensor, dtypes
+  from tinygrad.uop.ops import UOp, buffers
+  from tinyspec.interop.capture import known_buffer, read_buffer
+  unmade = UOp.new_buffer("CPU", 4, dtypes.float)
+  assert known_buffer(unmade) is None and unmade not in buffers   # UOp.buffer would make and register one
+  x = Tensor([1.0, 2.0, 3.0, 4.0]).contiguous().realize()
+  view = x[1:3].uop
+  buf = known_buffer(view)
+  assert read_buffer(buf).tolist() == [2.0, 3.0]
+  assert view not in buffers and not buf.is_initialized() and x.uop.buffer.allocated_views == 0
+  empty = Tensor.empty(3).realize()
+  assert read_buffer(known_buffer(empty.uop)) is None and not empty.uop.is_realized
