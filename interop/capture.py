@@ -95,6 +95,25 @@ def _tensor_value(t) -> np.ndarray:
   return np.asarray(t.numpy())
 
 
+def _allocated(buf):
+  """buf, given its memory: tinygrad allocates a call's buffers right before it runs the call
+  (a Tensor.empty buffer gets its memory there, its contents whatever that memory held), so
+  allocating them a moment earlier lets the capture read what the call reads."""
+  if buf is not None and not hasattr(buf, "bufs") and not buf.is_initialized(): buf.ensure_allocated()
+  return buf
+
+
+def _contents_first_seen(rec) -> None:
+  """A buffer this realize allocated (a Tensor.empty read by the realize) has as contents what
+  the first call that used it saw: they are an input of the tensor graph like any other."""
+  for u in list(rec.created):
+    b = _uop_buffer(u)
+    seen = next((c.before[k] for c in rec.calls for k, x in enumerate(c.buffers) if x is b and c.before[k] is not None), None)
+    if seen is not None:
+      rec.inputs[u] = seen
+      rec.created.remove(u)
+
+
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
@@ -122,6 +141,7 @@ def capture():
       orig_realize(self, *lst, do_update_stats=do_update_stats)
     finally:
       active.pop()
+    _contents_first_seen(rec)
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
       rec.outputs = [_tensor_value(t) for t in tensors]
@@ -135,7 +155,7 @@ def capture():
       return orig_run_linear(linear, var_vals, input_uops, update_stats=update_stats, jit=jit, wait=wait)
     rec = active[-1]
     for call in linear.src:
-      bufs = [_uop_buffer(s) for s in call.src[1:]]
+      bufs = [_allocated(_uop_buffer(s)) for s in call.src[1:]]
       dev = next((b.device for b in bufs if b is not None), None)
       c = Call(len(rec.calls), call, call.src[0], bufs, [read_buffer(b) for b in bufs], device=dev)
       orig_run_linear(UOp(Ops.LINEAR, src=(call,)), var_vals, update_stats=update_stats, wait=wait)

@@ -1,0 +1,63 @@
+"""Arithmetic that tinygrad writes with a meaning of its own (the map table's forms
+`implicit_cast` and `pow`), written with the spec's ops.
+
+  * `implicit_cast`: tinygrad's RECIPROCAL of an int divisor (Tensor.div of ints) has a
+    float result; its lowering converts the source first. The spec's RECIP takes floats:
+    RECIP(CAST(b, float32)).
+  * `pow`: a float POW is the map table's template (xpow's definition); an integer POW
+    with a constant exponent c >= 0 (the only one tinygrad accepts from `x ** c`) is what
+    tinygrad's symbolic rule simplify_pow rewrites it to: square and multiply with the
+    integer MUL (which wraps). Any other integer POW tinygrad cannot run: it stays POW,
+    which the validator refuses (dtype.allowed), counted in the import report.
+
+Each form is a generator of the importer's walk (interop/tinygrad_import.py): it yields
+(source, context) and receives the node index back; cv is the importer's converter.
+"""
+from __future__ import annotations
+from tinyspec.dtypes import dtype as spec_dtype
+from tinyspec.interop.tinygrad_contexts import V
+
+
+def implicit_cast(cv, u, ctx):
+  """u's op with each source whose dtype differs from u's (a weak one aside) CAST to u's dtype."""
+  op, dtype = cv.op_name(u), cv.dtype_of(u, ctx)
+  srcs = []
+  for k, s in enumerate(u.src):
+    x = yield s, cv.src_ctx(u, k, op, dtype)
+    if cv.adopt(s, dtype) != V() or cv.dtype_of(s) == dtype: srcs.append(x); continue   # weak: in dtype already
+    cv.report.forms[f"{u.op.name} of {cv.dtype_of(s)} as {op}(CAST {dtype})"] += 1
+    srcs.append(cv.add("CAST", (x,), dtype, *cv.declared(s, dtype)))
+  return cv.add(op, srcs, cv.arg_of(u, dtype), *cv.declared(u, dtype))
+
+
+def pow_form(cv, u, ctx):
+  """POW: floats by the op's template; integers by square and multiply (simplify_pow)."""
+  dtype = cv.dtype_of(u, ctx)
+  if spec_dtype(dtype).cls == "float": return (yield from cv.template_form(u, ctx))
+  exponent = const_int(u.src[1])
+  if exponent is None or exponent < 0:
+    cv.report.unmapped["POW of integers with an exponent that is not a constant >= 0 (tinygrad runs none)"] += 1
+    return (yield from cv.plain_form(u, ctx))
+  cv.report.forms["POW of integers as square and multiply"] += 1
+  if exponent == 0: return cv.filled(1, dtype, u)   # x is not read
+  x = yield u.src[0], cv.adopt(u.src[0], dtype)
+  return _power(cv, x, exponent, dtype, cv.declared(u, dtype))
+
+
+def _power(cv, x: int, c: int, dtype: str, declared) -> int:
+  """x^c for c >= 1 as simplify_pow writes it: y*y*(x if c is odd), y = x^(c//2)."""
+  bits = bin(c)[3:]   # the bits after the leading 1, most significant first: square, then multiply where set
+  acc = x
+  for b in bits:
+    acc = cv.add("MUL", (acc, acc), None, *declared)
+    if b == "1": acc = cv.add("MUL", (acc, x), None, *declared)
+  return acc
+
+
+def const_int(u) -> int | None:
+  """The integer a CONST holds, seen through CASTs and the views that broadcast a scalar
+  (RESHAPE, EXPAND), else None."""
+  while u.op.name in ("CAST", "RESHAPE", "EXPAND") and u.src: u = u.src[0]
+  if u.op.name == "CONST" and isinstance(u.arg, int) and not isinstance(u.arg, bool): return int(u.arg)
+  return None
+
