@@ -108,7 +108,7 @@ def _contents_first_seen(rec) -> None:
   the first call that used it saw: they are an input of the tensor graph like any other."""
   for u in list(rec.created):
     b = _uop_buffer(u)
-    seen = next((c.before[k] for c in rec.calls for k, x in enumerate(c.buffers) if x is b and c.before[k] is not None), None)
+    seen = next((c.before[k] for c in rec.calls for k, x in enumerate(c.buffers) if x is b and isinstance(c.before[k], np.ndarray)), None)
     if seen is not None:
       rec.inputs[u] = seen
       rec.created.remove(u)

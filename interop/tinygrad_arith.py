@@ -39,7 +39,7 @@ def pow_form(cv, u, ctx):
     cv.report.unmapped["POW of integers with an exponent that is not a constant >= 0 (tinygrad runs none)"] += 1
     return (yield from cv.plain_form(u, ctx))
   cv.report.forms["POW of integers as square and multiply"] += 1
-  if exponent == 0: return cv.filled(1, dtype, u)   # x is not read
+  if exponent == 0: return filled(cv, 1, dtype, u)   # x is not read
   x = yield u.src[0], cv.adopt(u.src[0], dtype)
   return _power(cv, x, exponent, dtype, cv.declared(u, dtype))
 
@@ -52,6 +52,13 @@ def _power(cv, x: int, c: int, dtype: str, declared) -> int:
     acc = cv.add("MUL", (acc, acc), None, *declared)
     if b == "1": acc = cv.add("MUL", (acc, x), None, *declared)
   return acc
+
+
+def filled(cv, value, dtype: str, like) -> int:
+  """A CONST of value (or the string Invalid), at tensor level broadcast to the shape of the UOp like."""
+  c = cv.add("CONST", (), {"value": value, "dtype": dtype}) if value == "Invalid" else cv.const(value, dtype)
+  if cv.level != "tensor" or not (shape := cv.declared(like, dtype)[1]): return c
+  return cv.add("EXPAND", (cv.add("RESHAPE", (c, cv.vshape((1,) * len(shape)))), cv.vshape(shape)), None, *cv.declared(like, dtype))
 
 
 def const_int(u) -> int | None:

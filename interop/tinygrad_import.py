@@ -368,7 +368,7 @@ class _Converter:
   def store_form(self, u, ctx):
     if is_invalid(u.src[1].base):   # Tensor.invalids: tinygrad drops the store (rangeify), the contents stay undefined
       self.report.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] += 1
-      val = self.filled("Invalid", self.dtype_of(u.src[0]), u.src[1])   # the validator refuses it (arg.schema)
+      val = tinygrad_arith.filled(self, "Invalid", self.dtype_of(u.src[0]), u.src[1])   # the validator refuses it (arg.schema)
       return self.add("STORE", [(yield u.src[0], TARGET), val])
     if self.level == "tensor": return (yield from tinygrad_assign.store(self, u))
     tdtype = self.dtype_of(u.src[0])
@@ -481,12 +481,6 @@ class _Converter:
     x = yield u, V("index")
     if self.dtype_of(u, V("index")) == "index": return x
     return self.add("CAST", (x,), "index", "index")
-
-  def filled(self, value, dtype: str, like) -> int:
-    """A CONST of value (or the string Invalid), at tensor level broadcast to the shape of the UOp like."""
-    c = self.add("CONST", (), {"value": value if value == "Invalid" else _const_value(value, dtype), "dtype": dtype})
-    if self.level != "tensor" or not (shape := self.declared(like, dtype)[1]): return c
-    return self.add("EXPAND", (self.add("RESHAPE", (c, self.vshape((1,) * len(shape)))), self.vshape(shape)), None, *self.declared(like, dtype))
 
   def vshape(self, dims) -> int:
     return self.add("VCONST", (), {"values": [int(d) for d in dims], "dtype": "index"})
