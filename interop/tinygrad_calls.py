@@ -47,7 +47,7 @@ def reshaped_dims(cv, u) -> tuple | None:
   view = u.src[0]
   if cv.level == "tensor" or view.op.name != "RESHAPE": return None
   dims = cv.shape_of(view)
-  return dims if dims is not None and len(dims) == len(u.src) - 1 else None
+  return dims if dims and len(dims) == len(u.src) - 1 else None
 
 
 def flat_index(cv, dims, idx: list) -> int:

@@ -49,6 +49,7 @@ class _Converter:
     self.range_ids: dict = {}
     self.slots_used: set = set()   # ParamArg slots of the graph (variables are numbered after them)
     self.var_slots: dict = {}
+    self.devices = None               # the tuple of devices a multi-device kernel runs on (one graph per device)
     self.whole_buffers: set = set()   # BUFFERs on a tuple of devices at the size of all their shards (interop/tinygrad_multi.py)
 
   # ---- nodes
@@ -202,6 +203,7 @@ class _Converter:
     arg = {"slot": int(a.slot), "dtype": dtype}
     sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument:
     dev = None if sharded else a.device   # in a traced body, the spec takes its device and axis from the argument
+    if self.level != "tensor" and isinstance(dev, tuple) and self.device in dev: dev = self.device   # one device's kernel
     if sharded: self.report.forms["PARAM of a sharded argument: its device and axis the argument's"] += 1
     if dev is None and u.op.name == "BUFFER":
       dev = self.device or "CPU"
@@ -304,6 +306,8 @@ class _Converter:
     bound = yield u.src[0], INDEX
     if len(u.src) > 1: self.report.forms["RANGE nesting sources dropped"] += 1
     *ids, axis = u.arg
+    if axis.name == "DEVICE" and self.level != "tensor" and (d := tinygrad_multi.device_number(self, u)) is not None:
+      return self._index_typed(u, ctx, self.const(d, "index"))   # one device's kernel: its number among the devices
     ty = self.m["axis_types"].get(axis.name)
     if ty is None:
       self.report.unmapped[f"AxisType {axis.name}"] += 1
@@ -502,6 +506,7 @@ class _Converter:
     Also notes the ParamArg slots in use."""
     topo = _toposort(roots)
     self.slots_used = {u.arg.slot for u in topo if u.op.name in ("PARAM", "BUFFER") and getattr(u.arg, "slot", -1) >= 0}
+    self.devices = next((d for u in topo if isinstance(d := getattr(u.arg, "device", None), tuple)), None)   # a multi-device kernel's
     ids = sorted({tuple(u.arg[:-1]) for u in topo if u.op.name == "RANGE"})
     simple = all(len(i) == 1 and isinstance(i[0], int) and i[0] >= 0 for i in ids)
     self.range_ids = {i: (i[0] if simple else n) for n, i in enumerate(ids)}

@@ -95,6 +95,14 @@ def whole_buffer(cv, u):
   return w
 
 
+def device_number(cv, rng) -> int | None:
+  """In a kernel of a multi-device call, which tinygrad runs once per device (one graph per
+  device here): the DEVICE range rng is that device's number among the call's devices."""
+  if cv.devices is None or cv.device not in cv.devices: return None
+  cv.report.forms["DEVICE range of one device's kernel as its number"] += 1
+  return cv.devices.index(cv.device)
+
+
 def _device_of(u):
   try: return u.device
   except Exception: return None   # noqa: BLE001 (tinygrad cannot say: taken as one more device)
