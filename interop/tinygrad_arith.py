@@ -1,6 +1,8 @@
 """Arithmetic that tinygrad writes with a meaning of its own (the map table's forms
-`implicit_cast` and `pow`), written with the spec's ops.
+`trunc_div`, `implicit_cast` and `pow`), written with the spec's ops.
 
+  * `trunc_div`: CDIV/CMOD truncate toward zero, the spec's IDIV/MOD floor: the same op
+    where tinygrad's range analysis proves both operands non-negative, else the template.
   * `implicit_cast`: tinygrad's RECIPROCAL of an int divisor (Tensor.div of ints) has a
     float result; its lowering converts the source first. The spec's RECIP takes floats:
     RECIP(CAST(b, float32)).
@@ -14,8 +16,28 @@ Each form is a generator of the importer's walk (interop/tinygrad_import.py): it
 (source, context) and receives the node index back; cv is the importer's converter.
 """
 from __future__ import annotations
+import math
 from tinyspec.dtypes import dtype as spec_dtype
 from tinyspec.interop.tinygrad_contexts import V
+
+
+def trunc_div(cv, u, ctx):
+  """CDIV/CMOD (truncating): the spec's IDIV/MOD where tinygrad proves both operands
+  non-negative (floor and truncation agree there), else the op's template."""
+  op, dtype = cv.entry(u)["op"], cv.dtype_of(u, ctx)
+  a = yield u.src[0], cv.src_ctx(u, 0, op, dtype)
+  b = yield u.src[1], cv.src_ctx(u, 1, op, dtype)
+  if _vmin(u.src[0]) >= 0 and _vmin(u.src[1]) > 0:
+    cv.report.forms[f"{u.op.name} as {op} (operands non-negative)"] += 1
+    return cv.add(op, (a, b), None, dtype)
+  name = cv.entry(u)["template"]
+  cv.report.forms[f"{u.op.name} via template {name}"] += 1
+  return cv.template(name, {"A": a, "B": b}, dtype)
+
+
+def _vmin(u):
+  try: return u.vmin
+  except Exception: return -math.inf   # noqa: BLE001 (no range known: assume it may be negative)
 
 
 def implicit_cast(cv, u, ctx):

@@ -427,18 +427,6 @@ class _Converter:
     node = self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, dtype)
     return self.masked(node, [] if mask is None else [mask], ctx, dtype, k)
 
-  @FORMS.register("trunc_div")
-  def trunc_div_form(self, u, ctx):
-    op, dtype = self.entry(u)["op"], self.dtype_of(u, ctx)
-    a = yield u.src[0], self.src_ctx(u, 0, op, dtype)
-    b = yield u.src[1], self.src_ctx(u, 1, op, dtype)
-    if _vmin(u.src[0]) >= 0 and _vmin(u.src[1]) > 0:
-      self.report.forms[f"{u.op.name} as {op} (operands non-negative)"] += 1
-      return self.add(op, (a, b), None, dtype)
-    name = self.entry(u)["template"]
-    self.report.forms[f"{u.op.name} via template {name}"] += 1
-    return self.template(name, {"A": a, "B": b}, dtype)
-
   @FORMS.register("template")
   def template_form(self, u, ctx):
     op, dtype = self.entry(u).get("op", u.op.name), self.dtype_of(u, ctx)
@@ -514,7 +502,7 @@ class _Converter:
 
 
 # forms written in their own modules: functions of (converter, uop, context), as the methods above
-for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form),
+for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form), ("trunc_div", tinygrad_arith.trunc_div),
                      ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call)):
   FORMS.register(_name)(_form)
 
@@ -527,11 +515,6 @@ def _toposort(roots):
 def is_invalid(u) -> bool:
   """u is tinygrad's Invalid constant."""
   return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
-
-
-def _vmin(u):
-  try: return u.vmin
-  except Exception: return -math.inf   # noqa: BLE001 (no range known: assume it may be negative)
 
 
 def _fold_int(u) -> int | None:

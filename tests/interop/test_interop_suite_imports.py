@@ -178,3 +178,19 @@ def test_a_kernel_reading_an_empty_buffer_gets_what_it_read(monkeypatch, tmp_pat
     print((s(Tensor.empty(4, 8)) * 3).numpy()[0])
   """)
   assert any(np.all(a == 7.0) for g in res.graphs if g.level == "kernel" for a in g.inputs.values())
+
+
+def test_a_multi_device_kernel_imports_as_one_devices_graph():
+  """tinygrad runs a multi-device call's kernel once per device; each run is one ordinary
+  graph: its PARAMs on that device, a DEVICE range (a sharded matmul's) that device's number."""
+  a = Tensor(np.arange(16, dtype=np.float32).reshape(4, 4)).shard(DEVS, axis=0).realize()
+  b = Tensor(np.ones((4, 4), np.float32)).shard(DEVS, axis=0).realize()
+  bodies = [c.src[0] for c in (a @ b).schedule_linear().src if c.src[0].op is Ops.SINK]
+  body = next(k for k in bodies if any(u.op is Ops.RANGE and u.arg[-1].name == "DEVICE" for u in k.toposort()))
+  devices = next(u.arg.device for u in body.toposort() if u.op is Ops.PARAM and isinstance(u.arg.device, tuple))
+  for d, device in enumerate(devices):
+    g, rep = import_uops([body], "kernel", device=device)
+    assert validate(g).ok and not rep.unmapped
+    assert {n.arg["device"] for n in g.nodes if n.op == "PARAM"} == {device}
+    assert not any(n.op == "RANGE" and n.arg["type"] == "DEVICE" for n in g.nodes)
+    assert rep.forms["DEVICE range of one device's kernel as its number"] == 1 and {"value": d, "dtype": "index"} in [n.arg for n in g.nodes if n.op == "CONST"]
