@@ -197,9 +197,8 @@ class _Converter:
     a, dtype = u.arg, self.dtype_of(u, ctx)
     if a.addrspace is not None and a.addrspace.name == "ALU":   # a symbolic variable: a scalar, not storage
       return self.variable_form(u, ctx)
-    if self.level == "tensor" and (whole := tinygrad_multi.whole_buffer(self, u)) is not None:   # one shard's size: all n
-      self.report.forms["BUFFER on n devices at the size of its n shards"] += 1
-      return (yield whole, ctx)
+    if self.level == "tensor" and (whole := tinygrad_multi.whole_buffer(self, u)) is not None:   # one device's size: all n
+      return (yield from tinygrad_multi.replicated(self, u, whole, ctx))
     arg = {"slot": int(a.slot), "dtype": dtype}
     sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument:
     dev = None if sharded else a.device   # in a traced body, the spec takes its device and axis from the argument

@@ -12,6 +12,7 @@ The spec's n-tuple device (spec/ops.yaml, the Dialect document's collectives) ho
 whole tensor, split along axis 0: a BUFFER on n devices has the full shape. So
   * a BUFFER of tinygrad's on n devices imports at n times its size: shard d is
     SHRINK(B, d*size, size) of it (its shards one after another, as the devices hold them);
+    outside an UNSHARD every device holds all of it (replicated): read, the first copy;
   * UNSHARD(X, r) is X with r := d, for each device d (`per_device`), the n values joined
     along axis a: STACK (a new leading axis of the devices), PERMUTE it next to a, RESHAPE
     the two into one. No arithmetic: the values are tinygrad's shards, bit for bit. Values
@@ -20,6 +21,7 @@ whole tensor, split along axis 0: a BUFFER on n devices has the full shape. So
 An UNSHARD over several axes (a kernel tile's shards, not a tensor's) is left unmapped.
 """
 from __future__ import annotations
+from tinyspec.interop.tinygrad_contexts import TARGET
 
 
 def unshard(cv, u, ctx):
@@ -79,6 +81,32 @@ def per_device(cv, x, r, d: int):
       nv = v.replace(src=tuple(new[s] for s in v.src))
       new[v] = nv.simplify() if nv.dtype == dtypes.weakint else nv   # a shard's offset, d*s, folds to a constant
   return new[x]
+
+
+def replicated(cv, u, whole, ctx):
+  """A BUFFER on n devices outside an UNSHARD: each device holds all of it (a replicated
+  tensor, tinygrad's axis None; tinygrad writes every copy). As a store target, the whole
+  storage (its n copies); as a value, the first device's copy: SHRINK(B, 0, size), a view
+  of storage, so that a read ordered after an assign (AFTER) sees what was stored."""
+  cv.report.forms["BUFFER on n devices at the size of its n shards"] += 1
+  b = yield whole, ctx
+  if ctx == TARGET: return b
+  cv.report.forms["BUFFER on n devices outside an UNSHARD as replicated"] += 1
+  dtype, size = cv.dtype_of(u, ctx), int(u.src[0].arg)
+  return cv.add("SHRINK", (b, cv.vshape((0,)), cv.vshape((size,))), None, *cv.declared(u, dtype))
+
+
+def onto_every_copy(cv, base, val: int, dtype: str) -> int:
+  """The value stored into base: into a replicated BUFFER on n devices (outside an UNSHARD)
+  every device's copy gets it, RESHAPE(EXPAND(RESHAPE(val, (1, size)), (n, size)), (n*size,));
+  into any other storage, val."""
+  if cv.level != "tensor" or base.op.name != "BUFFER" or not isinstance(getattr(base.arg, "device", None), tuple) or base in cv.whole_buffers:
+    return val
+  cv.report.forms["assign into a replicated BUFFER: every device's copy"] += 1
+  n, size = len(base.arg.device), int(base.src[0].arg)
+  x = cv.add("RESHAPE", (val, cv.vshape((1, size))), None, *cv.declared_as(dtype, (1, size)))
+  x = cv.add("EXPAND", (x, cv.vshape((n, size))), None, *cv.declared_as(dtype, (n, size)))
+  return cv.add("RESHAPE", (x, cv.vshape((n * size,))), None, *cv.declared_as(dtype, (n * size,)))
 
 
 def whole_buffer(cv, u):

@@ -131,6 +131,15 @@ def test_per_device_buffers_joined_by_an_unshard():
   assert rep.forms["COPY to a tuple of devices as the broadcast"] == 2 and not rep.unmapped
 
 
+def test_a_replicated_buffer_read_and_assigned():
+  """A BUFFER on n devices outside an UNSHARD: every device holds all of it (tinygrad's axis
+  None): read as REPLICATED of its n copies, assigned into every copy (clone)."""
+  t = Tensor(np.arange(16, dtype=np.int32).reshape(4, 4)).to(DEVS).contiguous().realize()
+  g, rep = _multi_eval(t.clone())
+  assert rep.forms["BUFFER on n devices outside an UNSHARD as replicated"] >= 1
+  assert rep.forms["assign into a replicated BUFFER: every device's copy"] == 1
+
+
 def test_sharded_matmul_and_a_replicated_copy():
   w = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3)).shard(DEVS, axis=0)
   x = Tensor(np.ones((2, 4), np.float32)).to(DEVS)
