@@ -289,6 +289,32 @@ def _uop_value(u, shape, numel):
   return a if isinstance(a, np.ndarray) else None
 
 
+def _call_buffer(u):
+  """The Buffer of a call's argument u, made as tinygrad's run_linear makes it (`UOp.buffer`,
+  in unwrap_multi) a moment before it runs the call: asked for here, it is the same Buffer."""
+  try: return u.buffer
+  except Exception: return None   # noqa: BLE001 (an argument with no storage: nothing to read)
+
+
+def _allocated(buf):
+  """buf, given its memory: tinygrad allocates a call's buffers right before it runs the call
+  (a Tensor.empty buffer gets its memory there, its contents whatever that memory held), so
+  allocating them a moment earlier lets the capture read what the call reads."""
+  if buf is not None and not hasattr(buf, "bufs") and not buf.is_initialized(): buf.ensure_allocated()
+  return buf
+
+
+def _contents_first_seen(rec) -> None:
+  """A buffer this realize allocated (a Tensor.empty read by the realize) has as contents what
+  the first call that used it saw: they are an input of the tensor graph like any other."""
+  for u in list(rec.created):
+    b = known_buffer(u)
+    seen = next((c.before[k] for c in rec.calls for k, x in enumerate(c.buffers) if x is b and isinstance(c.before[k], np.ndarray)), None)
+    if seen is not None:
+      rec.inputs[u] = seen
+      rec.created.remove(u)
+
+
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
@@ -324,6 +350,7 @@ def capture():
     if rec.jit:
       jits.add(rec, tensors, capturing[0])
       return self
+    _contents_first_seen(rec)
     active.append(None)   # reading a view of a result may realize a copy: not part of the program
     try:
       _read_results(rec, tensors)
@@ -337,7 +364,7 @@ def capture():
     rec = active[-1]
     rec.var_vals.update(var_vals or {})
     for call in linear.src:
-      before = [read_buffer(known_buffer(s)) for s in call.src[1:]]   # a buffer tinygrad makes for the call: None
+      before = [read_buffer(_allocated(_call_buffer(s))) for s in call.src[1:]]
       orig_run_linear(UOp(Ops.LINEAR, src=(call,)), var_vals, update_stats=update_stats, wait=wait)
       per_device = _unshard([known_buffer(s) for s in call.src[1:]], rec.var_vals, call.src[0])
       for bs, vals, j in per_device:

@@ -46,6 +46,9 @@ class GraphResult:
   reference: dict = field(default_factory=dict)   # the reference evaluator's outputs on self.inputs (what the written files give)
   limitation: str = ""          # why the capture could not give what judging the values needs (validated, not evaluated)
 
+  def __post_init__(self):
+    self.inputs = read_by(self.graph, self.inputs)   # what the graph reads, which is what its inputs file holds
+
   @property
   def valid(self) -> bool: return self.checked and not self.diagnostics
 
@@ -223,6 +226,20 @@ def missing_inputs(graph, inputs: dict) -> list[str]:
   names = {input_name(n.op, n.arg) for n in graph.nodes if n.op in kinds and isinstance(n.arg, dict) and "slot" in n.arg
            and n.arg.get("addrspace", "GLOBAL") == "GLOBAL"}
   return sorted(names - set(inputs))
+
+
+def read_by(graph, arrays: dict) -> dict:
+  """arrays (keyed by input name) less those no BUFFER or PARAM the graph's roots reach holds: a buffer
+  tinygrad binds that the graph does not read (a lowered program whose optimizer dropped a
+  kernel's load, x ** 0 at tensor level), which `tinyspec eval` would refuse as unknown."""
+  seen, todo, held = set(), list(graph.root_indices), set()
+  while todo:
+    if (i := todo.pop()) in seen: continue
+    seen.add(i)
+    n = graph.nodes[i]
+    todo.extend(n.src)
+    if n.op in ("BUFFER", "PARAM") and isinstance(n.arg, dict) and "slot" in n.arg: held.add(input_name(n.op, n.arg))
+  return {k: a for k, a in arrays.items() if k in held}
 
 
 def _tensor_graph(r) -> GraphResult:

@@ -25,6 +25,7 @@ from types import GeneratorType
 from tinyspec.dispatch import Registry
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, TARGET
 from tinyspec.interop.tinygrad_map import mapping
+from tinyspec.interop import tinygrad_multi
 
 INVERSE = Registry("assign view inverse", ops=False)   # view op -> how a write through it reaches its source
 
@@ -88,7 +89,7 @@ def store(cv, u):
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
     val = yield from write_back(cv, target, views, val)
-  return cv.add("STORE", [target, val, *gates])
+  return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, tdtype), *gates])
 
 
 def stores_into(t, deps) -> list | None:

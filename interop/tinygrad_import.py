@@ -28,7 +28,7 @@ from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.interop.walk import drive
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
-from tinyspec.interop import tinygrad_assign
+from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, tinygrad_multi
 from tinyspec.interop.importreport import ImportReport
 from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
 
@@ -49,6 +49,8 @@ class _Converter:
     self.range_ids: dict = {}
     self.slots_used: set = set()   # ParamArg slots of the graph (variables are numbered after them)
     self.var_slots: dict = {}
+    self.devices = None               # the tuple of devices a multi-device kernel runs on (one graph per device)
+    self.whole_buffers: set = set()   # BUFFERs on a tuple of devices at the size of all their shards (interop/tinygrad_multi.py)
 
   # ---- nodes
   def add(self, op: str, src=(), arg=None, dtype=None, shape=None) -> int:
@@ -149,7 +151,7 @@ class _Converter:
       if opts: info["opts"] = [repr(o) for o in opts]
       return info
     if kind == "call_info":
-      if a is not None: self.report.forms["CALL arg (CallInfo) dropped"] += 1
+      if a is not None: self.report.forms[f"{u.op.name} arg (CallInfo) dropped"] += 1
       return None
     if kind == "source": return {"text": str(a), "language": self.language}
     if kind == "binary": return {"data": base64.b64encode(bytes(a)).decode()}
@@ -195,8 +197,13 @@ class _Converter:
     a, dtype = u.arg, self.dtype_of(u, ctx)
     if a.addrspace is not None and a.addrspace.name == "ALU":   # a symbolic variable: a scalar, not storage
       return self.variable_form(u, ctx)
+    if self.level == "tensor" and (whole := tinygrad_multi.whole_buffer(self, u)) is not None:   # one device's size: all n
+      return (yield from tinygrad_multi.replicated(self, u, whole, ctx))
     arg = {"slot": int(a.slot), "dtype": dtype}
-    dev = a.device
+    sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument:
+    dev = None if sharded else a.device   # in a traced body, the spec takes its device and axis from the argument
+    if self.level != "tensor" and isinstance(dev, tuple) and self.device in dev: dev = self.device   # one device's kernel
+    if sharded: self.report.forms["PARAM of a sharded argument: its device and axis the argument's"] += 1
     if dev is None and u.op.name == "BUFFER":
       dev = self.device or "CPU"
       self.report.forms["BUFFER without a device takes the kernel's"] += 1
@@ -206,7 +213,7 @@ class _Converter:
       if sp is None: self.report.unmapped[f"AddrSpace {a.addrspace.name}"] += 1
       arg["addrspace"] = sp or a.addrspace.name
     if a.name is not None: arg["name"] = str(a.name)
-    self._unplaced_fields(a)
+    self._unplaced_fields(a, axis_placed=sharded)
     srcs = [(yield u.src[0], SHAPE)] if u.src else [self.add("VCONST", (), {"values": [], "dtype": "index"})]
     if a.vmin_vmax is not None:
       srcs += [self.const(a.vmin_vmax[0], dtype), self.const(a.vmin_vmax[1], dtype)]
@@ -237,9 +244,9 @@ class _Converter:
     if u not in self.var_slots: self.var_slots[u] = 1 + max([*self.slots_used, *self.var_slots.values(), -1])
     return self.var_slots[u]
 
-  def _unplaced_fields(self, a) -> None:
+  def _unplaced_fields(self, a, axis_placed: bool = False) -> None:
     """Report the ParamArg fields the spec has no place for."""
-    if a.axis is not None: self.report.unmapped["ParamArg.axis"] += 1
+    if a.axis is not None and not axis_placed: self.report.unmapped["ParamArg.axis"] += 1
     if a.multiple_of not in (None, 1): self.report.unmapped["ParamArg.multiple_of"] += 1
     if a.volatile: self.report.unmapped["ParamArg.volatile"] += 1
 
@@ -276,7 +283,7 @@ class _Converter:
     if dtype == "bool" and (b := self.m.get("bool_reduce", {}).get(rop)):   # OR and AND of bools (decision bool-arith)
       self.report.forms[f"bool REDUCE {rop} as {'NOT MAX NOT' if b.get('negate') else b['op']}"] += 1
       rop, negate = b["op"], bool(b.get("negate"))
-      if negate: x = self.add("NOT", (x,), None, *self.declared_as(dtype, self._shape_of(u.src[0])))
+      if negate: x = self.add("NOT", (x,), None, *self.declared_as(dtype, self.shape_of(u.src[0])))
     if self.level == "tensor":
       self.report.forms["reduce"] += 1
       r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
@@ -289,7 +296,7 @@ class _Converter:
     return self.add("NOT", (r,), None, dtype) if negate else r
 
   @staticmethod
-  def _shape_of(u):
+  def shape_of(u):
     try: return tuple(int(d) for d in u.shape)
     except Exception: return None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
 
@@ -298,6 +305,8 @@ class _Converter:
     bound = yield u.src[0], INDEX
     if len(u.src) > 1: self.report.forms["RANGE nesting sources dropped"] += 1
     *ids, axis = u.arg
+    if axis.name == "DEVICE" and self.level != "tensor" and (d := tinygrad_multi.device_number(self, u)) is not None:
+      return self._index_typed(u, ctx, self.const(d, "index"))   # one device's kernel: its number among the devices
     ty = self.m["axis_types"].get(axis.name)
     if ty is None:
       self.report.unmapped[f"AxisType {axis.name}"] += 1
@@ -326,13 +335,15 @@ class _Converter:
   @FORMS.register("index")
   def index_form(self, u, ctx):
     """INDEX(buf, i...); an index WHERE(valid, i, Invalid) is a masked access."""
-    dtype = self.dtype_of(u, ctx)
-    buf = yield u.src[0], self.adopt(u.src[0], dtype)
+    dtype, dims = self.dtype_of(u, ctx), tinygrad_calls.reshaped_dims(self, u)
+    view = u.src[0].src[0] if dims is not None else u.src[0]   # a kernel's INDEX(RESHAPE(B), i...): B, by the flat index
+    buf = yield view, self.adopt(view, dtype)
     idx, masks = [], []
     for s in u.src[1:]:
       i, m_ = yield from self.masked_index(s)
       idx.append(i)
       if m_ is not None: masks.append(m_)
+    if dims is not None: idx = [tinygrad_calls.flat_index(self, dims, idx)]
     node = self.add("INDEX", [buf, *idx], None, *self.declared(u, dtype))
     return self.masked(node, masks, ctx, dtype)
 
@@ -360,10 +371,7 @@ class _Converter:
   def store_form(self, u, ctx):
     if is_invalid(u.src[1].base):   # Tensor.invalids: tinygrad drops the store (rangeify), the contents stay undefined
       self.report.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] += 1
-      tdtype = self.dtype_of(u.src[0])
-      val = self.add("CONST", (), {"value": "Invalid", "dtype": tdtype})   # the validator refuses it (arg.schema)
-      if self.level == "tensor" and (shape := self.declared(u.src[1], tdtype)[1]):
-        val = self.add("EXPAND", (self.add("RESHAPE", (val, self.vshape((1,) * len(shape)))), self.vshape(shape)))
+      val = tinygrad_arith.filled(self, "Invalid", self.dtype_of(u.src[0]), u.src[1])   # the validator refuses it (arg.schema)
       return self.add("STORE", [(yield u.src[0], TARGET), val])
     if self.level == "tensor": return (yield from tinygrad_assign.store(self, u))
     tdtype = self.dtype_of(u.src[0])
@@ -417,18 +425,6 @@ class _Converter:
     iota = self.add("VCONST", (), {"values": list(range(k)), "dtype": off_dtype})
     node = self.add("INDEX", (buf, self.add("ADD", (off, iota))), None, dtype)
     return self.masked(node, [] if mask is None else [mask], ctx, dtype, k)
-
-  @FORMS.register("trunc_div")
-  def trunc_div_form(self, u, ctx):
-    op, dtype = self.entry(u)["op"], self.dtype_of(u, ctx)
-    a = yield u.src[0], self.src_ctx(u, 0, op, dtype)
-    b = yield u.src[1], self.src_ctx(u, 1, op, dtype)
-    if _vmin(u.src[0]) >= 0 and _vmin(u.src[1]) > 0:
-      self.report.forms[f"{u.op.name} as {op} (operands non-negative)"] += 1
-      return self.add(op, (a, b), None, dtype)
-    name = self.entry(u)["template"]
-    self.report.forms[f"{u.op.name} via template {name}"] += 1
-    return self.template(name, {"A": a, "B": b}, dtype)
 
   @FORMS.register("template")
   def template_form(self, u, ctx):
@@ -505,10 +501,17 @@ class _Converter:
     Also notes the ParamArg slots in use."""
     topo = _toposort(roots)
     self.slots_used = {u.arg.slot for u in topo if u.op.name in ("PARAM", "BUFFER") and getattr(u.arg, "slot", -1) >= 0}
+    self.devices = next((d for u in topo if isinstance(d := getattr(u.arg, "device", None), tuple)), None)   # a multi-device kernel's
     ids = sorted({tuple(u.arg[:-1]) for u in topo if u.op.name == "RANGE"})
     simple = all(len(i) == 1 and isinstance(i[0], int) and i[0] >= 0 for i in ids)
     self.range_ids = {i: (i[0] if simple else n) for n, i in enumerate(ids)}
     if not simple: self.report.forms["RANGE ids renumbered"] += len(ids)
+
+
+# forms written in their own modules: functions of (converter, uop, context), as the methods above
+for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form), ("trunc_div", tinygrad_arith.trunc_div),
+                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call)):
+  FORMS.register(_name)(_form)
 
 
 def _toposort(roots):
@@ -519,11 +522,6 @@ def _toposort(roots):
 def is_invalid(u) -> bool:
   """u is tinygrad's Invalid constant."""
   return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
-
-
-def _vmin(u):
-  try: return u.vmin
-  except Exception: return -math.inf   # noqa: BLE001 (no range known: assume it may be negative)
 
 
 def _fold_int(u) -> int | None:

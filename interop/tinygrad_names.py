@@ -30,7 +30,7 @@ def tg_const(v, dtype: str):
 
 
 def tg_op(op: str):
-  """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map
+  """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map (or `rename: true`)
   (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
   from tinygrad.uop.ops import Ops
   name = _inverse_renames().get(op, op)
@@ -56,4 +56,4 @@ def apply_alu(op: str, arg, srcs: list, kernel: bool = False):
 
 def _inverse_renames() -> dict:
   m = mapping()
-  return {e["op"]: name for name, e in m["ops"].items() if "op" in e and "form" not in e}
+  return {e["op"]: name for name, e in m["ops"].items() if "op" in e and ("form" not in e or e.get("rename"))}

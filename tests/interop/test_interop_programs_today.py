@@ -182,12 +182,13 @@ def test_a_store_of_invalid_is_refused_with_a_rule():
 
 # ------------------------------------------------------------------ inputs
 def test_buffers_the_realize_allocates_are_written_before_read():
-  """causal_mask's Tensor.ones(bool) is a buffer its realize allocates: exported as zeros;
-  its contents must not matter, so ones (or anything) give tinygrad's results too."""
+  """causal_mask's Tensor.ones(bool) is a buffer its realize allocates: exported as what the
+  first call using it saw (fresh memory); its contents must not matter, so ones (or anything)
+  give tinygrad's results too."""
   res = import_script(PROGRAMS / "causal_mask.py", programs=False, check=False)
   g = next(g for g in res.graphs if g.name == "r1.tensor")
   created = [k for k, a in g.inputs.items() if a.dtype == bool]
-  assert created and all(not g.inputs[k].any() for k in created)
+  assert created
   for k in created: g.inputs[k] = np.ones_like(g.inputs[k])
   assert g.check().eval_ok, g.evaluation
 
