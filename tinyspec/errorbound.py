@@ -25,7 +25,8 @@ rule of their own (reductions, storage, loads, loop indices) register it in BOUN
   order of the sum: decision reduce-empty); MAX takes the largest E;
 * storage that is stored into gets a shadow buffer (float64) holding the E of what was
   stored, read, ordered (AFTER) and looped over exactly as the storage is, so REG
-  accumulators, LOCAL buffers and BARRIERs carry their bounds at every level.
+  accumulators, LOCAL buffers and BARRIERs carry their bounds at every level; a REG
+  accumulation's bound takes a form the reference vectorizes (errorbound_accumulate.py).
 
 The bound is first-order in the operands' errors (each op's derivative over [v-E, v+E]
 is taken at the interval's ends), which is exact for the monotone ops and an estimate
@@ -35,10 +36,12 @@ compared as classes by the caller (interop.compare).
 """
 from __future__ import annotations
 import ast
+import itertools
 import numpy as np
 from tinyspec import portable as P
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.errorbound_forms import FIRST_ORDER   # the corners' maximum in closed form, per op
+from tinyspec.errorbound_accumulate import find_accumulations, accumulation_bound
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -112,9 +115,12 @@ class _Shadow:
   # -------------------------------------------------------------- the walk
   def run(self) -> Graph:
     g = self.g
+    steps = find_accumulations(self)   # {a register accumulation's ADDs: its bound in vectorizable form, or None: an inner ADD}
     for i, n in enumerate(g.nodes):
       self.cur = i
-      BOUND.get(n.op, _by_category)(self, i, n)
+      if i not in steps: BOUND.get(n.op, _by_category)(self, i, n)
+      elif steps[i] is not None and not accumulation_bound(self, steps[i]):   # not that form after all: step by step
+        for j in steps[i].chain: self.cur = j; BOUND.get(g.nodes[j].op, _by_category)(self, j, g.nodes[j])
     self.cur = None
     return self.finish()
 
@@ -181,8 +187,8 @@ class _Shadow:
     nominal = self.add(n.op, [o[0] if self.views[j].dtype == "bool" else self.f64(j) for o, j in zip(opts, src)], self._arg(n, dt))
     as_f64 = (lambda x: self.add("CAST", (x,), F64)) if dt == "bool" else (lambda x: x)
     worst = None
-    for combo in _product(opts):
-      c = self.add(n.op, combo, self._arg(n, dt))
+    for combo in itertools.product(*opts):
+      c = self.add(n.op, list(combo), self._arg(n, dt))
       d = self.distance(as_f64(c), as_f64(nominal))
       worst = d if worst is None else self.max_(worst, d)
     assert worst is not None
@@ -216,12 +222,9 @@ class _Shadow:
     result may be flushed, inf outside its domain. None: exact."""
     exact = moved is None
     dt = self.views[i].dtype
-    try: ulp, dom = tolerance(n.op, dt, self.decomposed, "portable")
+    try: k, flush, dom = self.op_ulps(n, dt)
     except KeyError: return self.const(INF)
     d = DTYPES[dt]
-    k = ulp
-    if n.op in _unrounded_steps(dt): k = max(k, 1)   # a backend may contract it into a fused op
-    flush = P.applies("flush", n.op, dt)
     inner = self.unrounded_inner_steps(n, dt)
     if k == 0 and not flush and dom is None and exact and not inner: return None
     v = self.f64(i)
@@ -248,6 +251,11 @@ class _Shadow:
     is_inf = self.add("CMPEQ", (self.abs(v), self.const(INF)))
     e = self.add("WHERE", (is_inf, self.add("WHERE", (overflow, self.const(INF), self.const(0.0))), e))
     return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
+
+  def op_ulps(self, n, dt: str) -> tuple:
+    """(the op's portable ulps on dtype dt, whether a backend may flush its subnormal result, its domain)."""
+    ulp, dom = tolerance(n.op, dt, self.decomposed, "portable")
+    return (max(ulp, 1) if n.op in _unrounded_steps(dt) else ulp), P.applies("flush", n.op, dt), dom   # contracted: 1
 
   def unrounded_inner_steps(self, n, dt: str) -> list[int]:
     """The inner steps of n's decomposition (float64 nodes of their exact values) where a
@@ -342,7 +350,7 @@ class _Shadow:
           seen.add(j)
           for x in self.after.get(j, ()):
             if x not in seen: listed.append(x); seen.add(x)
-        self.nodes.append(Node("LINEAR", _dedup(listed)))
+        self.nodes.append(Node("LINEAR", list(dict.fromkeys(listed))))
         lin = len(self.nodes) - 1
         keep |= {(lin, j) for j in listed}
         new_roots.append(lin)
@@ -559,16 +567,6 @@ def _unrounded_steps(dt: str) -> frozenset:
   if any(dts and dt in dts for dts in P.variant_scope(P.WIDE_VARIANT).values()):   # a float16/bfloat16 result read unrounded
     out |= set(T.decisions[P.WIDE_DECISION]["ops"])
   return frozenset(out)
-
-
-def _product(opts):
-  out = [[]]
-  for o in opts: out = [c + [x] for c in out for x in o]
-  return out
-
-
-def _dedup(xs):
-  return list(dict.fromkeys(xs))
 
 
 def _root(g: Graph, i: int, T) -> int | None:
