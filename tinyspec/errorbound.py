@@ -229,8 +229,8 @@ class _Shadow:
     if k == 0 and not flush and dom is None and exact and not inner: return None
     v = self.f64(i)
     tiny_sub = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)
-    e = self.add("MUL", (self.abs(v), self.const(k * 2.0 ** -d.mantissa)))
-    e = self.add("ADD", (e, self.const(k * tiny_sub)))
+    e = self.const(0.0) if k == 0 else \
+      self.add("ADD", (self.add("MUL", (self.abs(v), self.const(k * 2.0 ** -d.mantissa))), self.const(k * tiny_sub)))   # (0 ulps of an infinity is 0, not inf * 0)
     if inner:   # a variant that skips the inner roundings (fused, wide): each skipped one, and the result's rounding twice
       e = self.add("ADD", (e, self.add("ADD", (self.add("MUL", (self.abs(v), self.const(2 * 2.0 ** -d.mantissa))), self.const(2 * tiny_sub)))))
       for x in inner:

@@ -57,7 +57,7 @@ def _product(b, i, n, es):
   terms = []
   if ey is not None: terms.append(_finite(b, b.add("MUL", (ax, ey))))
   if ex is not None: terms.append(_finite(b, b.add("MUL", (ay, ex))))
-  if ex is not None and ey is not None: terms.append(b.add("MUL", (ex, ey)))
+  if ex is not None and ey is not None: terms.append(_finite(b, b.add("MUL", (ex, ey))))   # (inf * 0: one operand exact, no cross term)
   out = terms[0]
   for t in terms[1:]: out = b.add("ADD", (out, t))
   return out

@@ -16,7 +16,6 @@ tinygrad/: the plugin refuses to run otherwise (a UsageError: pytest exits 4).
 """
 from __future__ import annotations
 import json
-import os
 import time
 from pathlib import Path
 import pytest
@@ -53,7 +52,7 @@ def pytest_configure(config):
   out.mkdir(parents=True, exist_ok=True)
   if not hasattr(config, "workerinput"):   # the controller (or a run without pytest-xdist): a fresh set of records
     for f in out.glob("records-*.jsonl"): f.unlink()
-  worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+  worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"   # (not the environment: a pytest run inside an xdist worker's test inherits it)
   keep = out / "failing" if config.getoption("tinygrad_suite_keep") else None
   config.pluginmanager.register(_Capturer(out / f"records-{worker}.jsonl", levels, config.getoption("tinygrad_suite_limit"), keep, rules),
                                 "tinygrad-suite-capturer")
