@@ -40,7 +40,7 @@ import itertools
 import numpy as np
 from tinyspec import portable as P
 from tinyspec.dispatch import Registry, input_name
-from tinyspec.errorbound_forms import FIRST_ORDER   # the corners' maximum in closed form, per op
+from tinyspec.errorbound_forms import FIRST_ORDER, at_float64_resolution   # the corners' maximum in closed form, per op
 from tinyspec.errorbound_accumulate import find_accumulations, accumulation_bound
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
@@ -171,6 +171,7 @@ class _Shadow:
     form = FIRST_ORDER.get(n.op)
     worst = form(self, i, n, [self.e(j) for j in src]) if form is not None else None
     if worst is None: worst = self.corners(i, n, src, es, dt)
+    elif cls == "float": worst = at_float64_resolution(self, i, worst)
     self.E[i] = self.add("ADD", (worst, self.local(i, n, moved=worst))) if cls == "float" else worst
 
   def corners(self, i, n, src, es, dt) -> int:

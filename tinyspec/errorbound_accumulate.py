@@ -39,6 +39,7 @@ import math
 from tinyspec.dtypes import DTYPES
 
 F64, INF = "float64", "inf"
+LONG_LOOP = 256   # float accumulations of fewer steps keep the step-by-step rule (see accumulation_bound)
 _UNLISTED = ("LINEAR", "SINK")   # nodes that list others without using their values
 
 
@@ -175,9 +176,12 @@ def _no_other_carry(b, after, inits) -> bool:
 
 def accumulation_bound(b, acc: Accumulation) -> bool:
   """Set the bound of the chain's last ADD (the shadow's read plus one step's contribution);
-  False where the step-by-step rule must bound it: an op with a domain or inner steps, or
-  an exact loop that only a flushed partial sum would make inexact (the step-by-step rule
-  keeps its bound 0 elsewhere)."""
+  False where the step-by-step rule must bound it: a float loop of fewer than LONG_LOOP
+  roundings (this form counts a rounding of every step wherever an operand's bound is a
+  node, even one that is 0 when it runs, where the step-by-step rule counts none: a program
+  that reassociates a short exact sum, as tinygrad's C renderer does, must still show), an
+  op with a domain or inner steps, or an exact loop that only a flushed partial sum would
+  make inexact (the step-by-step rule keeps its bound 0 elsewhere)."""
   g = b.g
   i = acc.node
   dt = b.views[i].dtype
@@ -186,6 +190,7 @@ def accumulation_bound(b, acc: Accumulation) -> bool:
     es = [b.e(t) for t in acc.terms if b.e(t) is not None]
     c = b.add("WHERE", (b.any_positive(es), b.const(INF), b.const(0.0))) if es else b.const(0.0)
     return _update(b, acc, c)
+  if acc.steps * len(acc.terms) < LONG_LOOP: return False   # short: stepping is cheap, and its bound stays exact where the sums are
   ulps, flush, dom = b.op_ulps(g.nodes[i], dt)
   if dom is not None or b.unrounded_inner_steps(g.nodes[i], dt): return False
   init_vals = [g.nodes[s].src[1] for s in acc.inits]

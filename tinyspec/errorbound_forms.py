@@ -17,6 +17,14 @@ F64, INF = "float64", "inf"
 FIRST_ORDER = Registry("first-order bound")   # op -> form(shadow, i, node, operand bounds) -> distance node or None
 
 
+def at_float64_resolution(b, i, worst):
+  """A form's distance as the corners measure it, in float64: a move below half a float64
+  ulp of the op's value vanishes there (the corners add it to the value and see nothing),
+  so it does not count as moved (which would add a rounding of the result's own dtype)."""
+  floor = b.add("MUL", (b.abs(b.f64(i)), b.const(2.0 ** -53)))
+  return b.add("WHERE", (b.add("CMPLT", (worst, floor)), b.const(0.0), worst))
+
+
 def _cls(dt) -> str | None:
   return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
 

@@ -65,7 +65,7 @@ def no_stepping(monkeypatch):
 
 @pytest.mark.parametrize("unrolled", [False, True])
 def test_other_orders_and_the_exact_sum_are_within_and_the_loop_is_vectorized(no_stepping, unrolled):
-  M, K = 5, 64
+  M, K = 5, 512
   x = cancelling(M, K)
   ins = {"x": x, "out": np.zeros(M, np.float32)}
   got, bounds = evaluate_with_bounds(accumulate_kernel(M, K, unrolled=unrolled), ins)
@@ -77,7 +77,7 @@ def test_other_orders_and_the_exact_sum_are_within_and_the_loop_is_vectorized(no
 
 def test_a_bound_planted_too_small_is_caught(monkeypatch):
   """The same check fails when the summation's rounding is left out of the bound."""
-  M, K = 5, 64
+  M, K = 5, 512
   x = cancelling(M, K)
   ins = {"x": x, "out": np.zeros(M, np.float32)}
   monkeypatch.setattr(errorbound_accumulate, "rounding", lambda *a: [])   # the summation's rounding left out
@@ -88,7 +88,7 @@ def test_a_bound_planted_too_small_is_caught(monkeypatch):
 def test_products_fused_or_not_are_within_and_never_below_the_step_by_step_rule(monkeypatch):
   """acc + x*y: a backend may fuse each product into the add (one rounding); the bound holds
   that result, the exact sum, and is at least the step-by-step rule's at every output."""
-  M, K = 4, 48
+  M, K = 4, 512
   x, y = cancelling(M, K), rng.standard_normal((M, K)).astype(np.float32)
   ins = {"x": x, "y": y, "out": np.zeros(M, np.float32)}
   g = accumulate_kernel(M, K, product=True)
@@ -104,7 +104,7 @@ def test_products_fused_or_not_are_within_and_never_below_the_step_by_step_rule(
 
 
 def test_an_overflowing_or_nan_term_makes_the_bound_inf(no_stepping):
-  M, K = 3, 8
+  M, K = 3, 256
   x = rng.standard_normal((M, K)).astype(np.float32)
   x[1, 3], x[2, 5] = 3e38, np.nan
   _, bounds = evaluate_with_bounds(accumulate_kernel(M, K), {"x": x, "out": np.zeros(M, np.float32)})

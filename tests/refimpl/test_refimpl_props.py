@@ -141,12 +141,14 @@ class Sequential:
       buf, at = self.place(i, env)
       return self.mem[buf][at] if self.in_range(buf, at) else np.zeros((), self.mem[buf].dtype)[()]   # index-oob: zero
     if op == "LOAD": return self.value(src[0], env) if v(2) else v(1)   # the buffer is not read where the gate is false
-    if op == "REDUCE":   # in iteration order; float16/bfloat16 ADD and MUL in float32, rounded once (decision reduce-empty)
+    if op == "REDUCE":   # in iteration order; float16/bfloat16 ADD and MUL in float32, rounded once (decisions reduce-empty, reduce-one)
       dt = NP[self.dtypes[i]]
       wide = np.dtype(np.float32) if self.dtypes[i] in ("float16", "bfloat16") and n.arg["op"] != "MAX" else dt
       acc = identity(n.arg["op"], wide)
       fold = reduce_max if n.arg["op"] == "MAX" else lambda a, b: apply(n.arg["op"], a, b)
-      for e in self.points(src[1:], env): acc = fold(acc, wide.type(self.value(src[0], e)))
+      points = list(self.points(src[1:], env))
+      if len(points) == 1: return dt.type(self.value(src[0], points[0]))   # one element: itself, unchanged (decision reduce-one)
+      for e in points: acc = fold(acc, wide.type(self.value(src[0], e)))
       return np.asarray(acc).astype(dt)[()]
     if op == "CAST": return np.asarray(v(0)).astype(NP[n.arg])[()]
     if op == "WHERE": return v(1) if v(0) else v(2)
