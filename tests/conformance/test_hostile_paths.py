@@ -136,10 +136,12 @@ def test_imported_graph_files_have_sanitized_names(tmp_path):
   ScriptResult("s.py", [ok]).write(tmp_path / "o")
   assert files_under(tmp_path / "o") == {"r0.tensor.json", "r0.tensor.inputs.npz", "r0.tensor.out0.npy", "import-report.json"}
   for bad in (GraphResult("r0.tensor", "tensor", g, ImportReport(), expected={"../../escaped": np.ones(2)}),
-              GraphResult("r0.tensor", "tensor", g, ImportReport(), inputs={"../escaped": np.ones(2)}),
               GraphResult("../escaped", "tensor", g, ImportReport())):
     with pytest.raises(FileRefused) as e: ScriptResult("s.py", [bad]).write(tmp_path / "p" / "q")
     assert e.value.rule == "path.name"
+  unread = GraphResult("r0.tensor", "tensor", g, ImportReport(), inputs={"buf0": np.ones(2, np.float32), "../escaped": np.ones(2)})
+  assert set(unread.inputs) == {"buf0"}   # an input the graph does not read is not kept, so never written
+  ScriptResult("s.py", [unread]).write(tmp_path / "r")
   assert not list(tmp_path.rglob("escaped*"))
 
 

@@ -28,9 +28,9 @@ def main() -> int:
   backend = PlantedBackend(sys.argv[1])
   if marks:
     run = worker.handle_run
-    def handle_run(b, msg):
+    def handle_run(b, msg, *rest):
       Path(marks, f"{os.environ.get('PLANTED_WORKER', '?')}.{os.getpid()}.{time.monotonic_ns()}").write_text("")
-      return run(b, msg)
+      return run(b, msg, *rest)
     worker.handle_run = handle_run
   return worker.serve(backend)
 
