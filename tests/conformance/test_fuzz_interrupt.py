@@ -34,7 +34,8 @@ def test_sigint_during_a_graph_fuzz_on_a_local_cluster_ends_cleanly(tmp_path):
   argv = [sys.executable, "-c", "import sys; from tinyspec.cli import main; sys.exit(main())", "fuzz", "--backend",
           f"cmd:{sys.executable} {PLANTED} IDIV", "--examples", "2000", "--seed", "0", "--level", "tensor", "--jobs", "2",
           "--out", str(tmp_path / "o"), "--db", str(db), "--progress"]
-  p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True)
+  p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True,
+                       preexec_fn=_default_sigint)
   seen, deadline = [], time.monotonic() + 240
   try:
     for line in p.stderr:   # the progress line, until a unit has finished
@@ -57,10 +58,15 @@ def test_sigint_during_a_graph_fuzz_on_a_local_cluster_ends_cleanly(tmp_path):
 def _ignores_sigint() -> bool: return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
+def _default_sigint():   # Ctrl-C as a terminal's command gets it (a test run started in the background ignores SIGINT, and children inherit that)
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_embedded_workers_leave_ctrl_c_to_the_command():
   """What keeps the workers' tracebacks away, without the race of the test above: every
   worker process of the LocalCluster ignores SIGINT, and the command's own handler is back."""
+  before = signal.getsignal(signal.SIGINT)
   with cluster.Cluster(None, 2) as c:
     got = c.client.run(_ignores_sigint)
   assert len(got) == 2 and all(got.values()), got
-  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+  assert signal.getsignal(signal.SIGINT) is before

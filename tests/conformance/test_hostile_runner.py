@@ -146,7 +146,8 @@ def test_describe_a_0d_output():
 def _start_slow_run(tmp_path, pidfile):
   cmd = [sys.executable, "-c", "import sys; from tinyspec.cli import main; sys.exit(main())", "conformance",
          "--backend", f"cmd:{sys.executable} {FAKE} slow {pidfile}", "-k", "NEG/*", "--timeout", "300", "--workers", "2"]
-  p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # (a test run started in the background ignores SIGINT; children inherit it)
   for _ in range(600):
     if pidfile.exists() and pidfile.read_text().strip(): break
     time.sleep(0.1)
