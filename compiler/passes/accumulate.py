@@ -146,17 +146,23 @@ def _tree_combine(members: list, lbufs: list, bar: UOp, base: UOp, n: int, next_
       extra.append(h)
       n = h
       continue
-    t = UOp("RANGE", (const(n - h, "index"),), {"id": next_id, "type": "GROUP_REDUCE"})
+    bar = tree_step(members, lbufs, bar, base, n - h, h, next_id)
     next_id += 1
-    slot = simplify(UOp("ADD", (base, t)))
-    steps = []
-    for red, lbuf in zip(members, lbufs):
-      cur = UOp("AFTER", (lbuf, bar))
-      pair = UOp(fold(red.arg["op"]), (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
-      steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
-    bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
     n = h
   return bar, list(range(n)) + extra[::-1], next_id
+
+
+def tree_step(members: list, lbufs: list, bar: UOp, base: UOp, lanes: int, h: int, range_id: int) -> UOp:
+  """One step of _tree_combine: the work items t < lanes do lbuf[t] = op(lbuf[t], lbuf[t + h])
+  (a GROUP_REDUCE range of `lanes`), then a BARRIER, which is returned."""
+  t = UOp("RANGE", (const(lanes, "index"),), {"id": range_id, "type": "GROUP_REDUCE"})
+  slot = simplify(UOp("ADD", (base, t)))
+  steps = []
+  for red, lbuf in zip(members, lbufs):
+    cur = UOp("AFTER", (lbuf, bar))
+    pair = UOp(fold(red.arg["op"]), (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
+    steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
+  return UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
 
 
 # ------------------------------------------------------------------ accumulators

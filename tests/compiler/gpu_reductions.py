@@ -76,22 +76,12 @@ def planted_tree_combine(real):
   """compiler/passes/accumulate.py _tree_combine with its first step run even when it has one lane
   (n = 2^k + 1): that range of one is no range after simplification, so every work item
   runs l[base] = op(l[base], l[base + h])."""
-  from tinyspec.uop import UOp
-  from tinyspec.compiler.props import const
-  from tinyspec.compiler.analysis.symbolic import simplify
-  from tinyspec.compiler.passes.readers import fold
+  from tinyspec.compiler.passes.accumulate import tree_step
 
   def combine(members, lbufs, bar, base, n, next_id):
     h = 1 << ((n - 1).bit_length() - 1) if n > 1 else 0
     if n > 2 and n - h == 1:
-      t = UOp("RANGE", (const(1, "index"),), {"id": next_id, "type": "GROUP_REDUCE"})
-      slot = simplify(UOp("ADD", (base, t)))
-      steps = []
-      for red, lbuf in zip(members, lbufs):
-        cur = UOp("AFTER", (lbuf, bar))
-        pair = UOp(fold(red.arg["op"]), (UOp("INDEX", (cur, slot)), UOp("INDEX", (cur, simplify(UOp("ADD", (slot, const(h, "index"))))))))
-        steps.append(UOp("STORE", (UOp("INDEX", (cur, slot)), pair)))
-      bar = UOp("BARRIER", (UOp("END", (steps[0] if len(steps) == 1 else UOp("GROUP", tuple(steps)), t)),))
+      bar = tree_step(members, lbufs, bar, base, 1, h, next_id)
       return real(members, lbufs, bar, base, h, next_id + 1)
     return real(members, lbufs, bar, base, n, next_id)
   return combine
