@@ -109,8 +109,8 @@ class _Converter:
     if slot.kind == "range": return RANGE
     if not is_weak(s.dtype) and not is_invalid(s): return V()
     group = slot_group(od, slot.name)
-    for j, t in enumerate(u.src):
-      if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and t.dtype.name in self.m["dtypes"]:
+    for j, t in enumerate(u.src):   # Invalid's dtype matches any: no partner to adopt from
+      if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and not is_invalid(t) and t.dtype.name in self.m["dtypes"]:
         return V(self.m["dtypes"][t.dtype.name])
     follows = result_slot(od)
     if follows is not None and follows in group: return V(dtype)

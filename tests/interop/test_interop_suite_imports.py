@@ -203,3 +203,20 @@ def test_a_multi_device_kernel_imports_as_one_devices_graph():
     assert {n.arg["device"] for n in g.nodes if n.op == "PARAM"} == {device}
     assert not any(n.op == "RANGE" and n.arg["type"] == "DEVICE" for n in g.nodes)
     assert rep.forms["DEVICE range of one device's kernel as its number"] == 1 and {"value": d, "dtype": "index"} in [n.arg for n in g.nodes if n.op == "CONST"]
+
+
+def test_a_weak_where_beside_invalid_adopts_the_stored_dtype(tmp_path):
+  """avg_pool2d with ceil_mode, its gradient (test_avg_pool2d_ceil_mode_output_size_reduce_by_one):
+  tinygrad's kernel stores WHERE(valid, WHERE(c, 1/9, 0.0), Invalid) with weakfloat branches
+  and an Invalid typed bool; the weak branch adopts the stored float32, not Invalid's bool
+  (which made WHERE(c, True, False) beside a float32, [dtype.match])."""
+  res = _script(tmp_path, """
+    import numpy as np
+    from tinygrad import Tensor
+    x = Tensor(np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) / 7)
+    g, = x.avg_pool2d(kernel_size=(3, 3), stride=3, padding=1, ceil_mode=True).sum().gradient(x)
+    print(g.numpy())
+  """)
+  kernel = next(g for g in res.graphs if g.level == "kernel")
+  ninth = [n for n in kernel.graph.nodes if n.op == "CONST" and n.arg["value"] != 0 and abs(float(n.arg["value"]) - 1 / 9) < 1e-7]
+  assert ninth and all(n.arg["dtype"] == "float32" for n in ninth)
