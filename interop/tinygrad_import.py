@@ -31,6 +31,7 @@ from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
 from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, tinygrad_multi
 from tinyspec.interop.importreport import ImportReport
 from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
+from tinyspec.interop.tinygrad_symbolic import bound_dims, bound_value
 
 FORMS = Registry("tinygrad import form", ops=False)   # form name of the map table -> its converter
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -109,8 +110,8 @@ class _Converter:
     if slot.kind == "range": return RANGE
     if not is_weak(s.dtype) and not is_invalid(s): return V()
     group = slot_group(od, slot.name)
-    for j, t in enumerate(u.src):
-      if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and t.dtype.name in self.m["dtypes"]:
+    for j, t in enumerate(u.src):   # Invalid's dtype matches any: no partner to adopt from
+      if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and not is_invalid(t) and t.dtype.name in self.m["dtypes"]:
         return V(self.m["dtypes"][t.dtype.name])
     follows = result_slot(od)
     if follows is not None and follows in group: return V(dtype)
@@ -118,10 +119,7 @@ class _Converter:
 
   def declared(self, u, dtype):
     """(dtype, shape) to declare on u's node: tinygrad's view of it."""
-    shape = None
-    if self.level == "tensor":
-      try: shape = tuple(int(x) for x in u.shape)
-      except Exception: shape = None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
+    shape = self.shape_of(u) if self.level == "tensor" else None   # None: shapeless or an unbound dim, nothing to declare
     return (None if dtype == "void" else dtype), shape
 
   def declared_as(self, dtype, shape):
@@ -264,9 +262,8 @@ class _Converter:
     spec's keeps the rank: RESHAPE(x, (1,)*k + x.shape), then EXPAND to the full shape."""
     dtype = self.dtype_of(u, ctx)
     x = yield u.src[0], self.adopt(u.src[0], dtype)
-    try:
-      src_shape, shape = tuple(int(d) for d in u.src[0].shape), tuple(int(d) for d in u.shape)
-    except (TypeError, ValueError):
+    src_shape, shape = self.shape_of(u.src[0]), self.shape_of(u)
+    if src_shape is None or shape is None:
       self.report.unmapped["EXPAND of a symbolic shape"] += 1
       return self.add("EXPAND", (x, (yield u.src[1], SHAPE)), None)
     self.report.forms["expand"] += 1
@@ -288,17 +285,19 @@ class _Converter:
       self.report.forms["reduce"] += 1
       r = self.add("REDUCE", (x,), {"op": rop, "axes": list(range(n))}, dtype)
       if negate: r = self.add("NOT", (r,), None, dtype)
-      return self.add("RESHAPE", (r, (yield from self.dims_operand(tuple(u.shape)))), None, *self.declared(u, dtype))
+      return self.add("RESHAPE", (r, (yield from self.dims_operand(self.shape_of(u) or tuple(u.shape)))), None, *self.declared(u, dtype))
     if n: self.report.unmapped["REDUCE over axes inside a kernel"] += 1
     rngs = []
     for s in u.src[1:]: rngs.append((yield s, RANGE))
     r = self.add("REDUCE", [x, *rngs], {"op": rop, **({"axes": list(range(n))} if n else {})}, dtype)
     return self.add("NOT", (r,), None, dtype) if negate else r
 
-  @staticmethod
-  def shape_of(u):
-    try: return tuple(int(d) for d in u.shape)
-    except Exception: return None   # noqa: BLE001 (symbolic or shapeless: nothing to declare)
+  def shape_of(self, u):
+    """u's shape as integers (a dim of a bound variable at its value); None if it has none."""
+    try: concrete = tuple(int(d) for d in u.shape)
+    except Exception: concrete = None   # noqa: BLE001 (symbolic or shapeless)
+    if concrete is not None: return concrete
+    return self.bound(bound_dims(u))
 
   @FORMS.register("range")
   def range_form(self, u, ctx):
@@ -455,7 +454,7 @@ class _Converter:
     """A shape operand: constant dims as an index CONST (one dim) or VCONST; symbolic dims
     as a STACK of index values."""
     if u.op.name == "STACK":
-      dims = [_fold_int(s) for s in u.src]
+      dims = [self.fold(s) for s in u.src]
       if None not in dims: return self.add("VCONST", (), {"values": dims, "dtype": "index"})
       srcs = []
       for s in u.src: srcs.append((yield s, INDEX))
@@ -465,13 +464,23 @@ class _Converter:
   def index_scalar(self, u):
     """A ()-shaped index value: a constant folds to an index CONST (tinygrad's lowered
     programs write CAST(CONST) in int32); anything else is converted and CAST if needed."""
-    v = _fold_int(u)
+    v = self.fold(u)
     if v is not None:
       if u.op.name == "CAST": self.report.forms["shape/bound CAST(CONST) folded to index"] += 1
       return self.const(v, "index")
     x = yield u, V("index")
     if self.dtype_of(u, V("index")) == "index": return x
     return self.add("CAST", (x,), "index", "index")
+
+  def fold(self, u) -> int | None:
+    """The integer a CONST (or CAST of one) holds, or a dim over bound variables at their values."""
+    v = _fold_int(u)
+    return v if v is not None else self.bound(bound_value(u))
+
+  def bound(self, v):
+    """v, a shape or a dim taken at the bound variables' values: reported."""
+    if v is not None: self.report.forms["symbolic dim of a bound variable as its bound value"] += 1
+    return v
 
   def dims_operand(self, dims):
     """A shape operand of dims, each an int or a symbolic tinygrad UOp (converted as an index

@@ -89,8 +89,11 @@ class Scope:
     self.estimates: dict | None = None   # node -> bytes, while a stepped loop runs
     self.keep = set(plan.roots)
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
+    self.value_uses = {j: len(plan.data_uses.get(j, ())) for j in plan.order}   # a LINEAR or SINK lists a node for its effects only
     for extra in plan.extra.values():
-      for j in extra: self.counts[j] = self.counts.get(j, 0) + 1
+      for j in extra:
+        self.counts[j] = self.counts.get(j, 0) + 1
+        self.value_uses[j] = self.value_uses.get(j, 0) + 1
 
   # ---------------------------------------------------------------- the walk
   def run(self):
@@ -139,13 +142,21 @@ class Scope:
     return saved
 
   def consumed(self, i):
-    for j in self.m.nodes[i].src: self.release(j)
+    listing = role(self.m.nodes[i].op) == "sink"
+    for j in self.m.nodes[i].src: self.release(j, listing)
     for j in self.plan.extra.get(i, ()): self.release(j)
 
-  def release(self, j):
+  def release(self, j, listing=False):
+    """One use of j done: its value goes after its last use as a value (a program's LINEAR
+    lists every node, and keeping them all for it ran large programs out of memory), its
+    effects after its last use of any kind."""
     c = self.counts.get(j, 0) - 1
     self.counts[j] = c
-    if c > 0 or j in self.keep or self.m.tracing: return
+    if j in self.keep or self.m.tracing: return
+    if not listing:
+      self.value_uses[j] = left = self.value_uses.get(j, 0) - 1
+      if left <= 0 < c and j not in self.plan.deferred: self.values.pop(j, None)
+    if c > 0: return
     self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
     if j in self.plan.deferred: self.consumed(j)
 

@@ -137,3 +137,31 @@ def test_an_integer_count_is_exact_unless_a_term_is_inexact(no_stepping):
   x[0, 0] = np.float32(np.arcsin(0.5))   # sin(x) within a rounding of 0.5: the count is anything
   _, bounds = evaluate_with_bounds(int_count_kernel(M, K, True), {"x": x, "out": np.zeros(M, np.int32)})
   assert np.isinf(bounds["out"][0]) and bounds["out"][2] == 0
+
+
+def test_a_programs_bound_needs_its_live_values_only():
+  """issue 31 S6: a program's LINEAR lists every node, and the evaluator kept every value for
+  it; the shadow graph's ~10 float64 values per op then ran tinygrad's attention program past
+  the memory budget. A long elementwise chain over a loop of 2^16 points: its values together
+  are ~20x the budget, what is live at once fits."""
+  from tinyspec.errorbound import shadow
+  from tinyspec.refimpl.engine import run
+  N, depth, budget = 1 << 16, 24, 8 << 20
+  b = Builder()
+  x = b.param((N,), F32, 0, name="x"); out = b.param((N,), F32, 1, name="out")
+  i = b.range(N, 0, "LOOP")
+  v = b.LOAD(b.INDEX(x, i))
+  for k in range(depth): v = b.MUL(b.ADD(v, b.const(0.5 + k, F32)), b.const(0.25, F32))
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), v), i))
+  b.PROGRAM(b.LINEAR(*range(len(b.nodes))))
+  g = b.graph()
+  ins = {"x": rng.standard_normal(N).astype(np.float32), "out": np.zeros(N, np.float32)}
+  sg, _ = shadow(g)
+  values = sum(1 for n in sg.nodes if n.op not in ("CONST", "VCONST", "STORE", "END", "SINK", "LINEAR", "PARAM", "INDEX", "RANGE"))
+  assert values * N * 8 > 20 * budget   # kept all at once: far over the budget
+  _, m = run(sg, dict(ins), budget=budget)
+  assert m.budget.peak < budget
+  got, bounds = evaluate_with_bounds(g, ins, budget=budget)
+  want = ins["x"]
+  for k in range(depth): want = ((want + np.float32(0.5 + k)) * np.float32(0.25)).astype(np.float32)
+  assert np.array_equal(got["out"], want) and np.isfinite(bounds["out"]).all() and (bounds["out"] > 0).all()

@@ -203,3 +203,47 @@ def test_a_multi_device_kernel_imports_as_one_devices_graph():
     assert {n.arg["device"] for n in g.nodes if n.op == "PARAM"} == {device}
     assert not any(n.op == "RANGE" and n.arg["type"] == "DEVICE" for n in g.nodes)
     assert rep.forms["DEVICE range of one device's kernel as its number"] == 1 and {"value": d, "dtype": "index"} in [n.arg for n in g.nodes if n.op == "CONST"]
+
+
+def test_a_weak_where_beside_invalid_adopts_the_stored_dtype(tmp_path):
+  """avg_pool2d with ceil_mode, its gradient (test_avg_pool2d_ceil_mode_output_size_reduce_by_one):
+  tinygrad's kernel stores WHERE(valid, WHERE(c, 1/9, 0.0), Invalid) with weakfloat branches
+  and an Invalid typed bool; the weak branch adopts the stored float32, not Invalid's bool
+  (which made WHERE(c, True, False) beside a float32, [dtype.match])."""
+  res = _script(tmp_path, """
+    import numpy as np
+    from tinygrad import Tensor
+    x = Tensor(np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) / 7)
+    g, = x.avg_pool2d(kernel_size=(3, 3), stride=3, padding=1, ceil_mode=True).sum().gradient(x)
+    print(g.numpy())
+  """)
+  kernel = next(g for g in res.graphs if g.level == "kernel")
+  ninth = [n for n in kernel.graph.nodes if n.op == "CONST" and n.arg["value"] != 0 and abs(float(n.arg["value"]) - 1 / 9) < 1e-7]
+  assert ninth and all(n.arg["dtype"] == "float32" for n in ninth)
+
+
+def test_symbolic_shapes_of_bound_variables_import_at_their_values(tmp_path):
+  """A realize with bound Variables (tinygrad's test_deviceless_materialize_localizes_to_target,
+  test_symbolic_ops' cat of two variables, ones of a symbolic shape): the spec has no symbolic
+  shape at tensor level, so each dim is the number tinygrad ran with; each binding imports,
+  validates and agrees (two bindings of the same program give two results)."""
+  res = _script(tmp_path, """
+    import numpy as np
+    from tinygrad import Tensor, Variable
+    a = Tensor(np.arange(30, dtype=np.float32).reshape(3, 10))
+    for i, j in ((3, 2), (5, 4)):
+      vi, vj = Variable("i", 1, 10).bind(i), Variable("j", 1, 10).bind(j)
+      print(Tensor.arange(Variable("s", 1, 128).bind(2 * i)).cumsum()[:2 * i].numpy())
+      print(Tensor.ones(vi, 11).contiguous().sum().item())
+      print(a[:, :vi].cat(a[:, :vj], dim=1).sum(1).numpy())
+  """)
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  assert len(tensors) >= 6 and all(not g.report.unmapped for g in tensors)
+  assert sum(g.report.forms["symbolic dim of a bound variable as its bound value"] for g in tensors) >= 6
+
+
+def test_a_dim_has_a_number_only_where_its_variables_are_bound():
+  from tinyspec.interop.tinygrad_symbolic import bound_value
+  v = UOp.variable("i", 1, 10)
+  assert bound_value(v.bind(3) * 2 - 1) == 5 and bound_value(7) == 7
+  assert bound_value(v * 2 - 1) is None   # unbound: no number, the dim stays symbolic
