@@ -28,14 +28,14 @@ from __future__ import annotations
 import jsonschema
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from tinyspec.tables import tables as _tables, Tables, PROPS
+from tinyspec.tables import tables as _tables, Tables
 from tinyspec.rules import RuleFail
 from tinyspec import rules as _rules
 from tinyspec.diagnostics import Diagnostic, EXIT_OK, Capped, max_diagnostics, did_you_mean
 from tinyspec.dtypes import canonical, DTYPES
 from tinyspec.frozen import key as _key, freeze, FrozenDict
 from tinyspec.graph import Graph, Node, load_file
-from tinyspec import uop as _uop
+from tinyspec.props import View, DerivationError, derive_into, FOLDS
 from tinyspec import recovery as _recovery
 from tinyspec.frozen import thaw
 import gc
@@ -43,24 +43,6 @@ import gc
 LEVELS = ("tensor", "kernel", "program")
 _BIT = {"tensor": 1, "kernel": 2, "program": 4}
 _FIRST_LEVEL = [next((lv for lv in LEVELS if c & _BIT[lv]), "tensor") for c in range(8)]
-
-
-class View:
-  """A node as the rules see it: its inputs and its derived properties."""
-  __slots__ = ("index", "op", "arg", "src", "dtype", "shape", "device", "addrspace", "min_max", "axis", "value")
-
-  def __init__(self, index, op, arg, src):
-    self.index, self.op, self.arg, self.src = index, op, arg, src
-    self.dtype = self.shape = self.device = self.addrspace = self.min_max = self.axis = self.value = None
-
-  @property
-  def slot(self): return self.arg["slot"]
-
-  def props(self) -> dict:
-    return {p: getattr(self, p) for p in PROPS}
-
-  def __repr__(self):
-    return f"<node {self.index} {self.op} {self.dtype} {self.shape}>"
 
 
 @dataclass
@@ -296,26 +278,6 @@ def _slot_errors(od, name, src):
   return out
 
 
-# ------------------------------------------------------------------ constant folding
-# Shape operands must be constants: an `index` node of an op with a `fold:` key in ops.yaml
-# carries the dims it holds in View.value (read by shape_value()).
-def _fold_value(arg, src): return arg["value"]
-def _fold_values(arg, src): return tuple(arg["values"])
-def _fold_stack(arg, src):
-  if all(s.value is not None and type(s.value) is not tuple for s in src): return tuple(s.value for s in src)
-  return None
-
-
-_FOLDS = {"value": _fold_value, "values": _fold_values, "stack": _fold_stack}
-
-
-def fold_value(fold: str | None, arg, src):
-  """The constant an `index` node folds to, by its op's `fold:` form (ops.yaml): arg.value,
-  the tuple arg.values, or the tuple of its sources' folded scalars; None when the op does
-  not fold or a source is not constant."""
-  return None if fold is None else _FOLDS[fold](arg, src)
-
-
 # ------------------------------------------------------------------ one node
 class _OpInfo(NamedTuple):
   """What the per-node pipeline needs of one op, gathered once per Tables (a tuple, so
@@ -335,7 +297,7 @@ class _OpInfo(NamedTuple):
 def _op_info(od, arg_errors) -> _OpInfo:
   off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)
   return _OpInfo(od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all,
-                 arg_errors(od, None), _FOLDS[od.fold] if od.fold else None)
+                 arg_errors(od, None), FOLDS[od.fold] if od.fold else None)
 
 
 def _op_infos(T: Tables, arg_cache) -> dict:
@@ -391,14 +353,14 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors, guess=N
     if guess is not None and _recovery.recoverable(failed): _recovery.derive_guess(derive, src, arg, name, lvl, v, guess)
     return None
   try:
-    v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
+    derive_into(v, derive, fold, src, lvl)
   except RuleFail as e:
     report(i, name, e.rule, e.msg[:300]); return None
   except Exception as e:
     report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); return None
+  dt, sh = v.dtype, v.shape
   if type(sh) is tuple and len(sh) > _rules.MAX_RANK and type(dt) is str:   # a STACK chain grows rank without shape operands
     report(i, name, "shape.limit", f"a shape of {len(sh)} dims, more than limits.max_rank = {_rules.MAX_RANK}"); return None
-  if fold is not None and dt == "index": v.value = fold(arg, src)
   if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report):
     if guess is not None and (shape is None or tuple(shape) == tuple(sh)): guess.append(v)   # (the dtype alone is wrong)
     return None
@@ -536,14 +498,6 @@ def check_node(op: str, src, arg=None, *, level: str = "tensor", dtype=None, sha
   return v if v is not None else diags
 
 
-class DerivationError(ValueError):
-  """derive_uop() met an invalid node; `diagnostics` say which rules it breaks (their node
-  indices count the nodes being derived, the already derived sources first)."""
-  def __init__(self, diagnostics: list[Diagnostic]):
-    super().__init__("invalid graph:\n" + "\n".join(d.format() for d in diagnostics[:20]))
-    self.diagnostics = diagnostics
-
-
 def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   """The View of UOp u, stored in `u._props` with those of every node below it, computed
   incrementally: only the nodes without `_props` are checked (each once, against its
@@ -591,5 +545,3 @@ def _underived(u) -> tuple[list, list]:
     stack.extend((s, False) for s in reversed(x.src) if id(s) not in seen)
   return frontier, order
 
-
-_uop.DERIVE[:] = [derive_uop]   # UOp.props asks this module (tinyspec/uop.py says why)

@@ -77,7 +77,7 @@ def planted_tree_combine(real):
   (n = 2^k + 1): that range of one is no range after simplification, so every work item
   runs l[base] = op(l[base], l[base + h])."""
   from tinyspec.uop import UOp
-  from tinyspec.compiler.props import const
+  from tinyspec.compiler.literals import const
   from tinyspec.compiler.analysis.symbolic import simplify
   from tinyspec.compiler.passes.readers import fold
 
