@@ -223,11 +223,11 @@ def _schema_message(e) -> str:
 
 def validate(graph, level: str = "auto", tables: Tables | None = None, file: str = "<graph>") -> ValidationResult:
   """Check every node of a Graph (a file's node list), or of the UOps below a UOp or a
-  list of root UOps; return diagnostics and each valid node's View. A diagnostic names
+  list of root UOps (or numbered_uops' numbering of them); return diagnostics and each valid node's View. A diagnostic names
   the node by its index: in the file for a Graph, in sources-first order (toposort) for
   UOps (ValidationResult.uops lists them). One pass, the same for both (_validate)."""
   if isinstance(graph, Graph): ns, g = numbered_graph(graph), graph
-  else: ns, g = numbered_uops(graph), None
+  else: ns, g = graph if isinstance(graph, Numbered) else numbered_uops(graph), None
   # The pass allocates ~10 objects per node that all stay alive; the cyclic GC would
   # rescan them again and again (quadratic in practice), and nothing here makes cycles.
   was = gc.isenabled(); gc.disable()
