@@ -12,11 +12,13 @@ there is reported when no choice avoids it (tinyspec/recovery.py): errors below 
 invalid node are found in the same run, cascades are not.
 
 Public entry points:
-  validate(graph, level)        every node of a graph -> ValidationResult (diagnostics, Views)
+  validate(graph, level)        every node of a Graph, or of the UOps below a UOp or roots
+                                -> ValidationResult (diagnostics, Views)
   check_node(op, src, arg, level=...)   one node over its sources' Views -> View | [Diagnostic]
-  derive_uop(u, level=...)      a UOp's View, deriving only the nodes below it that lack one
-                                (what UOp.props and the Tensor front end use)
-All three run the same per-node pipeline, _check. The level of each node (the contexts)
+  derive_uop(u, level=...)      a UOp's View, checking only the nodes below it that lack one
+                                (what the Tensor front end uses)
+All three run the same per-node pipeline, _check, whose properties come from the one
+derivation (tinyspec.props.derive_into; UOp.props derives through it without the checks). The level of each node (the contexts)
 and the constants shape operands fold to come from ops.yaml (slot `level`, op `fold`).
 
 Speed (bench/bench_validate.py): the per-op work is prepared once per Tables (_OpInfo:
