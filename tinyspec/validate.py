@@ -233,10 +233,11 @@ def validate(graph, level: str = "auto", tables: Tables | None = None, file: str
   # The pass allocates ~10 objects per node that all stay alive; the cyclic GC would
   # rescan them again and again (quadratic in practice), and nothing here makes cycles.
   was = gc.isenabled(); gc.disable()
-  try: diags, views, top = _validate(ns, level, tables, file)
+  try:
+    diags, views, top = _validate(ns, level, tables, file)
+    return ValidationResult(g, diags, views, top, None if g is not None else ns.nodes)
   finally:
     if was: gc.enable()
-  return ValidationResult(g, diags, views, top, None if g is not None else ns.nodes)
 
 
 def _slot_plan(od):
