@@ -23,7 +23,7 @@ CHILD = r'''
 import json, sys, time
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 target = sys.argv[1]
 a = UOp("BUFFER", (S((256, 256)),), {{"slot": 0, "dtype": "float32", "device": "CPU"}})
 g = [UOp("REDUCE", (UOp("MUL", (a, const(1.5, "float32"))),), {{"op": "ADD", "axes": [1]}})]

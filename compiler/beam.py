@@ -25,8 +25,8 @@ import numpy as np
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.dispatch import input_name
-from tinyspec.compiler.props import props
-from tinyspec.compiler.errors import CompileError
+from tinyspec.props import props
+from tinyspec.compiler.errors import CompileError, REFUSED
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, top_nest, PARALLEL
 from tinyspec.compiler.passes.optimize import apply_opts, initial_types, opts_fit
 from tinyspec.intervals import np_dtype
@@ -98,7 +98,7 @@ def lanes(sink: UOp) -> int:
 def legal(sink: UOp, opts: list, target: str, dev) -> UOp | None:
   """The kernel with the opts applied, or None when they are refused or expand too far."""
   try: out = apply_opts(initial_types(sink), opts, target, dev)
-  except CompileError: return None
+  except REFUSED: return None
   return out if lanes(out) <= MAX_LANES else None
 
 

@@ -23,7 +23,7 @@ from tinyspec.refimpl import evaluate
 from tinyspec.compiler.pipeline import lower
 from tinyspec.refimpl import EvalError
 import warnings
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.intervals import np_dtype
 from tinyspec.graph import Graph
 

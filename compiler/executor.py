@@ -24,7 +24,7 @@ import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.dispatch import input_name
 from tinyspec.intervals import np_dtype
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.compiler.runtime.opencl import device
 from tinyspec.compiler.runtime.opencl import check_simulator

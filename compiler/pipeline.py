@@ -36,7 +36,8 @@ from tinyspec.rewrite import Trace, tracing, substitute
 from tinyspec.tables import tables
 from tinyspec.dispatch import input_name
 from tinyspec.validate import validate
-from tinyspec.compiler.errors import CompileError
+from tinyspec.compiler.errors import CompileError, refusal
+from tinyspec.props import DerivationError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.passes.heuristics import numbers
@@ -255,7 +256,8 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
     for stage in STAGES:
       if level not in stage.levels: continue
       t.stage = stage.name
-      stage.run(p)
+      try: stage.run(p)
+      except DerivationError as e: raise refusal(e) from None
       if keep_stages and (kept := stage.graph(p)) is not None: stages[stage.name] = kept
   # the graph's own inputs are accepted even where the program no longer reads them (e.g. an
   # INDEX that is always out of range folds to zero): refimpl accepts them too

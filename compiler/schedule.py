@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tinyspec.uop import UOp
 from tinyspec.graph import Graph
 from tinyspec.intervals import np_dtype
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 
 
 @dataclass

@@ -23,10 +23,10 @@ import yaml
 from tinyspec import spec  # type: ignore[attr-defined]  # spec/ is installed as tinyspec.spec (setup.py maps the folder)
 from tinyspec.dtypes import dtype as _dtype
 from tinyspec.frozen import freeze, thaw, key as _key
-from tinyspec.graph import Graph, Node
+from tinyspec.graph import Graph
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
-from tinyspec.validate import validate
+from tinyspec.validate import validate, numbered_graph, numbered_uops
 import gc
 
 
@@ -106,10 +106,8 @@ def const_value(v, dt: str):
 @lru_cache(maxsize=None)
 def _derive(op: str, src_dtypes: tuple, arg_key, arg) -> str:
   """The dtype the validator derives for `op` over ()-shaped sources of these dtypes."""
-  nodes = [Node("VCONST", (), {"values": [], "dtype": "index"})]
-  nodes += [Node("PARAM", (0,), {"slot": k, "dtype": d}) for k, d in enumerate(src_dtypes)]
-  nodes.append(Node(op, range(1, len(src_dtypes) + 1), arg))
-  res = validate(Graph(nodes))
+  scalar = UOp("VCONST", (), {"values": [], "dtype": "index"})
+  res = validate(UOp(op, tuple(UOp("PARAM", (scalar,), {"slot": k, "dtype": d}) for k, d in enumerate(src_dtypes)), arg))
   if not res.ok:
     raise DecompositionError("; ".join(f"{d.message} [{d.rule}]" for d in res.diagnostics))
   return res.views[-1].dtype
@@ -387,30 +385,32 @@ def decompose(graph_or_uops, ops=None):
 
 def _decompose(graph_or_uops, ops):
   T = tables()
-  if isinstance(graph_or_uops, Graph): g, kind = graph_or_uops, "graph"
-  elif isinstance(graph_or_uops, UOp): g, kind = Graph.from_uops(graph_or_uops), "uop"
+  g = graph_or_uops if isinstance(graph_or_uops, Graph) else None
+  if g is not None: ns = numbered_graph(g)
+  elif isinstance(graph_or_uops, UOp): ns = numbered_uops(graph_or_uops)
   else:
     roots = list(graph_or_uops)
     if not roots or not all(isinstance(r, UOp) for r in roots): raise DecompositionError("decompose takes a Graph, a UOp or a list of UOps")
-    g, kind = Graph.from_uops(*roots), "list"
+    ns = numbered_uops(roots)
   want = decomposed_ops()
   if ops is not None:
     ops = frozenset(ops)
     bad = sorted(o for o in ops if o not in want)
     if bad: raise DecompositionError(f"no decomposition for {', '.join(bad)}")
     want = ops
-  res = validate(g)
+  res = validate(g if g is not None else ns)
   if not res.ok:
     raise DecompositionError("cannot decompose an invalid graph:\n" + "\n".join(d.format() for d in res.diagnostics[:20]))
   listing = T.listing_ops
   views = res.views
-  new: list = [None] * len(g.nodes)
+  new: list = [None] * len(ns.nodes)
   made_by: dict[int, list] = {}
-  for i, node in enumerate(g.nodes):
-    src = [new[j] for j in node.src]
+  for i, node in enumerate(ns.nodes):   # a file's Nodes or the UOps, sources first
+    src_at = ns.srcs[i]
+    src = [new[j] for j in src_at]
     if node.op in want:
       try:
-        flat = flatten(node.op, tuple(views[j].dtype for j in node.src), node.arg, want)
+        flat = flatten(node.op, tuple(views[j].dtype for j in src_at), node.arg, want)
       except DecompositionError as e:
         raise DecompositionError(f"node {i} ({node.op}): {e}") from None
       u, made = _instantiate(flat, src)
@@ -422,12 +422,11 @@ def _decompose(graph_or_uops, ops):
       continue
     if node.op in listing and made_by:
       listed, seen = [], set()
-      for j, s in zip(node.src, src):
+      for j, s in zip(src_at, src):
         for m in made_by.get(j, (s,)):
           if id(m) not in seen: seen.add(id(m)); listed.append(m)
       src = listed
     new[i] = UOp(node.op, tuple(src), node.arg, dtype=node.dtype, shape=node.shape, tag=node.tag, name=node.name)
-  roots = [new[r] for r in g.root_indices]
-  if kind == "uop": return roots[0]
-  if kind == "list": return roots
-  return Graph.from_uops(*roots, level=g.level, meta=g.meta)
+  roots = [new[r] for r in ns.roots]
+  if g is not None: return Graph.from_uops(*roots, level=g.level, meta=g.meta)
+  return roots[0] if isinstance(graph_or_uops, UOp) else roots

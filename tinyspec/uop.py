@@ -1,19 +1,18 @@
 """Hash-consed UOps: building the same (op, src, arg) twice gives the same object.
 
 A UOp carries what a graph-file node carries (declared dtype/shape and tag included), so
-Graph.from_uops / Graph.uops convert losslessly. Derived properties are not stored here:
-`uop.props` asks the validator (tinyspec.validate.derive_uop, which checks only the nodes
-below that have none yet) and caches the answer in `_props`. The validator is built on
-this module, so it plugs its derive_uop in here when it loads (`DERIVE`); importing any
-part of tinyspec loads it.
+Graph.from_uops / Graph.uops convert losslessly. Derived properties are the derivation's
+(tinyspec/props.py: spec/derived.yaml's rules, each node derived once from its sources'
+properties), cached in `_props`; the validator and the front end's node-by-node checks
+store the Views they derive there too.
 """
 from __future__ import annotations
 import weakref
 from typing import Any
 from tinyspec.frozen import freeze, thaw, key as _key
+from tinyspec.props import props as _derive_props
 
 _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
-DERIVE: list = []   # [derive_uop], put here by tinyspec.validate
 
 
 def toposort(*roots, srcs=None) -> list["UOp"]:
@@ -86,10 +85,10 @@ class UOp:
 
   @property
   def props(self):
-    """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis); raises
-    tinyspec.validate.DerivationError (a ValueError) if a node is invalid."""
-    if self._props is None: DERIVE[0](self)
-    return self._props
+    """Derived properties (a View: dtype, shape, device, addrspace, min_max, axis), by
+    tinyspec.props.props: derived, not checked (tinyspec.validate checks); raises
+    tinyspec.props.DerivationError (a ValueError) where a rule refuses a node."""
+    return self._props if self._props is not None else _derive_props(self)
 
   def __repr__(self) -> str:
     arg = "" if self.arg is None else f", arg={thaw(self.arg)!r}"

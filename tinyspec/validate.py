@@ -12,11 +12,13 @@ there is reported when no choice avoids it (tinyspec/recovery.py): errors below 
 invalid node are found in the same run, cascades are not.
 
 Public entry points:
-  validate(graph, level)        every node of a graph -> ValidationResult (diagnostics, Views)
+  validate(graph, level)        every node of a Graph, or of the UOps below a UOp or roots
+                                -> ValidationResult (diagnostics, Views)
   check_node(op, src, arg, level=...)   one node over its sources' Views -> View | [Diagnostic]
-  derive_uop(u, level=...)      a UOp's View, deriving only the nodes below it that lack one
-                                (what UOp.props and the Tensor front end use)
-All three run the same per-node pipeline, _check. The level of each node (the contexts)
+  derive_uop(u, level=...)      a UOp's View, checking only the nodes below it that lack one
+                                (what the Tensor front end uses)
+All three run the same per-node pipeline, _check, whose properties come from the one
+derivation (tinyspec.props.derive_into; UOp.props derives through it without the checks). The level of each node (the contexts)
 and the constants shape operands fold to come from ops.yaml (slot `level`, op `fold`).
 
 Speed (bench/bench_validate.py): the per-op work is prepared once per Tables (_OpInfo:
@@ -28,14 +30,15 @@ from __future__ import annotations
 import jsonschema
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from tinyspec.tables import tables as _tables, Tables, PROPS
+from tinyspec.tables import tables as _tables, Tables
 from tinyspec.rules import RuleFail
 from tinyspec import rules as _rules
 from tinyspec.diagnostics import Diagnostic, EXIT_OK, Capped, max_diagnostics, did_you_mean
 from tinyspec.dtypes import canonical, DTYPES
 from tinyspec.frozen import key as _key, freeze, FrozenDict
-from tinyspec.graph import Graph, Node, load_file
-from tinyspec import uop as _uop
+from tinyspec.graph import Graph, load_file
+from tinyspec.uop import UOp, toposort
+from tinyspec.props import View, DerivationError, derive_into, FOLDS
 from tinyspec import recovery as _recovery
 from tinyspec.frozen import thaw
 import gc
@@ -45,30 +48,13 @@ _BIT = {"tensor": 1, "kernel": 2, "program": 4}
 _FIRST_LEVEL = [next((lv for lv in LEVELS if c & _BIT[lv]), "tensor") for c in range(8)]
 
 
-class View:
-  """A node as the rules see it: its inputs and its derived properties."""
-  __slots__ = ("index", "op", "arg", "src", "dtype", "shape", "device", "addrspace", "min_max", "axis", "value")
-
-  def __init__(self, index, op, arg, src):
-    self.index, self.op, self.arg, self.src = index, op, arg, src
-    self.dtype = self.shape = self.device = self.addrspace = self.min_max = self.axis = self.value = None
-
-  @property
-  def slot(self): return self.arg["slot"]
-
-  def props(self) -> dict:
-    return {p: getattr(self, p) for p in PROPS}
-
-  def __repr__(self):
-    return f"<node {self.index} {self.op} {self.dtype} {self.shape}>"
-
-
 @dataclass
 class ValidationResult:
   graph: Graph | None
   diagnostics: list[Diagnostic]
   views: list = field(default_factory=list)
   level: str | None = None
+  uops: list | None = None      # validate(UOps): the UOps checked, in the order `views` and the diagnostics' node indices count
 
   @property
   def ok(self) -> bool: return not self.diagnostics
@@ -83,12 +69,35 @@ class ValidationResult:
   def untrusted(self, tables: Tables | None = None) -> list[int]:
     """Nodes whose op the tables mark `untrusted` (CUSTOM, INS...): valid graph data, but
     opaque code that evaluators and compilers refuse unless explicitly allowed."""
-    if self.graph is None: return []
+    nodes = self.graph.nodes if self.graph is not None else self.uops or []
     ops = (tables or _tables()).ops
-    return [i for i, n in enumerate(self.graph.nodes) if n.op in ops and ops[n.op].untrusted]
+    return [i for i, n in enumerate(nodes) if n.op in ops and ops[n.op].untrusted]
 
 
-def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
+class Numbered(NamedTuple):
+  """A graph as the validator walks it, in order: `nodes` (each with op, arg, dtype,
+  shape: a file's Nodes or UOps), `srcs` (each node's sources as positions in `nodes`),
+  `roots` (positions) and the level the graph declares (or None)."""
+  nodes: list
+  srcs: list
+  roots: list
+  level: str | None = None
+
+
+def numbered_graph(g: Graph) -> Numbered:
+  """A graph file's nodes as they stand (sources may be out of range: the checks say so)."""
+  return Numbered(g.nodes, [n.src for n in g.nodes], g.root_indices, g.level)
+
+
+def numbered_uops(roots, level: str | None = None) -> Numbered:
+  """The UOps below `roots` (a UOp or a list), sources first (tinyspec.uop.toposort)."""
+  roots = [roots] if isinstance(roots, UOp) else list(roots)
+  order = toposort(roots)
+  pos = {id(u): i for i, u in enumerate(order)}
+  return Numbered(order, [tuple([pos[id(s)] for s in u.src]) for u in order], [pos[id(r)] for r in roots], level)
+
+
+def detect_level(g: Graph | Numbered, T: Tables, present: set | None = None) -> str:
   """The level of a graph with none declared, from the op table:
     * the level the root's op puts its sources at, when a slot says (`level: program`:
       a LINEAR or PROGRAM root makes a program);
@@ -96,8 +105,7 @@ def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
       level through a slot `level` (a tensor graph CALLing a kernel SINK);
     * else kernel.
   `present` is the set of ops in the graph, if the caller has it."""
-  nodes = g.nodes
-  roots = g.root_indices
+  nodes, srcs, roots, _ = numbered_graph(g) if isinstance(g, Graph) else g
   last = nodes[roots[-1]] if nodes and roots and 0 <= roots[-1] < len(nodes) else None
   od = T.ops.get(last.op) if last is not None else None
   for k in (od.level_slots if od is not None else ()):
@@ -107,7 +115,7 @@ def detect_level(g: Graph, T: Tables, present: set | None = None) -> str:
   if all("tensor" in ops[n].levels for n in present if n in ops): return "tensor"
   openers = _openers(T, present)
   for i, n in enumerate(nodes):
-    if n.op in openers and any(lv is not None for _, lv in _source_levels(ops[n.op], n.src, nodes, i)): return "tensor"
+    if n.op in openers and any(lv is not None for _, lv in _source_levels(ops[n.op], srcs[i], nodes, i)): return "tensor"
   return "kernel"
 
 
@@ -122,26 +130,27 @@ def _source_levels(od, srcs, nodes, i):
     if 0 <= j < i: yield j, od.slot_for(k).level_of(nodes[j].op)
 
 
-def _contexts(g: Graph, top: str, present: set, T: Tables) -> list[int] | None:
+def _contexts(g: Graph | Numbered, top: str, present: set, T: Tables) -> list[int] | None:
   """Bitmask of the levels each node is used at: a source in a slot with a `level` (in
   ops.yaml: LINEAR's and PROGRAM's sources, CALL's SINK body) is at that level, every
   other source at its consumer's, the roots at the graph's level. One reverse pass; None
   when no op opens another level (every node is at `top`)."""
   openers = _openers(T, present)
   if not openers: return None
-  nodes, ops, top_bit = g.nodes, T.ops, _BIT[top]
+  nodes, srcs, roots, _ = numbered_graph(g) if isinstance(g, Graph) else g
+  ops, top_bit = T.ops, _BIT[top]
   n = len(nodes)
   ctx = [0] * n
-  for r in g.root_indices:
+  for r in roots:
     if 0 <= r < n: ctx[r] |= top_bit
   for i in range(n - 1, -1, -1):
     node = nodes[i]
     c = ctx[i] or top_bit
     ctx[i] = c
     if node.op in openers:
-      for j, lv in _source_levels(ops[node.op], node.src, nodes, i): ctx[j] |= c if lv is None else _BIT[lv]
+      for j, lv in _source_levels(ops[node.op], srcs[i], nodes, i): ctx[j] |= c if lv is None else _BIT[lv]
     else:
-      for j in node.src:
+      for j in srcs[i]:
         if 0 <= j < i: ctx[j] |= c
   return ctx
 
@@ -214,12 +223,19 @@ def _schema_message(e) -> str:
   return e.message
 
 
-def validate(graph: Graph, level: str = "auto", tables: Tables | None = None, file: str = "<graph>") -> ValidationResult:
-  """Check every node; return diagnostics and each valid node's View."""
+def validate(graph, level: str = "auto", tables: Tables | None = None, file: str = "<graph>") -> ValidationResult:
+  """Check every node of a Graph (a file's node list), or of the UOps below a UOp or a
+  list of root UOps (or numbered_uops' numbering of them); return diagnostics and each valid node's View. A diagnostic names
+  the node by its index: in the file for a Graph, in sources-first order (toposort) for
+  UOps (ValidationResult.uops lists them). One pass, the same for both (_validate)."""
+  if isinstance(graph, Graph): ns, g = numbered_graph(graph), graph
+  else: ns, g = graph if isinstance(graph, Numbered) else numbered_uops(graph), None
   # The pass allocates ~10 objects per node that all stay alive; the cyclic GC would
   # rescan them again and again (quadratic in practice), and nothing here makes cycles.
   was = gc.isenabled(); gc.disable()
-  try: return _validate(graph, level, tables, file)
+  try:
+    diags, views, top = _validate(ns, level, tables, file)
+    return ValidationResult(g, diags, views, top, None if g is not None else ns.nodes)
   finally:
     if was: gc.enable()
 
@@ -296,26 +312,6 @@ def _slot_errors(od, name, src):
   return out
 
 
-# ------------------------------------------------------------------ constant folding
-# Shape operands must be constants: an `index` node of an op with a `fold:` key in ops.yaml
-# carries the dims it holds in View.value (read by shape_value()).
-def _fold_value(arg, src): return arg["value"]
-def _fold_values(arg, src): return tuple(arg["values"])
-def _fold_stack(arg, src):
-  if all(s.value is not None and type(s.value) is not tuple for s in src): return tuple(s.value for s in src)
-  return None
-
-
-_FOLDS = {"value": _fold_value, "values": _fold_values, "stack": _fold_stack}
-
-
-def fold_value(fold: str | None, arg, src):
-  """The constant an `index` node folds to, by its op's `fold:` form (ops.yaml): arg.value,
-  the tuple arg.values, or the tuple of its sources' folded scalars; None when the op does
-  not fold or a source is not constant."""
-  return None if fold is None else _FOLDS[fold](arg, src)
-
-
 # ------------------------------------------------------------------ one node
 class _OpInfo(NamedTuple):
   """What the per-node pipeline needs of one op, gathered once per Tables (a tuple, so
@@ -335,7 +331,7 @@ class _OpInfo(NamedTuple):
 def _op_info(od, arg_errors) -> _OpInfo:
   off_levels = 7 & ~sum(_BIT[lv] for lv in od.levels if lv in _BIT)
   return _OpInfo(od, od.min_src, od.max_src, off_levels, _slots_pred(od), od.checks, od.checks_all, od.derive_all,
-                 arg_errors(od, None), _FOLDS[od.fold] if od.fold else None)
+                 arg_errors(od, None), FOLDS[od.fold] if od.fold else None)
 
 
 def _op_infos(T: Tables, arg_cache) -> dict:
@@ -391,14 +387,14 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors, guess=N
     if guess is not None and _recovery.recoverable(failed): _recovery.derive_guess(derive, src, arg, name, lvl, v, guess)
     return None
   try:
-    v.dtype, v.shape, v.device, v.addrspace, v.min_max, v.axis = dt, sh, _, _, _, _ = derive(src, arg, name, lvl, v)
+    derive_into(v, derive, fold, src, lvl)
   except RuleFail as e:
     report(i, name, e.rule, e.msg[:300]); return None
   except Exception as e:
     report(i, name, "internal.error", f"deriving properties failed ({type(e).__name__}: {e}); this is a bug in the tables"[:300]); return None
+  dt, sh = v.dtype, v.shape
   if type(sh) is tuple and len(sh) > _rules.MAX_RANK and type(dt) is str:   # a STACK chain grows rank without shape operands
     report(i, name, "shape.limit", f"a shape of {len(sh)} dims, more than limits.max_rank = {_rules.MAX_RANK}"); return None
-  if fold is not None and dt == "index": v.value = fold(arg, src)
   if (dtype is not None or shape is not None) and not _declared_ok(dtype, shape, dt, sh, i, name, report):
     if guess is not None and (shape is None or tuple(shape) == tuple(sh)): guess.append(v)   # (the dtype alone is wrong)
     return None
@@ -406,15 +402,16 @@ def _check(info, name, arg, src, c, i, dtype, shape, report, arg_errors, guess=N
 
 
 
-def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known: list | None = None) -> ValidationResult:
-  """validate(); `known`: Views already derived for the first len(known) nodes (they are
-  taken as they are, see derive_uop)."""
+def _validate(graph: Numbered, level: str, tables: Tables | None, file: str, known: list | None = None) -> tuple[list, list, str]:
+  """validate(): (diagnostics, each node's View or None, the graph's level); `known`:
+  Views already derived for the first len(known) nodes (taken as they are, see
+  derive_uop)."""
   T = tables or _tables()
   diags = Capped(max_diagnostics())
   add = diags.add
-  nodes = graph.nodes
+  nodes, srcs, roots, declared = graph
   present = {nd.op for nd in nodes}
-  top = level if level in LEVELS else (graph.level or detect_level(graph, T, present))
+  top = level if level in LEVELS else (declared or detect_level(graph, T, present))
   ctx = _contexts(graph, top, present, T)
   top_bit = _BIT[top]
   views: list[View | None] = [None] * len(nodes)
@@ -431,9 +428,9 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
   guess: list = []              # the View an invalid node whose dtype alone is unknown leaves here
   below = _recovery.Below()     # such nodes and their consumers: what they may be
 
-  for r in graph.root_indices:
+  for r in roots:
     if not (0 <= r < len(nodes)): report(None, None, "graph.src", f"root {r} is not a node index (the graph has nodes 0 to {len(nodes) - 1})")
-  if not graph.root_indices: report(None, None, "graph.src", "the graph has no root")
+  if not roots: report(None, None, "graph.src", "the graph has no root")
 
   for i in range(first, len(nodes)):
     node = nodes[i]
@@ -442,7 +439,7 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
     if info is None:
       if name != "?": report(i, name, "graph.unknown_op", _unknown_op(name, T))   # "?": already a file.schema error
       continue
-    srcs_i = node.src
+    srcs_i = srcs[i]
     if srcs_i and (min(srcs_i) < 0 or max(srcs_i) >= i):
       bad = [j for j in srcs_i if not (0 <= j < i)]
       why = "itself (a cycle)" if i in bad else ("a later node (sources must come first)" if any(j > i for j in bad) and all(j < len(nodes) for j in bad) else "no node")
@@ -455,7 +452,7 @@ def _validate(graph: Graph, level: str, tables: Tables | None, file: str, known:
       continue
     views[i] = check(info, name, node.arg, src, c, i, node.dtype, node.shape, report, arg_errors, guess)
     if guess: below.note(i, guess.pop())
-  return ValidationResult(graph, diags.close(file), views, top)
+  return diags.close(file), views, top
 
 
 def _unknown_op(name, T: Tables) -> str:
@@ -536,14 +533,6 @@ def check_node(op: str, src, arg=None, *, level: str = "tensor", dtype=None, sha
   return v if v is not None else diags
 
 
-class DerivationError(ValueError):
-  """derive_uop() met an invalid node; `diagnostics` say which rules it breaks (their node
-  indices count the nodes being derived, the already derived sources first)."""
-  def __init__(self, diagnostics: list[Diagnostic]):
-    super().__init__("invalid graph:\n" + "\n".join(d.format() for d in diagnostics[:20]))
-    self.diagnostics = diagnostics
-
-
 def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   """The View of UOp u, stored in `u._props` with those of every node below it, computed
   incrementally: only the nodes without `_props` are checked (each once, against its
@@ -559,21 +548,16 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
     u._props = r
     return r
   frontier, order = _underived(u)
-  index: dict[int, int] = {}
-  nodes: list[Node] = []
-  for x in frontier:   # derived sources: placeholders (their own sources are not looked at again)
-    index[id(x)] = len(nodes); nodes.append(Node._checked(x.op, (), x.arg))
-  for x in order:
-    index[id(x)] = len(nodes)
-    src = tuple([index[id(s)] for s in x.src])
-    nodes.append(Node._checked(x.op, src, x.arg) if x.dtype is None and x.shape is None else Node(x.op, src, x.arg, x.dtype, x.shape))
+  nodes = frontier + order     # the derived sources first: their Views are known, their sources not looked at again
+  pos = {id(x): i for i, x in enumerate(nodes)}
+  srcs = [()] * len(frontier) + [tuple([pos[id(s)] for s in x.src]) for x in order]
   was = gc.isenabled(); gc.disable()
-  try: res = _validate(Graph(nodes), level, tables, "<uop>", [x._props for x in frontier])
+  try: diags, views, _ = _validate(Numbered(nodes, srcs, [len(nodes) - 1]), level, tables, "<uop>", [x._props for x in frontier])
   finally:
     if was: gc.enable()
-  if not res.ok: raise DerivationError(res.diagnostics)
-  for x in order: x._props = res.views[index[id(x)]]
-  return res.views[index[id(u)]]   # (u is one of the nodes just derived)
+  if diags: raise DerivationError(diags)
+  for x, v in zip(order, views[len(frontier):]): x._props = v
+  return views[-1]   # (u is the last of the nodes just derived)
 
 
 def _underived(u) -> tuple[list, list]:
@@ -591,5 +575,3 @@ def _underived(u) -> tuple[list, list]:
     stack.extend((s, False) for s in reversed(x.src) if id(s) not in seen)
   return frontier, order
 
-
-_uop.DERIVE[:] = [derive_uop]   # UOp.props asks this module (tinyspec/uop.py says why)

@@ -4,7 +4,7 @@ OptOps (optimize.py), the heuristics, BEAM, expand and the device rewrites; rewr
 live in those modules, never here."""
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort, fold_up
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.tables import tables
 
 PARALLEL = ("GLOBAL", "LOCAL", "THREAD")

@@ -17,7 +17,8 @@ no gate slot, so its guard is the renderer's alone).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import props, const
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.compiler.analysis.symbolic import linear, fits
 from tinyspec.dtypes import dtype as _dt
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.uop import toposort
 from tinyspec.compiler.render.nodes import param_of
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinyspec.tables import tables
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.render import launch_size
 from tinyspec.compiler.analysis.localrace import local_races

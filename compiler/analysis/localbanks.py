@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.compiler.analysis.localrace import _eval
 from tinyspec.dtypes import dtype as _dt

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.tables import tables
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.render.nodes import base_of as _base, is_local as _is_local
 from tinyspec.refimpl.alu import alu, has_alu
 

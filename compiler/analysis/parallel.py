@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.tables import tables
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.analysis.symbolic import exact_linear, linear_interval, linear
 from tinyspec.compiler.analysis.axes import carried, open_ranges
 from tinyspec.dtypes import dtype as _dt

@@ -27,7 +27,8 @@ from tinyspec.uop import UOp, fold_up
 from tinyspec.frozen import key
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, const
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.rewrite import Pat, RuleSet, graph_rewrite
 import math
 

@@ -29,7 +29,8 @@ reductions, innermost first, and numbers what they make in that order.
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort, fold_up
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
-from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import ranges_open, open_ranges

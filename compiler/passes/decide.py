@@ -18,7 +18,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.frozen import thaw
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis import contract as _contract
 from tinyspec.compiler.analysis.parallel import WRITES

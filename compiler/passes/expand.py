@@ -25,7 +25,8 @@ simplifier's, to one fixed point).
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
-from tinyspec.compiler.props import props, const
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis.axes import depends, open_ranges

@@ -12,7 +12,8 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
-from tinyspec.compiler.props import props, const
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.compiler.analysis.bounds import missing
 from tinyspec.compiler.analysis.parallel import WRITES
 from tinyspec.compiler.analysis.symbolic import simplify

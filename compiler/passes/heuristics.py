@@ -38,7 +38,7 @@ order (opt.order).
 """
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.analysis.symbolic import linear
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis.axes import ranges, axis_type, size, output_nest, reorderable

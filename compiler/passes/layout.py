@@ -31,7 +31,8 @@ reads: what those reads gave (decision index-oob), now in bounds and ungated.
 from __future__ import annotations
 from tinyspec.tables import tables
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import linear, simplify, exact_linear, linear_interval

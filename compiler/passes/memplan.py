@@ -8,7 +8,7 @@ largest first, each at the lowest aligned offset free during its whole lifetime
 not change, so the stage's graph evaluates exactly like the previous one.
 """
 from __future__ import annotations
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.schedule import Schedule
 from tinyspec.dtypes import dtype as _dt
 

@@ -43,8 +43,9 @@ from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.limits import limits
-from tinyspec.compiler.props import props, const
-from tinyspec.compiler.errors import CompileError
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
+from tinyspec.compiler.errors import CompileError, REFUSED
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite, substitute
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.compiler.analysis.axes import PARALLEL, REORDERING, WORKGROUP, ranges, axis_type, size, output_nest, closers, carried, open_ranges, top_nest, reorderable
@@ -339,7 +340,7 @@ def opts_fit(sink: UOp, target: str, dev):
   What the heuristics try a staged tiling with (compiler/passes/heuristics.py default_opts)."""
   def fits(opts) -> bool:
     try: expand(apply_opts(sink, opts, target, dev))
-    except CompileError: return False
+    except REFUSED: return False
     return True
   return fits
 

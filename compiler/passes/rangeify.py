@@ -34,7 +34,8 @@ from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
-from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Output, Schedule, overlap
 from tinyspec.compiler.rendertables import policy, is_alu

@@ -13,7 +13,8 @@ from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.dispatch import Registry
-from tinyspec.compiler.props import props, const
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.symbolic import simplify, build_sum
 from tinyspec.compiler.rendertables import policy, is_alu

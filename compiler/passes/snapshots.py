@@ -22,7 +22,8 @@ the kernel, out after it, in slot order).
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.rewrite import Pat, Rule, RuleSet, graph_rewrite
-from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.schedule import Kernel, Schedule, extent, overlap
 from tinyspec.compiler.analysis.parallel import hazards, WRITES

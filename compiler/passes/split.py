@@ -34,7 +34,8 @@ iterations (constant sizes), and G divides the reduce's outermost range (the one
 from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props, const, shape_operand
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.rewrite import substitute
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import simplify

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable
 from tinyspec.uop import UOp, toposort
 from tinyspec.rewrite import RuleSet, graph_rewrite, note
-from tinyspec.compiler.props import shape_operand
+from tinyspec.compiler.literals import shape_operand
 from tinyspec.compiler.schedule import Kernel, Schedule
 from tinyspec.compiler.analysis.symbolic import simplify
 

@@ -26,8 +26,9 @@ compiler/analysis/parallel.py `hazards` (compiler/passes/expand.py `race_free`).
 from __future__ import annotations
 import numpy as np
 from tinyspec.uop import UOp, toposort
-from tinyspec.compiler.props import props, const, shape_operand
-from tinyspec.compiler.errors import CompileError
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand
+from tinyspec.compiler.errors import CompileError, REFUSED
 from tinyspec.rewrite import substitute
 from tinyspec.compiler.analysis.symbolic import simplify, linear
 from tinyspec.compiler.analysis.axes import axis_type, size, closers, top_nest, reorderable
@@ -75,7 +76,7 @@ def _copy_plan(x: UOp, tile: set, upcast: set, lid0: UOp, lid1, fresh: int):
   (base, tile terms, extent)); _Skip when it cannot be copied coalesced."""
   if any(t.op == "RANGE" and t not in tile and axis_type(t) not in ("GLOBAL", "REDUCE") for t in toposort(x)): raise _Skip("an input depends on a loop other than the group's")
   try: parts = [_tile_part(i, tile) for i in x.src[1:]]
-  except CompileError as e: raise _Skip(str(e)) from None
+  except REFUSED as e: raise _Skip(str(e)) from None
   used = [t for _, p, _ in parts for t, _ in p]
   if len(used) != len(set(used)): raise _Skip("an axis appears in two dimensions of an input")
   dims = [d for d, (_, p, e) in enumerate(parts) if e > 1]

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.analysis import contract as _contract

@@ -5,7 +5,7 @@ the body; LOCAL buffers are scratch the runtime passes after the PARAMs."""
 from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.base import Renderer
 from tinyspec.compiler.render.launch import Launch

@@ -6,7 +6,7 @@ import re
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec import intervals as iv
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.rendertables import render_tables
 

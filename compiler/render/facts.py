@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Mapping
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.nodes import WRITES, base_of, decision, is_local, is_reg, param_of, value_uses
 

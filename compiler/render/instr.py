@@ -6,7 +6,7 @@ from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
 from tinyspec.tables import tables
 from tinyspec.dispatch import Registry
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, value_type, utype
 from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, numel

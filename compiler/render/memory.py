@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 from tinyspec.uop import UOp
 from tinyspec.dtypes import dtype as _dt
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.cases import fill, literal, value_type, storage_type, matches
 from tinyspec.compiler.render.nodes import base_of, is_reg, is_local, param_of

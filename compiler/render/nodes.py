@@ -5,7 +5,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.frozen import thaw
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 
 WRITES = tables().write_ops   # STORE, ATOMICADD (ops.yaml `storage: writes`)
 DECISIONS = ("contract", "stream")   # the tag keys the decide stage sets (and only it)

@@ -3,7 +3,7 @@ axes and SPECIALs are work-item ids (compiler/render/launch.py), LOCAL buffers a
 __local arrays, BARRIER is the work-group's barrier."""
 from __future__ import annotations
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.render.base import Renderer
 from tinyspec.compiler.render.launch import Launch

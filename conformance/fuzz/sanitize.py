@@ -80,13 +80,13 @@ def _legal_prefix(opts: list):
   """A search hook for compiler.pipeline.lower: each kernel gets the longest prefix of
   `opts` that it accepts (None: the default heuristics)."""
   from tinyspec.compiler.passes.optimize import optimize
-  from tinyspec.compiler.errors import CompileError
+  from tinyspec.compiler.errors import REFUSED
   def search(sink, target, dev):
     for k in range(len(opts), 0, -1):
       try:
         optimize(sink, target, opts[:k], dev)
         return opts[:k]
-      except CompileError:
+      except REFUSED:
         continue
     return None
   return search

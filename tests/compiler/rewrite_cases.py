@@ -15,7 +15,7 @@ import numpy as np
 from tinyspec.uop import UOp
 from tinyspec.dtypes import DTYPES
 from tinyspec.validate import derive_uop, DerivationError
-from tinyspec.compiler.props import const, shape_operand as S
+from tinyspec.compiler.literals import const, shape_operand as S
 from tinyspec.conformance.corpus.values import edge_values, as_array
 
 N = 64

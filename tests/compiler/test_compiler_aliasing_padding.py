@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from aliasing_padding_cases import CASES, agree, gather_gemm, alias, padded_row, view_store
 from targets import TARGETS, HAVE_CL
 from test_compiler_asan import _libasan

@@ -22,7 +22,7 @@ from tinyspec.uop import UOp
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import shape_operand as S
+from tinyspec.compiler.literals import shape_operand as S
 from tinyspec.refimpl import evaluate
 
 A = UOp("BUFFER", (S((64, 48)),), {"slot": 0, "dtype": "float32", "device": "CPU"})

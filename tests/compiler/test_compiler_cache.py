@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 from tinyspec.compiler.runtime import c as cruntime
 from tinyspec.compiler.runtime.cache import cache_dir
 from targets import needs_cl

@@ -91,3 +91,19 @@ def test_malformed_opts_are_refused_without_a_traceback(graph_file, capsys, opt)
   assert main(["compile", str(graph_file), "--opt", opt]) == 1
   err = capsys.readouterr().err
   assert "[opt." in err and "Traceback" not in err
+
+
+def test_a_node_a_stage_builds_that_the_derivation_refuses_is_a_refusal(graph_file, capsys, monkeypatch):
+  """A stage's node whose properties tinyspec.props refuses (planted: callify hands on an
+  ADD of shapes that do not broadcast) is the compiler's refusal, exit 1, naming its op
+  and rule, never a traceback; compile_graph raises CompileError with that node."""
+  from tinyspec.compiler import pipeline, compile_graph, CompileError
+  from tinyspec.uop import UOp
+  def buffer(n, slot): return UOp("BUFFER", (UOp("VCONST", (), {"values": [n], "dtype": "index"}),), {"slot": slot, "dtype": "float32", "device": "CPU"})
+  bad = UOp("ADD", (buffer(3, 0), buffer(5, 1)))
+  monkeypatch.setattr(pipeline._callify_pass, "callify", lambda roots: [bad])
+  assert main(["compile", str(graph_file)]) == 1
+  err = capsys.readouterr().err
+  assert "ADD: shapes (3,), (5,) do not broadcast [shape.broadcast]" in err and "Traceback" not in err
+  with pytest.raises(CompileError) as e: compile_graph(validate_file(graph_file).graph)
+  assert (e.value.rule, e.value.node) == ("shape.broadcast", bad)

@@ -9,7 +9,7 @@ from tinyspec.graph import load_file
 from tinyspec.conformance.corpus.rulecases import RULES_DIR
 from tinyspec.compiler import compile_graph, CompileError
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 from tinyspec.refimpl import evaluate
 
 from targets import TARGETS
@@ -67,7 +67,7 @@ def test_render_cases_follow_the_device_kind():
   vectorizable helper on CPUs (C and OpenCL, computing in double: the OpenCL kernel
   enables cl_khr_fp64), the OpenCL builtin on GPUs."""
   from tinyspec.compiler import render as R
-  from tinyspec.compiler.props import shape_operand
+  from tinyspec.compiler.literals import shape_operand
   x = UOp("BUFFER", (shape_operand((8,)),), {"slot": 0, "dtype": "float32", "device": "CPU"})
   e = UOp("EXP2", (UOp("INDEX", (UOp("PARAM", (shape_operand((8,)),), {"slot": 0, "dtype": "float32"}), UOp("CONST", (), {"value": 0, "dtype": "index"}))),))
   assert R.select_case(e, "opencl", "cpu")["code"].startswith("exp2_f32")

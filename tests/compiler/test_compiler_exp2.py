@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.props import shape_operand
+from tinyspec.compiler.literals import shape_operand
 from tinyspec.compiler.runtime.c import _compiler
 from tinyspec.refimpl import crmath
 from tinyspec.tolerance import ulp_distance, tolerance

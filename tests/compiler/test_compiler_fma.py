@@ -10,7 +10,7 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.tensor import Tensor
 from tinyspec.compiler import compile_graph
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 
 from targets import TARGETS, HAVE_CL
 
@@ -114,7 +114,7 @@ def test_a_kernel_that_writes_what_it_reads_has_no_guard():
   one sharing memory with another argument) cannot bound what it reads; such an update
   keeps its two roundings."""
   from tinyspec.compiler.analysis.contract import update
-  from tinyspec.compiler.props import shape_operand
+  from tinyspec.compiler.literals import shape_operand
   p = [UOp("PARAM", (shape_operand((4,)),), {"slot": k, "dtype": "float32"}) for k in range(2)]
   i = const(0, "index")
   m = UOp("MUL", (UOp("INDEX", (p[0], i)), UOp("INDEX", (p[1], i))))
@@ -271,7 +271,7 @@ def test_products_of_integer_sources_match_the_reference(target, table, monkeypa
 
 def test_an_integer_read_is_bounded_by_its_interval_not_scanned():
   from tinyspec.compiler.analysis.contract import magnitude
-  from tinyspec.compiler.props import shape_operand
+  from tinyspec.compiler.literals import shape_operand
   for src, top in (("uint8", 255), ("int64", 2 ** 63), ("uint64", 2 ** 64 - 1)):
     p = UOp("PARAM", (shape_operand((4,)),), {"slot": 0, "dtype": src})
     read = UOp("INDEX", (p, const(0, "index")))

@@ -4,7 +4,7 @@ import numpy as np
 from tinyspec.uop import UOp, toposort
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 from tinyspec.refimpl import evaluate
 
 RNG = np.random.default_rng(3)

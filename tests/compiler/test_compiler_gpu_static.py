@@ -238,7 +238,8 @@ def test_local_races_count_a_vector_access_lanes(h100):
   race. The same store with its items 2 elements apart (their float4s overlap) races,
   which only counting the lanes shows."""
   from tinyspec.compiler.analysis.gpucheck import kernel_launch
-  from tinyspec.compiler.props import props, const
+  from tinyspec.props import props
+  from tinyspec.compiler.literals import const
   from tinyspec.rewrite import substitute
   c = compile_graph(gemm(Tensor(_z(128, 64)), Tensor(_z(64, 128))).graph(), "opencl", keep_stages=False, device=h100)
   ks, lin = c.sources[0], c.linear[0]
@@ -263,7 +264,7 @@ def _loop_kernel(pre_write: bool, second_barrier: bool):
   reads l0[(lid+1) % 8]; with second_barrier a BARRIER ends each trip."""
   from types import SimpleNamespace
   from tinyspec.uop import UOp
-  from tinyspec.compiler.props import const, shape_operand
+  from tinyspec.compiler.literals import const, shape_operand
   L = 8
   loc = UOp("BUFFER", (shape_operand((L,)),), {"slot": 0, "dtype": "int32", "device": "REG", "addrspace": "LOCAL"})
   lid = UOp("SPECIAL", (const(L, "index"),), {"name": "lidx0"})
@@ -414,7 +415,7 @@ def test_planted_races_in_a_staged_kernel_are_refused(h100, monkeypatch):
   element (a row of items collapsed onto row 0); (3) the tile read not through the BARRIER."""
   from tinyspec.compiler.passes import expand as E
   from tinyspec.compiler.passes.optimize import proved_parallel
-  from tinyspec.compiler.props import const
+  from tinyspec.compiler.literals import const
   from tinyspec.compiler.errors import CompileError
   from tinyspec.rewrite import substitute
   sink, nodes = _staged_kernel(h100)

@@ -5,7 +5,7 @@ import pytest
 from tinyspec.uop import UOp, toposort
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 from tinyspec.compiler.analysis.bounds import missing, proved
 from tinyspec.refimpl import evaluate
 

@@ -17,7 +17,8 @@ from tinyspec.intervals import np_dtype
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare, tolerance
 from tinyspec.tolerance import within_tolerance
-from tinyspec.compiler.props import shape_operand, props
+from tinyspec.props import props
+from tinyspec.compiler.literals import shape_operand
 
 from targets import TARGETS
 DTYPE_NAMES = [n for n, d in DTYPES.items() if d.cls != "void"]

@@ -7,7 +7,7 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph, CompileError
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import shape_operand as S
+from tinyspec.compiler.literals import shape_operand as S
 from tinyspec.refimpl import evaluate
 
 from targets import TARGETS, needs_cl
@@ -105,7 +105,7 @@ def test_tc_refusal_says_why():
 def accumulator_kernel():
   """A hand-written running sum: out[0] = sum of x over a REDUCE-typed loop whose
   accumulator is read through AFTER(acc, init, r) -- a loop-carried value."""
-  from tinyspec.compiler.props import const
+  from tinyspec.compiler.literals import const
   out = UOp("PARAM", (S((1,)),), {"slot": 0, "dtype": "float32"})
   x = UOp("PARAM", (S((8,)),), {"slot": 1, "dtype": "float32"})
   acc = UOp("BUFFER", (S(()),), {"slot": 0, "dtype": "float32", "device": "REG", "addrspace": "REG"})

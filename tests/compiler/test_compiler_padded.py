@@ -14,7 +14,7 @@ from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare_outputs, check_stages
 from tinyspec.compiler.device import Device
 from tinyspec.compiler.passes.layout import _padded_shape
-from tinyspec.compiler.props import shape_operand as S, const
+from tinyspec.compiler.literals import shape_operand as S, const
 from tinyspec.refimpl import evaluate
 
 from targets import TARGETS

@@ -12,7 +12,8 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.dtypes import DTYPES
 from tinyspec.compiler import compile_graph, render
-from tinyspec.compiler.props import const, props
+from tinyspec.props import props
+from tinyspec.compiler.literals import const
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.check import compare
 from rewrite_cases import INT_DTYPES, ProbeKernel, operand, edge_const, valid

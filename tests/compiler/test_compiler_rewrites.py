@@ -3,7 +3,7 @@ in the dtype's own wrapping arithmetic: for every integer dtype (index included)
 bool, nodes matching the rule's pattern are built over edge-dense and narrowed operands
 (tests/compiler/rewrite_cases.py); where the rule rewrites one, the reference evaluator gives the
 node and its rewrite the same bits on every lane, and both lie in their derived min_max.
-A rule that writes a constant its dtype cannot hold fails too (compiler.props.const
+A rule that writes a constant its dtype cannot hold fails too (compiler.literals.const
 refuses it). TINYSPEC_REWRITE_ROUNDS (default 1) repeats with more seeds.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import random
 import numpy as np
 import pytest
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.rewrite import Rule
 from tinyspec.compiler.analysis.symbolic import RULES, simplify
 from rewrite_cases import INT_DTYPES, ProbeKernel, instance, valid

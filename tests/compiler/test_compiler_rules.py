@@ -181,7 +181,7 @@ def _identity_one(x, ctx, rewrite, orig):
   from tinyspec.compiler.passes import accumulate as A
   out = A.accumulate(x, ctx, rewrite, orig)
   from tinyspec.rewrite import substitute
-  from tinyspec.compiler.props import const
+  from tinyspec.compiler.literals import const
   from tinyspec.uop import toposort
   inits = {u: u.replace(src=(u.src[0], const(1.0, "float32"))) for u in toposort(out) if u.op == "STORE" and u.src[1].op == "CONST" and u.src[1].arg["value"] == 0.0}
   return substitute(out, inits) if inits else out

@@ -158,7 +158,7 @@ def test_a_linear_keeps_no_unproved_parallel_axis():
   from tinyspec.uop import UOp
   from tinyspec.graph import Graph
   from tinyspec.refimpl import evaluate
-  from tinyspec.compiler.props import const, shape_operand as S
+  from tinyspec.compiler.literals import const, shape_operand as S
   from tinyspec.compiler.passes.linearize import linearize
   out = UOp("PARAM", (S((3,)),), {"slot": 0, "dtype": "int32"})
   r = UOp("RANGE", (const(4096, "index"),), {"id": 0, "type": "THREAD"})

@@ -10,7 +10,7 @@ from tinyspec.tensor import Tensor
 from tinyspec.validate import validate
 from tinyspec.compiler.passes import callify, rangeify
 from tinyspec.compiler.check import compare_outputs
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from tinyspec.compiler.rendertables import render_tables
 from tinyspec.compiler.device import Device
 from tinyspec.compiler.passes.split import split_reduces

@@ -6,7 +6,7 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
 from tinyspec.compiler import compile_graph, supported_ops
-from tinyspec.compiler.props import shape_operand as S
+from tinyspec.compiler.literals import shape_operand as S
 
 from targets import TARGETS
 

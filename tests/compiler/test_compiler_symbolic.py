@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinyspec.uop import UOp
-from tinyspec.compiler.props import const, props, shape_operand as S
+from tinyspec.props import props
+from tinyspec.compiler.literals import const, shape_operand as S
 from tinyspec.compiler.analysis.symbolic import simplify
 from tinyspec.refimpl import evaluate
 

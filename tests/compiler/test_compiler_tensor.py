@@ -12,7 +12,7 @@ import pytest
 from tinyspec.uop import UOp
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import check_stages, compare_outputs
-from tinyspec.compiler.props import shape_operand, const
+from tinyspec.compiler.literals import shape_operand, const
 from tinyspec.refimpl import evaluate
 
 from targets import TARGETS

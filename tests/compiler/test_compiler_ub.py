@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.check import compare
-from tinyspec.compiler.props import props
+from tinyspec.props import props
 from test_compiler_ops import op_graph
 
 SANITIZE = "-fno-wrapv -fsanitize=undefined,float-cast-overflow -fsanitize-recover=all"

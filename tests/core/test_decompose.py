@@ -145,6 +145,20 @@ def test_uops_in_uops_out_and_hash_consing():
   assert len(decompose(g).nodes) == n_one + 1
 
 
+def test_uops_are_decomposed_without_a_graph(monkeypatch):
+  """UOps in, UOps out, and no Graph on the way (the validator and the rewrite walk the
+  UOps): a file's Node or Graph made meanwhile fails here."""
+  from tinyspec import graph as G
+  shape = UOp("VCONST", (), {"values": [3], "dtype": "index"})
+  a, b = (UOp("BUFFER", (shape,), {"slot": k, "dtype": "float16", "device": "CPU"}) for k in (0, 1))
+  x = UOp("MUL", (UOp("SUB", (a, b)), UOp("SQRT", (UOp("POW", (a, b)),))))
+  def refuse(*args, **kw): raise AssertionError("a graph file's Node/Graph was built")
+  monkeypatch.setattr(G.Node, "__init__", refuse)
+  monkeypatch.setattr(G.Graph, "__init__", refuse)
+  r = decompose(x)
+  assert r.op == "MUL" and {u.op for u in r.toposort()}.isdisjoint(D.decomposed_ops()) and validate(r).ok
+
+
 def test_linear_program_lists_the_new_nodes():
   g = Graph([Node("CONST", (), {"value": 1.5, "dtype": "float32"}),
              Node("CONST", (), {"value": 0.25, "dtype": "float32"}),

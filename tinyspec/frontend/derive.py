@@ -7,7 +7,8 @@ each against its sources' cached Views with the validator's own per-node pipelin
 building an n-op chain costs O(n). Front-end graphs are tensor-level programs.
 """
 from __future__ import annotations
-from tinyspec.validate import View, DerivationError, derive_uop
+from tinyspec.props import View, DerivationError
+from tinyspec.validate import derive_uop
 
 LEVEL = "tensor"
 

@@ -30,7 +30,7 @@ PLANT = os.environ.get("TINYSPEC_PLANT")
 def _literal():
   from tinyspec.uop import UOp
   from tinyspec.compiler.analysis import symbolic as S
-  from tinyspec.compiler.props import props
+  from tinyspec.props import props
   def div_div(x, a, c1, c2):
     v1, v2 = int(c1.arg["value"]), int(c2.arg["value"])
     if v1 < 1 or v2 < 1 or not S._is_intlike(x): return None
@@ -42,7 +42,7 @@ def _literal():
 
 def _gate_wrap():
   from tinyspec.compiler.analysis import bounds as B
-  from tinyspec.compiler.props import props
+  from tinyspec.props import props
   def interval(i, known):
     lo, hi = props(i).min_max
     f = known.get(i)
