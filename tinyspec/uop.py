@@ -52,7 +52,7 @@ def fold_up(u: "UOp", memo: dict, f):
 
 
 class UOp:
-  __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "__weakref__")
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "tag", "name", "_props", "_checked", "__weakref__")
   op: str
   src: tuple["UOp", ...]
   arg: Any
@@ -61,6 +61,7 @@ class UOp:
   tag: Any
   name: str | None
   _props: Any          # the derived View, once asked for
+  _checked: bool       # whether _props came from the validator's checks (derive_uop), not props() alone
 
   def __new__(cls, op: str, src: tuple = (), arg=None, dtype=None, shape=None, tag=None, name=None):
     src = tuple(src)
@@ -70,7 +71,7 @@ class UOp:
     if (hit := _cache.get(k)) is not None: return hit
     self = object.__new__(cls)
     self.op, self.src, self.arg, self.dtype, self.shape, self.tag, self.name = op, src, arg, dtype, shape, tag, name
-    self._props = None
+    self._props, self._checked = None, False
     _cache[k] = self
     return self
 

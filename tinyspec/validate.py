@@ -535,17 +535,17 @@ def check_node(op: str, src, arg=None, *, level: str = "tensor", dtype=None, sha
 
 def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   """The View of UOp u, stored in `u._props` with those of every node below it, computed
-  incrementally: only the nodes without `_props` are checked (each once, against its
+  incrementally: only the nodes not yet checked are checked (each once, against its
   sources' Views), so a front end that asks after every new node pays O(1) per node.
   `level`: the level of the graph rooted at u (auto: detect_level over the nodes being
   derived and their derived sources); a slot `level` (a CALLed SINK...) puts nodes below
   it at their own level, as in validate(). Raises DerivationError if a node is invalid;
   then nothing is stored."""
-  if u._props is not None: return u._props
-  if level != "auto" and all(s._props is not None for s in u.src):   # the common case: one new node on derived ones
+  if u._checked: return u._props
+  if level != "auto" and all(s._checked for s in u.src):   # the common case: one new node on checked ones
     r = check_node(u.op, [s._props for s in u.src], u.arg, level=level, dtype=u.dtype, shape=u.shape, tables=tables, file="<uop>")
     if isinstance(r, list): raise DerivationError(r)
-    u._props = r
+    u._props, u._checked = r, True
     return r
   frontier, order = _underived(u)
   nodes = frontier + order     # the derived sources first: their Views are known, their sources not looked at again
@@ -556,13 +556,14 @@ def derive_uop(u, level: str = "auto", tables: Tables | None = None) -> View:
   finally:
     if was: gc.enable()
   if diags: raise DerivationError(diags)
-  for x, v in zip(order, views[len(frontier):]): x._props = v
+  for x, v in zip(order, views[len(frontier):]): x._props, x._checked = v, True
   return views[-1]   # (u is the last of the nodes just derived)
 
 
 def _underived(u) -> tuple[list, list]:
   """(the derived nodes directly below the underived part, the underived nodes below u,
-  sources first): an iterative post-order walk that does not enter derived nodes."""
+  sources first): an iterative post-order walk that does not enter checked nodes (a node
+  whose View props() derived without the checks is checked again)."""
   frontier, order, seen = [], [], set()
   stack = [(u, False)]
   while stack:
@@ -570,7 +571,7 @@ def _underived(u) -> tuple[list, list]:
     if done: order.append(x); continue
     if id(x) in seen: continue
     seen.add(id(x))
-    if x._props is not None: frontier.append(x); continue
+    if x._checked: frontier.append(x); continue
     stack.append((x, True))
     stack.extend((s, False) for s in reversed(x.src) if id(s) not in seen)
   return frontier, order

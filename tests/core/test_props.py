@@ -22,7 +22,7 @@ def seen(v) -> tuple: return tuple(repr(getattr(v, p)) for p in PROPS) + (repr(v
 
 def fresh_uops(g) -> list:
   uops = g.uops()
-  for u in uops: u._props = None    # hash-consed: forget what other tests derived
+  for u in uops: u._props, u._checked = None, False    # hash-consed: forget what other tests derived
   return uops
 
 
@@ -74,3 +74,19 @@ def test_a_planted_derive_rule_reaches_the_validator_and_props(monkeypatch):
   monkeypatch.undo()
   x._props = None
   assert x.props.dtype == "float32"
+
+
+def test_a_node_props_derived_unchecked_is_still_checked_by_the_validator():
+  """props() derives without the checks; UOps are hash-consed, so the node a compiler derived
+  is the node a front end builds next: derive_uop must check it, not take the cached View."""
+  from tinyspec.validate import derive_uop
+  bad = UOp("NEG", (_buffer(5, 0),), {"not_an_arg": 1})
+  bad._props, bad._checked = None, False
+  assert bad.props.shape == (5,)     # derived: no derived.yaml rule reads the arg
+  for level in ("auto", "tensor"):
+    with pytest.raises(DerivationError) as e: derive_uop(bad, level=level)
+    assert e.value.diagnostics[0].op == "NEG" and e.value.diagnostics[0].rule.startswith("arg")
+  ok = UOp("NEG", (_buffer(5, 1),))
+  ok._props, ok._checked = None, False     # hash-consed: forget what other tests derived
+  assert ok.props.shape == (5,) and not ok._checked
+  assert derive_uop(ok, level="tensor").shape == (5,) and ok._checked

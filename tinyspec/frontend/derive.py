@@ -23,7 +23,7 @@ class GraphError(ValueError):
 def derive(u) -> View:
   """The View (dtype, shape, device, addrspace, min_max, axis) of u; raises GraphError
   naming the first rule a new node breaks."""
-  if u._props is not None: return u._props
+  if u._checked: return u._props
   try:
     return derive_uop(u, level=LEVEL)
   except DerivationError as e:
