@@ -27,9 +27,6 @@ from tinyspec.files import printable, FileRefused, make_dir, save_npy
 from tinyspec.conformance.run.settings import load_settings, SettingsError
 from tinyspec.conformance.corpus.cases import CASE_FILE, CASES_DIR, CaseError, load_cases, _case
 from tinyspec.conformance.run.selection import did_you_mean
-from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError
-from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
-from tinyspec.conformance.corpus.manifest import ManifestError
 from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
 
 FILE_OPTIONS = ("input", "beam")   # what a FILE run takes and a case brings itself (or has no use for)
@@ -101,7 +98,8 @@ def judge_case(a) -> int:
 def compare_file(a) -> int:
   """FILE and its --input arrays made a case in a temporary folder (the reference's outputs,
   the tables' bounds) and judged on the backend as judge_case judges a corpus case."""
-  from tinyspec.compiler.cli import parse_inputs  # noqa: PLC0415 (start-up time: tinyspec conformance does not load the compiler)
+  from tinyspec.compiler.cli import parse_inputs  # noqa: PLC0415 (start-up time: interop/compositions.py imports this module without the compiler)
+  from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError  # noqa: PLC0415 (start-up time: only --compare makes a case)
   if a.file is None: _say("--compare judges a graph FILE"); return EXIT_UNREADABLE
   if a.beam is not None or a.cast:
     _say("--beam, --cast: not with --compare (give each input in its buffer's dtype)"); return EXIT_UNREADABLE
@@ -123,6 +121,8 @@ def compare_file(a) -> int:
 def _judge(a, case, shown: str) -> int:
   """Run `case` alone on a.backend, print its verdict (as `shown`) and what the manifest
   says of it, write its outputs under --out; the exit code."""
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable  # noqa: PLC0415 (start-up time: tinyspec run FILE does not load the case runner)
+  from tinyspec.conformance.corpus.manifest import ManifestError  # noqa: PLC0415 (start-up time: tinyspec run FILE does not load the case runner)
   timeout = float(a.time_limit) if a.time_limit else (a.settings.timeout or 60.0)
   try:
     r = CaseRunner(a.backend, timeout=timeout, verify=a.verify, profile=a.profile or a.settings.profile, divergence=1,
