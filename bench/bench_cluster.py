@@ -22,15 +22,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from tinyspec.conformance.fuzz import sanitize
+from tinyspec.conformance.fuzz.hostile import FAMILIES
+from tinyspec.interop.tinygrad_backend import TinygradBackend
+from tinyspec.interop.campaign_units import plan
+from tinyspec.conformance.cluster import Unit
+from tinyspec.conformance.fuzz.units import run_units
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
+from cluster_units import RealCluster, sleepy_unit  # noqa: E402 (tests/support, on the path above)
 
 
 def sanitizer(examples: int, **where) -> tuple[float, int, float]:
   """(examples per second, examples, seconds per unit on average)."""
-  from tinyspec.conformance.fuzz import sanitize
-  from tinyspec.conformance.fuzz.hostile import FAMILIES
   t0 = time.perf_counter()
   rep = sanitize.fuzz_sanitized(examples, 0, None, shrink=True, **where)
   dt = time.perf_counter() - t0
@@ -40,8 +45,6 @@ def sanitizer(examples: int, **where) -> tuple[float, int, float]:
 def campaign(examples: int, devices, **where) -> tuple[float, int, float]:
   """(graphs per second, graphs and programs, seconds per unit on average) of a campaign
   bounded by `examples` graphs per device."""
-  from tinyspec.interop.tinygrad_backend import TinygradBackend
-  from tinyspec.interop.campaign_units import plan
   out = Path(tempfile.mkdtemp(prefix="tinyspec-bench-campaign-"))
   t0 = time.perf_counter()
   rep = TinygradBackend(devices[0]).campaign(600, devices, out, 0, lambda m: None, examples=examples, **where)
@@ -56,9 +59,6 @@ def _unit_seconds(units: int, seconds: float, where: dict) -> float:
 
 def overhead(address: str, units: int) -> tuple[float, float]:
   """(ms of wall time per unit, ms one worker waits per unit) for units that do nothing."""
-  from cluster_units import sleepy_unit
-  from tinyspec.conformance.cluster import Unit
-  from tinyspec.conformance.fuzz.units import run_units
   tmp = Path(tempfile.mkdtemp(prefix="tinyspec-bench-overhead-"))
   (tmp / "marks").mkdir()
   plan = [Unit("bench", "noop", k, 1, k) for k in range(units)]
@@ -77,7 +77,6 @@ def main(argv=None) -> int:
   ap.add_argument("--units", type=int, default=300, help="no-op units for the overhead (default 300)")
   ap.add_argument("--only", choices=["sanitize", "campaign", "overhead"], default=None)
   a = ap.parse_args(argv)
-  from cluster_units import RealCluster
   os.environ.setdefault("TINYSPEC_CACHE", str(ROOT / ".cache" / "tinyspec"))
   devices = a.devices.split(",")
   rc = RealCluster(Path(tempfile.mkdtemp(prefix="tinyspec-bench-cluster-")), 2)

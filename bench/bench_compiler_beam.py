@@ -24,12 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 import numpy as np
+from bench.bench_kernels import gemm_t, softmax_t
+from tinyspec.compiler.passes import callify, rangeify
+from tinyspec.compiler.beam import best_opts
+from tinyspec.compiler.passes.optimize import apply_opts, initial_types
+from tinyspec.tensor import Tensor
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.device import device
+from tinyspec.compiler.passes.heuristics import default_opts
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cases(rng):
-  from bench.bench_kernels import gemm_t, softmax_t
   r = lambda *s: rng.standard_normal(s).astype(np.float32)
   yield "add 4M", (r(1 << 22), r(1 << 22)), lambda a, b: a + b
   yield "sum 4M", (r(1 << 22),), lambda a: a.sum()
@@ -42,9 +49,6 @@ def cases(rng):
 def lookup_ms(c_graph, target, width) -> tuple[float, float]:
   """The cost of applying every kernel's cached winner: finding it (its key and its
   file), and that plus applying its OptOps to the kernel."""
-  from tinyspec.compiler.passes import callify, rangeify
-  from tinyspec.compiler.beam import best_opts
-  from tinyspec.compiler.passes.optimize import apply_opts, initial_types
   kernels = rangeify.rangeify(callify.callify(c_graph.root_uops())).kernels
   t = time.perf_counter()
   found = [best_opts(k.sink, target, width) for k in kernels]
@@ -70,13 +74,6 @@ def main(argv=None):
   ap.add_argument("--cases")
   a = ap.parse_args(argv)
   os.environ["TINYSPEC_CACHE"] = tempfile.mkdtemp(prefix="tinyspec-beam-")
-  from tinyspec.tensor import Tensor
-  from tinyspec.compiler import compile_graph
-  from tinyspec.compiler.passes import callify, rangeify
-  from tinyspec.compiler.beam import best_opts
-  from tinyspec.compiler.device import device
-  from tinyspec.compiler.passes.heuristics import default_opts
-  from tinyspec.compiler.passes.optimize import initial_types
   print(f"BEAM width {a.width} on {a.target}; cache {os.environ['TINYSPEC_CACHE']}")
   print(f"{'case':20s}{'search':>10s}{'default':>11s}{'cached':>11s}{'lookup':>10s}{'+apply':>10s}{'t default':>12s}{'t beam':>11s}{'ratio':>8s}  winner")
   for name, arrays, build in cases(np.random.default_rng(0)):

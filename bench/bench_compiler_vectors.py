@@ -13,15 +13,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 import numpy as np
+from bench.bench_kernels import gemm_t, conv_t
+from tinyspec.tensor import Tensor
+from tinyspec.compiler import compile_graph
+from tinyspec.compiler.rendertables import render_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main():
-  from tinyspec.tensor import Tensor
-  from tinyspec.compiler import compile_graph
-  from tinyspec.compiler.rendertables import render_tables
-  from bench.bench_kernels import gemm_t, conv_t
   rng = np.random.default_rng(0)
   r = lambda *s: rng.standard_normal(s).astype(np.float32)
   cases = [("add 4M", (r(1 << 22), r(1 << 22)), lambda a, b: a + b),

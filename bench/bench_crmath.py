@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tinyspec.refimpl import crmath                          # noqa: E402
+from mpmath import libmp as L
 
 MODULES = {name: importlib.import_module(f"tinyspec.refimpl.crmath.{name}") for name in ("exp2", "log2", "sin", "pow")}
 NUMPY = {"exp2": np.exp2, "log2": np.log2, "sin": np.sin, "pow": np.power}
@@ -94,7 +95,6 @@ def bench(n, repeat):
 
 # ---------------------------------------------------------------------- error measurement
 def _mp_reference(name, prec=200):
-  from mpmath import libmp as L
   def exp2(x): return L.mpf_exp(L.mpf_mul(L.from_float(x), L.mpf_ln2(prec + 20), prec + 20), prec)
   def log2(x): return L.mpf_div(L.mpf_log(L.from_float(x), prec + 20), L.mpf_ln2(prec + 20), prec)
   def sin(x): return L.mpf_sin(L.from_float(x), prec)
@@ -106,7 +106,6 @@ def _mp_reference(name, prec=200):
 
 def _errors(name, approx, args):
   """(max log2 relative error, max log2 of error / claimed bound) over the elements."""
-  from mpmath import libmp as L
   ref = _mp_reference(name)
   with np.errstate(all="ignore"):
     hi, lo, k, err = (np.broadcast_to(np.asarray(v), args[0].shape) for v in approx(*args))

@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from tinyspec.conformance.fuzz.driver import fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
 BAR_SECONDS = 600.0   # the bar for 1000 examples on c
@@ -25,7 +26,6 @@ def main(argv=None) -> int:
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--no-stages", action="store_true")
   a = ap.parse_args(argv)
-  from tinyspec.conformance.fuzz.driver import fuzz
   t0 = time.perf_counter()
   rep = fuzz(a.backend, a.examples, a.seed, None, stages=not a.no_stages)
   dt = time.perf_counter() - t0

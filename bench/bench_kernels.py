@@ -37,10 +37,13 @@ outside the case's tolerance is not timed, is reported WRONG, and the run exits 
 """
 from __future__ import annotations
 import argparse
+import ctypes
 import json
+import math
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +57,16 @@ if __name__ == "__main__" and any(k in os.environ for k in PINS) and "--keep-ope
   os.execve(sys.executable, [sys.executable, *sys.argv], {k: v for k, v in os.environ.items() if k not in PINS})
 os.environ.setdefault("DEV", "CPU")       # tinygrad: its CPU (clang) backend
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")   # see the module doc; read when NumPy loads
-import numpy as np  # noqa: E402  (after the environment above)
+# NumPy, and tinyspec (which loads it), after the environment above
+import numpy as np  # noqa: E402
+from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
+from tinyspec.tensor import Tensor  # noqa: E402
+from tinyspec.compiler import compile_graph  # noqa: E402
+from tinyspec.compiler.device import host_threads, device  # noqa: E402
+from tinyspec.compiler.rendertables import render_tables  # noqa: E402
+from tinyspec.compiler.analysis.gpucheck import launch_report  # noqa: E402
+from tinyspec.compiler.runtime.c import load, CHUNKS_PER_WORKER  # noqa: E402
+from tinyspec.compiler.runtime.opencl import device as cl_device  # noqa: E402
 
 N16M = 16 * 1024 * 1024
 
@@ -104,7 +116,6 @@ def conv_t(x, w):
 
 
 def conv_np(x, w):
-  from numpy.lib.stride_tricks import sliding_window_view
   xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
   win = sliding_window_view(xp, (3, 3), axis=(1, 2))          # (Cin, H, W, 3, 3)
   return np.tensordot(w, win, axes=([1, 2, 3], [0, 3, 4]))    # BLAS
@@ -133,7 +144,6 @@ def cases(rng, scale: int = 1, gpu: bool = False):
   rows = max(16, 4096 // scale)
   x = _rand(rng, rows, 1024)
   yield f"softmax {rows}x1024", (x,), softmax_t, softmax_np, None, 1e-5, 5 * x.size
-  import math
   shrink = 2 ** round(math.log2(max(1, scale)) / 3)     # gemm: powers of two stay powers of two
   for m in sorted({max(32, k // shrink) for k in (512, 1000, 1024, 2048) + ((4096,) if gpu else ())}):   # 1000: no tile divides it (padded tiles)
     A, B = _rand(rng, m, m), _rand(rng, m, m)
@@ -147,8 +157,6 @@ def cases(rng, scale: int = 1, gpu: bool = False):
 # ------------------------------------------------------------------ runners
 def ours(target: str, build, arrays, beam: int):
   """(launch, result) of the compiled program with its inputs bound, or (None, reason)."""
-  from tinyspec.tensor import Tensor
-  from tinyspec.compiler import compile_graph
   ts = [Tensor(x) for x in arrays]
   t = build(*ts)
   g, inputs = t.graph(), t.inputs()
@@ -167,7 +175,6 @@ def launches(c) -> list:
   """Each OpenCL kernel's launch (compiler/analysis/gpucheck.py): work-groups, items, local bytes."""
   if c.target != "opencl": return []
   try:
-    from tinyspec.compiler.analysis.gpucheck import launch_report
     return [{"kernel": k.name, "groups": k.groups, "group_items": k.group_items, "local_bytes": k.local_bytes,
              "coalesced": all(a.coalesced for a in k.accesses), "local_tiled": getattr(k, "local_tiled", None)} for k in launch_report(c)]
   except Exception as e:
@@ -177,7 +184,7 @@ def launches(c) -> list:
 def blas_info() -> dict:
   """NumPy's BLAS as threadpoolctl reads it: library, version, kernel set (corename), threads."""
   try:
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info  # noqa: PLC0415 (threadpoolctl: a test extra (tinyspec[test]))
   except ImportError:
     return {"kernels": "unknown (pip install threadpoolctl to see which OpenBLAS kernels run)"}
   for lib in threadpool_info():
@@ -189,7 +196,7 @@ def blas_info() -> dict:
 
 def tinygrad_module():
   try:
-    from tinygrad import Tensor as TT, Device
+    from tinygrad import Tensor as TT, Device  # noqa: PLC0415 (tinygrad: an optional dependency (tinyspec[tinygrad]))
     Device[Device.DEFAULT]
   except Exception as e:
     return None, f"tinygrad unavailable ({type(e).__name__}: {str(e)[:60]})"
@@ -205,7 +212,7 @@ def theirs(TT, build, arrays):
 def torch_cuda():
   """torch (with CUDA, TF32 off) or (None, why not)."""
   try:
-    import torch
+    import torch  # noqa: PLC0415 (torch: not a dependency; timed where it is installed)
     if not torch.cuda.is_available(): return None, "torch has no CUDA device"
   except Exception as e:
     return None, f"torch unavailable ({type(e).__name__})"
@@ -244,8 +251,7 @@ def copy_bandwidth(torch, n: int = N16M, runs: int = 21) -> dict:
   def f_torch(): dst.copy_(src); torch.cuda.synchronize()
   fns = {"torch": f_torch}
   try:
-    import pyopencl as cl
-    from tinyspec.compiler.runtime.opencl import device as cl_device
+    import pyopencl as cl  # noqa: PLC0415 (pyopencl: an optional dependency (tinyspec[opencl]))
     ctx, q, _ = cl_device()
     a, b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n), cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)
     def f_cl(): cl.enqueue_copy(q, b, a); q.finish()
@@ -278,7 +284,6 @@ def interleaved(fns: dict, runs: int, budget: float = 6.0) -> dict:
 
 def peak_of(name: str, want: str | None):
   """The device_tables row for the device (by --peak, or a table name in its name)."""
-  from tinyspec.compiler.rendertables import render_tables
   rows = render_tables().get("device_tables", {})
   if want: return rows.get(want)
   return next((r for k, r in rows.items() if k.lower() in name.lower()), None)
@@ -316,10 +321,6 @@ def is_read_bound(nbytes: int, flops: int, out_bytes: int) -> bool:
 def read_probe(arrays):
   """() -> None: one pass of the C read loop over a private copy of the arrays, in chunks
   taken by the calling thread and the pool's as the C runtime runs a threaded kernel."""
-  import ctypes
-  from concurrent.futures import ThreadPoolExecutor
-  from tinyspec.compiler.runtime.c import load, CHUNKS_PER_WORKER
-  from tinyspec.compiler.device import host_threads
   f = load(CEILING_C).probe_read
   f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64], ctypes.c_float
   copy = np.concatenate([np.ascontiguousarray(x, np.float32).ravel() for x in arrays])
@@ -419,7 +420,6 @@ def main(argv=None) -> int:
   want = a.cases.split(",") if a.cases else None
   tg = (None, "--no-tinygrad") if a.no_tinygrad or a.gpu else tinygrad_module()
   th = torch_cuda() if a.gpu else (None, "no --gpu")
-  from tinyspec.compiler.device import device
   dev = device("opencl") if "opencl" in a.targets else device("c")
   peak = peak_of(dev.name, a.peak) if a.gpu else None
   out = sys.stderr if a.json == "-" else sys.stdout
@@ -434,7 +434,6 @@ def main(argv=None) -> int:
   if peak: print(f"peak ({dev.name}): {peak.get('peak_gbs', 0):.0f} GB/s, {peak.get('peak_gflops', 0):.0f} GFLOPS fp32", file=out)
   if a.gpu:
     try:
-      from tinyspec.compiler.runtime.opencl import device as cl_device
       d = cl_device()[2]
       head["opencl"] = {"device": d.name, "driver": d.driver_version, "platform": d.platform.version, "compute_units": d.max_compute_units}
     except Exception as e:

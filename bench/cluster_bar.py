@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from distributed import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -50,14 +51,12 @@ def start_cluster(tmp: Path, env: dict) -> tuple[str, list]:
     procs.append(subprocess.Popen([str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
                                    "--no-dashboard", "--name", f"w{k}"], stdout=subprocess.DEVNULL,
                                   stderr=open(tmp / f"worker{k}.log", "w"), env=env, start_new_session=True))
-  from distributed import Client
   with Client(address, timeout=60) as c: c.wait_for_workers(2, timeout=120)
   return address, procs
 
 
 def kill_a_busy_worker(address: str) -> str:
   """SIGKILL the process of a worker that is running a unit now; what was killed."""
-  from distributed import Client
   with Client(address, timeout=30) as c:
     busy = [w for w, keys in c.processing().items() if keys]
     if not busy: return "nothing (no worker was running a unit)"

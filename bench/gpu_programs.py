@@ -22,6 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import conv_t, gemm_t, softmax_t   # noqa: E402
+from tinyspec.tensor import Tensor
+from tinyspec.compiler import compile_graph
+from tinyspec.refimpl import evaluate
+from tinyspec.compiler.device import device
 
 
 def layer_norm(x):
@@ -59,9 +63,6 @@ def programs(rng):
 
 
 def check(name, build, arrays, rtol) -> dict:
-  from tinyspec.tensor import Tensor
-  from tinyspec.compiler import compile_graph
-  from tinyspec.refimpl import evaluate
   t = build(*[Tensor(a) for a in arrays])
   g, inputs = t.graph(), t.inputs()
   row = {"program": name}
@@ -87,7 +88,6 @@ def main(argv=None) -> int:
   ap.add_argument("--json")
   ap.add_argument("--only")
   a = ap.parse_args(argv)
-  from tinyspec.compiler.device import device
   dev = device("opencl")
   print(f"device: {dev.name} ({dev.kind}, {dev.threads} compute units, warp {dev.warp}, vector {dev.vector_bytes} bytes)")
   rows = []

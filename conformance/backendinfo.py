@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from tinyspec.diagnostics import EXIT_OK
 from tinyspec.files import printable
+from tinyspec.backends import backend_names, get_backend, describe_by_capabilities
 
 
 def survey() -> list[dict]:
   """{"backend", "status", "why", "details"} per registered backend, in name order."""
-  from tinyspec.backends import backend_names, get_backend, describe_by_capabilities
   rows = []
   for name in backend_names():
     try:
@@ -20,7 +20,7 @@ def survey() -> list[dict]:
     except Exception as e:    # a broken third-party backend is reported, not raised
       d = {"status": "unavailable", "why": f"{type(e).__name__}: {e}", "details": []}
     if name == "c":
-      from tinyspec.conformance.fuzz.sanitize import unavailable
+      from tinyspec.conformance.fuzz.sanitize import unavailable  # noqa: PLC0415 (the sanitizer fuzzer needs hypothesis, a test extra)
       why = unavailable()
       d.setdefault("details", []).append("sanitizer runtimes (fuzz --sanitize): " + ("found" if why is None else why))
     rows.append({"backend": name, "status": d.get("status", "?"), "why": d.get("why"), "details": list(d.get("details") or [])})

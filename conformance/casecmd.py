@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_UNREADABLE
 from tinyspec.files import printable
+from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError, pin
 
 
 def _say(msg: str) -> None: print(printable(f"tinyspec case: {msg}"), file=sys.stderr)
 
 
 def _new(a) -> int:
-  from tinyspec.refimpl.cli import read_inputs, InputError
-  from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError
+  from tinyspec.refimpl.cli import read_inputs, InputError  # noqa: PLC0415 (start-up time: only `case new` loads the reference)
   try:
     inputs = read_inputs(a.input)
     meta, filled = write_graph_case(a.dir, a.file, inputs, description=a.description or f"made from {Path(a.file).name}",
@@ -37,7 +37,6 @@ def _new(a) -> int:
 
 
 def _pin(a) -> int:
-  from tinyspec.conformance.corpus.newcase import pin, CaseMakingError
   worst = EXIT_OK
   for d in a.dirs:
     try: old, new = pin(d)

@@ -22,15 +22,28 @@ from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
 from tinyspec.deadline import sigterm_raises, Terminated
 from tinyspec.files import FileRefused, printable
+from tinyspec.conformance.corpus.rulecases import RULES_DIR, EXPECT_SUFFIX, CorpusError
+from tinyspec.conformance.fuzz.units import _address as address, add_options, interrupted
+from tinyspec.conformance.run import runner
+from tinyspec.conformance.run.failures import Terminal
+from tinyspec.conformance.run.settings import load_settings, SettingsError
+from tinyspec.conformance.run.selection import SelectionError
+from tinyspec.conformance.cluster import ClusterUnreachable, scheduler_address
+from tinyspec.conformance.findings import FindingsError
+from tinyspec.conformance.fuzz import units
+from tinyspec.conformance.run.runner import count
+from tinyspec.graph import load_file
+from tinyspec.validate import validate
+from tinyspec.conformance.corpus.cases import from_disk
+from tinyspec.backends import get_backend
 
 
 def _err(msg: str, code: int = EXIT_UNREADABLE) -> int:
-  from tinyspec.conformance.runcmd import err
+  from tinyspec.conformance.runcmd import err  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
   return err(msg, code)
 
 
 def _is_rule_corpus(d: Path | None) -> bool:
-  from tinyspec.conformance.corpus.rulecases import RULES_DIR, EXPECT_SUFFIX
   if d is None: return False
   d = Path(d)
   return d.resolve() == RULES_DIR.resolve() or (d.is_dir() and next(d.rglob("*" + EXPECT_SUFFIX), None) is not None
@@ -38,12 +51,10 @@ def _is_rule_corpus(d: Path | None) -> bool:
 
 
 def _address(text: str) -> str:
-  from tinyspec.conformance.fuzz.units import _address as address
   return address(text)
 
 
 def conformance_command(sub):
-  from tinyspec.conformance.run import runner
   p = sub.add_parser("conformance", help="run the conformance suite",
                      description="Run the conformance cases through backends. Without --backend (and no backend in "
                                  "pyproject.toml [tool.tinyspec]): the rule corpus shipped with tinyspec through its validator. "
@@ -89,8 +100,6 @@ def conformance_command(sub):
                  help="run cases whose files do not match their sha256 pin (default: such a case is an error, rule case.pin)")
 
   def run(a) -> int:
-    from tinyspec.conformance.run.failures import Terminal
-    from tinyspec.conformance.run.settings import load_settings, SettingsError
     try: a.settings = load_settings()
     except SettingsError as e: return _err(str(e))
     _defaults(a, a.settings)
@@ -102,7 +111,7 @@ def conformance_command(sub):
     if judges and execs: return _err("judges of the rule corpus (validator) and executing backends run separately")
     if judges or (not execs and _is_rule_corpus(a.cases)):
       return _run_judges(a, judges or list(runner.DEFAULT_BACKENDS), show)
-    from tinyspec.conformance.runcmd import run_execs
+    from tinyspec.conformance.runcmd import run_execs  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
     return run_execs(a, execs, show)
   return p, run
 
@@ -120,22 +129,18 @@ def _defaults(a, settings) -> None:
 
 
 def _run_judges(a, names, show) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.corpus.rulecases import CorpusError
-  from tinyspec.conformance.run.selection import SelectionError
+  from tinyspec.conformance.runcmd import none_selected, finish  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
   try:
     cases = runner.select(runner.load_cases(a.cases), a.patterns, a.case_ids)
   except (CorpusError, SelectionError) as e:
     return _err(str(e))
   if not cases:
-    from tinyspec.conformance.runcmd import none_selected
     return none_selected(a)
   if a.list:
     for c in cases: print(printable(c.id))
     return EXIT_OK
   backends = [runner.BACKENDS[n]() for n in names]
   results = runner.run(cases, backends, lambda r: show(a, r))
-  from tinyspec.conformance.runcmd import finish
   return finish(a, results, names, str(a.cases or "conformance/rules"))
 
 
@@ -147,18 +152,14 @@ def _jobs(text: str) -> int:
 
 
 def _run_sanitized(a) -> int:
-  from tinyspec.conformance.fuzz import sanitize, hostile
-  from tinyspec.compiler.device import usable_cpus
+  from tinyspec.conformance.fuzz import sanitize, hostile  # noqa: PLC0415 (hypothesis, a test extra: only tinyspec fuzz needs it)
+  from tinyspec.compiler.device import usable_cpus  # noqa: PLC0415 (start-up time: tinyspec conformance does not load the compiler)
   if a.backend != "c":
     print("tinyspec fuzz: --sanitize builds C kernels: use --backend c", file=sys.stderr); return EXIT_UNREADABLE
   families = a.families.split(",") if a.families else list(hostile.FAMILIES)
   bad = [f for f in families if f not in hostile.FAMILIES]
   if bad:
     print(f"tinyspec fuzz: unknown families {', '.join(bad)} (known: {', '.join(hostile.FAMILIES)})", file=sys.stderr); return EXIT_UNREADABLE
-  from tinyspec.conformance.cluster import ClusterUnreachable
-  from tinyspec.conformance.findings import FindingsError
-  from tinyspec.conformance.fuzz import units
-  from tinyspec.conformance.run.settings import SettingsError
   try: address, db = units.resolve(a, "tinyspec fuzz")
   except (SettingsError, FileRefused) as e:
     print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
@@ -180,7 +181,6 @@ def _run_sanitized(a) -> int:
     print("refused (documented limitations, not failures): " + ", ".join(f"{k} {v}" for k, v in sorted(rep.refused.items())))
     for k, v in sorted(why.items()): print(f"  {k}, e.g.: {v}")
   print("examples per family: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.drawn.items())))
-  from tinyspec.conformance.run.runner import count
   print(f"{count(rep.examples, 'example')}, {count(len(rep.failures), 'failure')}, {rep.seconds:.1f} s (backend c, sanitized: ASan+UBSan, TSan; seed {a.seed})")
   lost = units.said("tinyspec fuzz", rep, db, len(sanitize.plan(a.examples, a.seed, families)))
   if lost is not None: return lost
@@ -193,8 +193,8 @@ def run_command(sub):
   go through the protocol in their own process; without --backend the project's; `--case`
   judges a conformance case, `--compare ref` a graph against the reference
   (conformance/run/repro.py)."""
-  from tinyspec.compiler.cli import run_command as base
-  from tinyspec.conformance.run import repro
+  from tinyspec.compiler.cli import run_command as base  # noqa: PLC0415 (start-up time: tinyspec conformance does not load the compiler)
+  from tinyspec.conformance.run import repro  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
   p, run = base(sub, run_other=_run_other)
   repro.add_options(p)
   return p, lambda a: repro.run_or_judge(a, run)
@@ -202,8 +202,8 @@ def run_command(sub):
 
 def _run_other(a, inputs: dict) -> dict | int:
   """Outputs of the graph file on a.backend, or the exit code after saying why not."""
-  from tinyspec.conformance.run.client import run_graph
-  from tinyspec.conformance.run.execute import BackendUnavailable
+  from tinyspec.conformance.run.client import run_graph  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
+  from tinyspec.conformance.run.execute import BackendUnavailable  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
   try: return _bfloat16_viewed(a.file, run_graph(a.backend, a.file, inputs, float(a.time_limit) if a.time_limit else 60.0, getattr(a, "project", None)))
   except (KeyError, BackendUnavailable) as e:
     print(printable(f"tinyspec run: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
@@ -216,9 +216,6 @@ def _run_other(a, inputs: dict) -> dict | int:
 def _bfloat16_viewed(graph_file, outputs: dict) -> dict:
   """The outputs of a backend (the protocol carries bfloat16 as its uint16 bit patterns)
   with a bfloat16 root's viewed as bfloat16 again, as ref, c and opencl give theirs."""
-  from tinyspec.graph import load_file
-  from tinyspec.validate import validate
-  from tinyspec.conformance.corpus.cases import from_disk
   g, _ = load_file(graph_file)
   if g is None: return outputs
   views = validate(g).views
@@ -228,7 +225,6 @@ def _bfloat16_viewed(graph_file, outputs: dict) -> dict:
 
 def _run_campaign(a) -> int:
   """--campaign: the backend's own hunt (tinygrad: interop/campaign.py); exit 1 when it found a new bug."""
-  from tinyspec.backends import get_backend
   try: b = get_backend(a.backend)
   except KeyError as e:
     print(printable(f"tinyspec fuzz: {str(e).strip(chr(34))}"), file=sys.stderr); return EXIT_UNREADABLE
@@ -236,11 +232,7 @@ def _run_campaign(a) -> int:
     print(f"tinyspec fuzz: --campaign: backend {a.backend} has no campaign", file=sys.stderr); return EXIT_UNREADABLE
   if not a.campaign > 0: print("tinyspec fuzz: --campaign needs a positive number of minutes", file=sys.stderr); return EXIT_UNREADABLE
   devices = [d for d in (a.devices or "").split(",") if d] or None
-  from tinyspec.compiler.device import usable_cpus
-  from tinyspec.conformance.cluster import ClusterUnreachable
-  from tinyspec.conformance.findings import FindingsError
-  from tinyspec.conformance.fuzz import units
-  from tinyspec.conformance.run.settings import SettingsError
+  from tinyspec.compiler.device import usable_cpus  # noqa: PLC0415 (start-up time: tinyspec conformance does not load the compiler)
   try: address, db = units.resolve(a, "tinyspec fuzz")
   except (SettingsError, FileRefused) as e:
     print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
@@ -291,7 +283,6 @@ def fuzz_command(sub):
                  help="hunt for MINUTES on each of --devices (a backend that has a campaign: tinygrad) and print each "
                       "distinct new bug once, with its repro")
   p.add_argument("--devices", metavar="D,...", default=None, help="with --campaign: the backend's devices (tinygrad: PYTHON,CPU,CL)")
-  from tinyspec.conformance.fuzz.units import add_options
   add_options(p, "an embedded cluster of --jobs processes")
 
   def run(a) -> int:
@@ -307,14 +298,11 @@ def fuzz_command(sub):
 
 def _run_graph_fuzz(a) -> int:
   """The graph fuzz (conformance/fuzz/graphunits.py): here, on --jobs processes, or on a scheduler."""
-  from tinyspec.conformance.cluster import ClusterUnreachable, scheduler_address
-  from tinyspec.conformance.findings import FindingsError
-  from tinyspec.conformance.fuzz import graphunits
-  from tinyspec.conformance.fuzz.driver import NoDrawableOps
-  from tinyspec.conformance.run.execute import BackendUnavailable
-  from tinyspec.conformance.run.onworker import forwarded
-  from tinyspec.conformance.run.settings import load_settings, SettingsError
-  from tinyspec.refimpl import EvalError
+  from tinyspec.conformance.fuzz import graphunits  # noqa: PLC0415 (hypothesis, a test extra: only tinyspec fuzz needs it)
+  from tinyspec.conformance.fuzz.driver import NoDrawableOps  # noqa: PLC0415 (hypothesis, a test extra: only tinyspec fuzz needs it)
+  from tinyspec.refimpl import EvalError  # noqa: PLC0415 (start-up time: tinyspec conformance does not load the reference)
+  from tinyspec.conformance.run.execute import BackendUnavailable  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
+  from tinyspec.conformance.run.onworker import forwarded  # noqa: PLC0415 (start-up time: the runner loads when a command runs it)
   try: address, where = scheduler_address(a.scheduler, load_settings())
   except SettingsError as e: print(printable(f"tinyspec fuzz: {e}"), file=sys.stderr); return EXIT_UNREADABLE
   if address is not None and where != "--scheduler": print(f"tinyspec fuzz: on the Dask scheduler at {address} (from {where})", file=sys.stderr)
@@ -332,15 +320,13 @@ def _run_graph_fuzz(a) -> int:
     print(printable(f"tinyspec fuzz: the reference evaluator cannot check the examples: {e}"), file=sys.stderr)
     return EXIT_INVALID
   except (KeyboardInterrupt, Terminated) as e:
-    from tinyspec.conformance.fuzz.units import interrupted
     return interrupted("tinyspec fuzz", e, a.db)
   return _graph_fuzz_said(a, rep)
 
 
 def _graph_fuzz_said(a, rep) -> int:
   """The graph fuzz's closing lines and exit code."""
-  from tinyspec.conformance.fuzz import graphunits, units
-  from tinyspec.conformance.run.runner import count
+  from tinyspec.conformance.fuzz import graphunits  # noqa: PLC0415 (hypothesis, a test extra: only tinyspec fuzz needs it)
   for w in rep.written: print(f"wrote {w}")
   if rep.unwritten:   # the failures were found (and printed) but cannot be kept
     print(f"tinyspec fuzz: {rep.unwritten[0]}" + (f" (and {len(rep.unwritten) - 1} more)" if len(rep.unwritten) > 1 else ""), file=sys.stderr)

@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from concurrent.futures import CancelledError
+import importlib.util
+from tinyspec.deadline import kill_children
 
 SCHEDULER_ENV = "TINYSPEC_SCHEDULER"
 EXIT_LOST = 3                 # the run stopped because its scheduler went away (what it found is kept)
@@ -215,8 +218,8 @@ class Cluster:
     self.client = self.local = None
 
   def __enter__(self) -> "Cluster":
-    import dask
-    from distributed import Client, LocalCluster
+    import dask  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
+    from distributed import Client, LocalCluster  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
     # (a lost scheduler is given LOST_AFTER seconds to come back; the workers' own logs stay quiet)
     self._config = dask.config.set({"distributed.comm.timeouts.connect": f"{int(LOST_AFTER)}s",
                                     "distributed.scheduler.worker-ttl": None, "logging.distributed": "error"})
@@ -240,7 +243,6 @@ class Cluster:
       if exc[0] is not None and self.local is not None and self.client is not None:
         # an interrupted run: the embedded workers go with it, and so do the backends and
         # compilers they started (each in a process group of its own)
-        from tinyspec.deadline import kill_children
         self.client.run(kill_children)
       if self.client is not None: self.client.close(timeout=5)
       if self.local is not None: self.local.close(timeout=10)
@@ -269,8 +271,8 @@ class Cluster:
 
   def declare(self, probe, name: str) -> None:
     """Each worker declares the tags probe() names there (Declare)."""
-    from dask.base import tokenize
-    from tinyspec.conformance.cluster_plugin import Declare
+    from dask.base import tokenize  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
+    from tinyspec.conformance.cluster_plugin import Declare  # noqa: PLC0415 (it imports dask: only a cluster needs it)
     # (named by what it probes: a plugin of that name is not registered again, so another
     # run's probe, with other backends, is another plugin)
     self.client.register_plugin(Declare(probe, name), name=f"tinyspec-{name}-{tokenize(probe)[:12]}")
@@ -297,9 +299,8 @@ class Cluster:
     result) here, once per unit, as each finishes. window: units in flight at most (None:
     all at once). stop(): True once the caller wants no more (the units in flight are
     cancelled, no more are taken). ClusterLost when the scheduler goes away."""
-    from dask.base import tokenize
-    from concurrent.futures import CancelledError
-    from distributed.client import _wait
+    from dask.base import tokenize  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
+    from distributed.client import _wait  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
     token = tokenize(fn.__module__, fn.__qualname__, *args)[:12]   # another run's units (other arguments) are other tasks
     todo, futures, pending, finished_n = iter(units), {}, set(), [0]
     orphaned: dict = {}   # tag -> since when the units that need it have had no worker
@@ -362,7 +363,7 @@ def _connect(address: str):
   """A Dask client of the scheduler at `address`. One that fails to start is closed here:
   left to the garbage collector, it would wait twice LOST_AFTER to close a connection that
   never opened, and say so on stderr."""
-  from distributed import Client
+  from distributed import Client  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
   made: list = []
 
   class Tracked(Client):
@@ -388,14 +389,13 @@ def _quiet_logs() -> dict:
 
 
 def _has_bokeh() -> bool:
-  import importlib.util
   return importlib.util.find_spec("bokeh") is not None
 
 
 def worker_name() -> str:
   """The address of the Dask worker running the caller, or `local`."""
   try:
-    from distributed import get_worker
+    from distributed import get_worker  # noqa: PLC0415 (dask: 0.3 s to import; only a cluster needs it)
     return get_worker().address
   except (ImportError, ValueError):
     return "local"

@@ -28,7 +28,9 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+import sys
 import numpy as np
+from tinyspec.files import printable
 
 SCHEMA = "tinyspec-findings 1"
 TABLES = """
@@ -127,7 +129,7 @@ def example_database(entries):
   """A Hypothesis ExampleDatabase holding `entries` ((key, value) pairs, a snapshot of the
   findings database's examples); what a search saves in it is in its `.saved` (hex pairs
   the unit's result carries home, where record() stores them)."""
-  from hypothesis.database import ExampleDatabase
+  from hypothesis.database import ExampleDatabase  # noqa: PLC0415 (hypothesis, a test extra: tinyspec findings works without it)
 
   class SQLiteExamples(ExampleDatabase):
     def __init__(self):
@@ -191,8 +193,6 @@ def findings_command(sub):
   g.add_argument("--markdown", action="store_true", help="markdown, one section per finding with its repro")
 
   def run(a) -> int:
-    import sys
-    from tinyspec.files import printable
     try: db = Findings(a.path, create=False)
     except FindingsError as e:
       print(printable(f"tinyspec findings: {e}"), file=sys.stderr); return 2

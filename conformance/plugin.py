@@ -30,6 +30,13 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 import pytest
+from tinyspec.files import printable, control_character
+from tinyspec import environment
+from tinyspec.conformance.run.settings import load_settings, SettingsError
+from tinyspec.conformance.corpus.manifest import ManifestError, find_manifest
+from tinyspec.conformance.corpus.cases import load_case, CaseError, list_cases, CASES_DIR
+from tinyspec.conformance.run.selection import select, SelectionError
+from tinyspec.conformance.run.runner import count
 
 OPTIONS = {   # name -> (help, default, type): --tinyspec-NAME on the command line, tinyspec_NAME in the ini file
   "backend": ("the backend to test: a registered name, cmd:COMMAND, or an executable (default ref)", None, str),
@@ -76,7 +83,6 @@ _BROKEN = pytest.StashKey[list]()   # [why the backend cannot start, whether a t
 def _refuse(msg: str):
   """A setting that cannot be used: the corpus's collection error, its message alone (no
   traceback); pytest stops before running anything (exit 2, as `tinyspec conformance`)."""
-  from tinyspec.files import printable
   raise pytest.Collector.CollectError(printable(f"tinyspec conformance: {msg}")) from None
 
 
@@ -84,9 +90,6 @@ def settings(config) -> dict:
   """The settings (name -> value; None where unset) from the command line, the ini file and
   [tool.tinyspec], read once; one that cannot be used stops the collection (_refuse)."""
   if _SETTINGS in config.stash: return config.stash[_SETTINGS]
-  from tinyspec import environment
-  from tinyspec.files import control_character
-  from tinyspec.conformance.run.settings import load_settings, SettingsError
   try: environment.check_all()
   except environment.EnvironmentValue as e: _refuse(str(e))
   try: project = load_settings(config.invocation_params.dir)
@@ -117,11 +120,9 @@ def _runner(config):
   """The session's CaseRunner, started (capabilities read, manifest chosen) when the first
   test is set up; None where the backend cannot start or its manifest cannot be read
   (config.stash[_BROKEN] says why)."""
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable  # noqa: PLC0415 (start-up time: every pytest run loads this plugin; the runner loads with the corpus)
   if _RUNNER in config.stash: return config.stash[_RUNNER]
   if _BROKEN in config.stash: return None
-  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
-  from tinyspec.conformance.corpus.manifest import ManifestError
-  from tinyspec.files import printable
   s = settings(config)
   try:
     r = CaseRunner(s["backend"] or "ref", timeout=s["case-timeout"] or 60.0, profile=s["profile"], project=s["project"])
@@ -145,7 +146,6 @@ def conformance_runner(request):
 @pytest.fixture
 def conformance_case(request, conformance_runner):
   """The case of this test, read now; its manifest entry applied (skip, or xfail(strict))."""
-  from tinyspec.conformance.corpus.cases import load_case, CaseError
   broken = request.config.stash.get(_BROKEN, None)
   if broken is not None:   # said once (per process), the other tests not run
     if broken[1]: pytest.skip("not run: the backend cannot start (the first test's error says why)")
@@ -165,10 +165,7 @@ def conformance_case(request, conformance_runner):
 
 def pytest_generate_tests(metafunc):
   if "conformance_case" not in metafunc.fixturenames: return
-  from tinyspec.conformance.corpus.cases import list_cases, CaseError, CASES_DIR
-  from tinyspec.conformance.corpus.manifest import find_manifest, ManifestError
-  from tinyspec.conformance.run.execute import resolve_backend
-  from tinyspec.conformance.run.selection import select, SelectionError
+  from tinyspec.conformance.run.execute import resolve_backend  # noqa: PLC0415 (start-up time: every pytest run loads this plugin; the runner loads with the corpus)
   s = settings(metafunc.config)
   try:   # what can be checked without starting the backend
     resolve_backend(s["backend"] or "ref", s["project"])
@@ -215,7 +212,6 @@ class _Tally:
       return
     self._pasteable(terminalreporter, config)
     if self.none_ran():
-      from tinyspec.conformance.run.runner import count
       terminalreporter.write_line(f"tinyspec conformance: none of the {count(self.cases, 'case')} ran (each unsupported by the backend "
                                   "or excluded by its manifest): exit 5", red=True)
 
@@ -223,7 +219,6 @@ class _Tally:
     """The failing cases as node ids pytest takes back: a test collected from the installed
     package (`--pyargs tinyspec.conformance`) has a node id relative to the package, which
     pytest cannot find from here, so its `--pyargs` form is printed."""
-    from tinyspec.files import printable
     lost = [n for n in self.failed if not (Path(config.rootpath) / n.split("::")[0]).exists()]
     if not lost: return
     tr.write_line("tinyspec conformance: run a failing case again with the same --tinyspec-* options and:")

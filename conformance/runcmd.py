@@ -8,9 +8,21 @@ cannot run is said once, before the corpus is read; with one, the workers open i
 from __future__ import annotations
 import json
 import sys
+from pathlib import Path
+import shlex
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
-from tinyspec.deadline import sigterm_raises, Terminated
+from tinyspec.deadline import sigterm_raises, Terminated, kill_children
 from tinyspec.files import FileRefused, printable, write_file
+from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
+from tinyspec.conformance.run.selection import describe, SelectionError
+from tinyspec.conformance.cluster import scheduler_address, ClusterUnreachable, EXIT_LOST
+from tinyspec.conformance.run.onworker import close_kept, backend_tag, forwarded
+from tinyspec.conformance.run.shards import Job, kept_runner, Gathering
+from tinyspec.conformance.run.execute import BackendUnavailable, coverage
+from tinyspec.conformance.corpus.manifest import ManifestError
+from tinyspec.conformance.run import runner
+from tinyspec.conformance.corpus.cases import load_cases, CaseError, CASES_DIR
+from tinyspec.conformance.run.report import Progress, merge_coverage, junit_xml
 
 
 def err(msg: str, code: int = EXIT_UNREADABLE) -> int:
@@ -19,8 +31,6 @@ def err(msg: str, code: int = EXIT_UNREADABLE) -> int:
 
 
 def none_selected(a) -> int:
-  from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
-  from tinyspec.conformance.run.selection import describe
   said = describe(a.patterns, a.case_ids)
   return err("no case matches" + (f" {said}" if said else " (the corpus is empty)"), EXIT_NOTHING_RAN)
 
@@ -30,8 +40,6 @@ class _Refused(Exception):
 
 
 def run_execs(a, names, show) -> int:
-  from tinyspec.conformance.cluster import scheduler_address
-  from tinyspec.conformance.run.onworker import close_kept
   if a.workers < 1: return err("--workers must be at least 1")
   if not a.timeout > 0: return err("--timeout must be a positive number of seconds")
   address, where = scheduler_address(a.scheduler, a.settings)
@@ -56,8 +64,6 @@ def run_execs(a, names, show) -> int:
 
 def _jobs(a, names) -> dict:
   """tag -> shards.Job for each backend of the command line (_Refused for an unknown one)."""
-  from tinyspec.conformance.run.onworker import backend_tag, forwarded
-  from tinyspec.conformance.run.shards import Job
   fwd = forwarded()
   out = {}
   for name in names:
@@ -71,17 +77,11 @@ def _jobs(a, names) -> dict:
 
 def _open(job):
   """The job's runner, opened in this process (and kept: the units run here reuse it)."""
-  from tinyspec.conformance.run.execute import BackendUnavailable
-  from tinyspec.conformance.corpus.manifest import ManifestError
-  from tinyspec.conformance.run.shards import kept_runner
   try: return kept_runner(job)
   except (KeyError, ManifestError, BackendUnavailable) as e: raise _Refused(str(e).strip('"')) from None
 
 
 def _select_and_run(a, jobs, show, opened, address) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.corpus.cases import load_cases, CaseError
-  from tinyspec.conformance.run.selection import SelectionError
   broken: list = []
   try:
     every = load_cases(a.cases, broken)
@@ -124,7 +124,6 @@ class _Named:
 def _interrupted(a, e, results, names, cases) -> int:
   """After SIGINT or SIGTERM: the backends are dead (their process groups killed); say what
   ran, write the reports of it, exit 130 or 143."""
-  from tinyspec.deadline import kill_children
   kill_children()
   code = getattr(e, "exit_code", 130)
   sys.stdout.flush()
@@ -136,14 +135,6 @@ def _interrupted(a, e, results, names, cases) -> int:
 def _run_shards(a, jobs, cases, show, results, address, every_id) -> int:
   """The shards of every backend; each backend's profile line (and coverage, and its
   manifest's stale entries) once its last shard is home."""
-  from pathlib import Path
-  from tinyspec.conformance.cluster import ClusterUnreachable
-  from tinyspec.conformance.corpus.cases import CASES_DIR
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.corpus.manifest import ManifestError
-  from tinyspec.conformance.run.execute import BackendUnavailable, coverage
-  from tinyspec.conformance.run.report import Progress, merge_coverage
-  from tinyspec.conformance.run.shards import Gathering
   bars: dict = {}
   unwritten: list = []
 
@@ -179,7 +170,6 @@ def _run_shards(a, jobs, cases, show, results, address, every_id) -> int:
 def _cluster_said(ran, g, jobs) -> int | None:
   """What did not run, on stderr: the backends no worker has, workers whose backends differ,
   a scheduler that went away (their exit codes; None when everything ran)."""
-  from tinyspec.conformance.cluster import EXIT_LOST
   code = None
   for tag in ran.missing:
     err(f"no worker has {tag}: the cases of backend {jobs[tag].backend} did not run (where the backend runs, start a worker: "
@@ -196,8 +186,6 @@ def _cluster_said(ran, g, jobs) -> int | None:
 
 
 def finish(a, results, names, cases_dir, cases=()) -> int:
-  from tinyspec.conformance.run import runner
-  from tinyspec.conformance.run.report import junit_xml
   c = runner.counts(results)
   a.terminal.corpus = cases_dir if a.cases is not None else None   # (the shipped one goes without saying)
   for line in a.terminal.closing(_rerun(a, names)): print(line)
@@ -206,7 +194,7 @@ def finish(a, results, names, cases_dir, cases=()) -> int:
     if a.json: write_file(a.json, json.dumps(runner.report_json(results, names, cases_dir, getattr(a, "profile", None)), indent=1) + "\n")
     if a.junit: write_file(a.junit, junit_xml(results, "tinyspec conformance"))
     if getattr(a, "html", None):
-      from tinyspec.conformance.run import htmlreport
+      from tinyspec.conformance.run import htmlreport  # noqa: PLC0415 (start-up time: only --html draws, with tinyspec.show)
       print(f"wrote {htmlreport.write(a.html, results, {c.id: c for c in cases})}")
   except FileRefused as e:
     return err(f"{e}")
@@ -218,7 +206,6 @@ def finish(a, results, names, cases_dir, cases=()) -> int:
 
 def _rerun(a, names) -> str:
   """The start of the command that runs the failing cases again."""
-  import shlex
   args = ["tinyspec", "conformance"] + ([] if getattr(a, "project", None) else [x for n in names for x in ("--backend", n)])
   if a.cases is not None: args += ["--cases", str(a.cases)]
   if getattr(a, "profile", None): args += ["--profile", a.profile]

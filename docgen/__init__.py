@@ -12,11 +12,14 @@ counted without code changes.
 from __future__ import annotations
 import difflib
 from pathlib import Path
+import sys
 from tinyspec.docgen.md import render_spec_md
 from tinyspec.docgen.tex import render_spec_tex
 from tinyspec.docgen.status import render_status_md
 from tinyspec.docgen.corpus import corpus_root
 from tinyspec.docgen.protocol import render_protocol_md
+from tinyspec.tables import tables as shipped
+from tinyspec.files import FileRefused, read_text, make_dir, output_path, write_file
 
 __all__ = ["render_spec_md", "render_spec_tex", "render_status_md", "render_protocol_md", "render_all", "stale", "write", "corpus_root", "docs_command"]
 
@@ -26,7 +29,6 @@ DIFF_LINES = 40   # lines of diff shown per stale file
 def render_all(tables=None, root: Path | str | None = None) -> dict[str, str]:
   """File name (relative to docs/) -> its contents. `root` holds conformance/ (the corpora)
   and docs/conformance-results.json; default: the checkout or the installed package."""
-  from tinyspec.tables import tables as shipped
   T = tables or shipped()
   root = Path(root) if root is not None else corpus_root()
   return {"spec.md": render_spec_md(T, root), "spec.tex": render_spec_tex(T), "status.md": render_status_md(T, root),
@@ -41,7 +43,6 @@ def _shown(p: Path) -> str:
 def _committed(p: Path, text: str) -> str:
   """The file at p as text ("" if missing; read as a regular file, and only as far as
   needed: a file much longer than `text` differs from it anyway)."""
-  from tinyspec.files import FileRefused, read_text
   try:
     if not p.exists(): return ""
     return read_text(p, limit=2 * len(text.encode()) + (1 << 20))
@@ -71,7 +72,6 @@ def write(out: Path, check: bool, root: Path | None = None, hint: str = "tinyspe
       print("\n".join(diff[:DIFF_LINES]) + ("\n..." if len(diff) > DIFF_LINES else ""))
     if not bad: print(f"{', '.join(docs)} in {_shown(out)} are up to date")
     return 1 if bad else 0
-  from tinyspec.files import make_dir, output_path, write_file
   make_dir(out)
   for name, text in docs.items():
     p = output_path(out, name, what="document name")
@@ -89,8 +89,6 @@ def docs_command(sub):
   p.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
 
   def run(a) -> int:
-    import sys
-    from tinyspec.files import FileRefused
     try: return write(a.out, a.check)
     except FileRefused as e:
       print(f"tinyspec docs: {e}", file=sys.stderr)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 import yaml
+from tinyspec import conformance
+from tinyspec.conformance.corpus.rulecases import load_rule_cases, CorpusError, cases_by_rule
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,6 @@ class RuleCaseRef:
 def corpus_root() -> Path:
   """The folder that holds `conformance/` (its rule and case corpora): the repository in a
   checkout, the installed `tinyspec` package otherwise (the layout is the same below it)."""
-  from tinyspec import conformance
   return Path(conformance.__file__).resolve().parent.parent
 
 
@@ -27,7 +28,6 @@ def rule_cases(root: Path) -> list[RuleCaseRef]:
   """The rule corpus under root/conformance/rules, as conformance.corpus.rulecases loads it (one
   case per `*.expect.json`, whatever else the folders hold). Sorted by input path; empty
   when there is no corpus (or it cannot be read: the docs then show no cases)."""
-  from tinyspec.conformance.corpus.rulecases import load_rule_cases, CorpusError
   base = Path(root) / "conformance" / "rules"
   if not base.is_dir(): return []
   try: cases = load_rule_cases(base)
@@ -43,7 +43,6 @@ def _relative(p: Path, root: Path) -> str:
 
 def rule_case_files(root: Path) -> dict[str, list[RuleCaseRef]]:
   """rule id -> its cases (invalid ones first, then valid), as cases_by_rule groups them."""
-  from tinyspec.conformance.corpus.rulecases import cases_by_rule
   grouped = cases_by_rule(rule_cases(root))
   return {r: sorted(g["invalid"] + g["valid"], key=lambda c: (c.valid, c.input)) for r, g in grouped.items()}
 

@@ -16,6 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 import yaml
 from tinyspec.dtypes import DTYPES, GROUPS, CLASSES, ALIASES
+from tinyspec.graph import from_document
+from tinyspec.validate import validate
+from tinyspec import spec
 
 # Structural rules the validator itself enforces (tinyspec/validate.py), and which ops
 # each can reject, as a predicate on the Op's slots and levels. Catalogue rules not named
@@ -458,8 +461,6 @@ def example(T, op) -> Example | None:
   """The op's `example:` graph with each node's derived dtype and shape (validated
   against these tables)."""
   if not op.example: return None
-  from tinyspec.graph import from_document
-  from tinyspec.validate import validate
   nodes = op.example
   g, diags = from_document(nodes, f"{op.name}.example")
   res = validate(g, tables=T, file=f"{op.name}.example") if g is not None and not diags else None
@@ -542,7 +543,6 @@ def sources(T) -> dict[str, Source]:
   """spec/sources.yaml next to the op table: the documents the spec was written from."""
   p = Path(T.ops_path).parent / "sources.yaml"
   if not p.is_file():   # a table elsewhere (a test's): the shipped sources
-    from tinyspec import spec
     p = spec.path("sources.yaml")
   raw = (_load_yaml(str(p)) if p.is_file() else {}).get("sources") or {}
   return {k: Source(k, v["name"], v["title"], " ".join(str(v.get("what", "")).split())) for k, v in raw.items()}

@@ -9,6 +9,8 @@ own constants, so the page cannot say what the code does not do.
 from __future__ import annotations
 import json
 from tinyspec.docgen.md import cell, code, table
+from tinyspec.limits import limits
+from tinyspec.conformance.run import protocol as runner_protocol
 
 GENERATED = ("Generated from `spec/protocol.schema.json` (the form the conformance runner checks every message against) by "
              "`tinyspec docs`; do not edit by hand.")
@@ -75,7 +77,6 @@ def _messages(S: dict) -> list[str]:
 
 
 def _arrays(S: dict) -> list[str]:
-  from tinyspec.limits import limits
   defs = S["$defs"]
   L = limits()
   out = ["## Arrays", "", "### encoding", "", "The hello offers the encodings the runner speaks (`arrays`); the backend's answer "
@@ -99,8 +100,6 @@ def _arrays(S: dict) -> list[str]:
 
 
 def _limits_and_errors(T) -> list[str]:
-  from tinyspec.limits import limits
-  from tinyspec.conformance.run.protocol import BackendProcess
   L = limits()
   out = ["## Limits", "",
          f"* **A line**: at most limits.max_line_bytes = {L.max_line_bytes:,} bytes, either way; a longer one (or one that "
@@ -108,7 +107,7 @@ def _limits_and_errors(T) -> list[str]:
          "* **Time**: each run may take `--timeout` seconds (default 60; `[tool.tinyspec] timeout`); past it the backend's "
          "whole process group is killed and the case is an `error`. The hello may take at least 120 s (a backend that "
          "compiles at start).",
-         f"* **stderr** is the backend's own: its first {BackendProcess.STDERR_HEAD:,} and last {BackendProcess.STDERR_KEPT:,} "
+         f"* **stderr** is the backend's own: its first {runner_protocol.BackendProcess.STDERR_HEAD:,} and last {runner_protocol.BackendProcess.STDERR_KEPT:,} "
          "bytes are kept and shown (escaped) when it dies.",
          "* **Processes**: `--workers N` starts N copies; each gets one request at a time.", "",
          "## How a case ends", ""]
@@ -143,8 +142,7 @@ def _manifests_and_starters() -> list[str]:
 
 
 def render_protocol_md(T) -> str:
-  from tinyspec.conformance.run.protocol import schema
-  S = schema()
+  S = runner_protocol.schema()
   lines = ["# The backend protocol", "", GENERATED, "", S["description"], ""]
   lines += _session(S) + [""] + _messages(S) + _arrays(S) + _limits_and_errors(T) + _manifests_and_starters()
   return "\n".join(lines).rstrip() + "\n"

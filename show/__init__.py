@@ -21,6 +21,9 @@ No Graphviz is needed: the layout is tinyspec.show.layout (layered, deterministi
 from __future__ import annotations
 from tinyspec.show.model import Picture, picture, DEFAULT_LIMIT
 from tinyspec.show.stages import stage_pictures, stages, StageError
+from tinyspec.show.svg import render_svg_pictures, header
+from tinyspec.show.dot import render_dot_pictures
+from tinyspec.show import html
 
 __all__ = ["Picture", "picture", "render_svg", "render_dot", "render_html", "stage_pictures", "stages", "StageError", "DEFAULT_LIMIT"]
 
@@ -33,19 +36,16 @@ def _pictures(what, options) -> list:
 
 def render_svg(what, *, id_prefix: str = "", **options) -> str:
   """SVG text (a standalone document, also fit to put inline in HTML)."""
-  from tinyspec.show.svg import render_svg_pictures
   return render_svg_pictures(_pictures(what, options), id_prefix=id_prefix)
 
 
 def render_dot(what, **options) -> str:
   """Graphviz dot text (`dot -Tsvg` lays it out)."""
-  from tinyspec.show.dot import render_dot_pictures
   return render_dot_pictures(_pictures(what, options))
 
 
 def render_html(what, *, title: str | None = None, **options) -> str:
   """A self-contained HTML page (no network) with pan, zoom, tooltips and find."""
-  from tinyspec.show import html
   pics = _pictures(what, options)
   svg = render_svg(pics)
   return html.page(svg, title or " → ".join(p.title for p in pics), _summary(pics))
@@ -53,7 +53,6 @@ def render_html(what, *, title: str | None = None, **options) -> str:
 
 def _summary(pics) -> str:
   if len(pics) == 1:
-    from tinyspec.show.svg import header
     lines = header(pics[0])
     return "; ".join([lines[0].split(": ", 1)[-1], *lines[1:4]]) + (" …" if len(lines) > 4 else "")
   n = sum(p.nodes for p in pics)

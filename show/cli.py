@@ -14,12 +14,15 @@ from pathlib import Path
 from tinyspec.deadline import add_option as add_timeout_option
 from tinyspec.diagnostics import EXIT_UNREADABLE
 from tinyspec.files import FileRefused, printable, write_file
+from tinyspec.show.model import DEFAULT_LIMIT, picture
+from tinyspec.validate import validate_file
+from tinyspec.show.stages import stage_pictures, StageError
+from tinyspec.show import render_svg, render_dot, render_html
 
 FORMATS = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html"}
 
 
 def show_command(sub):
-  from tinyspec.show.model import DEFAULT_LIMIT
   p = sub.add_parser("show", help="draw a graph (SVG, Graphviz dot, or an HTML page with pan and zoom)",
                      description="Draw a graph file, or the stages of `tinyspec compile --dump-stages DIR` side by side: "
                                  "boxes with op, dtype, shape and arg; edges in source order; derived properties and errors "
@@ -70,8 +73,6 @@ def _usage(msg: str) -> int:
 
 
 def _graph(a, options):
-  from tinyspec.validate import validate_file
-  from tinyspec.show.model import picture
   res = validate_file(a.file, a.level)
   for d in res.diagnostics: print(d.format(), file=sys.stderr)
   if res.graph is None:
@@ -84,7 +85,6 @@ def _graph(a, options):
 
 
 def _stages(a, options):
-  from tinyspec.show.stages import stage_pictures, StageError
   try:
     pics = stage_pictures(a.file, a.stage, level=a.level, **options)
   except StageError as e:
@@ -94,5 +94,4 @@ def _stages(a, options):
 
 
 def _render(pics, fmt: str) -> str:
-  from tinyspec.show import render_svg, render_dot, render_html
   return {"svg": render_svg, "dot": render_dot, "html": render_html}[fmt](pics)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from tinyspec.tables import tables
 from tinyspec.show import structure, labels
 from tinyspec.show.structure import TOP
+from tinyspec.validate import validate
 
 DEFAULT_LIMIT = 1000        # boxes drawn before the rest is summed up in one '… more' box
 COLLAPSE_ABOVE = 300        # --collapse auto: collapse chains in graphs with more nodes than this
@@ -82,7 +83,6 @@ def picture(graph, *, result=None, level: str = "auto", limit: int = DEFAULT_LIM
   """
   if collapse not in ("auto", "on", "off"): raise ValueError(f"collapse must be auto, on or off, not {collapse!r}")
   if result is None:
-    from tinyspec.validate import validate
     result = validate(graph, level, file=file)
   ops, nodes = tables().ops, graph.nodes
   n = len(nodes)

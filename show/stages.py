@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from tinyspec.validate import validate_file
+from tinyspec.show.model import picture
 
 STAGE_FILE = re.compile(r"^(\d+)_([A-Za-z0-9_-]+?)(?:\.k(\d+))?\.json$")
 
@@ -51,8 +53,6 @@ def pick(all_stages: list[Stage], which: str | None) -> list[Stage]:
 def stage_pictures(folder, which: str | None = None, **picture_options) -> list:
   """One Picture per stage file, in order (a stage and the next, with `which`); nodes new
   since the previous stage are marked."""
-  from tinyspec.validate import validate_file
-  from tinyspec.show.model import picture
   out, previous_ids, keep_alive = [], None, []
   for stage in pick(stages(folder), which):
     ids, alive = set(), []

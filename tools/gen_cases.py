@@ -19,6 +19,7 @@ from pathlib import Path
 if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
   import checkout
   checkout.use_checkout()
+from tinyspec.conformance.corpus.casegen import write_corpus  # noqa: E402 (after use_checkout)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "conformance" / "cases"
@@ -38,7 +39,6 @@ def diff(a: Path, b: Path) -> list[str]:
 
 
 def generate(dest: Path, log=print) -> int:
-  from tinyspec.conformance.corpus.casegen import write_corpus
   return write_corpus(dest, log=lambda m: log(f"gen_cases: {m}"))
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
   import checkout
   checkout.use_checkout()
+from tinyspec.docgen import write  # noqa: E402 (after use_checkout)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv=None) -> int:
-  from tinyspec.docgen import write
   ap = argparse.ArgumentParser(prog="gen_docs.py", description="Generate docs/spec.md, docs/spec.tex, docs/status.md and docs/protocol.md from the tables.")
   ap.add_argument("--check", action="store_true", help="do not write; exit 1 if any file differs from what the tables give")
   ap.add_argument("--out", type=Path, default=ROOT / "docs", help="folder to write (default: docs/)")

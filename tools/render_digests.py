@@ -26,15 +26,21 @@ import json
 import sys
 import time
 from pathlib import Path
+import numpy as np
 if __name__ == "__main__":   # run as a script: a plain checkout works too (tools/checkout.py)
   import checkout
   checkout.use_checkout()
+from tinyspec.compiler.device import Device, table_device  # noqa: E402 (after use_checkout)
+from tinyspec.graph import load_file  # noqa: E402 (after use_checkout)
+from tinyspec.conformance.corpus.cases import load_cases  # noqa: E402 (after use_checkout)
+from tinyspec.conformance.corpus.rulecases import load_rule_cases  # noqa: E402 (after use_checkout)
+from tinyspec.tensor import Tensor  # noqa: E402 (after use_checkout)
+from tinyspec.compiler import compile_graph, CompileError  # noqa: E402 (after use_checkout)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def devices() -> dict:
-  from tinyspec.compiler.device import Device, table_device
   return {
     "c": Device("c", "digest-cpu", "cpu", 2, 0, 0, False, 64, cache_bytes=32 << 20),
     "opencl": Device("opencl", "pthread-digest-cpu", "cpu", 2, 1 << 20, 4096, False, 32),
@@ -44,9 +50,6 @@ def devices() -> dict:
 
 def corpus_graphs():
   """(name, Graph) of every positive case and every valid rule-corpus graph."""
-  from tinyspec.graph import load_file
-  from tinyspec.conformance.corpus.cases import load_cases
-  from tinyspec.conformance.corpus.rulecases import load_rule_cases
   for c in load_cases():
     if not c.valid: continue
     g, diags = load_file(c.graph)
@@ -59,11 +62,9 @@ def corpus_graphs():
 
 def program_graphs():
   """(name, Graph) of the benchmark programs, built on zero arrays (only their shapes matter)."""
-  import numpy as np
   sys.path.insert(0, str(ROOT / "bench"))
-  import bench_kernels
-  import gpu_programs
-  from tinyspec.tensor import Tensor
+  import bench_kernels  # noqa: PLC0415 (bench/ is on the path from here; it sets DEV and OpenBLAS's variables)
+  import gpu_programs  # noqa: PLC0415 (bench/ is on the path from here)
 
   class Zeros:   # a generator whose arrays cost no time to fill
     def standard_normal(self, shape): return np.zeros(shape, np.float32)
@@ -78,7 +79,6 @@ def program_graphs():
 
 def render_all(sources: Path | None, graphs=None) -> dict:
   """{device: {graph name: digest or refusal}} of `graphs` (default: the whole corpus)."""
-  from tinyspec.compiler import compile_graph, CompileError
   devs = devices()
   graphs = list(corpus_graphs()) + list(program_graphs()) if graphs is None else graphs
   out: dict = {name: {} for name in devs}

@@ -23,6 +23,7 @@ import itertools
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+import os
 import numpy as np
 import yaml
 from tinyspec.dispatch import input_name
@@ -31,6 +32,12 @@ from tinyspec.graph import Graph, Node, from_document
 from tinyspec.tables import tables
 from tinyspec.validate import validate
 from tinyspec.conformance.corpus import values as V
+from tinyspec.frozen import thaw
+from tinyspec.conformance.run.compare import element_bounds
+from tinyspec.tolerance import tolerance
+from tinyspec import portable as P, validate as VM
+from tinyspec.conformance.corpus.cases import write_case, CASES_DIR
+from tinyspec.conformance.corpus.rulecases import load_rule_cases
 
 GENERATOR_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent / "templates.yaml"
@@ -204,7 +211,6 @@ def retype(g: Graph, old: str, new: str) -> Graph:
   for n in g.nodes:
     a = n.arg
     if isinstance(a, dict) and a.get("dtype") == old and old != new:
-      from tinyspec.frozen import thaw
       a = thaw(a); a["dtype"] = new
       if "value" in a: a["value"] = V.const_json(V.convert(a["value"], new), new)
       if "values" in a: a["values"] = [V.const_json(V.convert(v, new), new) for v in a["values"]]
@@ -237,7 +243,6 @@ def _resize_first_dims(g: Graph, dim: int) -> Graph:
   nodes = []
   for i, n in enumerate(g.nodes):
     if i in target:
-      from tinyspec.frozen import thaw
       a = thaw(n.arg); a["values"][0] = dim
       n = Node(n.op, n.src, a)
     nodes.append(n)
@@ -337,7 +342,7 @@ def load_templates() -> dict:
 
 def case_ops() -> list[str]:
   """The ops a corpus covers: trusted ops with tensor- or kernel-level semantics."""
-  from tinyspec.refimpl import supported_ops
+  from tinyspec.refimpl import supported_ops  # noqa: PLC0415 (start-up time: the runner reads input names here without loading the reference)
   sup = supported_ops()
   T = tables()
   return [n for n, o in T.ops.items() if not o.untrusted and sup.get(n, set()) & {"tensor", "kernel"}]
@@ -388,10 +393,7 @@ def expected(d: Draft) -> tuple[dict, dict]:
   """(outputs, bounds): the reference evaluator's outputs and for each its (ulp,
   ulp_decomposed, portable) bounds: the strict profile's, and the portable profile's
   {ulp, ulp_decomposed, alternatives} (tinyspec.portable)."""
-  from tinyspec.refimpl import evaluate
-  from tinyspec.conformance.run.compare import element_bounds
-  from tinyspec.tolerance import tolerance
-  from tinyspec import portable as P
+  from tinyspec.refimpl import evaluate  # noqa: PLC0415 (start-up time: the runner reads input names here without loading the reference)
   res = validate(d.graph)
   r = evaluate(d.graph, d.inputs, trace=True)
   dts = output_dtypes(d.graph, res.views)
@@ -435,7 +437,6 @@ def expected(d: Draft) -> tuple[dict, dict]:
 
 def levels_used(g: Graph) -> dict[str, list[str]]:
   """op -> the levels the graph uses it at."""
-  from tinyspec import validate as VM
   T = tables()
   res = validate(g)
   top = res.level
@@ -462,7 +463,6 @@ def devices_used(g: Graph) -> list[str]:
 def write_draft(d: Draft, root: Path, folder: Path | None = None, tool: str = "tools/gen_cases.py") -> dict:
   """Evaluate a draft and write it as a positive case under root/<id>/ (or `folder`; a
   draft without an id gets its id from its folder when read, conformance/cases/README.md)."""
-  from tinyspec.conformance.corpus.cases import write_case
   res = validate(d.graph)
   outs, bounds = expected(d)
   dts = output_dtypes(d.graph, res.views)
@@ -495,9 +495,6 @@ def uniform(d: Draft) -> Draft:
 
 def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
   """A negative case per invalid graph of the rule corpus: (folder, metadata, graph file)."""
-  import os
-  from tinyspec.conformance.corpus.rulecases import load_rule_cases
-  from tinyspec.conformance.corpus.cases import CASES_DIR
   out = []
   for c in load_rule_cases():
     if c.valid: continue
@@ -513,9 +510,8 @@ def negative_metas(root: Path) -> list[tuple[Path, dict, Path]]:
 
 def write_corpus(root: Path, ops: list[str] | None = None, log=None) -> int:
   """Write every case under root (which should be empty). Returns the number of cases."""
-  from tinyspec.conformance.corpus.cases import write_case
   n = 0
-  from tinyspec.refimpl import EvalError
+  from tinyspec.refimpl import EvalError  # noqa: PLC0415 (start-up time: the runner reads input names here without loading the reference)
   for d in all_drafts(ops):
     try:
       try: write_draft(d, root)

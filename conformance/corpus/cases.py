@@ -12,7 +12,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+import os
+import stat
+import shlex
 import numpy as np
+from tinyspec.files import load_npy, read_text, FileRefused, printable, read_regular
+from tinyspec.intervals import NUMPY_TYPES as NP
+from tinyspec.limits import limits
+from tinyspec.conformance.corpus.caseschema import check
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASE_FILE = "case.json"
@@ -28,7 +35,6 @@ class CaseError(Exception):
 def storage_dtype(dt: str) -> np.dtype:
   """The dtype a dtype's values are stored in on disk."""
   if dt == "bfloat16": return np.dtype(np.uint16)
-  from tinyspec.refimpl.numeric import NP
   return NP[dt]
 
 
@@ -39,7 +45,6 @@ def to_disk(x: np.ndarray, dt: str) -> np.ndarray:
 
 
 def from_disk(x: np.ndarray, dt: str) -> np.ndarray:
-  from tinyspec.refimpl.numeric import NP
   if dt == "bfloat16": return np.array(x, order="C", copy=True).view(NP["bfloat16"])
   return x.astype(NP[dt], copy=False)
 
@@ -50,13 +55,11 @@ def save_array(path: Path, x: np.ndarray, dt: str) -> None:
 
 def load_array(path: Path, dt: str) -> np.ndarray:
   """A corpus array (a checked .npy: tinyspec.files.load_npy)."""
-  from tinyspec.files import load_npy
   return from_disk(load_npy(path), dt)
 
 
 def dtype_of_array(x: np.ndarray) -> str:
   """The tinyspec dtype name of a NumPy array (int64 reads as int64, not index)."""
-  from tinyspec.refimpl.numeric import NP
   for name, t in NP.items():
     if name != "index" and t == x.dtype: return name
   raise TypeError(f"no tinyspec dtype for NumPy dtype {x.dtype}")
@@ -73,7 +76,6 @@ class Output:
   portable: dict = field(default_factory=dict)   # the portable profile: ulp, ulp_decomposed (as above), alternatives [Paths]
 
   def bounds(self, decomposed: bool = False, profile: str = "strict"):
-    from tinyspec.files import load_npy
     if profile == "portable" and self.portable:
       b = self.portable.get("ulp_decomposed" if decomposed else "ulp", 0)
     else: b = self.ulp_decomposed if decomposed else self.ulp
@@ -122,8 +124,6 @@ class BrokenCase:
 def _case(path: Path, root: Path) -> ExecCase:
   """One case.json, read as a regular file of at most limits.max_small_file bytes and
   checked field by field (CaseError naming the field otherwise)."""
-  from tinyspec.files import read_text, FileRefused
-  from tinyspec.limits import limits
   try:
     d = json.loads(read_text(path, limits().max_small_file, "case.json"))
   except FileRefused as e:
@@ -148,7 +148,6 @@ def _case(path: Path, root: Path) -> ExecCase:
       inputs={k: (base / v["file"], v["dtype"]) for k, v in d.get("inputs", {}).items()}, outputs=outs,
       expect=dict(d.get("expect", {})), description=d.get("description", ""), sha256=d.get("sha256", ""), meta=d)
   except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
-    from tinyspec.files import printable
     what = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
     raise CaseError(printable(f"{path}: not a valid case ({what})"[:500]) + " [file.schema]") from None
 
@@ -156,7 +155,6 @@ def _case(path: Path, root: Path) -> ExecCase:
 def _check_case(d) -> None:
   """A case.json matches spec/case.schema.json (caseschema.Mismatch, a ValueError naming
   the first field that does not, as a dotted path)."""
-  from tinyspec.conformance.corpus.caseschema import check
   check(d)
 
 
@@ -165,9 +163,6 @@ def list_cases(root: Path | str | None = None) -> list[tuple[str, str]]:
   sorted by id, reading no more of a case than its id (a case.json that cannot give one
   goes by its folder: load_case says what is wrong with it). CaseError for a root that
   cannot be listed, or two cases with one id."""
-  import os
-  import stat
-  from tinyspec.limits import limits
   root = Path(root) if root is not None else CASES_DIR
   try:
     if not root.is_dir(): raise CaseError(f"{root}: no such directory")
@@ -243,8 +238,6 @@ def digest_of(case: ExecCase) -> str:
 
 def verify(case: ExecCase) -> str | None:
   """None when the case's files match its sha256 pin, else why not (rule case.pin)."""
-  from tinyspec.files import FileRefused
-  import shlex
   pin = f"`tinyspec case pin {shlex.quote(str(case.dir))}` pins it"
   if not case.sha256: return f"the case has no sha256 pin: {pin} (--no-verify runs it as it is) [case.pin]"
   try: got = digest_of(case)
@@ -255,14 +248,11 @@ def verify(case: ExecCase) -> str | None:
 
 
 def _read(p: Path) -> bytes:
-  from tinyspec.files import read_regular
-  from tinyspec.limits import limits
   return read_regular(p, limits().max_file_bytes, "a case file")
 
 
 def _bytes_or_empty(p: Path) -> bytes:
   """A graph file's bytes; b"" for the negative cases whose point is a missing or unreadable file."""
-  from tinyspec.files import FileRefused
   try: return _read(p)
   except FileRefused: return b""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from tinyspec import spec
+from tinyspec.dtypes import DTYPES
 
 KNOWN = {"$schema", "$id", "$defs", "$ref", "title", "description", "type", "const", "enum", "properties", "required",
          "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "anyOf", "minimum", "minLength",
@@ -32,8 +34,6 @@ class Mismatch(ValueError):
 @lru_cache(maxsize=None)
 def case_schema() -> dict:
   """spec/case.schema.json with its dtype list filled in from the tables (spec/dtypes.yaml)."""
-  from tinyspec import spec
-  from tinyspec.dtypes import DTYPES
   schema = json.loads(spec.path("case.schema.json").read_text())
   schema["$defs"]["dtype"] = {"enum": sorted(DTYPES)}
   _known(schema)

@@ -26,7 +26,10 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+import difflib
 import yaml
+from tinyspec.files import read_text, check_name, FileRefused
+from tinyspec.limits import limits
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifests"
 KEYS = ("expected_failures", "exclude")   # what a manifest may say
@@ -65,8 +68,6 @@ def _first(patterns: dict, case_id: str) -> str | None:
 
 def load_manifest(backend: str | None = None, path: Path | str | None = None) -> Manifest:
   """The manifest at path, else conformance/manifests/<backend>.yaml, else an empty one."""
-  from tinyspec.files import read_text, check_name, FileRefused
-  from tinyspec.limits import limits
   if path is None and backend:
     try: check_name(backend, "backend name")
     except FileRefused as e: raise ManifestError(str(e)) from None
@@ -103,6 +104,5 @@ def find_manifest(name: str, explicit=None, project: dict | None = None, own=Non
 
 
 def _did_you_mean(key: str) -> str:
-  import difflib
   near = difflib.get_close_matches(key.lower().replace("-", "_").replace(" ", "_"), KEYS, n=1, cutoff=0.6)
   return f"; did you mean {near[0]!r}?" if near else ""

@@ -9,6 +9,12 @@ filled with the edge values of their dtypes (as the corpus fills its cases), or 
 from __future__ import annotations
 import json
 from pathlib import Path
+from tinyspec.graph import load_file
+from tinyspec.validate import validate
+from tinyspec.files import FileRefused, read_text, write_file
+from tinyspec.conformance.corpus.casegen import Draft, fill_inputs, input_names, write_draft
+from tinyspec.conformance.corpus.cases import CASE_FILE, CaseError, _case, digest_of
+from tinyspec.limits import limits
 
 
 class CaseMakingError(Exception):
@@ -24,12 +30,7 @@ def write_graph_case(folder: Path, graph_file, inputs: dict, fill: bool = True, 
   written into folder (which must not hold a case yet): (its case.json, the names of the
   inputs filled with edge values). CaseMakingError for an unreadable or invalid graph, an
   input the graph does not have, does not fit, or (without `fill`) does not get."""
-  from tinyspec.graph import load_file
-  from tinyspec.validate import validate
-  from tinyspec.refimpl import EvalError
-  from tinyspec.files import FileRefused
-  from tinyspec.conformance.corpus.casegen import Draft, fill_inputs, input_names, write_draft
-  from tinyspec.conformance.corpus.cases import CASE_FILE
+  from tinyspec.refimpl import EvalError  # noqa: PLC0415 (start-up time: tinyspec case loads the reference only to write a case)
   g, diags = load_file(graph_file)
   if g is None or any(d.fatal for d in diags):
     raise CaseMakingError("\n".join(d.format() for d in diags) or f"{graph_file}: cannot be read", max((d.exit_code for d in diags), default=2))
@@ -57,9 +58,6 @@ def write_graph_case(folder: Path, graph_file, inputs: dict, fill: bool = True, 
 def pin(folder: Path) -> tuple[str, str]:
   """Set the sha256 of the case in folder to what its files hash to: (old pin, new pin).
   CaseMakingError for a folder that is not a readable case."""
-  from tinyspec.conformance.corpus.cases import CASE_FILE, CaseError, _case, digest_of
-  from tinyspec.files import FileRefused, read_text, write_file
-  from tinyspec.limits import limits
   path = Path(folder) / CASE_FILE
   try:
     case = _case(path, Path(folder).parent)

@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from tinyspec.graph import load_file
+from tinyspec.files import read_text, FileRefused
+from tinyspec.limits import limits
+from tinyspec.validate import validate_file
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 EXPECT_SUFFIX = ".expect.json"
@@ -39,14 +43,11 @@ class RuleCase:
 
   def ops(self) -> set[str]:
     """Ops named by the input's nodes (empty when it is not a readable JSON/YAML graph)."""
-    from tinyspec.graph import load_file
     g, _ = load_file(self.input)
     return {n.op for n in g.nodes} if g is not None else set()
 
 
 def _case(expect_path: Path, root: Path) -> RuleCase:
-  from tinyspec.files import read_text, FileRefused
-  from tinyspec.limits import limits
   try:
     d = json.loads(read_text(expect_path, limits().max_small_file, "the expectation file"))
     e = d["expect"]
@@ -100,6 +101,5 @@ def check_result(case: RuleCase, exit_code: int, diagnostics: list[dict]) -> str
 
 def validate_case(case: RuleCase, tables=None) -> tuple[str | None, object]:
   """Run tinyspec's own validator on the case: (mismatch or None, ValidationResult)."""
-  from tinyspec.validate import validate_file
   res = validate_file(case.input, case.level, tables)
   return check_result(case, res.exit_code, [d.to_json() for d in res.diagnostics]), res

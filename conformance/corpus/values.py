@@ -5,10 +5,10 @@ import math
 from functools import lru_cache
 import numpy as np
 from tinyspec.dtypes import DTYPES
+from tinyspec.intervals import NUMPY_TYPES as NP
 
 
 def np_type(dt: str) -> np.dtype:
-  from tinyspec.refimpl.numeric import NP
   return NP[dt]
 
 

@@ -26,9 +26,13 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.validate import validate
+from tinyspec.intervals import NUMPY_TYPES as NP
+from tinyspec.refimpl import evaluate, EvalError
 from tinyspec.conformance.run.compare import bits, describe, element_bounds
 from tinyspec.conformance.fuzz.graphs import Drawn
 from tinyspec.conformance.fuzz.localcheck import local_reference
+from tinyspec import portable as P
+from tinyspec.conformance.corpus.casegen import input_names
 
 
 @dataclass
@@ -116,13 +120,11 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
     try: want, operands = local_reference(d, views, i, known)
     except Exception as e:   # the reference refuses the backend's values: report it, it is a finding
       return Failure("values", i, n.op, dt, f"the reference evaluator cannot check this node: {type(e).__name__}: {e}"[:500], d)
-    from tinyspec.refimpl.numeric import NP
     if got.dtype != NP[dt]: return Failure("values", i, n.op, dt, f"dtype {got.dtype}, expected {dt}", d)
     if d.level == "kernel" and np.shape(want) == () and got.ndim == 1:
       want = np.broadcast_to(want, got.shape)   # a value the loop does not change, stored at every element
     bounds, alts = element_bounds(n.op, n.arg, dt, operands, want, decomposed, profile), []
     if profile == "portable":
-      from tinyspec import portable as P
       try: xs = list(np.broadcast_arrays(*operands, np.asarray(want)))[:-1] if operands else []
       except ValueError: xs = operands
       bounds, alts, names = P.alternatives(n.op, n.arg, dt, xs, want, bounds, tuple((n.arg or {}).get("axes") or ()) if isinstance(n.arg, dict) else ())
@@ -137,7 +139,6 @@ def check_values(d: Drawn, outputs: dict, decomposed: bool, views=None, trace: d
 
 def reference_trace(d: Drawn):
   """(the reference evaluator's values of every node, None) or (None, a Failure)."""
-  from tinyspec.refimpl import evaluate
   try: return evaluate(d.graph, d.inputs, trace=True).values, None
   except Exception as e:   # the reference itself fails on a valid graph: a finding too
     return None, Failure("reference", None, None, None, f"the reference evaluator fails: {type(e).__name__}: {e}"[:800], d)
@@ -171,7 +172,6 @@ def check_valid(d: Drawn) -> Failure | None:
 
 def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None) -> Failure | None:
   """Every stage graph of the backend is valid and computes what the reference allows."""
-  from tinyspec.refimpl import evaluate, EvalError
   try: stages = backend.stages(d.graph)
   except Exception as e:
     if isinstance(getattr(e, "rule", None), str): return None   # refused with a rule id: counted by the run itself
@@ -180,7 +180,6 @@ def check_stages(d: Drawn, backend, decomposed: bool, trace: dict | None = None)
     if name == "input": continue
     res = validate(g)
     if not res.ok: return Failure(f"stage {name}", None, None, None, "invalid stage graph: " + res.diagnostics[0].format(), d)
-    from tinyspec.conformance.corpus.casegen import input_names
     names = input_names(g, res.views)   # a stage may drop a buffer nothing reads: its graph's own inputs
     try: outs = evaluate(g, {k: v for k, v in d.inputs.items() if k in names})
     except EvalError as e:

@@ -15,9 +15,12 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+import shutil
+import tempfile
+import json
 from tinyspec.backends import get_backend
 from tinyspec.dtypes import DTYPES
-from tinyspec.files import FileRefused, make_dir
+from tinyspec.files import FileRefused, make_dir, write_file
 from tinyspec.refimpl import supported_ops
 from tinyspec.tables import tables
 from tinyspec.conformance.corpus.casegen import Draft, write_draft
@@ -27,6 +30,7 @@ from tinyspec.conformance.fuzz.mutations import with_mutants
 from tinyspec.conformance.fuzz.runners import InProcess, Isolated
 from tinyspec.conformance.fuzz.search import search
 from tinyspec.conformance.fuzz.shrink import smaller
+from tinyspec.conformance.cluster import split
 
 
 @dataclass
@@ -180,7 +184,6 @@ def hunter(backend, runner, levels, seed: int, stages: bool = True, max_ops: int
 
 def unit_shares(examples: int) -> list[tuple[int, int]]:
   """(first example, examples) of each unit of a run: `examples` cut into UNIT_EXAMPLES at most."""
-  from tinyspec.conformance.cluster import split
   out, start = [], 0
   for n in split(examples, UNIT_EXAMPLES):
     out.append((start, n)); start += n
@@ -207,8 +210,6 @@ def hunt_unit(h: Hunter, start: int, share: int, database=None, database_key: by
   (examples, refused, found: each failure's signature, kind and log lines) and, under
   `live`, each found Failure with the files its record wrote ({path relative to --out:
   bytes}; keep=False: none are written, the triage keeps no repro)."""
-  import shutil
-  import tempfile
   refused: dict = {}
   seen: set = set()
   found, live, notes = [], [], []
@@ -239,7 +240,6 @@ def hunt_unit(h: Hunter, start: int, share: int, database=None, database_key: by
 def _found(f: Failure, triage, where: Path | None) -> tuple[dict, dict]:
   """A unit's failure recorded (triaged; written as a case under `where`, unless None): its
   JSON and the files written, by their path relative to `where`."""
-  import json
   rep = FuzzReport("?")
   lines: list = []
   _record(rep, f, triage, where, lines.append)
@@ -257,7 +257,6 @@ def _found(f: Failure, triage, where: Path | None) -> tuple[dict, dict]:
 class _Stored:
   """A failure of a unit finished in an earlier run (the findings database's record of it)."""
   def __init__(self, d: dict):
-    import json
     self.signature, self.text, self.triage = tuple(json.loads(d["signature"])), d["text"], None
   def __str__(self): return self.text
 
@@ -266,7 +265,6 @@ def merge(results, name: str, profile: str, out: Path | None, log=None) -> FuzzR
   """The units' results, in their order, as one FuzzReport: a kind of failure that several
   units found is the first one's; the files of the failures kept written under out (their
   log lines say where)."""
-  from tinyspec.files import write_file
   rep = FuzzReport(name, profile)
   seen: set = set()
   for r in results:

@@ -41,6 +41,7 @@ from tinyspec.tables import tables as shipped_tables
 from tinyspec.validate import check_node, validate
 from tinyspec.conformance.corpus import values as V
 from tinyspec.conformance.fuzz.drawforms import hints, draw_arg, draw_shapes
+from tinyspec.tolerance import tolerance, in_domain
 
 
 def tables_or_shipped(T):
@@ -282,7 +283,6 @@ def _allowed(slot, chosen: dict, dtypes: set) -> list[str] | None:
 def _in_domain(b: _Builder, op: str, srcs: list, fresh: set):
   """Move fresh leaf inputs of op into its tolerance domain where an element is outside
   (setting it to one), so that most elements test the op's bound."""
-  from tinyspec.tolerance import tolerance, in_domain
   t = b.T.tolerances.get(op, {})
   if "domain" not in t or not srcs: return
   dt = b.views[srcs[0]].dtype

@@ -21,6 +21,14 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+import json
+from tinyspec.conformance.run.onworker import environment, kept, backend_tag, close_kept, probe_each
+from tinyspec.conformance.cluster import Unit, worker_name
+from tinyspec.conformance.findings import example_database, case_text
+from tinyspec.conformance.fuzz.units import database_key, run_units
+from tinyspec.conformance.fuzz.driver import FuzzReport, hunt_unit, hunter, merge, unit_shares
+from tinyspec.conformance.fuzz.runners import Isolated
+from tinyspec.dtypes import DTYPES
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,6 @@ class GraphJob:
 def open_runner(job: GraphJob):
   """The job's backend behind the protocol, started here, with its Hunter (BackendUnavailable,
   KeyError, NoDrawableOps where it cannot be)."""
-  from tinyspec.conformance.fuzz.driver import hunter
-  from tinyspec.conformance.fuzz.runners import Isolated
-  from tinyspec.conformance.run.onworker import environment
   runner = Isolated(job.backend, job.timeout, env=environment(job.env))
   try:
     runner.profile = job.profile or getattr(runner.caps, "profile", "strict")
@@ -53,23 +58,16 @@ def open_runner(job: GraphJob):
 
 def kept_hunter(job: GraphJob):
   """This process's Hunter for the job, opened the first time (run/onworker.py kept)."""
-  from tinyspec.conformance.run.onworker import kept
   return kept(("graph-fuzz", job), partial(open_runner, job), lambda h: h.runner.stop())
 
 
 def plan(examples: int, tag: str) -> list:
   """The run's units: (tag, first example, share), driver.unit_shares."""
-  from tinyspec.conformance.cluster import Unit
-  from tinyspec.conformance.fuzz.driver import unit_shares
   return [Unit("graph", tag, start, n, k, tag) for k, (start, n) in enumerate(unit_shares(examples))]
 
 
 def run_unit(unit, examples: dict, job: GraphJob) -> dict:
   """One unit on a worker (driver.hunt_unit), with what the findings database keeps of it."""
-  from tinyspec.conformance.cluster import worker_name
-  from tinyspec.conformance.findings import example_database
-  from tinyspec.conformance.fuzz.driver import hunt_unit
-  from tinyspec.conformance.fuzz.units import database_key
   t0 = time.monotonic()
   h = kept_hunter(job)
   db = example_database(examples.get(database_key(unit), []))
@@ -81,9 +79,6 @@ def run_unit(unit, examples: dict, job: GraphJob) -> dict:
 
 def _finding(f, d: dict, backend: str) -> dict:
   """A failure as the findings database keeps it (its signature: property, op and dtype, on the backend)."""
-  import json
-  from tinyspec.dtypes import DTYPES
-  from tinyspec.conformance.findings import case_text
   m = f.case()
   return {"signature": json.dumps(["graph", backend, *json.loads(d["signature"])]), "op": f.op,
           "dtype_class": DTYPES[f.dtype].cls if f.dtype in DTYPES else None, "device": backend,
@@ -97,9 +92,6 @@ def fuzz_units(job: GraphJob, examples: int, out: Path | None, log=None, schedul
   units' order, with `lost`, `missing`, `resumed` and `dashboard` as run_units says them.
   Without a scheduler the backend is opened here first (BackendUnavailable, NoDrawableOps
   said before any cluster starts)."""
-  from tinyspec.conformance.fuzz.driver import FuzzReport, merge
-  from tinyspec.conformance.fuzz.units import run_units
-  from tinyspec.conformance.run.onworker import backend_tag, close_kept, probe_each
   t0 = time.monotonic()
   tag = backend_tag(job.backend, job.env)
   try:

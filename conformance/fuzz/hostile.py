@@ -48,6 +48,9 @@ from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.refimpl.build import Builder
 from tinyspec.conformance.corpus import values as V
+from tinyspec.tensor import Tensor
+from tinyspec.backends import get_backend, capabilities_of
+from tinyspec.conformance.fuzz.driver import backend_strategy
 
 NARROW = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "index"]
 SIGNED_NARROW = ["int8", "int16"]
@@ -302,7 +305,6 @@ def contract(draw) -> Example:
   too: what a scan's vector body leaves), or whose data are scaled so that the largest
   product times K is near the dtype's largest value (every partial sum exact and finite,
   in any order): the launch-time guard decides, either way."""
-  from tinyspec.tensor import Tensor
   dt = draw(st.sampled_from(["float32", "float32", "float64"]))
   M, K, N = draw(st.integers(1, 6)), draw(st.integers(2, 12)), draw(st.integers(1, 6))
   half = 2.0 ** (2 ** (DTYPES[dt].exponent - 2))     # 2^64 for float32: its square overflows, its square / 2 does not
@@ -351,7 +353,6 @@ def integer_operands(draw, rng, dt: str, M: int, K: int, N: int) -> tuple:
   one power of two) or a float one (small integers, infinities, NaNs). Every finite
   product and partial sum is exact and finite in any order, so a fused or reordered sum
   is the reference's bit for bit."""
-  from tinyspec.tensor import Tensor
   def multiples(src: str, n: int, e: int, extremes: bool) -> np.ndarray:
     d = DTYPES[src]
     if d.cls == "bool": return rng.integers(0, 2, n).astype(bool)
@@ -414,8 +415,6 @@ def alias(draw) -> Example:
 
 @FAMILY.register("drawn")
 def drawn(max_ops: int = 5):
-  from tinyspec.backends import get_backend, capabilities_of
-  from tinyspec.conformance.fuzz.driver import backend_strategy
   caps = capabilities_of(get_backend("c"))
   levels = st.sampled_from(["tensor", "kernel"])
   @st.composite

@@ -32,8 +32,29 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+import traceback
+import hashlib
 import numpy as np
-from tinyspec.conformance.fuzz.checks import Failure
+from tinyspec.conformance.fuzz.checks import Failure, check_values, reference_trace, views_of
+from tinyspec.graph import load_file
+from tinyspec.conformance.corpus.cases import from_disk, write_case
+from tinyspec.conformance.run.protocol import write_outputs, BackendProcess, BackendDied, read_outputs, run_message, write_inputs
+from tinyspec.conformance.fuzz.graphs import Drawn
+from tinyspec.conformance.cluster import Unit, split, worker_name
+from tinyspec.conformance.fuzz import hostile
+from tinyspec.conformance.fuzz.units import run_units, database_key
+from tinyspec.conformance.findings import example_database, case_text
+from tinyspec.dtypes import DTYPES
+from tinyspec.conformance.fuzz.search import search
+from tinyspec.conformance.corpus.casegen import Draft, write_draft, input_names
+from tinyspec.validate import validate
+from tinyspec.conformance.fuzz.hostile import Example
+from tinyspec.compiler.check import compare_outputs
+from tinyspec.compiler.errors import REFUSED
+from tinyspec.compiler.passes.optimize import optimize
+from tinyspec.compiler.pipeline import lower
+from tinyspec.refimpl import evaluate, EvalError
+from tinyspec.conformance.fuzz.driver import FuzzReport
 
 ASAN_CFLAGS = "-O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -fno-wrapv"
 TSAN_CFLAGS = "-O1 -fsanitize=thread -fno-omit-frame-pointer"
@@ -79,8 +100,6 @@ def child_env(kind: str, cache: Path, extra: dict | None = None) -> dict:
 def _legal_prefix(opts: list):
   """A search hook for compiler.pipeline.lower: each kernel gets the longest prefix of
   `opts` that it accepts (None: the default heuristics)."""
-  from tinyspec.compiler.passes.optimize import optimize
-  from tinyspec.compiler.errors import REFUSED
   def search(sink, target, dev):
     for k in range(len(opts), 0, -1):
       try:
@@ -94,10 +113,6 @@ def _legal_prefix(opts: list):
 
 def handle(msg: dict) -> dict:
   """Compile and run one example with stderr (where sanitizers report) in msg["stderr"]."""
-  from tinyspec.graph import load_file
-  from tinyspec.conformance.corpus.cases import from_disk
-  from tinyspec.conformance.run.protocol import write_outputs
-  from tinyspec.compiler.pipeline import lower
   g, _ = load_file(msg["graph"])
   dts = msg.get("dtypes", {})
   inputs = {k: from_disk(np.load(p, allow_pickle=False), dts[k]) if k in dts else np.load(p, allow_pickle=False) for k, p in msg.get("inputs", {}).items()}
@@ -113,7 +128,6 @@ def handle(msg: dict) -> dict:
   except Exception as e:
     rule = getattr(e, "rule", None)
     if isinstance(rule, str): return {"ok": False, "rule": rule, "error": f"{type(e).__name__}: {e}"[:1000]}
-    import traceback
     return {"ok": False, "error": traceback.format_exc()[-3000:]}
   finally:
     sys.stderr.flush()
@@ -150,14 +164,12 @@ class Child:
   RESTART = 200
 
   def __init__(self, kind: str, work: Path, extra_env: dict | None, timeout: float):
-    from tinyspec.conformance.run.protocol import BackendProcess
     self.kind, self.work, self.timeout = kind, work, timeout
     self.proc = BackendProcess([sys.executable, "-m", "tinyspec.conformance.fuzz.sanitize", "--serve"], child_env(kind, work / "cache", extra_env))
     self.n = 0
 
   def run(self, graph_file: Path, inputs: dict, opts, threads=None, slice_order="") -> Answer:
     """inputs: name -> (.npy path, dtype) (protocol.write_inputs)."""
-    from tinyspec.conformance.run.protocol import BackendDied, read_outputs, run_message
     self.n += 1
     out_dir = self.work / f"{self.kind}-out"
     out_dir.mkdir(exist_ok=True)
@@ -204,7 +216,6 @@ class SanitizedC:
     self.tsan = Child("tsan", self.work, extra_env, timeout) if runtime_library("tsan") else None
 
   def run(self, ex) -> Answer:
-    from tinyspec.conformance.run.protocol import write_inputs
     d = self.work / "example"
     d.mkdir(exist_ok=True)
     gf = d / "graph.json"
@@ -226,7 +237,6 @@ class SanitizedC:
 # ------------------------------------------------------------------ judging one example
 def reference(ex):
   """("ok", outputs) or ("refused", rule) of the reference evaluator, or ("error", msg)."""
-  from tinyspec.refimpl import evaluate, EvalError
   try: return "ok", evaluate(ex.graph, ex.inputs)
   except EvalError as e: return ("refused", e.rule) if e.rule else ("error", str(e))
   except Exception as e: return "error", f"{type(e).__name__}: {e}"
@@ -235,7 +245,6 @@ def reference(ex):
 def check_example(ex, runner, refused: dict) -> "Failure | None":
   """The first failure of example ex on the sanitized runner, or None (see the module
   doc); refusals of the compiler's own are counted in `refused`."""
-  from tinyspec.conformance.fuzz.graphs import Drawn
   d = ex.drawn or Drawn(ex.graph, dict(ex.inputs), "kernel" if ex.graph.level == "kernel" else "tensor")
   def fail(prop, msg):   # the first line says what failed (a finding's signature), the next ones where
     first, _, rest = msg.partition("\n")
@@ -255,15 +264,12 @@ def check_example(ex, runner, refused: dict) -> "Failure | None":
       return None
     return fail("refusal", f"refused with {got.rule} an input the reference accepts: {got.message}")
   if ex.drawn is not None:
-    from tinyspec.conformance.fuzz.checks import check_values, reference_trace, views_of
-    from tinyspec.conformance.corpus.cases import from_disk
     views = views_of(ex.graph)
     outs = {k: from_disk(v, views[ex.drawn.outputs[k]].dtype) if k in ex.drawn.outputs else v for k, v in got.outputs.items()}
     trace, _ = reference_trace(ex.drawn)
     f = check_values(ex.drawn, outs, True, views, trace)
     if f is not None: f.message = f"{ex.describe()}: {f.message}"
     return f
-  from tinyspec.compiler.check import compare_outputs
   bad = compare_outputs(got.outputs, want[1])
   return fail("values", "; ".join(bad)) if bad else None
 
@@ -286,8 +292,6 @@ def plan(examples: int, seed: int, families) -> list:
   into units of at most UNIT_EXAMPLES, the first seeded by the family's place in
   hostile.FAMILIES, the next ones 7919 further each. What a unit draws depends on its
   family, seed and share alone."""
-  from tinyspec.conformance.cluster import Unit, split
-  from tinyspec.conformance.fuzz import hostile
   units = []
   for fam, n in shares(examples, families).items():
     base = seed + 1009 * (hostile.FAMILIES.index(fam) if fam in hostile.FAMILIES else 0)
@@ -310,8 +314,6 @@ def fuzz_sanitized(examples: int = 100, seed: int = 0, out: Path | None = None, 
   merged in the units' order (a kind of failure two units find is reported once); its
   `drawn` counts the examples drawn (shrinking aside) per family, `lost` the
   cluster.ClusterLost that ended it early (None), `missing` what no worker had."""
-  from tinyspec.conformance.fuzz import hostile
-  from tinyspec.conformance.fuzz.units import run_units
   t0 = time.monotonic()
   fams = tuple(dict.fromkeys(families or hostile.FAMILIES))
   units = plan(examples, seed, fams)
@@ -346,11 +348,6 @@ def stop_runners() -> None:
 def run_unit(unit, examples: dict, timeout: float, extra_env, shrink: bool, stop_at_first: bool) -> dict:
   """One unit on a worker: its family's search with its seed and share. The result's
   `live` failures travel home (for the cases written there); the rest is JSON."""
-  from tinyspec.conformance.cluster import worker_name
-  from tinyspec.conformance.findings import example_database
-  from tinyspec.conformance.fuzz.driver import FuzzReport
-  from tinyspec.conformance.fuzz.units import database_key
-  from tinyspec.conformance.fuzz import hostile
   t0 = time.monotonic()
   runner = _runner(timeout, extra_env)
   rep = FuzzReport(runner.name)
@@ -367,8 +364,6 @@ def run_unit(unit, examples: dict, timeout: float, extra_env, shrink: bool, stop
 def _finding(f) -> dict:
   """A sanitizer failure as the findings database keeps it (its signature: property, op,
   dtype or the report's kind; its repro: the minimal case)."""
-  from tinyspec.dtypes import DTYPES
-  from tinyspec.conformance.findings import case_text
   m = f.case()
   return {"signature": json.dumps(["sanitize", *f.signature]), "op": f.op, "dtype_class": DTYPES[f.dtype].cls if f.dtype in DTYPES else None,
           "device": "c (sanitized)", "kind": f.prop, "text": str(f)[:3000], "repro": case_text(m.graph.dumps(), m.inputs)}
@@ -383,7 +378,6 @@ class _Stored:
 def _merge(units, ran, out, log, stop_at_first: bool):
   """The units' results in their order as one FuzzReport; the cases of this run's
   failures written under out."""
-  from tinyspec.conformance.fuzz.driver import FuzzReport
   rep = FuzzReport(SanitizedC.name)
   rep.drawn, rep.lost, rep.missing, rep.resumed, rep.dashboard = {}, ran.lost, ran.missing, ran.resumed, ran.dashboard
   seen: set = set()
@@ -408,7 +402,6 @@ def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_
           database=None, database_key: bytes | None = None) -> None:
   """Draw `budget` examples of strat (a search per failure found, each shrunk), adding the
   failures of kinds not `seen` to rep."""
-  from tinyspec.conformance.fuzz.search import search
   def check(ex, found):
     if found is None: rep.drawn[ex.family] = rep.drawn.get(ex.family, 0) + 1
     return check_example(ex, runner, rep.refused)
@@ -429,11 +422,6 @@ def _hunt(rep, runner, strat, budget: int, seed: int, seen: set, out, log, stop_
 def write_example(f, out: Path) -> Path:
   """The minimal failing example as a corpus case under out/sanitize/<kind>-<hash>/: a
   positive case with the reference's outputs, or a negative one with its refusal."""
-  import hashlib
-  from tinyspec.conformance.corpus.casegen import Draft, write_draft
-  from tinyspec.conformance.corpus.cases import write_case
-  from tinyspec.validate import validate
-  from tinyspec.conformance.corpus.casegen import input_names
   m = f.case()
   h = hashlib.sha256(m.graph.dumps().encode()).hexdigest()[:10]
   cid = f"sanitize/{f.prop}-{h}"
@@ -453,7 +441,6 @@ def write_example(f, out: Path) -> Path:
 
 def m_example(d):
   """A Drawn as an Example (for the reference run)."""
-  from tinyspec.conformance.fuzz.hostile import Example
   return Example("case", d.graph, dict(d.inputs))
 
 

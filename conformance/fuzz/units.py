@@ -16,7 +16,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from tinyspec.conformance.cluster import ClusterLost, Progress, open_cluster
+import argparse
+from tinyspec.conformance.cluster import ClusterLost, Progress, open_cluster, scheduler_address, EXIT_LOST
+from tinyspec.conformance.findings import Findings
+from tinyspec.environment import scheduler, EnvironmentValue
+from tinyspec.conformance.run.settings import load_settings
+from tinyspec.files import make_dir, printable
+from tinyspec.deadline import kill_children, Terminated
 
 
 @dataclass
@@ -49,7 +55,6 @@ def run_units(plan, fn, args: tuple, hunt: str, db: Path | None = None, schedule
   cluster; each result recorded in the database as it arrives, then on_done(unit, result).
   stop(results): True once no more are wanted. cleanup(): run on every worker at the end
   (what fn kept between units, such as child processes)."""
-  from tinyspec.conformance.findings import Findings
   ran = Ran()
   book = Findings(db) if db is not None else None
   try:
@@ -111,8 +116,6 @@ def add_options(p, local: str) -> None:
 
 def _address(text: str) -> str:
   """--scheduler's value: a Dask scheduler's address."""
-  import argparse
-  from tinyspec.environment import scheduler, EnvironmentValue
   try: return scheduler("--scheduler", text)
   except EnvironmentValue as e: raise argparse.ArgumentTypeError(e.msg) from None
 
@@ -120,9 +123,6 @@ def _address(text: str) -> str:
 def resolve(a, prog: str) -> tuple[str | None, Path]:
   """(the scheduler's address or None, the findings database) of the command line `a`
   (SettingsError, FileRefused for what cannot be used)."""
-  from tinyspec.conformance.cluster import scheduler_address
-  from tinyspec.conformance.run.settings import load_settings
-  from tinyspec.files import make_dir
   address, where = scheduler_address(a.scheduler, load_settings())
   if address is not None and where != "--scheduler": print(f"{prog}: on the Dask scheduler at {address} (from {where})", file=sys.stderr)
   if a.db is not None: return address, a.db
@@ -133,8 +133,6 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
   """What a run's report says of the cluster, on stderr: the units taken from the database
   (None: the run has none), the tags no worker had, a scheduler that went away (the exit
   code then: EXIT_LOST)."""
-  from tinyspec.files import printable
-  from tinyspec.conformance.cluster import EXIT_LOST
   if rep.resumed:
     print(printable(f"{prog}: {rep.resumed}{f' of {total}' if total else ''} units were finished before: taken from {db} "
                     "(another --db or --out starts over)"), file=sys.stderr)
@@ -152,8 +150,6 @@ def said(prog: str, rep, db: Path | None, total: int) -> int | None:
 def interrupted(prog: str, e: BaseException, db: Path | None) -> int:
   """After SIGINT or SIGTERM: the children killed, what is kept said (db None: a graph fuzz
   without --db keeps nothing); exit 130 or 143."""
-  from tinyspec.deadline import kill_children, Terminated
-  from tinyspec.files import printable
   kill_children()
   kept = (f"are kept in {db}: the same command continues from there" if db is not None else
           "are not kept (with --db PATH they are, and the same command continues from there)")

@@ -15,6 +15,8 @@ from tinyspec.dispatch import input_name
 from tinyspec.graph import Graph, Node, load_file
 from tinyspec.tables import tables
 from tinyspec.frozen import thaw
+from tinyspec.files import read_text, FileRefused
+from tinyspec.limits import limits
 
 
 @dataclass
@@ -56,8 +58,6 @@ def batchable(case) -> bool:
 
 
 def _nodes_json(case) -> list:
-  from tinyspec.files import read_text, FileRefused
-  from tinyspec.limits import limits
   try:
     d = json.loads(read_text(case.graph, limits().max_file_bytes, "the graph file"))
     nodes = d["nodes"] if isinstance(d, dict) else d

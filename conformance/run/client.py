@@ -11,9 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 from tinyspec.files import FileRefused
-from tinyspec.graph import Graph
+from tinyspec.graph import Graph, load_file
 from tinyspec.conformance.run.execute import CaseRunner
 from tinyspec.conformance.run.protocol import BackendDied, BadAnswer, RequestTooLong, read_outputs, write_inputs
+from tinyspec.validate import validate
+from tinyspec.conformance.corpus.casegen import input_names
 
 RUN_FOLDERS = 4   # a run's files are kept until this many runs later (a caller may still read them)
 
@@ -75,9 +77,6 @@ class GraphClient:
 def buffer_dtypes(graph: Graph | str | Path) -> dict:
   """Input name -> the dtype its BUFFER or PARAM declares ({} for a graph that does not
   load): an int64 array sent to an index buffer is sent as index."""
-  from tinyspec.graph import load_file
-  from tinyspec.validate import validate
-  from tinyspec.conformance.corpus.casegen import input_names
   g = graph if isinstance(graph, Graph) else load_file(graph)[0]
   if g is None: return {}
   views = validate(g).views

@@ -25,6 +25,12 @@ import time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
+from tinyspec.graph import load_file, Graph
+from tinyspec.validate import validate
+from tinyspec.tables import tables
+from tinyspec.dispatch import input_name
+from tinyspec.conformance.run.compare import describe, element_bounds
+from tinyspec.conformance.corpus.cases import from_disk, storage_dtype
 
 MAX_RUNS = 16          # backend runs per case (bisection over 2**12 candidates, plus its sources)
 BUDGET_S = 30.0        # seconds per case
@@ -76,9 +82,7 @@ def first_divergent(case, run, decomposed: bool = False, profile: str = "strict"
   from the reference's. `run(graph_file, inputs)` runs a graph on the backend (inputs:
   name -> (path, dtype)) and returns its outputs. `message` is the failure's, whose
   `outN:` names pick the outputs to search from (all of them when it names none)."""
-  from tinyspec.graph import load_file
-  from tinyspec.validate import validate
-  from tinyspec.refimpl import evaluate
+  from tinyspec.refimpl import evaluate  # noqa: PLC0415 (start-up time: the reference loads only when a case fails)
   g, diags = load_file(case.graph)
   if g is None or any(d.fatal for d in diags): return Divergence(None, note="the graph cannot be read")
   res = validate(g)
@@ -100,7 +104,6 @@ def first_divergent(case, run, decomposed: bool = False, profile: str = "strict"
 
 def _candidates(g, res, starts) -> list[int]:
   """Ancestors of `starts` (not inside function bodies) that compute a value, sources first."""
-  from tinyspec.tables import tables
   T = tables()
   seen, stack = set(), list(starts)
   while stack:
@@ -113,7 +116,6 @@ def _candidates(g, res, starts) -> list[int]:
 
 def _computed(g, views, i: int) -> bool:
   """Node i computes a value (a candidate): not a source (ops.yaml category), not void."""
-  from tinyspec.tables import tables
   n = g.nodes[i]
   return bool(n.src) and tables().ops[n.op].category != "source" and _value(views[i])
 
@@ -144,12 +146,6 @@ _UNRUNNABLE = object()
 def _check(s: _Search, i: int):
   """None when node i agrees, a message when it differs, _UNRUNNABLE when it cannot be cut out."""
   if i in s.seen: return s.seen[i]
-  from tinyspec.dispatch import input_name
-  from tinyspec.graph import Graph
-  from tinyspec.tables import tables
-  from tinyspec.validate import validate
-  from tinyspec.conformance.run.compare import describe, element_bounds
-  from tinyspec.conformance.corpus.cases import from_disk, storage_dtype
   cut = Graph(list(s.graph.nodes[:i + 1]), None, s.graph.level)
   if not validate(cut).ok: s.seen[i] = _UNRUNNABLE; return _UNRUNNABLE
   f = s.tmp / f"cut{i}.json"

@@ -27,11 +27,19 @@ import numpy as np
 from tinyspec.conformance.run.runner import Result
 from tinyspec.conformance.run.protocol import (BackendProcess, BackendDied, BadAnswer, RequestTooLong, read_outputs, worker_command,
                                               split_command)
-from tinyspec.files import FileRefused
+from tinyspec.files import FileRefused, check_name
 from tinyspec.conformance.corpus.cases import from_disk, load_array, storage_dtype
 from tinyspec.conformance.run.compare import describe
 from tinyspec.conformance.corpus.manifest import Manifest
 from tinyspec.tolerance import PROFILES
+from tinyspec.backends import backend_names, Capabilities, get_backend
+from tinyspec.conformance.run.selection import did_you_mean
+from tinyspec.files import NAME_RE
+from tinyspec.conformance.run.failures import explain, relative_to_corpus
+from tinyspec.conformance.corpus.manifest import find_manifest
+from tinyspec.conformance.corpus.cases import verify
+from tinyspec.conformance.run.batch import batchable, merge, write
+from tinyspec.conformance.run.divergence import first_divergent
 
 
 class BackendUnavailable(Exception):
@@ -62,9 +70,7 @@ def resolve_backend(spec: str, cwd: Path | None = None) -> BackendSpec:
   try: executable = ("/" in spec or os.sep in spec) and p.is_file() and os.access(p, os.X_OK)
   except OSError: executable = False     # a name the file system cannot hold is no program
   if executable: return BackendSpec(_label(p.stem), [str(p.resolve())], False, p.resolve().parent, cwd)
-  from tinyspec.backends import backend_names
   if spec not in backend_names():
-    from tinyspec.conformance.run.selection import did_you_mean
     raise KeyError(f"unknown backend {spec!r}{did_you_mean(spec, backend_names())} (registered: {', '.join(backend_names())}; "
                    "or cmd:COMMAND, or the path of an executable)")
   return BackendSpec(spec, worker_command(spec), True)
@@ -85,7 +91,6 @@ def _home(cmd: list, base: Path) -> Path:
 def _label(stem: str) -> str:
   """An external backend's provisional name (until its hello names it): its program's
   file name when that is a plain name, else `external`."""
-  from tinyspec.files import NAME_RE
   return stem if NAME_RE.match(stem) else "external"
 
 
@@ -123,7 +128,6 @@ def explained(r: Result, case, backend_arg: str | None, profile: str, explicit_p
   """A failing positive case's message, made to stand alone (conformance/run/failures.py);
   every message's paths into the corpus relative to it. backend_arg: what a repro command
   names (None: the project's backend)."""
-  from tinyspec.conformance.run.failures import explain, relative_to_corpus
   if case is None: return r
   r.message = relative_to_corpus(r.message, case)
   if r.status in ("fail", "error", "xpass") and case.kind == "positive":
@@ -166,7 +170,6 @@ class CaseRunner:
     """Start one backend process and read its capabilities (BackendUnavailable if it
     does not start or refuses hello)."""
     if self.caps is not None: return self.caps
-    from tinyspec.backends import Capabilities
     p = self._new_process()
     try: hello = p.start(timeout=max(self.timeout, 120.0))
     except BackendDied as e:
@@ -177,7 +180,6 @@ class CaseRunner:
       self.caps = Capabilities.from_json(hello.get("capabilities") or {})
       if not self.spec.python and hello.get("name"):
         # an external backend names itself (its results and manifest go by it): a name, not a path
-        from tinyspec.files import check_name, FileRefused
         try: self.name = check_name(hello["name"], "backend's name")
         except FileRefused as e: raise ValueError(e.message) from None
       self.own_manifest = self._own_manifest(hello.get("manifest"))
@@ -190,7 +192,6 @@ class CaseRunner:
     self.profile = self.profile or self.caps.profile
     self.manifest_name = f"{self.name}-{self.caps.label}" if self.caps.label else self.name
     if self.spec.python:
-      from tinyspec.backends import get_backend
       b = get_backend(self.spec.label)
       self.batch = self.batch if self.batch is not None else getattr(b, "batch", 1)
     self._procs.append(p)
@@ -207,7 +208,6 @@ class CaseRunner:
   def use_manifest(self, explicit=None, project: dict | None = None) -> Manifest:
     """Choose the manifest (conformance/corpus/manifest.py find_manifest; after capabilities()):
     `explicit` (--manifest), the project's [tool.tinyspec.manifests] entry, the backend's own."""
-    from tinyspec.conformance.corpus.manifest import find_manifest
     project = project or {}
     mine = project.get(self.manifest_name, project.get(self.name))
     self.manifest = find_manifest(self.manifest_name, explicit, {self.manifest_name: mine} if mine else None, self.own_manifest)
@@ -252,7 +252,6 @@ class CaseRunner:
   def _pin(self, case) -> str | None:
     """Why the case is not trusted (its files do not match its sha256 pin), or None."""
     if not self.verify: return None
-    from tinyspec.conformance.corpus.cases import verify
     return verify(case)
 
   def run(self, cases, explain: bool = True, keep: bool = False) -> list[Result]:
@@ -311,7 +310,6 @@ class CaseRunner:
       finally: shutil.rmtree(d, ignore_errors=True)
 
   def _units(self, cases) -> list[list]:
-    from tinyspec.conformance.run.batch import batchable
     size = max(1, int(self.batch or 1))
     if size == 1: return [[c] for c in cases]
     singles = [[c] for c in cases if not batchable(c)]
@@ -345,7 +343,6 @@ class CaseRunner:
 
   def _diverge(self, proc, case, r: Result, d: Path) -> Result:
     """A failing positive case's first divergent node, in r.divergence and its message."""
-    from tinyspec.conformance.run.divergence import first_divergent
     def run(graph_file, inputs):
       sub = Path(tempfile.mkdtemp(dir=d))
       try: ans = self._run(proc, f"{case.id} (cut)", graph_file, inputs, sub, self.timeout)
@@ -403,7 +400,6 @@ class CaseRunner:
     return ("fail" if why else "pass"), msg, {p: "fail" if w else "pass" for p, w in whys.items()}
 
   def _run_batch(self, proc, unit, d: Path) -> list[Result]:
-    from tinyspec.conformance.run.batch import merge, write
     t0 = time.perf_counter()
     m = merge(unit)
     if m is None: return [Result(c.id, self.name, "fail", "not merged") for c in unit]

@@ -24,6 +24,9 @@ import re
 import shlex
 from pathlib import Path
 import numpy as np
+from tinyspec.conformance.corpus.cases import load_array, CASES_DIR
+from tinyspec.conformance.run.compare import show_value
+from tinyspec.files import printable
 
 BAD = ("fail", "error", "xpass")   # the statuses the closing list names (runner.UNEXPECTED)
 
@@ -43,8 +46,6 @@ def operands_at(case, pos: tuple, out_shape: tuple | None = None) -> list[str]:
   the right). With the output's shape, only inputs that broadcast to it elementwise are
   named (a reduction's or a permutation's input has no one element there); without it,
   inputs of another rank or of a smaller extent are left out."""
-  from tinyspec.conformance.corpus.cases import load_array
-  from tinyspec.conformance.run.compare import show_value
   lines = []
   for name, (path, dt) in sorted(case.inputs.items()):
     try: x = np.asarray(load_array(path, dt))
@@ -67,7 +68,6 @@ def operand_lines(case, message: str) -> list[str]:
   o = case.outputs.get(m.group(1)) if m else None
   if o is not None:
     try:
-      from tinyspec.conformance.corpus.cases import load_array
       out_shape = tuple(load_array(o.file, o.dtype).shape)
     except Exception: out_shape = None
   lines = []
@@ -85,7 +85,6 @@ def _tuple(pos: tuple) -> str:
 def case_arg(case) -> str:
   """How a command names the case: its id when it is in the shipped corpus, else its folder
   (relative to the current directory when inside it)."""
-  from tinyspec.conformance.corpus.cases import CASES_DIR
   d = Path(case.dir).resolve()
   try:
     if d.relative_to(CASES_DIR).as_posix() == case.id: return case.id
@@ -147,7 +146,6 @@ class Terminal:
     self.corpus = None      # the corpus folder the case paths in messages are relative to
 
   def show(self, r) -> None:
-    from tinyspec.files import printable
     if r.status not in BAD:
       if self.verbose: self.write(printable(f"{r.status.upper():5s} {r.backend} {r.case}" + (f": {r.message}" if r.message else "")))
       return
@@ -178,5 +176,4 @@ class Terminal:
       lines.append(head)
     ids = list(dict.fromkeys(r.case for r in self.bad))
     if rerun and len(ids) <= 12: lines.append("rerun them: " + rerun + "".join(f" --case {shlex.quote(i)}" for i in ids))
-    from tinyspec.files import printable
     return [printable(x) for x in lines]

@@ -13,6 +13,11 @@ from html import escape
 from pathlib import Path
 import numpy as np
 from tinyspec.conformance.run.failures import operand_lines
+from tinyspec.conformance.corpus.cases import load_array
+from tinyspec.validate import validate_file
+from tinyspec.show import picture, render_svg, html
+from tinyspec.conformance.run import runner
+from tinyspec.files import make_dir, output_path, write_file
 
 # worst first: the colour a matrix cell takes when several cases cover it. A pass is split by
 # conformance profile (tinyspec.tolerance.PROFILES): "pass" met the strict profile (the
@@ -44,7 +49,6 @@ p.divergence { margin: .2em 0; }
 
 
 def _inputs(case) -> str:
-  from tinyspec.conformance.corpus.cases import load_array
   rows = []
   for name, (path, dt) in sorted(case.inputs.items()):
     try:
@@ -59,8 +63,6 @@ def _inputs(case) -> str:
 def _picture(case, k: int, message: str, divergence: dict | None = None) -> str:
   """The case's graph as an inline SVG view, the outputs the message names marked and
   the first divergent node (conformance/run/divergence.py) marked and in focus."""
-  from tinyspec.validate import validate_file
-  from tinyspec.show import picture, render_svg, html
   try:
     res = validate_file(case.graph)
     if res.graph is None: return "<p>(the graph cannot be read)</p>"
@@ -115,8 +117,6 @@ def _anchor(backend: str, cid: str) -> str:
 
 def render(results, cases: dict, title: str = "tinyspec conformance") -> str:
   """The report page: results (runner.Result), cases (id -> ExecCase)."""
-  from tinyspec.show import html
-  from tinyspec.conformance.run import runner
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
   parts = [f"<h1>{escape(title)}</h1>", f"<p>{escape(runner.summary_line(runner.counts(results)))}</p>",
@@ -147,6 +147,5 @@ def render(results, cases: dict, title: str = "tinyspec conformance") -> str:
 
 def write(out_dir, results, cases: dict) -> Path:
   """DIR/index.html (DIR made if missing; tinyspec.files rules for writing)."""
-  from tinyspec.files import make_dir, output_path, write_file
   d = make_dir(out_dir)
   return write_file(output_path(d, "index", ".html", "report"), render(results, cases))

@@ -11,6 +11,8 @@ storage form (conformance/corpus/cases.py: bfloat16 as its uint16 bit patterns),
 """
 from __future__ import annotations
 import numpy as np
+from tinyspec.dtypes import DTYPES
+from tinyspec.limits import limits
 
 
 class BadArray(ValueError):
@@ -26,7 +28,6 @@ def _element_range(dt) -> tuple[int, int, np.dtype]:
 
 def encode(array, dtype: str) -> dict:
   """The inline form of `array` (storage form) of tinyspec dtype `dtype`."""
-  from tinyspec.dtypes import DTYPES
   dt = DTYPES[dtype]
   a = np.array(array, order="C")   # (not ascontiguousarray: it makes a ()-shaped array (1,))
   _, _, container = _element_range(dt)
@@ -38,8 +39,6 @@ def decode(obj, what: str = "array") -> np.ndarray:
   """The array (storage form) of an inline array; BadArray saying what is wrong otherwise:
   an unknown dtype, a shape over limits.max_rank or limits.max_numel, a count of elements
   other than the shape's, an element that is not an integer or out of the dtype's range."""
-  from tinyspec.dtypes import DTYPES
-  from tinyspec.limits import limits
   if not isinstance(obj, dict) or set(obj) != {"dtype", "shape", "data"}:
     raise BadArray(f"{what}: an inline array is an object with exactly dtype, shape and data")
   name, shape, data = obj["dtype"], obj["shape"], obj["data"]

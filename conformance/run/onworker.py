@@ -17,6 +17,9 @@ the probe opens the backend there under that environment.
 from __future__ import annotations
 import logging
 import os
+from tinyspec.environment import VARIABLES
+from tinyspec.conformance.run.execute import resolve_backend
+from tinyspec.backends import get_backend
 
 _KEPT: dict = {}   # key -> (backend object, its close function): what this process keeps open between units
 
@@ -24,7 +27,6 @@ _KEPT: dict = {}   # key -> (backend object, its close function): what this proc
 def forwarded() -> tuple:
   """((variable, value or None), ...): the variables a unit's backend runs under, as this
   process has them (None: unset)."""
-  from tinyspec.environment import VARIABLES
   return tuple((v, os.environ.get(v)) for v in VARIABLES if v not in ("TINYSPEC_CACHE", "TINYSPEC_SCHEDULER"))
 
 
@@ -40,10 +42,8 @@ def environment(fwd: tuple) -> dict:
 def backend_tag(spec: str, fwd: tuple) -> str:
   """The resource a unit for backend `spec` needs: its name (an external one's provisional
   name), and .DEVICE where its device variable is set in `fwd`. KeyError for an unknown backend."""
-  from tinyspec.conformance.run.execute import resolve_backend
   b = resolve_backend(spec)
   if not b.python: return b.label
-  from tinyspec.backends import get_backend
   try: var = getattr(get_backend(spec), "device_variable", None)
   except Exception:   # (a backend that cannot even be made here: its name alone, the workers decide)
     var = None

@@ -31,6 +31,16 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
+import shlex
+import jsonschema
+import numpy as np
+from tinyspec import spec
+from tinyspec.conformance.run.selection import did_you_mean
+from tinyspec.deadline import track_child, untrack_child
+from tinyspec.limits import limits
+from tinyspec.files import load_npy, save_npy
+from tinyspec.conformance.run.inline import encode, decode, BadArray
+from tinyspec.conformance.corpus.cases import save_array, dtype_of_array, storage_dtype
 
 PROTOCOL = 1
 ARRAYS = ("npy", "inline")   # the array encodings the runner offers in its hello (the backend picks one)
@@ -41,13 +51,11 @@ TOO_LONG = object()   # what the reader queues for a line over limits.max_line_b
 @lru_cache(maxsize=None)
 def schema() -> dict:
   """spec/protocol.schema.json: every message and key (the protocol page renders it)."""
-  from tinyspec import spec
   with open(spec.path("protocol.schema.json")) as f: return json.load(f)
 
 
 @lru_cache(maxsize=None)
 def _validator(message: str):
-  import jsonschema
   s = schema()
   def items(validator, sub, instance, where):
     # the elements of an inline array's data: a loop over a few million integers, not a
@@ -64,12 +72,10 @@ def problem(msg, message: str) -> str | None:
   """What makes `msg` not a `message` of the protocol (a name of the schema's $defs:
   hello_answer, run_answer, ...), or None: the key's path and the fault, an unknown key
   with the nearest known one."""
-  import jsonschema
   err = jsonschema.exceptions.best_match(_validator(message).iter_errors(msg))
   if err is None: return None
   where = ".".join(str(x) for x in err.absolute_path)
   if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-    from tinyspec.conformance.run.selection import did_you_mean
     known = list(err.schema.get("properties", {}))
     unknown = [k for k in err.instance if k not in known]
     key = str(unknown[0])[:60] if unknown else "?"
@@ -120,10 +126,8 @@ class BackendProcess:
                                    env=self.env, cwd=self.cwd, start_new_session=True)
     except OSError as e:
       raise BackendDied("crash", f"cannot start {' '.join(self.command)}: {e.strerror or e}") from None
-    from tinyspec.deadline import track_child
     track_child(self.proc.pid)   # its process group, killed if this process is ended
     self.lines = queue.Queue()
-    from tinyspec.limits import limits
     threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, limits().max_line_bytes), daemon=True).start()
     self._drainer = threading.Thread(target=self._drain, args=(self.proc.stderr, self._err, self._head), daemon=True)
     self._drainer.start()
@@ -184,7 +188,6 @@ class BackendProcess:
 
   @staticmethod
   def _kill(p):
-    from tinyspec.deadline import untrack_child
     try: os.killpg(p.pid, signal.SIGKILL)   # the backend and anything it started
     except (ProcessLookupError, PermissionError, OSError): pass
     try: p.wait(timeout=5)
@@ -224,7 +227,6 @@ class BackendProcess:
     p = self.proc
     if p is None or p.poll() is not None: raise BackendDied("crash", "the backend is not running")
     line = (json.dumps(msg) + "\n").encode()
-    from tinyspec.limits import limits
     if len(line) > limits().max_line_bytes:
       raise RequestTooLong(f"the request is {len(line):,} bytes, over limits.max_line_bytes ({limits().max_line_bytes:,}): its arrays "
                            "do not fit one protocol line inline (a backend that also reads .npy files can choose \"arrays\": \"npy\") [file.limit]")
@@ -242,7 +244,6 @@ class BackendProcess:
       except queue.Empty: continue
       if line is None: return self._died("crash")
       if line is TOO_LONG:
-        from tinyspec.limits import limits
         self._kill(p)
         raise BackendDied("protocol", f"a line of more than {limits().max_line_bytes:,} bytes on stdout (limits.max_line_bytes) [backend.protocol]")
       try:
@@ -273,7 +274,6 @@ def worker_command(name: str) -> list[str]:
 
 
 def split_command(spec: str) -> list[str]:
-  import shlex
   return shlex.split(spec)
 
 
@@ -306,8 +306,6 @@ def run_message(rid: str, graph, inputs: dict, out_dir, arrays: str = "npy", **e
   "inline": FileRefused where a file cannot be read); `extra`: fields of a protocol
   extension (the sanitizer child's)."""
   if arrays == "inline":
-    from tinyspec.files import load_npy
-    from tinyspec.conformance.run.inline import encode
     sent = {k: encode(load_npy(p), dt) for k, (p, dt) in inputs.items()}
   else: sent = {k: str(p) for k, (p, _) in inputs.items()}
   return {"cmd": "run", "id": rid, "graph": str(graph), "out_dir": str(out_dir),
@@ -318,8 +316,6 @@ def write_inputs(inputs: dict, folder: Path, declared: dict | None = None) -> di
   """Arrays as protocol .npy files in folder (bfloat16 as its uint16 bit patterns, as in
   the corpus): name -> (path, dtype), what run_message takes. The dtype is the array's, or
   the one `declared` names for it where that is stored alike (index for an int64 array)."""
-  import numpy as np
-  from tinyspec.conformance.corpus.cases import save_array, dtype_of_array, storage_dtype
   out = {}
   for k, v in inputs.items():
     v = np.asarray(v)
@@ -335,8 +331,6 @@ def read_outputs(ans: dict, out_dir) -> dict:
   """The arrays a run answer gives (storage form: bfloat16 as uint16 bit patterns): files
   in the run's folder read as checked .npy files (tinyspec.files), or inline arrays
   (conformance/run/inline.py); FileRefused or BadAnswer where they are neither."""
-  from tinyspec.files import load_npy
-  from tinyspec.conformance.run.inline import decode, BadArray
   out = {}
   for k, v in answer_outputs(ans, out_dir).items():
     try: out[k] = decode(v, f"output {k[:40]!r}") if isinstance(v, dict) else load_npy(v)
@@ -347,5 +341,4 @@ def read_outputs(ans: dict, out_dir) -> dict:
 def write_outputs(outputs: dict, out_dir: Path) -> dict:
   """Save a backend's outputs as protocol .npy files in out_dir: name -> path. Names are
   sanitized (tinyspec.files: an output named `../../x` is refused, rule path.name)."""
-  from tinyspec.files import save_npy
   return {k: str(save_npy(out_dir, k, v)) for k, v in outputs.items()}   # (bfloat16 as its uint16 bit patterns)

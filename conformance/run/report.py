@@ -6,7 +6,8 @@ import json
 import sys
 import time
 from pathlib import Path
-from tinyspec.files import printable
+import xml.etree.ElementTree as ET
+from tinyspec.files import printable, read_text, write_file, FileRefused
 from tinyspec.conformance.run.runner import profile_summary
 
 
@@ -17,7 +18,6 @@ def junit_xml(results, suite: str) -> str:
   (met or not met), each case's verdict in both profiles. Written by xml.etree.ElementTree
   (escaping), every text through printable() first (control characters, which XML 1.0
   cannot hold, escaped)."""
-  import xml.etree.ElementTree as ET
   by: dict = {}
   for r in results: by.setdefault(r.backend, []).append(r)
   root = ET.Element("testsuites", name=printable(suite))
@@ -46,7 +46,6 @@ def junit_xml(results, suite: str) -> str:
 
 def merge_coverage(path: Path, backend: str, cov: dict) -> dict:
   """Put one backend's coverage into the results file (other backends' entries stay)."""
-  from tinyspec.files import read_text, write_file, FileRefused
   path = Path(path)
   data = {}
   if path.exists():

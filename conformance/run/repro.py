@@ -20,8 +20,14 @@ the pass it is.
 from __future__ import annotations
 import sys
 from pathlib import Path
+import shutil
+import tempfile
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
-from tinyspec.files import printable
+from tinyspec.files import printable, FileRefused, make_dir, save_npy
+from tinyspec.conformance.run.settings import load_settings, SettingsError
+from tinyspec.conformance.corpus.cases import CASE_FILE, CASES_DIR, CaseError, load_cases, _case
+from tinyspec.conformance.run.selection import did_you_mean
+from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
 
 FILE_OPTIONS = ("input", "beam")   # what a FILE run takes and a case brings itself (or has no use for)
 
@@ -45,7 +51,6 @@ def add_options(p) -> None:
 def run_or_judge(a, run_file) -> int:
   """`tinyspec run`: the backend (--backend, else the project's, else ref), then a case
   judged (--case), FILE compared (--compare) or FILE run (`run_file`)."""
-  from tinyspec.conformance.run.settings import load_settings, SettingsError
   try: a.settings = load_settings()
   except SettingsError as e:
     _say(str(e)); return EXIT_UNREADABLE
@@ -65,7 +70,6 @@ def _say(msg: str) -> None: print(printable(f"tinyspec run: {msg}"), file=sys.st
 def find_case(arg: str, cases_dir: Path | None):
   """The case a --case argument names: a folder holding case.json, else an id in the corpus.
   CaseError saying which when neither."""
-  from tinyspec.conformance.corpus.cases import CASE_FILE, CASES_DIR, CaseError, load_cases, _case
   d = Path(arg)
   if (d / CASE_FILE).is_file(): return _case(d / CASE_FILE, d.parent)
   root = cases_dir or CASES_DIR
@@ -76,14 +80,12 @@ def find_case(arg: str, cases_dir: Path | None):
     if c.id == arg: return c
   found = [c for c in load_cases(root, []) if c.id == arg]
   if found: return found[0]
-  from tinyspec.conformance.run.selection import did_you_mean
   ids = [c.id for c in load_cases(root, [])]
   where = "the shipped corpus" if cases_dir is None else str(root)
   raise CaseError(f"--case {arg!r}: neither a case folder nor a case id in {where}{did_you_mean(arg, ids)}")
 
 
 def judge_case(a) -> int:
-  from tinyspec.conformance.corpus.cases import CaseError
   if a.file is not None: _say("give FILE or --case, not both"); return EXIT_UNREADABLE
   given = [f"--{o}" for o in FILE_OPTIONS if getattr(a, o, None)] + (["--compare"] if a.compare else [])
   if given: _say(f"{', '.join(given)}: for FILE runs (a case brings its own inputs)"); return EXIT_UNREADABLE
@@ -96,12 +98,8 @@ def judge_case(a) -> int:
 def compare_file(a) -> int:
   """FILE and its --input arrays made a case in a temporary folder (the reference's outputs,
   the tables' bounds) and judged on the backend as judge_case judges a corpus case."""
-  import shutil
-  import tempfile
-  from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError
-  from tinyspec.conformance.corpus.cases import CaseError, CASE_FILE, _case
-  from tinyspec.compiler.cli import parse_inputs
-  from tinyspec.files import FileRefused
+  from tinyspec.compiler.cli import parse_inputs  # noqa: PLC0415 (start-up time: interop/compositions.py imports this module without the compiler)
+  from tinyspec.conformance.corpus.newcase import write_graph_case, CaseMakingError  # noqa: PLC0415 (start-up time: only --compare makes a case)
   if a.file is None: _say("--compare judges a graph FILE"); return EXIT_UNREADABLE
   if a.beam is not None or a.cast:
     _say("--beam, --cast: not with --compare (give each input in its buffer's dtype)"); return EXIT_UNREADABLE
@@ -123,9 +121,8 @@ def compare_file(a) -> int:
 def _judge(a, case, shown: str) -> int:
   """Run `case` alone on a.backend, print its verdict (as `shown`) and what the manifest
   says of it, write its outputs under --out; the exit code."""
-  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable
-  from tinyspec.conformance.corpus.manifest import ManifestError
-  from tinyspec.conformance.run.runner import EXIT_NOTHING_RAN
+  from tinyspec.conformance.run.execute import CaseRunner, BackendUnavailable  # noqa: PLC0415 (start-up time: tinyspec run FILE does not load the case runner)
+  from tinyspec.conformance.corpus.manifest import ManifestError  # noqa: PLC0415 (start-up time: tinyspec run FILE does not load the case runner)
   timeout = float(a.time_limit) if a.time_limit else (a.settings.timeout or 60.0)
   try:
     r = CaseRunner(a.backend, timeout=timeout, verify=a.verify, profile=a.profile or a.settings.profile, divergence=1,
@@ -154,7 +151,6 @@ def _judge(a, case, shown: str) -> int:
 def _write_outputs(out: str, outputs: dict) -> int:
   """The backend's outputs as OUT/NAME.npy (bfloat16 as its uint16 bit patterns, as the
   corpus stores it); 0, or the exit code after saying why not."""
-  from tinyspec.files import FileRefused, make_dir, save_npy
   try:
     d = make_dir(out)
     for k, v in outputs.items(): print(printable(f"wrote {save_npy(d, k, v)}"))

@@ -17,6 +17,8 @@ import traceback
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Callable, Iterable
+from tinyspec.conformance.corpus.rulecases import validate_case, load_rule_cases
+from tinyspec.conformance.run.selection import select as chosen
 
 STATUSES = ("pass", "fail", "error", "skip", "xfail", "xpass", "unsupported")
 UNEXPECTED = ("fail", "error", "xpass")   # a run with any of these exits 1
@@ -54,7 +56,6 @@ class ValidatorBackend(Backend):
   def supports(self, case) -> bool: return getattr(case, "kind", None) == "rule"
 
   def run(self, case) -> Result:
-    from tinyspec.conformance.corpus.rulecases import validate_case
     mismatch, _ = validate_case(case)
     return Result(case.id, self.name, "fail" if mismatch else "pass", mismatch or "")
 
@@ -71,14 +72,12 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
 def load_cases(path: Path | str | None = None) -> list:
   """The cases under path: a rule corpus folder (holding *.expect.json files). Default:
   conformance/rules. Raises rulecases.CorpusError for a missing or malformed corpus."""
-  from tinyspec.conformance.corpus.rulecases import load_rule_cases
   return load_rule_cases(path)
 
 
 def select(cases: Iterable, patterns: list[str] | None, ids: list[str] | None = None) -> list:
   """Cases whose id matches every -k expression (pytest's grammar: `MAX or IDIV`, `not
   float`, substrings and globs) and, with `ids`, is one of them (conformance/run/selection.py)."""
-  from tinyspec.conformance.run.selection import select as chosen
   return chosen(cases, patterns, ids)
 
 

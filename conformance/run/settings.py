@@ -18,6 +18,11 @@ nearest known one named (rule file.schema), so a misspelt key never silently doe
 from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
+import tomllib
+from tinyspec.files import read_text, FileRefused, control_character, printable
+from tinyspec.limits import limits
+from tinyspec.conformance.run.selection import did_you_mean
+from tinyspec.environment import scheduler, EnvironmentValue
 
 KEYS = {"backend": str, "cases": str, "timeout": (int, float), "profile": str, "manifests": dict, "scheduler": str}
 PROFILES = ("strict", "portable")
@@ -59,9 +64,6 @@ def find_pyproject(start: Path | str | None = None) -> Path | None:
 
 
 def _read(p: Path) -> dict:
-  import tomllib
-  from tinyspec.files import read_text, FileRefused
-  from tinyspec.limits import limits
   try: return tomllib.loads(read_text(p, limits().max_small_file, "pyproject.toml"))
   except FileRefused as e: raise SettingsError(str(e)) from None
   except tomllib.TOMLDecodeError as e: raise SettingsError(f"{p}: cannot be read: {e} [file.parse]") from None
@@ -76,7 +78,6 @@ def load_settings(start: Path | str | None = None) -> Settings:
   if not isinstance(t, dict): raise SettingsError(f"{p}: [tool.tinyspec] must be a table [file.schema]")
   for k, v in t.items():
     if k not in KEYS:
-      from tinyspec.conformance.run.selection import did_you_mean
       raise SettingsError(f"{p}: [tool.tinyspec] has an unknown key {k!r}{did_you_mean(k, KEYS)} (known: {', '.join(KEYS)}) [file.schema]")
     if not isinstance(v, KEYS[k]) or isinstance(v, bool):
       raise SettingsError(f"{p}: [tool.tinyspec] {k} must be a {_kind(KEYS[k])} [file.schema]")
@@ -89,7 +90,6 @@ def load_settings(start: Path | str | None = None) -> Settings:
   if not all(isinstance(v, str) for v in mans.values()):
     raise SettingsError(f"{p}: [tool.tinyspec.manifests] maps backend names to manifest files [file.schema]")
   if "scheduler" in t:
-    from tinyspec.environment import scheduler, EnvironmentValue
     try: scheduler("scheduler", t["scheduler"])
     except EnvironmentValue as e: raise SettingsError(f"{p}: [tool.tinyspec] {e.msg} [file.schema]") from None
   return Settings(p, t.get("backend"), base / t["cases"] if "cases" in t else None,
@@ -100,7 +100,6 @@ def load_settings(start: Path | str | None = None) -> Settings:
 def _no_control(p: Path, t: dict) -> None:
   """No text of the table (a value, a manifest's backend name or file) holds a NUL or
   another control character (tinyspec.files.control_character): SettingsError."""
-  from tinyspec.files import control_character, printable
   texts = [(k, v) for k, v in t.items() if isinstance(v, str)]
   texts += [(f"manifests.{m}", x) for m, v in t.get("manifests", {}).items() for x in (m, v) if isinstance(x, str)]
   for key, text in texts:

@@ -23,6 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from tinyspec.conformance.run.execute import CaseRunner, explained
+from tinyspec.conformance.run.onworker import environment, kept, close_kept, probe_each
+from tinyspec.conformance.cluster import Unit, split, worker_name
+from tinyspec.conformance.corpus.cases import CASES_DIR, CaseError, load_case
+from tinyspec.conformance.run.runner import Result
+from tinyspec.conformance.fuzz.units import run_units
 
 CASES_PER_UNIT = 64   # cases per shard at most: ~17 shards of the shipped corpus, each a batch or two of a compiler
 DIVERGENCE_LINE = "\n  first divergent node:"
@@ -52,8 +58,6 @@ class Job:
 def open_runner(job: Job):
   """The job's CaseRunner started here (capabilities read, manifest chosen): BackendUnavailable,
   KeyError or ManifestError where it cannot be."""
-  from tinyspec.conformance.run.execute import CaseRunner
-  from tinyspec.conformance.run.onworker import environment
   r = CaseRunner(job.backend, timeout=job.timeout, batch=job.batch, verify=job.verify, profile=job.profile,
                  divergence=job.divergence, project=Path(job.project) if job.project else None, env=environment(job.env))
   try:
@@ -67,14 +71,11 @@ def open_runner(job: Job):
 
 def kept_runner(job: Job):
   """This process's runner for the job, opened the first time (onworker.kept)."""
-  from tinyspec.conformance.run.execute import CaseRunner
-  from tinyspec.conformance.run.onworker import kept
   return kept(("conformance", job), partial(open_runner, job), CaseRunner.close)
 
 
 def plan(tags, n_cases: int) -> list:
   """The shards of every backend (tags in the command line's order), backend after backend."""
-  from tinyspec.conformance.cluster import Unit, split
   units = []
   for tag in tags:
     start = 0
@@ -87,9 +88,6 @@ def plan(tags, n_cases: int) -> list:
 def run_shard(unit, _examples: dict, jobs: dict, cases: tuple) -> dict:
   """One shard on a worker: its cases (cases: ((id, folder relative to the corpus), ...) of
   the whole selection) through the worker's runner, unexplained, in order."""
-  from tinyspec.conformance.cluster import worker_name
-  from tinyspec.conformance.corpus.cases import CASES_DIR, CaseError, load_case
-  from tinyspec.conformance.run.runner import Result
   job = jobs[unit.name]
   r = kept_runner(job)
   root = Path(job.root) if job.root else CASES_DIR
@@ -125,8 +123,6 @@ class Gathering:
 
   def run(self, address: str | None, workers: int, progress=None):
     """Every shard (Ran of conformance/fuzz/units.py: .lost, .missing say what did not run)."""
-    from tinyspec.conformance.fuzz.units import run_units
-    from tinyspec.conformance.run.onworker import close_kept, probe_each
     cases = tuple((c.id, _folder(c, self.root)) for c in self.cases)
     self.ran = run_units(self.units, run_shard, (self.backends, cases), "conformance", None, address, workers,
                          probe=partial(probe_each, self.backends, kept_runner), progress=False, label="conformance",
@@ -150,8 +146,6 @@ class Gathering:
       if last and u.name in self.about: self.done(self.backends[u.name], self.about[u.name], self.results[u.name])
 
   def _emit(self, unit, result: dict) -> None:
-    from tinyspec.conformance.run.execute import explained
-    from tinyspec.conformance.run.runner import Result
     job, about = self.backends[unit.name], self.about.setdefault(unit.name, result["about"])
     if result["about"]["label"] != about["label"]: self.mixed.setdefault(unit.name, {about["label"]}).add(result["about"]["label"])
     out = []

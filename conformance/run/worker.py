@@ -15,8 +15,14 @@ import json
 import os
 import sys
 from pathlib import Path
+import inspect
 import numpy as np
-from tinyspec.backends import Unavailable
+from tinyspec.backends import Unavailable, capabilities_of, get_backend
+from tinyspec.files import npy_form, load_npy, FileRefused
+from tinyspec.conformance.corpus.cases import dtype_of_array, from_disk
+from tinyspec.conformance.run.inline import encode, decode
+from tinyspec.graph import load_file
+from tinyspec.conformance.run.protocol import write_outputs, PROTOCOL
 
 
 def _rule_of(e: BaseException) -> str | None:
@@ -36,9 +42,6 @@ def _request_error(msg: dict, inline: bool = False) -> str | None:
 
 def _inline_outputs(outs: dict) -> dict:
   """A backend's outputs as inline arrays (conformance/run/inline.py), each of its array's dtype."""
-  from tinyspec.files import npy_form
-  from tinyspec.conformance.corpus.cases import dtype_of_array
-  from tinyspec.conformance.run.inline import encode
   return {k: encode(npy_form(v), "bfloat16" if v.dtype.name == "bfloat16" else dtype_of_array(v))
           for k, v in ((k, np.asarray(v)) for k, v in outs.items())}
 
@@ -47,11 +50,6 @@ def handle_run(backend, msg: dict, inline: bool = False) -> dict:
   """One run request: the graph and the .npy inputs read as checked files (tinyspec.files),
   or the inline ones decoded, the outputs written under out_dir by sanitized names, or
   inline."""
-  from tinyspec.graph import load_file
-  from tinyspec.files import load_npy, FileRefused
-  from tinyspec.conformance.corpus.cases import from_disk
-  from tinyspec.conformance.run.inline import decode
-  from tinyspec.conformance.run.protocol import write_outputs
   cid = msg.get("id")
   why = _request_error(msg, inline)
   if why: return {"id": cid, "ok": False, "error": why}
@@ -78,7 +76,6 @@ def handle_run(backend, msg: dict, inline: bool = False) -> dict:
 def own_manifest(backend) -> str:
   """The manifest a Python backend names (its `manifest` attribute), as an absolute path:
   relative to the file of the module that defines it."""
-  import inspect
   p = Path(backend.manifest)
   if p.is_absolute(): return str(p)
   try: home = Path(inspect.getfile(backend if inspect.isclass(backend) else type(backend))).resolve().parent
@@ -87,7 +84,6 @@ def own_manifest(backend) -> str:
 
 
 def serve(backend, stdin=None, stdout=None, arrays: str = "npy") -> int:
-  from tinyspec.conformance.run.protocol import PROTOCOL
   stdin = stdin or sys.stdin
   out = stdout or sys.stdout
   for line in stdin:
@@ -105,7 +101,6 @@ def serve(backend, stdin=None, stdout=None, arrays: str = "npy") -> int:
         ans = {"ok": False, "error": f"this backend reads arrays {arrays} only; the runner offers {msg.get('arrays')!r}"[:500]}
       elif cmd == "hello":
         try:
-          from tinyspec.backends import capabilities_of
           caps = capabilities_of(backend).to_json()
           ans = {"ok": True, "protocol": PROTOCOL, "name": getattr(backend, "name", "?"), "arrays": arrays, "capabilities": caps}
           if getattr(backend, "manifest", None): ans["manifest"] = own_manifest(backend)
@@ -129,7 +124,6 @@ def main(argv=None) -> int:
   proto = os.fdopen(os.dup(sys.stdout.fileno()), "w")
   os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # prints of the backend (and of C code) go to stderr
   sys.stdout = sys.stderr
-  from tinyspec.backends import get_backend
   try: backend = get_backend(a.backend)
   except (KeyError, TypeError) as e:
     proto.write(json.dumps({"ok": False, "error": str(e)}) + "\n"); proto.flush()
