@@ -20,11 +20,20 @@ def survey() -> list[dict]:
     except Exception as e:    # a broken third-party backend is reported, not raised
       d = {"status": "unavailable", "why": f"{type(e).__name__}: {e}", "details": []}
     if name == "c":
-      from tinyspec.conformance.fuzz.sanitize import unavailable  # noqa: PLC0415 (the sanitizer fuzzer needs hypothesis, a test extra)
-      why = unavailable()
+      why = _sanitizer_unavailable()
       d.setdefault("details", []).append("sanitizer runtimes (fuzz --sanitize): " + ("found" if why is None else why))
     rows.append({"backend": name, "status": d.get("status", "?"), "why": d.get("why"), "details": list(d.get("details") or [])})
   return rows
+
+
+def _sanitizer_unavailable() -> str | None:
+  """Why `fuzz --sanitize` cannot run here (None: it can); the sanitizer fuzzer needs
+  hypothesis, which an install without the test extra lacks."""
+  try:
+    from tinyspec.conformance.fuzz.sanitize import unavailable  # noqa: PLC0415 (needs hypothesis, a test extra)
+  except ImportError as e:
+    return f"the fuzzer needs the test extra ({e.name or e}): pip install 'tinyspec[test]'"
+  return unavailable()
 
 
 def backends_command(sub):

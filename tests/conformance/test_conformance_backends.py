@@ -64,3 +64,15 @@ def test_a_slice_of_the_corpus_passes(backend):
   bad = [f"{x.status} {x.case}: {x.message[:200]}" for x in res if x.status in UNEXPECTED]
   assert not bad, "\n".join(bad)
   assert sum(x.status == "pass" for x in res) > 0.9 * len(cases)
+
+
+def test_backends_runs_without_the_test_extra():
+  """`tinyspec backends` on an install without hypothesis (the test extra): the sanitizer
+  fuzzer's line says what it needs instead of the command failing on its import."""
+  import subprocess
+  import sys
+  code = ("import sys; sys.modules['hypothesis'] = None\n"
+          "from tinyspec.cli import main; sys.argv = ['tinyspec', 'backends']; main()")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+  assert "sanitizer runtimes (fuzz --sanitize): the fuzzer needs the test extra (hypothesis)" in r.stdout
