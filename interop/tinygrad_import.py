@@ -11,7 +11,7 @@ converts and which *form* builds it; each form is one converter below (registere
 FORMS under the form's name) that asks for its sources (`yield source, context`) and
 returns the index of the node it made. The walk
 drives the generators with an explicit stack, so graphs of any depth import without
-recursion (interop/walk.py), and nodes are hash-consed (the same op, sources and arg give one node).
+recursion (tinyspec/walk.py), and nodes are hash-consed (the same op, sources and arg give one node).
 
 What the table does not map is counted in the ImportReport and kept under tinygrad's name,
 so the validator names it too. tinygrad's dtypes and (at tensor level) shapes are written
@@ -26,7 +26,7 @@ from tinyspec.dispatch import Registry
 from tinyspec.frozen import key as _key
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
-from tinyspec.interop.walk import drive
+from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
 from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, tinygrad_multi
 from tinyspec.interop.importreport import ImportReport

@@ -4,12 +4,12 @@ level (interop/tinygrad_backend.py).
 
 One builder per op in KERNEL_OPS (every elementwise and decomposed op through tinygrad's op
 of the same meaning, interop/tinygrad_names.apply_alu); a builder asks for its sources
-(`yield i`) and returns the UOp it made (interop/walk.py drives them).
+(`yield i`) and returns the UOp it made (tinyspec/walk.py drives them).
 """
 from __future__ import annotations
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
-from tinyspec.interop.walk import drive
+from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, apply_alu, tg_const, tg_dtype
 from tinyspec.interop.tinygrad_device import Refused, _device_map, from_tensor, on_device, to_tensor
 

@@ -9,12 +9,12 @@ STORE/AFTER keep a version of each buffer (the reads a graph orders after a STOR
 decision store-order).
 
 One builder per op in TENSOR_OPS; a builder asks for its sources (`yield source, env`) and
-returns the Tensor it made (interop/walk.py drives them).
+returns the Tensor it made (tinyspec/walk.py drives them).
 """
 from __future__ import annotations
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
-from tinyspec.interop.walk import drive
+from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, apply_alu, tg_const, tg_dtype, tg_method
 from tinyspec.interop.tinygrad_device import _device_map, from_tensor, to_tensor
 from tinyspec.interop.tinygrad_kernel import KernelBuilder

@@ -34,6 +34,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp, toposort
 from tinyspec.tables import tables
 from tinyspec.rewrite import Pat, Rule, RuleSet, substitute
+from tinyspec.walk import drive
 from tinyspec.props import props
 from tinyspec.compiler.literals import const, shape_operand
 from tinyspec.compiler.errors import CompileError
@@ -102,23 +103,10 @@ class KernelBuilder:
     if x.op == "CONST": return x
     if not expand_top and (lf := self.leaf(x, idx)) is not None:
       self.memo[key] = lf; return lf
-    stack = [(key, self._gen(x, idx))]
-    send = None
-    while stack:
-      k, gen = stack[-1]
-      try:
-        node, nidx = gen.send(send)
-      except StopIteration as e:
-        stack.pop()
-        self.memo[k] = send = e.value
-        continue
-      nk = (node, nidx)
-      if nk in self.memo: send = self.memo[nk]; continue
-      lf = self.leaf(node, nidx)
-      if lf is not None: self.memo[nk] = send = lf; continue
-      stack.append((nk, self._gen(node, nidx)))
-      send = None
-    return self.memo[key]
+    def start(k):   # a leaf's value, or the generator of its reader (the top one's always, for expand_top)
+      lf = None if k is key else self.leaf(*k)
+      return lf if lf is not None else self._gen(*k)
+    return drive(key, start, self.memo)
 
   def _gen(self, x: UOp, idx: tuple):
     r = reader(x.op)

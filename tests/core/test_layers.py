@@ -22,7 +22,7 @@ FOLDERS = {   # installed package -> repository folder (as setup.py maps them)
 }
 LAYERS = [   # lowest first; a module belongs to the first entry that is it or a package above it
   ("core", ("tinyspec", "tinyspec.spec", "tinyspec.dtypes", "tinyspec.tables", "tinyspec.rules", "tinyspec.intervals",
-            "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.props", "tinyspec.uop", "tinyspec.rewrite", "tinyspec.graph", "tinyspec.validate", "tinyspec.recovery",
+            "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.props", "tinyspec.uop", "tinyspec.rewrite", "tinyspec.walk", "tinyspec.graph", "tinyspec.validate", "tinyspec.recovery",
             "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.portable", "tinyspec.plugins", "tinyspec.backends",
             "tinyspec.limits", "tinyspec.files", "tinyspec.deadline", "tinyspec.environment", "tinyspec.dispatch",
             "tinyspec.errorbound", "tinyspec.errorbound_forms", "tinyspec.errorbound_accumulate")),

@@ -1,4 +1,5 @@
-"""A demand-driven graph walk without recursion, shared by the importer and the backend.
+"""A demand-driven graph walk without recursion: the importer's and the compiler's kernel builder
+(compiler/passes/rangeify.py) build their graphs through it.
 
 Each key (a node and whatever context it is wanted in) is computed by a generator that
 `yield`s the keys it needs and receives their values back; `drive` runs the generators
