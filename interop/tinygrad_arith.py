@@ -3,9 +3,10 @@
 
   * `trunc_div`: CDIV/CMOD truncate toward zero, the spec's IDIV/MOD floor: the same op
     where tinygrad's range analysis proves both operands non-negative, else the template.
-  * `implicit_cast`: tinygrad's RECIPROCAL of an int divisor (Tensor.div of ints) has a
-    float result; its lowering converts the source first. The spec's RECIP takes floats:
-    RECIP(CAST(b, float32)).
+  * `implicit_cast`: tinygrad's RECIPROCAL of an int divisor (Tensor.div of ints), and its
+    SQRT, EXP2, LOG2 and SIN of an int tensor (Tensor.sqrt ... of ints), have a
+    float result; its lowering converts the source first. The spec's ops take floats:
+    RECIP(CAST(b, float32)), SQRT(CAST(x, float32)).
   * `pow`: a float POW is the map table's template (xpow's definition); an integer POW
     with a constant exponent c >= 0 (the only one tinygrad accepts from `x ** c`) is what
     tinygrad's symbolic rule simplify_pow rewrites it to: square and multiply with the

@@ -2,6 +2,7 @@
 each from a small real program: every graph validates and evaluates to tinygrad's values.
 
   int division     RECIPROCAL of an int divisor with a float result: RECIP(CAST(b, float32))
+  int functions    SQRT, EXP2, LOG2, SIN of an int tensor with a float result: op(CAST(x, float32))
   int pow          x ** c of an int tensor: tinygrad's square and multiply (simplify_pow),
                    never the float template (whose -inf constant has no int value)
   dropped param    a lowered program that no longer reads one of its kernel's buffers: the
@@ -52,6 +53,20 @@ def test_int_division_is_recip_of_a_cast(tmp_path):
     recips = [n for n in g.graph.nodes if n.op == "RECIP"]
     assert recips and all(g.graph.nodes[n.src[0]].op == "CAST" for n in recips), g.name
   assert res.report.forms["RECIPROCAL of int32 as RECIP(CAST float32)"] >= 2
+
+
+def test_float_functions_of_ints_take_a_cast(tmp_path):
+  """Tensor.sqrt/exp/log/sin of ints (test_dtype_spec's autocast tests): tinygrad's SQRT, EXP2,
+  LOG2 and SIN of the int tensor with a float32 result."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, dtypes
+    for dt in (dtypes.int32, dtypes.uint8, dtypes.int64):
+      t = Tensor([1, 4, 9, 2], dtype=dt)
+      Tensor.realize(t.sqrt(), t.exp2(), t.exp(), t.log2(), t.sin(), t.rsqrt())
+  """)
+  for op in ("SQRT", "EXP2", "LOG2", "SIN"):
+    for dt in ("int32", "uint8", "int64"):
+      assert res.report.forms[f"{op} of {dt} as {op}(CAST float32)"] >= 1, (op, dt, dict(res.report.forms))
 
 
 def test_int_pow_is_square_and_multiply(tmp_path):
