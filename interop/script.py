@@ -299,9 +299,10 @@ def variable_inputs(graph, var_vals: dict) -> dict:
 
 def as_graph_dtypes(graph, arrays: dict) -> dict:
   """arrays (keyed by input name) in the dtypes of the graph's BUFFERs/PARAMs of those names,
-  the same bits: a lowered program may hold an emulated dtype in an integer of its size
-  (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), while the
-  kernel's buffers and tinygrad's results are float16."""
+  the same bytes: a lowered program may hold an emulated dtype in an integer of its size
+  (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), or of another
+  size (EMULATED_DTYPES=long: each int64 a pair of int32, twice as many elements, flat as a
+  kernel's buffers are), while the kernel's buffers and tinygrad's results are float16, int64."""
   from tinyspec.refimpl.numeric import np_dtype
   from tinyspec.dtypes import canonical
   want = {}
@@ -311,7 +312,9 @@ def as_graph_dtypes(graph, arrays: dict) -> dict:
   out = {}
   for k, a in arrays.items():
     dt = np_dtype(want[k]) if k in want else None
-    out[k] = a.view(dt) if dt is not None and a.dtype != dt and a.dtype.itemsize == dt.itemsize else a
+    if dt is None or a.dtype == dt or a.nbytes % dt.itemsize: out[k] = a
+    elif a.dtype.itemsize == dt.itemsize: out[k] = a.view(dt)
+    else: out[k] = np.ascontiguousarray(a).reshape(-1).view(dt)
   return out
 
 

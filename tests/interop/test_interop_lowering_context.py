@@ -57,6 +57,23 @@ def test_emulated_bfloat16_program_is_lowered_in_the_recorded_context():
     assert all(v["stage"] == "ok" for v in verdicts), [(v["name"], v["stage"], v["error"][:200]) for v in verdicts]
 
 
+def test_emulated_int64_program_reads_the_buffers_as_int32_pairs():
+  """EMULATED_DTYPES=long: the program tinygrad ran holds each int64 as two int32 (twice the
+  elements); its inputs and tinygrad's results are the kernel's buffers' bytes, so read."""
+  with capture() as cap:
+    with Context(EMULATED_DTYPES="long"):
+      x, y = Tensor([2**40 + 3, -5, 2**63 - 1], dtype=dtypes.int64), Tensor([7, 2**33, 1], dtype=dtypes.int64)
+      assert (x * y + x).tolist() == [8 * (2**40 + 3), -5 * 2**33 - 5, -2]   # int64 wraps
+  kernels = [(r, c) for r in cap.realizations for c in r.calls if c.kind == "SINK"]
+  for r, c in kernels:
+    k = script._kernel_graph(r, c)
+    p = script.program_graph(r, c, k, c.program()).check()
+    assert _program_dtypes(p.graph) == {"int32"}, _program_dtypes(p.graph)
+    assert all(p.inputs[n].size == 2 * a.size for n, a in k.inputs.items() if a.dtype == np.int64)
+    assert p.valid and p.eval_ok, (p.name, p.diagnostics, p.evaluation)
+  assert any("int64" in _program_dtypes(script._kernel_graph(r, c).graph) for r, c in kernels)
+
+
 def test_the_lowering_context_is_the_one_tinygrad_ran_in():
   """Adversary: the context recorded is the realize's, not the importer's: a reduction run under
   NOOPT=1 (unoptimized) is lowered unoptimized when the importer's own context optimizes."""
