@@ -58,7 +58,8 @@ class Call:
   COPY...), `buffers` the tinygrad Buffers bound to the body's PARAM slots 0, 1, ..., and
   their contents before (None: not allocated yet) and after the call ran; `var_vals` the
   values of the schedule's bound variables (and of `_device_num` on a multi-device call);
-  `shard`: the device's position on a multi-device call, else None."""
+  `shard`: the device's position on a multi-device call, else None; `lowering`: tinygrad's
+  context when it lowered the call (`lowering_context`: EMULATED_DTYPES, NOOPT, BEAM ...)."""
   index: int
   call: object
   body: object
@@ -68,6 +69,7 @@ class Call:
   device: str | None = None
   var_vals: dict = field(default_factory=dict)
   shard: int | None = None
+  lowering: dict = field(default_factory=dict)
 
   @property
   def kind(self) -> str: return self.body.op.name
@@ -78,13 +80,30 @@ class Call:
     return next((a.reason for a in [*self.before, *self.after] if isinstance(a, Unreadable)), "")
 
   def program(self):
-    """The lowered program of a kernel (tinygrad's `codegen.to_program`, cached by tinygrad:
-    the one it compiled and ran), or None for a body that is not a kernel SINK."""
+    """The lowered program of a kernel, or None for a body that is not a kernel SINK: tinygrad's
+    `codegen.to_program` in the context tinygrad lowered the call in (`lowering`), with the BEAM
+    it gave the kernel (its `pm_beam`), so it is the program tinygrad compiled and ran (its
+    cached one). Lowered in another context it would be another program: outside a test's
+    `Context(EMULATED_DTYPES="bfloat16")` the renderer emits `__bf16` where the run emulated it."""
     from tinygrad import Device
-    from tinygrad.uop.ops import Ops
+    from tinygrad.helpers import Context
+    from tinygrad.uop.ops import Ops, UOp, graph_rewrite
     from tinygrad.codegen import to_program
+    from tinygrad.engine.realize import pm_beam
     if self.body.op is not Ops.SINK or self.device is None: return None
-    return to_program(self.body, Device[self.device].renderer)
+    with Context(**self.lowering):
+      ast, beam = self.body, self.lowering.get("BEAM", 0)
+      if beam >= 1: ast = graph_rewrite(UOp(Ops.LINEAR, src=(self.call,)), pm_beam, ctx=beam, walk=True).src[0].src[0]
+      return to_program(ast, Device[self.device].renderer)
+
+
+def lowering_context() -> dict:
+  """tinygrad's context for lowering a kernel, as its own `lower_and_compile` hands it to its
+  compile workers (`to_program_context`: the ContextVars that change a lowered program), with
+  BEAM, which its `compile_linear` reads: name -> value, for `Context(**...)`."""
+  from tinygrad.codegen import to_program_context
+  from tinygrad.helpers import BEAM
+  return {v.key: v.value for v in (*to_program_context, BEAM)}
 
 
 @dataclass
@@ -122,8 +141,6 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
   None when it is not allocated, or Unreadable (a NULL-device buffer). A MultiBuffer reads
   as its shards one after another (device order); shape then gives one shard's shape.
   Nothing is allocated: a view that is not opened yet is read from its base's bytes."""
-  from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.interop.tinygrad_map import dtype_name
   if buf is None: return None
   if hasattr(buf, "bufs"):   # a MultiBuffer: one Buffer per device
     shards = [read_buffer(b, shape) for b in buf.bufs]
@@ -131,12 +148,23 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
     return None if any(s is None for s in shards) else np.concatenate([np.atleast_1d(s) for s in shards])
   if str(buf.device).split(":")[0] == "NULL": return Unreadable(NULL_DEVICE)
   if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
-    return np.zeros(0 if shape is None else shape, np_dtype(dtype_name(buf.dtype)))
+    return np.zeros(0 if shape is None else shape, storage_dtype(buf.dtype))
   if not buf.is_allocated(): return None
   if buf.is_initialized(): data = bytes(buf.as_memoryview())
   else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
-  a = np.frombuffer(data, dtype=np_dtype(dtype_name(buf.dtype))).copy()
+  a = np.frombuffer(data, dtype=storage_dtype(buf.dtype)).copy()
   return a if shape is None else a.reshape(shape)
+
+
+def storage_dtype(dt) -> np.dtype:
+  """The NumPy dtype a buffer of tinygrad dtype dt is read as: its tinyspec dtype's, or for a
+  dtype tinyspec has none for (tinygrad's fp8s), the unsigned integer of its size, its bits
+  as they are. The capture reads every buffer it meets (it must not fail the program it
+  watches); a graph holding such a dtype does not import (the map leaves it unmapped), and a
+  lowered program that emulates it (EMULATED_DTYPES: uint8 storage) reads those bits."""
+  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.interop.tinygrad_map import dtype_name
+  return np_dtype(name) if (name := dtype_name(dt)) is not None else np.dtype(f"u{dt.itemsize}")
 
 
 _FORWARDS_BUFFER = ("CONTIGUOUS", "CONTIGUOUS_BACKWARD", "RESHAPE", "UNSHARD", "DETACH", "AFTER")   # UOp.buffer's: src[0]'s buffer
@@ -363,6 +391,7 @@ def capture():
       return orig_run_linear(linear, var_vals, input_uops, update_stats=update_stats, jit=jit, wait=wait)
     rec = active[-1]
     rec.var_vals.update(var_vals or {})
+    lowering = lowering_context()   # tinygrad lowers the calls below in it (the test's Context, its environment)
     for call in linear.src:
       before = [read_buffer(_allocated(_call_buffer(s))) for s in call.src[1:]]
       orig_run_linear(UOp(Ops.LINEAR, src=(call,)), var_vals, update_stats=update_stats, wait=wait)
@@ -370,7 +399,7 @@ def capture():
       for bs, vals, j in per_device:
         pre = [_shard_of(a, b, j) for a, b in zip(before, bs)]
         dev = next((b.device for b in bs if b is not None), None)
-        rec.calls.append(Call(len(rec.calls), call, call.src[0], bs, pre, [read_buffer(b) for b in bs], dev, vals, j))
+        rec.calls.append(Call(len(rec.calls), call, call.src[0], bs, pre, [read_buffer(b) for b in bs], dev, vals, j, lowering))
 
   def jit_run_linear(*args, **kwargs):   # TinyJit's runs of what it captured (engine/jit.py's own name for run_linear)
     ret = orig_jit_run_linear(*args, **kwargs)

@@ -26,7 +26,7 @@ import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
 from tinyspec.interop.tinygrad_assign import stored_buffers
-from tinyspec.interop.capture import Unreadable
+from tinyspec.interop.capture import Unreadable, storage_dtype
 
 
 @dataclass
@@ -253,7 +253,7 @@ def _tensor_graph(r) -> GraphResult:
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
   g, rep = import_uops(roots, "tensor", meta=meta)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
-  inputs.update({_input_name(u): np.zeros(tuple(sym_infer(d, r.var_vals) for d in u.shape), _np(u)) for u in r.created})   # allocated by this realize: no contents before it
+  inputs.update({_input_name(u): np.zeros(tuple(sym_infer(d, r.var_vals) for d in u.shape), storage_dtype(u.dtype)) for u in r.created})   # allocated by this realize: no contents before it
   inputs.update(variable_inputs(g, r.var_vals))
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})
@@ -265,7 +265,7 @@ def _tensor_graph(r) -> GraphResult:
 def _kernel_graph(r, c) -> GraphResult:
   g, rep = import_uops([c.body], "kernel", device=c.device, meta={"realize": r.index, "call": c.index})
   names = _param_names(c.body, len(c.buffers))
-  inputs = {names[k]: (a if a is not None else np.zeros(b.size, _np(b))) for k, (a, b) in enumerate(zip(c.before, c.buffers))
+  inputs = {names[k]: (a if a is not None else np.zeros(b.size, storage_dtype(b.dtype))) for k, (a, b) in enumerate(zip(c.before, c.buffers))
             if b is not None and not isinstance(a, Unreadable)}
   inputs.update(variable_inputs(g, c.var_vals))
   expected = {names[k]: a for k, a in enumerate(c.after) if isinstance(a, np.ndarray)}
@@ -299,25 +299,23 @@ def variable_inputs(graph, var_vals: dict) -> dict:
 
 def as_graph_dtypes(graph, arrays: dict) -> dict:
   """arrays (keyed by input name) in the dtypes of the graph's BUFFERs/PARAMs of those names,
-  the same bits: a lowered program may hold an emulated dtype in an integer of its size
-  (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), while the
-  kernel's buffers and tinygrad's results are float16."""
+  the same bytes: a lowered program may hold an emulated dtype in an integer of its size
+  (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), or of another
+  size (EMULATED_DTYPES=long: each int64 a pair of int32, twice as many elements, flat as a
+  kernel's buffers are), while the kernel's buffers and tinygrad's results are float16, int64."""
   from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.dtypes import canonical
   want = {}
-  for n in graph.nodes:
-    if n.op in ("BUFFER", "PARAM") and isinstance(n.arg, dict) and isinstance(n.arg.get("dtype"), str):
+  for n in graph.nodes:   # (a dtype tinyspec has none for is the import's unmapped finding, not converted)
+    if n.op in ("BUFFER", "PARAM") and isinstance(n.arg, dict) and isinstance(n.arg.get("dtype"), str) and canonical(n.arg["dtype"]):
       want.setdefault(input_name(n.op, n.arg), n.arg["dtype"])
   out = {}
   for k, a in arrays.items():
     dt = np_dtype(want[k]) if k in want else None
-    out[k] = a.view(dt) if dt is not None and a.dtype != dt and a.dtype.itemsize == dt.itemsize else a
+    if dt is None or a.dtype == dt or a.nbytes % dt.itemsize: out[k] = a
+    elif a.dtype.itemsize == dt.itemsize: out[k] = a.view(dt)
+    else: out[k] = np.ascontiguousarray(a).reshape(-1).view(dt)
   return out
-
-
-def _np(buf):
-  from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.interop.tinygrad_map import dtype_name
-  return np_dtype(dtype_name(buf.dtype))
 
 
 def _input_name(u) -> str:

@@ -13,7 +13,9 @@
 # Environment: TINYGRAD_SUITE_OUT (default out/tinygrad-suite), TINYGRAD_SUITE_WORKERS
 # (pytest-xdist workers, default 2; 0: none), TINYGRAD_SUITE_LIMIT (seconds per graph,
 # default 60), TINYGRAD_SUITE_KEEP=1 (write each failing graph to OUT/records/failing/),
-# DEV (tinygrad's device, default CPU).
+# DEV (tinygrad's device, default CPU), CC (the C compiler of tinygrad's CPU backend: one that
+# compiles __bf16, scripts/bf16-cc.sh, which installs clang-19 as root with apt-get unless
+# TINYGRAD_SUITE_NO_INSTALL=1).
 # Exit status: the report's (0: every failure classified; 1: some unclassified; 2: no
 # records), or 2 when the set-up or pytest itself failed (not a failing tinygrad test).
 set -euo pipefail
@@ -50,6 +52,11 @@ ln -s "$checkout/test" "$run/test"
 [ -f "$checkout/conftest.py" ] && ln -s "$checkout/conftest.py" "$run/conftest.py"
 for d in extra examples; do [ -d "$checkout/$d" ] && ln -s "$checkout/$d" "$run/$d"; done   # tests import these (not the tinygrad package)
 printf '[pytest]\n# tinygrad %s checkout: %s\n' "$(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo '?')" "$checkout" > "$run/pytest.ini"
+
+# tinygrad's CPU backend compiles bfloat16 kernels with __bf16 (its compiler runs $CC, default
+# clang): a clang before 17 refuses it and test_dtype_alu's bfloat16 tests fail as run. Pick
+# one that compiles it (installing clang-19 where we may); the choice and why: one line.
+if cc=$(bash "$root/scripts/bf16-cc.sh"); then export CC=$cc; fi
 
 workers=${TINYGRAD_SUITE_WORKERS:-2}
 xdist=(); [ "$workers" -gt 0 ] && xdist=(-n "$workers")
