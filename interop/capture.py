@@ -129,6 +129,7 @@ class Realization:
   limitation: str = ""
   jit: bool = False
   unread: dict = field(default_factory=dict)
+  default_float: str | None = None   # tinyspec's name of tinygrad's DEFAULT_FLOAT at the realize (a weak float's dtype)
 
 
 @dataclass
@@ -350,7 +351,9 @@ def capture():
   import tinygrad.engine.jit as tj
   from tinygrad.engine.realize import capturing
   from tinygrad.helpers import CAPTURING
+  from tinygrad.dtype import dtypes
   from tinygrad.uop.ops import Ops, UOp
+  from tinyspec.interop.tinygrad_map import dtype_name
   cap = Capture()
   active: list[Realization | None] = []
   jits = _JitRealizes()
@@ -369,6 +372,7 @@ def capture():
       if isinstance(a, Unreadable): rec.limitation = rec.limitation or a.reason
       elif a is not None: rec.inputs[u] = a
       else: rec.created.append(u)
+    rec.default_float = dtype_name(dtypes.default_float)
     cap.realizations.append(rec)
     active.append(rec)
     try:

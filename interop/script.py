@@ -251,7 +251,7 @@ def _tensor_graph(r) -> GraphResult:
   meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
   stored = stored_buffers(r.roots)
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
-  g, rep = import_uops(roots, "tensor", meta=meta)
+  g, rep = import_uops(roots, "tensor", meta=meta, default_float=r.default_float)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
   inputs.update({_input_name(u): np.zeros(tuple(sym_infer(d, r.var_vals) for d in u.shape), storage_dtype(u.dtype)) for u in r.created})   # allocated by this realize: no contents before it
   inputs.update(variable_inputs(g, r.var_vals))
@@ -263,7 +263,7 @@ def _tensor_graph(r) -> GraphResult:
 
 
 def _kernel_graph(r, c) -> GraphResult:
-  g, rep = import_uops([c.body], "kernel", device=c.device, meta={"realize": r.index, "call": c.index})
+  g, rep = import_uops([c.body], "kernel", device=c.device, meta={"realize": r.index, "call": c.index}, default_float=r.default_float)
   names = _param_names(c.body, len(c.buffers))
   inputs = {names[k]: (a if a is not None else np.zeros(b.size, storage_dtype(b.dtype))) for k, (a, b) in enumerate(zip(c.before, c.buffers))
             if b is not None and not isinstance(a, Unreadable)}
@@ -275,7 +275,7 @@ def _kernel_graph(r, c) -> GraphResult:
 def program_graph(r, c, k: GraphResult, prog) -> GraphResult:
   """The lowered program `prog` of call c: its inputs and expected values are its kernel's
   (k), in the program's PARAM dtypes, with its own variables' values."""
-  g, rep = import_program(prog, device=c.device, meta={"realize": r.index, "call": c.index})
+  g, rep = import_program(prog, device=c.device, meta={"realize": r.index, "call": c.index}, default_float=r.default_float)
   buffers = {name: a for name, a in k.inputs.items() if name not in c.var_vals}
   inputs = {**as_graph_dtypes(g, buffers), **variable_inputs(g, c.var_vals)}
   return GraphResult(f"r{r.index}.k{c.index}.program", "program", g, rep, inputs, as_graph_dtypes(g, k.expected), limitation=c.limitation)

@@ -38,10 +38,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class _Converter:
-  def __init__(self, level: str, device: str | None = None, declare: bool = True):
+  def __init__(self, level: str, device: str | None = None, declare: bool = True, default_float: str | None = None):
     self.level, self.device, self.declare = level, device, declare
     self.language = _language(device) if level == "program" else None   # of a SOURCE
     self.m, self.T = mapping(), tables()
+    # a weak dtype's default: the map table's, a weak float tinygrad's DEFAULT_FLOAT when the realize ran
+    self.weak = {**self.m["weak"], **({"weakfloat": default_float} if default_float else {})}
     self.nodes: list[Node] = []
     self._hc: dict = {}            # hash-consing: (op, src, arg, dtype, shape) -> node index
     self.memo: dict = {}           # (uop, context) -> node index
@@ -92,7 +94,7 @@ class _Converter:
     """The tinyspec dtype u gets in ctx (weak dtypes adopt the context's)."""
     if is_weak(u.dtype):
       if ctx is not None and ctx[0] == "v" and ctx[1] is not None: return ctx[1]
-      return self.m["weak"][u.dtype.name]
+      return self.weak[u.dtype.name]
     d = self.m["dtypes"].get(u.dtype.name)
     if d is None:
       self.report.unmapped[f"dtype {u.dtype.name}"] += 1
@@ -115,7 +117,7 @@ class _Converter:
         return V(self.m["dtypes"][t.dtype.name])
     follows = result_slot(od)
     if follows is not None and follows in group: return V(dtype)
-    return V(self.m["weak"][s.dtype.name]) if is_weak(s.dtype) else V(dtype)
+    return V(self.weak[s.dtype.name]) if is_weak(s.dtype) else V(dtype)
 
   def declared(self, u, dtype):
     """(dtype, shape) to declare on u's node: tinygrad's view of it."""
@@ -137,7 +139,7 @@ class _Converter:
     if kind == "none":
       if a is not None: self.report.unmapped[f"{u.op.name} arg {type(a).__name__}"] += 1
       return None
-    if kind == "dtype": return self.m["dtypes"].get(a.name) or self.m["weak"].get(a.name) or self._unmapped_dtype(a)
+    if kind == "dtype": return self.m["dtypes"].get(a.name) or self.weak.get(a.name) or self._unmapped_dtype(a)
     if kind == "list": return list(a)
     if kind == "int": return int(a)
     if kind == "name": return {"name": str(a)}
@@ -572,18 +574,22 @@ def _jsonable(a):
 
 
 # ------------------------------------------------------------------ entry points
-def import_uops(roots, level: str, device: str | None = None, declare: bool = True, meta: dict | None = None):
+def import_uops(roots, level: str, device: str | None = None, declare: bool = True, meta: dict | None = None,
+                default_float: str | None = None):
   """tinygrad UOps (the roots of one graph) -> (tinyspec Graph, ImportReport).
-  level: tensor (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR)."""
-  cv = _Converter(level, device, declare)
+  level: tensor (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR).
+  default_float: the tinyspec dtype a weak float stands for (tinygrad's DEFAULT_FLOAT when
+  the graph was made; default: the map table's)."""
+  cv = _Converter(level, device, declare, default_float)
   cv.number_ranges(list(roots))
   idx = [cv.convert(r, V()) for r in roots]
   return _graph(cv, idx, level, meta), cv.report
 
 
-def import_program(prg, device: str | None = None, declare: bool = True, meta: dict | None = None):
+def import_program(prg, device: str | None = None, declare: bool = True, meta: dict | None = None,
+                   default_float: str | None = None):
   """A lowered tinygrad PROGRAM (codegen.to_program) -> (program-level Graph, ImportReport)."""
-  cv = _Converter("program", device, declare)
+  cv = _Converter("program", device, declare, default_float)
   cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])
   root = cv.convert(prg, V())
   return _graph(cv, [root], "program", meta), cv.report

@@ -262,3 +262,17 @@ def test_a_dim_has_a_number_only_where_its_variables_are_bound():
   v = UOp.variable("i", 1, 10)
   assert bound_value(v.bind(3) * 2 - 1) == 5 and bound_value(7) == 7
   assert bound_value(v * 2 - 1) is None   # unbound: no number, the dim stays symbolic
+
+
+def test_a_weak_float_is_the_default_float_of_its_realize(tmp_path):
+  """tinygrad's weak float stands for DEFAULT_FLOAT when the realize ran (test_dtype_spec's
+  Context(DEFAULT_FLOAT=...)): a float64 default keeps 2.34's float64 value, not float32's."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, dtypes
+    from tinygrad.helpers import Context
+    with Context(DEFAULT_FLOAT="float64"):
+      print(Tensor(2.34).numpy(), Tensor.arange(3, 9, 0.7).numpy(), (Tensor([1.0]) + 0.1).numpy())
+  """)
+  tensors = [g for g in res.graphs if g.level == "tensor"]   # every graph agrees with tinygrad (_script)
+  consts = [n for g in tensors for n in g.graph.nodes if n.op == "CONST" and isinstance(n.arg.get("value"), float)]
+  assert consts and all(n.arg["dtype"] == "float64" for n in consts), [n.arg for n in consts]
