@@ -35,13 +35,14 @@ tests=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do tests+=("$1"); shift; done
 # The venv: tinyspec (editable) with tinygrad 0.14.0, pytest, pytest-xdist and hypothesis at
 # the CI's pins, and torch (test_ops compares with it; the CPU build). mpmath is the one pin
 # left out: torch's sympy needs mpmath < 1.4, and tinyspec works with 1.3 (constraints/lowest.txt).
+# safetensors and gguf: test/unit's state-dict tests read those formats (tinygrad's testing extra).
 venv=$root/.venv-tinygrad-suite
 stamp=$venv/.tinyspec-suite-installed
-if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] || [ "$root/constraints/ci.txt" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] || [ "$root/constraints/ci.txt" -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
   [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
   grep -v '^mpmath' "$root/constraints/ci.txt" > "$venv/constraints.txt"
   (cd "$root" && PYTHONWARNINGS=ignore "$venv/bin/pip" install -q -c "$venv/constraints.txt" -e ".[test,tinygrad]" \
-     "torch==${TINYGRAD_SUITE_TORCH:-2.13.0+cpu}") || { echo "error: could not set up $venv" >&2; exit 2; }
+     "torch==${TINYGRAD_SUITE_TORCH:-2.13.0+cpu}" safetensors==0.8.0 gguf==0.19.0) || { echo "error: could not set up $venv" >&2; exit 2; }
   touch "$stamp"
 fi
 
