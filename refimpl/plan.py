@@ -50,6 +50,7 @@ class Plan:
     self.sequential: dict = {}
     self.in_loop: set[int] = set()
     self.private: dict[str, int] = {}
+    self.affine: dict = {}
     if kernel: self._kernel(nodes, linear)
 
   # ---------------------------------------------------------------- storage chains
@@ -189,3 +190,5 @@ class Plan:
           self.gated.add(i)
     from tinyspec.refimpl.carried import find_carried
     self.carried = find_carried(self, nodes)
+    from tinyspec.refimpl.affine import affine_forms
+    self.affine = affine_forms(self, nodes, views)   # INDEX -> its index as an affine form of the loop indices

@@ -267,6 +267,10 @@ class Scope:
       if d is not None and node.src[1] not in self.fixed and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
         t = np.swapaxes(T, d, R)[(slice(None),) * d + (slice(0, self.loop_sizes[d]),)]   # x[i] for the loop index i: a view
         return t.reshape(t.shape[:R] + t.shape[R + 1:])
+    aff = self.plan.affine.get(i)
+    if aff is not None:
+      view = self.affine_read(T, aff)
+      if view is not None: return view
     out, valid = gather(T, idxs, R)
     if valid is None: return out
     if self.kernel and self.m.strict_bounds:
@@ -276,6 +280,31 @@ class Scope:
         bad = ~valid if g is None else (~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim)))
         if np.any(bad): self.out_of_bounds(i, node, idxs, bad, "read")
     return zero_invalid(out, valid)   # decision index-oob: an out-of-range element reads as zero
+
+  def affine_read(self, T, aff):
+    """gather() of an index that is affine in the loop indices (refimpl/affine.py), as a
+    read-only strided view of T; None where the gather must do it (T differs between
+    points, an axis is held at one iteration, a bound varies, some index is out of range)."""
+    R = self.R
+    if T.ndim != R + 1 or any(n != 1 for n in T.shape[:R]): return None
+    lo = hi = aff.const
+    shape, strides = [1] * R, [0] * R
+    flat = T.reshape(T.shape[R:])
+    step = flat.strides[0]
+    for d, c in aff.coefs.items():
+      n = self.loop_sizes[d]
+      if n == 0 or self.plan.loop_nodes[d] in self.fixed or self.varying >> d & 1: return None
+      span = c * (n - 1)
+      lo, hi = lo + min(span, 0), hi + max(span, 0)
+      shape[d], strides[d] = n, c * step
+    if aff.vec is not None:
+      start, vstep, k = aff.vec
+      span = vstep * (k - 1)
+      lo, hi = lo + start + min(span, 0), hi + start + max(span, 0)
+      shape.append(k); strides.append(vstep * step)
+    if lo < 0 or hi >= flat.shape[0]: return None
+    base = aff.const + (aff.vec[0] if aff.vec is not None else 0)
+    return np.lib.stride_tricks.as_strided(flat[base:], tuple(shape), tuple(strides), writeable=False)
 
   def out_of_bounds(self, i, node, idxs, bad, what, store=None):
     """strict_bounds: refuse an ungated out-of-range access, naming the first index tuple."""
