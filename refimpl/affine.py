@@ -80,7 +80,7 @@ def _form(n, src_forms, view, axis_of, i):
 
 
 def affine_forms(plan, nodes, views) -> dict:
-  """{INDEX node: the Affine form of its one index} for the plan's single-index reads."""
+  """{INDEX node: the Affine form of its one index} for the plan's single-index reads (not STORE targets)."""
   axis_of = plan.axis_of
   extent = {}
   for r, d in axis_of.items():
@@ -99,5 +99,5 @@ def affine_forms(plan, nodes, views) -> dict:
   out = {}
   for i in plan.order:
     n = nodes[i]
-    if n.op == "INDEX" and len(n.src) == 2 and n.src[1] in forms and i in plan.root: out[i] = forms[n.src[1]]
+    if n.op == "INDEX" and len(n.src) == 2 and n.src[1] in forms and i in plan.read: out[i] = forms[n.src[1]]
   return out

@@ -1,0 +1,134 @@
+"""The evaluator's fast paths give the definition's bits: a float sum or product's last value
+folded by rows (loops._fold_rows) is the sequential fold, and a read whose index is affine in
+the loop indices (refimpl/affine.py) is the gather, in range or not, wrapping or not. Each
+with a planted bug that the check catches."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.refimpl import evaluate, loops, affine
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.interpreter import interpret
+from tinyspec.refimpl.numeric import canonical_nan
+
+F32 = "float32"
+
+
+# ------------------------------------------------------------------ the fold by rows
+def _draw_fold(rng):
+  dt = str(rng.choice(["float32", "float64"]))
+  t = np.dtype(dt)
+  R = int(rng.integers(1, 4))
+  shape = [int(rng.integers(1, 7)) for _ in range(R)]
+  dims = sorted(int(d) for d in rng.choice(R, size=int(rng.integers(1, R + 1)), replace=False))
+  shape[dims[-1]] = int(rng.integers(1, 40))   # long enough for a pairwise sum to differ
+  own = tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 2))))
+
+  def values(shp):
+    a = (rng.standard_normal(shp) * 10.0 ** rng.integers(-3, 8, shp)).astype(t)
+    odd = rng.random(shp) < 0.05
+    a[odd] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40], t), odd.sum())
+    return a
+  xs = []
+  for _ in range(int(rng.integers(1, 4))):
+    shp = [s if rng.random() < 0.8 else 1 for s in shape]
+    for d in dims: shp[d] = shape[d]
+    xs.append(values(tuple(shp) + own))
+  start = values(tuple(s if (d not in dims and rng.random() < 0.5) else 1 for d, s in enumerate(shape)) + own)
+  return str(rng.choice(["ADD", "MUL"])), dt, start, xs, dims
+
+
+def check_fold_rows(trials=300):
+  rng = np.random.default_rng(7)
+  folded = 0
+  for _ in range(trials):
+    op, dt, start, xs, dims = _draw_fold(rng)
+    with np.errstate(all="ignore"):
+      got = loops._fold_rows(op, start, xs, dims)
+      if got is None: continue
+      want = loops.accumulate(op, dt, start, xs, dims)[-1]   # the scan, step by step
+    folded += 1
+    assert canonical_nan(got, dt).tobytes() == canonical_nan(want, dt).tobytes(), f"{op} {dt} over {dims}: not the sequential fold"
+  assert folded > trials // 2
+
+
+def test_the_fold_by_rows_is_the_sequential_fold():
+  check_fold_rows()
+
+
+def test_planted_fold_along_the_fast_axis_is_caught(monkeypatch):
+  def pairwise(op, start, xs, dims):   # reduced along the contiguous axis: NumPy sums that pairwise
+    k = len(dims)
+    seq = loops._in_order(xs, dims, np.broadcast_shapes(*(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs)))
+    if seq.size == seq.shape[-1]: return None
+    first = np.moveaxis(start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))], dims, tuple(range(k)))
+    first = np.broadcast_to(first.reshape(first.shape[k:]), seq.shape[:-1])
+    red = (np.add if op == "ADD" else np.multiply).reduce(seq, axis=-1)
+    return first + red if op == "ADD" else first * red
+  monkeypatch.setattr(loops, "_fold_rows", pairwise)
+  with pytest.raises(AssertionError, match="not the sequential fold"):
+    check_fold_rows()
+
+
+# ------------------------------------------------------------------ affine reads
+A, B, N = 6, 8, 64
+
+
+def strided_read(index):
+  """out[g*B + l] = x[index(b, g, l)] over g < A, l < B; x has N elements."""
+  b = Builder()
+  x = b.param((N,), F32, 0); out = b.param((A * B,), F32, 1)
+  g, l = b.range(A, 0, "GLOBAL"), b.range(B, 1, "LOOP")
+  c = lambda v: b.const(v, "index")
+  dst = b.ADD(b.MUL(g, c(B)), l)
+  b.SINK(b.END(b.STORE(b.INDEX(out, dst), b.INDEX(x, index(b, g, l, c))), g, l))
+  return b.graph()
+
+
+INDEXES = {   # name -> (index expression, whether it is read as a view)
+  "rows": (lambda b, g, l, c: b.ADD(b.MUL(g, c(B)), l), True),
+  "backwards": (lambda b, g, l, c: b.ADD(c(A * B - 1), b.ADD(b.MUL(g, c(-B)), b.MUL(l, c(-1)))), True),
+  "shifted": (lambda b, g, l, c: b.ADD(b.ADD(b.SHL(g, c(2)), b.MUL(l, c(3))), c(5)), True),
+  "mulacc": (lambda b, g, l, c: b.MULACC(l, c(7), g), True),
+  "int32": (lambda b, g, l, c: b.CAST(b.ADD(b.MUL(b.CAST(g, arg="int32"), b.CAST(c(9), arg="int32")), b.CAST(l, arg="int32")), arg="index"), True),
+  "past the end": (lambda b, g, l, c: b.ADD(b.ADD(b.MUL(g, c(B)), l), c(20)), True),   # a form, read by the gather (out of range)
+  "wraps": (lambda b, g, l, c: b.ADD(b.CAST(b.CAST(b.MUL(g, c(1 << 32)), arg="int32"), arg="index"),
+                                     b.ADD(b.MUL(g, c(-(1 << 32))), l)), False),
+}
+
+
+def check_affine_reads():
+  x = np.arange(1, N + 1, dtype=np.float32)
+  for name, (index, viewed) in INDEXES.items():
+    g = strided_read(index)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    from tinyspec.refimpl import prepared
+    entry = prepared.prepare(g)
+    (plan,) = [p for p in entry.plans.values() if p.kernel]
+    read = next(i for i, n in enumerate(g.nodes) if n.op == "INDEX" and g.nodes[n.src[0]].arg.get("slot") == 0)
+    assert (read in plan.affine) == viewed, f"{name}: affine form {'missed' if viewed else 'taken'}"
+
+
+def test_affine_reads_are_the_gather():
+  check_affine_reads()
+
+
+def test_planted_form_that_ignores_wrapping_is_caught(monkeypatch):
+  big = type("Unbounded", (), {"__getitem__": lambda self, k: type("D", (), {"max": 1 << 200})()})()
+  monkeypatch.setattr(affine, "DTYPES", big)   # every intermediate "fits": a CAST that wraps is taken for exact
+  from tinyspec.refimpl import prepared
+  prepared.clear()
+  with pytest.raises(AssertionError, match="wraps"):
+    check_affine_reads()
+  prepared.clear()
+
+
+def test_planted_stride_off_by_one_is_caught(monkeypatch):
+  real = affine.Affine.plus
+  monkeypatch.setattr(affine.Affine, "plus", lambda self, o: (lambda f: f and affine.Affine(f.coefs, f.const + 1, f.vec))(real(self, o)))
+  from tinyspec.refimpl import prepared
+  prepared.clear()
+  with pytest.raises(AssertionError, match="rows"):
+    check_affine_reads()
+  prepared.clear()
