@@ -319,6 +319,9 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
   flat, shape, steps = resolve_target(state, w.path, R)
   ids, valid = target_positions(shape, steps, R)
   val = w.value
+  if w.mode == "set" and valid is None and w.gate is None and ids.size == 1 and ids.ndim == R and np.ndim(val) == R:
+    _write_one_element(flat, int(ids.reshape(-1)[0]), val, R)
+    return
   nv = ids.ndim - R   # value dims of the target
   vshape = val.shape[:R]
   B = np.broadcast_shapes(ids.shape[:R], vshape, flat.shape[:R], *(() if w.gate is None else (w.gate.shape[:R],)))
@@ -362,3 +365,11 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
   else:
     flat[np.unravel_index(pos, flat.shape)] = vals
 
+
+def _write_one_element(flat: np.ndarray, pos: int, val: np.ndarray, R: int) -> None:
+  """apply_write of one element at every point (a register's `acc[c] = v`): along a loop the
+  state keeps per point, each point's value; along one it does not, the last iteration's
+  (the write that wins)."""
+  if any(val.shape[d] == 0 and flat.shape[d] == 1 for d in range(R)): return   # a loop of no iterations writes nothing
+  last = tuple(slice(-1, None) if val.shape[d] > 1 and flat.shape[d] == 1 else slice(None) for d in range(R))
+  flat[..., pos] = val[last]
