@@ -132,3 +132,38 @@ def test_planted_stride_off_by_one_is_caught(monkeypatch):
   with pytest.raises(AssertionError, match="rows"):
     check_affine_reads()
   prepared.clear()
+
+
+# ------------------------------------------------------------------ one element written at every point
+def last_write_wins(n=7):
+  """out[0] = x[i] for every i, and a register acc[1] = x[i] read after the loop: the last iteration's value."""
+  b = Builder()
+  x = b.param((n,), F32, 0); out = b.param((2,), F32, 1)
+  acc = b.buffer((2,), F32, 0, addrspace="REG")
+  i = b.range(n, 0, "LOOP")
+  c = lambda v: b.const(v, "index")
+  e = b.END(b.GROUP(b.STORE(b.INDEX(out, c(0)), b.INDEX(x, i)), b.STORE(b.INDEX(acc, c(1)), b.INDEX(x, i))), i)
+  b.SINK(b.STORE(b.INDEX(out, c(1)), b.INDEX(b.AFTER(acc, e), c(1))))
+  return b.graph()
+
+
+def check_one_element_writes():
+  x = np.arange(1, 8, dtype=np.float32)
+  g = last_write_wins()
+  want = interpret(g, {"param0": x})["param1"]
+  assert want.tolist() == [7.0, 7.0]
+  got = evaluate(g, {"param0": x})["param1"]
+  assert got.tobytes() == want.tobytes(), f"one element written at every point: {got}, not the last write {want}"
+
+
+def test_one_element_written_at_every_point_keeps_the_last_write():
+  check_one_element_writes()
+
+
+def test_planted_first_write_wins_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  def first(flat, pos, val, R):
+    flat[..., pos] = val[tuple(slice(0, 1) if val.shape[d] > 1 and flat.shape[d] == 1 else slice(None) for d in range(R))]
+  monkeypatch.setattr(storage, "_write_one_element", first)
+  with pytest.raises(AssertionError, match="not the last write"):
+    check_one_element_writes()
