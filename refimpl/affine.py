@@ -15,6 +15,7 @@ point, and no axis of the form is held at one iteration by a stepped loop.
 """
 from __future__ import annotations
 from tinyspec.dtypes import DTYPES
+from tinyspec.refimpl.registry import role
 
 _SIGNED = frozenset(n for n, d in DTYPES.items() if d.cls in ("int", "index"))
 
@@ -79,8 +80,8 @@ def _form(n, src_forms, view, axis_of, i):
   return None
 
 
-def affine_forms(plan, nodes, views) -> dict:
-  """{INDEX node: the Affine form of its one index} for the plan's single-index reads (not STORE targets)."""
+def _int_forms(plan, nodes, views) -> dict:
+  """{node: Affine} for every integer node of the plan whose value is its form."""
   axis_of = plan.axis_of
   extent = {}
   for r, d in axis_of.items():
@@ -96,8 +97,36 @@ def affine_forms(plan, nodes, views) -> dict:
     f = _form(n, [forms.get(j) for j in n.src], views[i], axis_of, i)
     if f is None or f.magnitude(extent) > DTYPES[dt].max: continue   # could wrap: not its value
     forms[i] = f
-  out = {}
+  return forms
+
+
+def analyse(plan, nodes, views) -> None:
+  """Fill plan.forms (integer node -> Affine), plan.affine (read INDEX -> the form of its
+  index), plan.affine_targets (STORE target INDEX straight on a storage root -> the form) and
+  plan.lazy: index arithmetic that only affine reads and targets consume, never computed
+  unless a read or write falls back to index arrays (Scope.index_value builds it from the form)."""
+  forms = plan.forms = _int_forms(plan, nodes, views)
+  one = lambda i: nodes[i].op == "INDEX" and len(nodes[i].src) == 2 and nodes[i].src[1] in forms
+  plan.affine = {i: forms[nodes[i].src[1]] for i in plan.order if one(i) and i in plan.read}
+  plan.affine_targets = {}
   for i in plan.order:
-    n = nodes[i]
-    if n.op == "INDEX" and len(n.src) == 2 and n.src[1] in forms and i in plan.read: out[i] = forms[n.src[1]]
-  return out
+    if one(i) and i in plan.root and i not in plan.read and plan.root.get(nodes[i].src[0]) == nodes[i].src[0]:
+      plan.affine_targets[i] = forms[nodes[i].src[1]]
+  replayed = set()   # links whose index values a unit reads from the scope (AFTER chains, CALL arguments)
+  for i in plan.order:
+    r = role(nodes[i].op)
+    if r == "after" and nodes[i].src: replayed.update(plan.chain_links(nodes[i].src[0]))
+    elif r == "call": replayed.update(l for a in nodes[i].src[1:] for l in plan.chain_links(a))
+    elif r == "store" and nodes[i].src[0] not in plan.affine_targets: replayed.update(plan.chain_links(nodes[i].src[0]))
+  plan.lazy = set()
+  if plan.tracing: return
+  keep = set(plan.roots) | plan.in_loop
+
+  def fine(c, k):
+    rc = role(nodes[c].op)
+    if rc == "sink" or c in plan.lazy: return True
+    return k == 1 and c not in replayed and c not in plan.in_loop and (c in plan.affine or c in plan.affine_targets)
+  for j in reversed(plan.order):
+    if j in forms and j not in keep and role(nodes[j].op) != "loop" and nodes[j].op not in ("CONST", "VCONST") \
+       and plan.uses.get(j) and all(fine(c, k) for c, k in plan.uses[j]):
+      plan.lazy.add(j)

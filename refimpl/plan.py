@@ -50,7 +50,10 @@ class Plan:
     self.sequential: dict = {}
     self.in_loop: set[int] = set()
     self.private: dict[str, int] = {}
+    self.forms: dict = {}
     self.affine: dict = {}
+    self.affine_targets: dict = {}
+    self.lazy: set[int] = set()
     if kernel: self._kernel(nodes, linear)
 
   # ---------------------------------------------------------------- storage chains
@@ -190,5 +193,5 @@ class Plan:
           self.gated.add(i)
     from tinyspec.refimpl.carried import find_carried
     self.carried = find_carried(self, nodes)
-    from tinyspec.refimpl.affine import affine_forms
-    self.affine = affine_forms(self, nodes, views)   # INDEX -> its index as an affine form of the loop indices
+    from tinyspec.refimpl.affine import analyse
+    analyse(self, nodes, views)   # index arithmetic as affine forms of the loop indices: forms, affine, affine_targets, lazy

@@ -94,7 +94,7 @@ class Scope:
 
   # ---------------------------------------------------------------- the walk
   def run(self):
-    skip = self.plan.deferred | self.plan.in_loop
+    skip = self.plan.deferred | self.plan.in_loop | self.plan.lazy
     for i in self.plan.order:
       if i not in skip: self.step(i)
 
@@ -248,29 +248,49 @@ class Scope:
     self.m.budget.track(out)
     return out
 
-  def runtime_path(self, t) -> list:
+  def index_value(self, j):
+    """Node j's value; index arithmetic the plan left lazy (refimpl/affine.py) built from its form."""
+    v = self.values.get(j)
+    if v is not None or j not in self.plan.lazy: return self.values[j]
+    f = self.plan.forms[j]
+    out = np.full((1,) * self.R, f.const, np.int64)
+    for d, c in f.coefs.items(): out = out + c * self.values[self.plan.loop_nodes[d]]   # arange, or one iteration in a stepped loop
+    if f.vec is not None: out = out[..., None] + (f.vec[0] + f.vec[1] * np.arange(f.vec[2], dtype=np.int64))
+    return self.finish(j, out.astype(NP[self.m.views[j].dtype]))
+
+  def index_values(self, i) -> list:
+    return [self.index_value(j) for j in self.m.nodes[i].src[1:]]
+
+  def runtime_path(self, t, affine=False) -> list:
+    """The steps from t's storage root to t: ("index", index arrays, link), ("view", ...), or
+    for a plain store through one affine INDEX ("affine", (form, loop sizes), link): the
+    write's positions as a form (storage.apply_write), its index arithmetic never computed."""
     steps = []
     nodes = self.m.nodes
+    form = self.plan.affine_targets.get(t) if affine and not self.pinned and not self.m.strict_bounds else None
+    if form is not None: return [("affine", (form, tuple(self.loop_sizes)), t)]
     for link in self.plan.chain_links(t):
       n = nodes[link]
       r = role(n.op)
-      if r == "through" and len(n.src) > 1: steps.append(("index", [self.values[j] for j in n.src[1:]], link))
+      if r == "through" and len(n.src) > 1: steps.append(("index", self.index_values(link), link))
       elif r == "view": steps.append(("view", (n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]]), link))
     return steps
 
   # ---------------------------------------------------------------- reads
-  def read_index(self, i, T, idxs):
+  def read_index(self, i, T, idxs=None):
+    """T read through INDEX node i; idxs the index values (None: the node's sources)."""
     node = self.m.nodes[i]
     R = self.R
+    aff = self.plan.affine.get(i)
+    if aff is not None:
+      view = self.affine_read(T, aff)
+      if view is not None: return view
+    if idxs is None: idxs = self.index_values(i)
     if R and len(idxs) == 1:
       d = self.plan.axis_of.get(node.src[1])
       if d is not None and node.src[1] not in self.fixed and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
         t = np.swapaxes(T, d, R)[(slice(None),) * d + (slice(0, self.loop_sizes[d]),)]   # x[i] for the loop index i: a view
         return t.reshape(t.shape[:R] + t.shape[R + 1:])
-    aff = self.plan.affine.get(i)
-    if aff is not None:
-      view = self.affine_read(T, aff)
-      if view is not None: return view
     out, valid = gather(T, idxs, R)
     if valid is None: return out
     if self.kernel and self.m.strict_bounds:
@@ -370,7 +390,7 @@ class Scope:
     i, node = ctx.i, ctx.node
     t = node.src[0]
     st = self.storage(self.plan.root[t])
-    path = self.runtime_path(t)
+    path = self.runtime_path(t, affine=i not in self.plan.reductions)
     gate = truth(self.values[node.src[2]]) if len(node.src) > 2 and mode == "set" else None
     g = self.guard(i)
     if g is not None: gate = g if gate is None else gate & g
@@ -416,7 +436,7 @@ class Scope:
     for link in self.plan.chain_links(node.src[0]):   # the chain below the AFTER, replayed on this version
       n = self.m.nodes[link]
       r = role(n.op)
-      if r == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[j] for j in n.src[1:]])
+      if r == "through" and len(n.src) > 1: x = self.read_index(link, x, self.index_values(link))
       elif r == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
     return x
 

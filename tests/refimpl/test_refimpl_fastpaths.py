@@ -162,8 +162,63 @@ def test_one_element_written_at_every_point_keeps_the_last_write():
 
 def test_planted_first_write_wins_is_caught(monkeypatch):
   from tinyspec.refimpl import storage
-  def first(flat, pos, val, R):
-    flat[..., pos] = val[tuple(slice(0, 1) if val.shape[d] > 1 and flat.shape[d] == 1 else slice(None) for d in range(R))]
-  monkeypatch.setattr(storage, "_write_one_element", first)
+  def first(val, R, apart):
+    return val[tuple(slice(None) if d in apart or val.shape[d] <= 1 else slice(0, 1) for d in range(R))]
+  monkeypatch.setattr(storage, "last_writes", first)
   with pytest.raises(AssertionError, match="not the last write"):
     check_one_element_writes()
+
+
+# ------------------------------------------------------------------ stores at affine positions
+def strided_store(place, size):
+  """out[place(b, g, l)] = x[g*B + l] over g < A, l < B (x's values all distinct); out has `size` elements."""
+  b = Builder()
+  x = b.param((A * B,), F32, 0); out = b.param((size,), F32, 1)
+  g, l = b.range(A, 0, "GLOBAL"), b.range(B, 1, "LOOP")
+  c = lambda v: b.const(v, "index")
+  b.SINK(b.END(b.STORE(b.INDEX(out, place(b, g, l, c)), b.INDEX(x, b.ADD(b.MUL(g, c(B)), l))), g, l))
+  return b.graph()
+
+
+PLACES = {   # name -> (place, out size)
+  "rows": (lambda b, g, l, c: b.ADD(b.MUL(g, c(B)), l), A * B),
+  "backwards": (lambda b, g, l, c: b.ADD(c(A * B - 1), b.ADD(b.MUL(g, c(-B)), b.MUL(l, c(-1)))), A * B),
+  "every other": (lambda b, g, l, c: b.SHL(b.ADD(b.MUL(g, c(B)), l), c(1)), 2 * A * B),
+  "columns": (lambda b, g, l, c: b.ADD(g, b.MUL(l, c(A))), A * B),
+  "overlapping": (lambda b, g, l, c: b.ADD(g, l), A + B),
+  "overlapping backwards": (lambda b, g, l, c: b.ADD(b.MUL(g, c(-1)), b.ADD(b.MUL(l, c(-1)), c(A + B - 2))), A + B),
+  "one place": (lambda b, g, l, c: c(3), 5),
+  "partly past the end": (lambda b, g, l, c: b.ADD(b.ADD(b.MUL(g, c(B)), l), c(5)), A * B),
+}
+
+
+def check_affine_stores():
+  x = np.arange(1, A * B + 1, dtype=np.float32)
+  for name, (place, size) in PLACES.items():
+    g = strided_store(place, size)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    from tinyspec.refimpl import prepared
+    (plan,) = [p for p in prepared.prepare(g).plans.values() if p.kernel]
+    assert plan.affine_targets and plan.lazy, f"{name}: the store's place is not a lazy affine form"
+
+
+def test_affine_stores_are_the_scatter():
+  check_affine_stores()
+
+
+def test_planted_store_that_ignores_overlaps_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  real = storage._write_affine
+  def no_overlap_check(state, w, R):   # every form written through the view, overlapping or not
+    form, sizes = w.path[0][1]
+    if w.gate is not None or state.ndim != R + 1: return real(state, w, R)
+    flat = state.reshape(-1)
+    pos = storage.affine_positions(form, sizes, R)
+    if pos.min() < 0 or pos.max() >= flat.size: return real(state, w, R)
+    flat[pos.reshape(-1)[::-1]] = np.broadcast_to(w.value, pos.shape).reshape(-1)[::-1]   # the writes in reverse order
+    return True
+  monkeypatch.setattr(storage, "_write_affine", no_overlap_check)
+  with pytest.raises(AssertionError, match="overlapping"):
+    check_affine_stores()
