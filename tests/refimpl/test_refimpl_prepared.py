@@ -186,3 +186,21 @@ def test_planted_key_that_merges_equal_floats_is_caught(monkeypatch):
   monkeypatch.setattr(prepared, "graph_key", merged)
   with pytest.raises(AssertionError, match="0.0 and -0.0"):
     fresh_after_changes()
+
+
+def test_the_memory_figure_is_reused_for_a_second_at_most(monkeypatch):
+  """Budget(None) reads the available memory at most once per RECENT_S; the environment's
+  TINYSPEC_EVAL_BUDGET is read at every call."""
+  import time
+  from tinyspec.refimpl import budget
+  monkeypatch.delenv("TINYSPEC_EVAL_BUDGET", raising=False)
+  monkeypatch.setattr(budget, "_recent", [None, 0.0])
+  reads = []
+  monkeypatch.setattr(budget._limits, "memory_available", lambda: reads.append(1) or (4 << 30) + 4 * len(reads))
+  first = budget.Budget().limit
+  assert budget.Budget().limit == first == (1 << 30) + 1 and len(reads) == 1
+  monkeypatch.setattr(budget, "RECENT_S", 0.0)
+  time.sleep(0.002)
+  assert budget.Budget().limit == first + 1 and len(reads) == 2, "an old figure is read again"
+  monkeypatch.setenv("TINYSPEC_EVAL_BUDGET", "1M")
+  assert budget.Budget().limit == 1 << 20
