@@ -236,14 +236,12 @@ class Stepper:
     scope = self.scope
     scope.pinned += 1
     scope.fixed.update(self.ranges)
-    saved, saved_estimates = [scope.loop_sizes[d] for d in self.dims], scope.estimates
-    scope.estimates = {}
+    saved = [scope.loop_sizes[d] for d in self.dims]
     try:
       for d in self.dims: scope.loop_sizes[d] = 1
       for t, point in enumerate(itertools.product(*(range(n) for n in self.sizes))): self.step(t, point)
     finally:
       for d, n in zip(self.dims, saved): scope.loop_sizes[d] = n
-      scope.estimates = saved_estimates
       scope.pinned -= 1
       scope.fixed.difference_update(self.ranges)
       scope.values.update(self.full)

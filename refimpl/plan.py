@@ -50,6 +50,7 @@ class Plan:
     self.sequential: dict = {}
     self.in_loop: set[int] = set()
     self.private: dict[str, int] = {}
+    self.info: dict = {}   # node -> what Scope.step needs of it (Scope.node_info), filled on first use
     self.forms: dict = {}
     self.affine: dict = {}
     self.affine_targets: dict = {}

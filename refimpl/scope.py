@@ -86,7 +86,6 @@ class Scope:
     self.local: dict = {}       # scope-local storage key -> Storage
     self.pinned = 0
     self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a stepped loop)
-    self.estimates: dict | None = None   # node -> bytes, while a stepped loop runs
     self.keep = set(plan.roots)
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
     for extra in plan.extra.values():
@@ -98,30 +97,53 @@ class Scope:
     for i in self.plan.order:
       if i not in skip: self.step(i)
 
+  def node_info(self, i) -> tuple:
+    """What step() needs of node i that the plan fixes: (unit, whether it is a link no one
+    reads, bytes per point its value may take or None, the rank its ALU operands align to or
+    None, whether its float NaNs are made canonical, its NumPy dtype). Kept in the plan."""
+    m, plan = self.m, self.plan
+    node, view = m.nodes[i], m.views[i]
+    u = UNITS[node.op]
+    unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
+    per_point = None
+    if u.alloc and not unread_link:
+      dt = view.dtype
+      per_point = 0.0
+      if isinstance(dt, str) and dt != "void" and isinstance(view.shape, tuple):
+        per_point = NP[dt].itemsize * u.alloc * _FACTOR.get(m.T.ops[node.op].category, 1.0)
+        for d in view.shape: per_point *= d
+    rank = len(view.shape) if self.R and node.op in m.T.alu_ops else None
+    canon = m.T.ops[node.op].nan == "canonical" and CLS.get(view.dtype) == "float"
+    info = plan.info[i] = (u, unread_link, per_point, rank, canon, NP.get(view.dtype))
+    return info
+
   def step(self, i):
     m, plan = self.m, self.plan
     node = m.nodes[i]
-    u = UNITS[node.op]
-    inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
-    # a node inside a stepped loop holds only its last iteration's effects: outside the
-    # loop (a LINEAR listing it, its END) the loop's END stands for all of them
-    eff = merge_effects([self.eff.get(j) for j in node.src if j not in inner]) if node.src else None
+    info = plan.info.get(i) or self.node_info(i)
+    u, unread_link, per_point = info[:3]
+    if node.src:
+      # a node inside a stepped loop holds only its last iteration's effects: outside the
+      # loop (a LINEAR listing it, its END) the loop's END stands for all of them
+      inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
+      effs = [e for j in node.src if j not in inner and (e := self.eff.get(j))]
+      eff = None if not effs else effs[0] if len(effs) == 1 else merge_effects(effs)
+    else: eff = None
     ctx = NodeCtx(self, i, eff)
-    unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
-    if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
+    if per_point is not None: m.budget.need(int(per_point * self.loop_numel(plan.axes.get(i, 0))), i, node.op)
     flush = "flush" in m.variants and node.op in variant_scope("flush")
     if flush: saved = self.flush_sources(i)
     try:
       if unread_link: val = None
       elif u.raw: val = u.fn(ctx)
-      else: val = u.fn(ctx, *self.args(i))
+      else: val = u.fn(ctx, *self.args(i, info[3]))
     except MemoryError as e:   # an allocation no estimate foresaw: refused as the budget would, not a crash
       raise EvalError(f"its value could not be allocated ({e}); the memory budget is {m.budget.limit:,} bytes", i, node.op, rule="eval.budget") from None
     if flush:
       self.values.update(saved)
       if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
         val = flush_subnormals(val, ctx.dtype)
-    if val is not None and not isinstance(val, tuple): val = self.finish(i, val)
+    if val is not None and not isinstance(val, tuple): val = self.finish(i, val, info)
     self.values[i] = val
     if ctx.eff: self.eff[i] = ctx.eff
     if m.tracing: m.record(self, i, val)
@@ -149,12 +171,10 @@ class Scope:
     self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
     if j in self.plan.deferred: self.consumed(j)
 
-  def args(self, i):
-    node = self.m.nodes[i]
-    vals = [self.values[j] for j in node.src]
-    if self.R and node.op in self.m.T.alu_ops:
-      rank = len(self.m.views[i].shape)
-      vals = [self.align(a, rank) for a in vals]
+  def args(self, i, rank=None):
+    """The values of node i's sources; an ALU op's (rank not None) with their own dims aligned."""
+    vals = [self.values[j] for j in self.m.nodes[i].src]
+    if rank is not None: vals = [self.align(a, rank) for a in vals]
     return vals
 
   def align(self, a, rank):
@@ -162,31 +182,16 @@ class Scope:
     k = a.ndim - self.R
     return a if k >= rank else a.reshape(a.shape[:self.R] + (1,) * (rank - k) + a.shape[self.R:])
 
-  def finish(self, i, val):
+  def finish(self, i, val, info=None):
     val = np.asarray(val)
     view = self.m.views[i]
     if self.R and val.ndim == len(view.shape): val = val.reshape((1,) * self.R + val.shape)
-    want = NP.get(view.dtype)
+    _, _, _, _, canon, want = info or self.plan.info.get(i) or self.node_info(i)
     if want is not None and val.dtype != want:
       raise EvalError(f"internal error: the unit made {val.dtype} where the node has dtype {view.dtype}", i, self.m.nodes[i].op, rule="eval.internal")
-    if self.m.T.ops[self.m.nodes[i].op].nan == "canonical" and CLS[view.dtype] == "float": val = canonical_nan(val, view.dtype)
+    if canon: val = canonical_nan(val, view.dtype)
     self.m.budget.track(val)
     return val
-
-  def estimate(self, i, u) -> int:
-    if self.estimates is not None:   # inside a stepped loop: the loop sizes stay put, so does the estimate
-      n = self.estimates.get(i)
-      if n is None: n = self.estimates[i] = self.node_bytes(i, u)
-      return n
-    return self.node_bytes(i, u)
-
-  def node_bytes(self, i, u) -> int:
-    view = self.m.views[i]
-    dt = view.dtype
-    if not isinstance(dt, str) or dt == "void" or not isinstance(view.shape, tuple): return 0
-    n = NP[dt].itemsize * u.alloc * _FACTOR.get(self.m.T.ops[self.m.nodes[i].op].category, 1.0)
-    for d in view.shape: n *= d
-    return int(n * self.loop_numel(self.plan.axes.get(i, 0)))
 
   def loop_numel(self, mask) -> int:
     n, d = 1, 0
