@@ -54,13 +54,14 @@ class Version:
 class Storage:
   """A buffer's identity: its key (input name or a local key), dtype, shape, addrspace,
   and initial contents (an array of the buffer's shape, without loop axes)."""
-  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output", "missing")
+  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output", "missing", "merged")
 
   def __init__(self, key, name, dtype, shape, addrspace, initial, output=True):
     self.key, self.name, self.dtype, self.shape, self.addrspace = key, name, dtype, tuple(shape), addrspace
     self.initial, self.output = initial, output
     self.missing = None   # the EvalError to raise when the initial contents are read (no input given, no zeros asked for)
     self.base = Version(self)
+    self.merged: dict = {}   # (seq, seq) -> the version merge() made of those two: the same histories meet as one version
 
 
 # ------------------------------------------------------------------ versions
@@ -73,9 +74,19 @@ def is_ancestor(a: Version, b: Version) -> bool:
 
 
 def merge(a: Version, b: Version) -> Version:
-  """The version a reader ordered after both a and b sees."""
+  """The version a reader ordered after both a and b sees. Two unordered versions merge into
+  one new version, made once per evaluation (the storage keeps it: a LINEAR meets the same
+  pair again, and later merges then see it as an ancestor). It holds no array of its own,
+  only the writes the two histories already hold."""
   if a is b or is_ancestor(b, a): return a
   if is_ancestor(a, b): return b
+  memo = a.storage.merged
+  got = memo.get((a.seq, b.seq))
+  if got is None: got = memo[(a.seq, b.seq)] = _merge_unordered(a, b)
+  return got
+
+
+def _merge_unordered(a: Version, b: Version) -> Version:
   # unordered stores: both apply, in file order, on their common ancestor
   chain_a, chain_b = _chain(a), _chain(b)
   common = set(map(id, chain_a)) & set(map(id, chain_b))
