@@ -8,6 +8,7 @@ its input name, with its final contents. Storage with no input starts zeroed; a
 symbolic size (a ()-shaped integer PARAM with bounds) must be given.
 """
 from __future__ import annotations
+import gc
 from dataclasses import dataclass, field
 import numpy as np
 from tinyspec.graph import Graph
@@ -89,8 +90,15 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   m = Machine(g, prep, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   m.variants = frozenset(variants)
   m.zeros, m.cast = bool(zeros), bool(cast)
-  with np.errstate(all="ignore"):
-    out = m.run()
+  # An evaluation allocates many small objects (effect maps, versions, views) that die by
+  # reference counting; the cyclic GC would rescan the process's long-lived objects (the
+  # prepared graphs among them) again and again meanwhile. It runs again afterwards.
+  was = gc.isenabled(); gc.disable()
+  try:
+    with np.errstate(all="ignore"):
+      out = m.run()
+  finally:
+    if was: gc.enable()
   return out, m
 
 

@@ -43,17 +43,30 @@ def content_key(v):
   """A hashable key of a JSON value that tells apart what == merges (as tinyspec.frozen.key)."""
   t = type(v)
   if v is None or t is str or t is int: return v
-  if t is FrozenDict or t is dict: return ("d",) + tuple(sorted((k, content_key(x)) for k, x in v.items()))
+  if t is FrozenDict or t is dict:
+    items = []
+    for k, x in v.items():
+      tx = type(x)
+      items.append((k, x if x is None or tx is str or tx is int else content_key(x)))
+    items.sort(key=_first)
+    return ("d",) + tuple(items)
   if t is tuple or t is list: return ("l",) + tuple(content_key(x) for x in v)
   if t is float: return ("f", "nan" if math.isnan(v) else v.hex())
   if t is bool: return ("b", v)
   raise Uncacheable(t.__name__)
 
 
+def _first(item): return item[0]
+
+
+def _plain(v) -> bool: return v is None or type(v) is str
+
+
 def graph_key(g: Graph, level: str) -> tuple:
   """The graph's content as one hashable tuple (see the module docstring)."""
   ck = content_key
-  nodes = tuple((n.op, tuple(n.src), ck(n.arg), ck(n.dtype), ck(n.shape), ck(n.tag), n.name) for n in g.nodes)
+  nodes = tuple((n.op, tuple(n.src), ck(n.arg), n.dtype if _plain(n.dtype) else ck(n.dtype), ck(n.shape),
+                 n.tag if n.tag is None else ck(n.tag), n.name) for n in g.nodes)
   return (nodes, ck(g.roots), g.level, level)
 
 

@@ -204,3 +204,12 @@ def test_the_memory_figure_is_reused_for_a_second_at_most(monkeypatch):
   assert budget.Budget().limit == first + 1 and len(reads) == 2, "an old figure is read again"
   monkeypatch.setenv("TINYSPEC_EVAL_BUDGET", "1M")
   assert budget.Budget().limit == 1 << 20
+
+
+def test_the_garbage_collector_runs_again_after_an_evaluation_even_a_refused_one():
+  import gc
+  assert gc.isenabled()
+  evaluate(affine(4), {"param0": X})
+  assert gc.isenabled()
+  with pytest.raises(EvalError): evaluate(affine(4), {"param0": X.astype(np.float64)})
+  assert gc.isenabled()
