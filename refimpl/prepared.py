@@ -14,9 +14,10 @@ a small kernel. `prepare(g, level)` returns them from a bounded cache:
   * entry: the validator's views and level, copies of the nodes (the caller may change its
     graph afterwards), and the plans made so far (per scope: nodes, roots, tracing).
     An invalid graph is never kept: it raises its diagnostics at every call.
-  * bound: CACHE_SIZE entries (TINYSPEC_EVAL_PLAN_CACHE overrides it at import; 0 keeps
-    nothing), the least recently used dropped first. An entry holds no input and no value,
-    only the graph's static facts (about a kilobyte per node).
+  * bound: CACHE_SIZE graphs (TINYSPEC_EVAL_PLAN_CACHE overrides it at import; 0 keeps
+    nothing) and CACHE_NODES nodes in all, the least recently used dropped first; a graph of
+    more nodes than that is never kept. An entry holds no input and no value, only the
+    graph's static facts (about a kilobyte per node).
 
 Inputs are still checked at every call, against the entry's views (engine.Machine:
 names, shapes, dtypes; rule eval.input).
@@ -33,6 +34,7 @@ from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.plan import Plan
 
 CACHE_SIZE = int(os.environ.get("TINYSPEC_EVAL_PLAN_CACHE", "64"))
+CACHE_NODES = 1_000_000
 
 
 class Uncacheable(Exception):
@@ -117,9 +119,9 @@ def prepare(g: Graph, level: str = "auto") -> Prepared:
     _cache.move_to_end(key)
     return hit[1]
   prep = _validated(g, level)
-  if CACHE_SIZE > 0:
+  if CACHE_SIZE > 0 and len(prep.nodes) <= CACHE_NODES:
     _cache[key] = (T, prep)
-    while len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
+    while len(_cache) > CACHE_SIZE or sum(len(e.nodes) for _, e in _cache.values()) > CACHE_NODES: _cache.popitem(last=False)
   return prep
 
 

@@ -141,6 +141,16 @@ def test_the_cache_is_bounded(monkeypatch):
   prepared.clear()
   evaluate(affine(4), {"param0": X})
   assert not prepared._cache
+  monkeypatch.setattr(prepared, "CACHE_SIZE", 64)
+  n = len(affine(4).nodes)
+  monkeypatch.setattr(prepared, "CACHE_NODES", 2 * n)   # room for two of these graphs, by their nodes
+  for s in (1.0, 2.0, 3.0):
+    assert np.array_equal(evaluate(affine(4, scale=s), {"param0": X})["param1"], X * np.float32(s) + 1)
+  assert len(prepared._cache) == 2
+  monkeypatch.setattr(prepared, "CACHE_NODES", n - 1)   # a graph bigger than the whole bound is not kept
+  prepared.clear()
+  evaluate(affine(4), {"param0": X})
+  assert not prepared._cache
 
 
 def test_tracing_and_plain_runs_of_one_graph_share_the_entry_not_the_plan():
