@@ -56,6 +56,21 @@ class Plan:
     self.affine_targets: dict = {}
     self.lazy: set[int] = set()
     if kernel: self._kernel(nodes, linear)
+    self.constant = self._constants(nodes)
+    self.const_values: dict = {}   # constant node -> its value (read-only), from the first evaluation that computed it
+
+  def _constants(self, nodes) -> set:
+    """Nodes whose value the graph alone fixes: CONST and VCONST, and the plain value ops
+    (no storage, loop or effect role) of them -- computed once per plan, not per call."""
+    from tinyspec.refimpl.registry import UNITS
+    out: set[int] = set()
+    if self.tracing: return out
+    for i in self.order:
+      n = nodes[i]
+      u = UNITS.get(n.op)
+      if u is None or u.raw or u.role is not None: continue
+      if (n.op in ("CONST", "VCONST") and not n.src) or (n.src and all(j in out for j in n.src)): out.add(i)
+    return out
 
   # ---------------------------------------------------------------- storage chains
   def _chains(self, nodes):

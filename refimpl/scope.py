@@ -119,6 +119,12 @@ class Scope:
 
   def step(self, i):
     m, plan = self.m, self.plan
+    if i in plan.constant and not m.variants:
+      val = plan.const_values.get(i)
+      if val is not None:   # the graph alone fixes it: the value an earlier evaluation computed
+        self.values[i] = val
+        if not self.pinned: self.consumed(i)
+        return
     node = m.nodes[i]
     info = plan.info.get(i) or self.node_info(i)
     u, unread_link, per_point = info[:3]
@@ -144,6 +150,9 @@ class Scope:
       if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
         val = flush_subnormals(val, ctx.dtype)
     if val is not None and not isinstance(val, tuple): val = self.finish(i, val, info)
+    if i in plan.constant and not m.variants and isinstance(val, np.ndarray):
+      val = val.view(); val.flags.writeable = False   # shared by later evaluations: no one may write to it
+      plan.const_values[i] = val
     self.values[i] = val
     if ctx.eff: self.eff[i] = ctx.eff
     if m.tracing: m.record(self, i, val)

@@ -223,3 +223,27 @@ def test_the_garbage_collector_runs_again_after_an_evaluation_even_a_refused_one
   assert gc.isenabled()
   with pytest.raises(EvalError): evaluate(affine(4), {"param0": X.astype(np.float64)})
   assert gc.isenabled()
+
+
+def test_a_constant_computed_once_is_the_callers_own_copy_and_stays_as_it_was():
+  """Values the graph alone fixes are kept in the plan after the first call (read-only):
+  what a caller gets is a copy, and changing it changes no later evaluation."""
+  b = Builder()
+  c = b.ADD(b.const(2.5, F32), b.const(1.0, F32))
+  b.MUL(c, b.const(2.0, F32))
+  g = b.graph()
+  first = evaluate(g)["out0"]
+  assert first.flags.writeable and first == np.float32(7.0)
+  first[...] = 99.0
+  assert evaluate(g)["out0"] == np.float32(7.0)
+  (entry,) = (e for _, e in prepared._cache.values())
+  (plan,) = entry.plans.values()
+  assert plan.const_values and all(not v.flags.writeable for v in plan.const_values.values())
+
+
+def test_planted_output_that_is_the_kept_constant_is_caught(monkeypatch):
+  """The same check with outputs handed out as they are (no copy of a kept array): caught."""
+  from tinyspec.refimpl import engine
+  monkeypatch.setattr(engine.Machine, "strip", lambda self, scope, x: np.asarray(x).reshape(np.shape(x)[scope.R:]))
+  with pytest.raises(AssertionError):
+    test_a_constant_computed_once_is_the_callers_own_copy_and_stays_as_it_was()
