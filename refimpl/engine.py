@@ -299,15 +299,19 @@ class Machine:
     for key, ver in (merge_effects(effs) or {}).items():
       st = ver.storage
       if not st.output or ver is st.base or not isinstance(key, str): continue
-      out[st.name] = self.strip(scope, scope.materialize(ver, 0, roots[-1]))
+      arr = scope.materialize(ver, 0, roots[-1])
+      # contents some write built: a private array no one else holds once the evaluation ends
+      own = not self.tracing and ver.write is not None and isinstance(arr, np.ndarray) and arr.base is None
+      out[st.name] = self.strip(scope, arr, own)
     return out
 
-  def strip(self, scope, x) -> np.ndarray:
-    """An output array: the caller's own copy, without loop axes when it does not vary."""
+  def strip(self, scope, x, own=False) -> np.ndarray:
+    """An output array: the caller's own copy (`own`: x already is), without loop axes when it does not vary."""
     x = np.asarray(x)
+    if own: x.flags.writeable = True
     R = scope.R
     if R and all(d == 1 for d in x.shape[:R]): x = x.reshape(x.shape[R:])
-    return x.copy() if (x.base is not None or not x.flags.writeable) else x
+    return x if own or (x.base is None and x.flags.writeable) else x.copy()
 
   def run_function(self, body, args):
     plan = self.plan(self.closure([body]), False, [body])

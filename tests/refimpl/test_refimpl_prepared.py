@@ -247,3 +247,15 @@ def test_planted_output_that_is_the_kept_constant_is_caught(monkeypatch):
   monkeypatch.setattr(engine.Machine, "strip", lambda self, scope, x: np.asarray(x).reshape(np.shape(x)[scope.R:]))
   with pytest.raises(AssertionError):
     test_a_constant_computed_once_is_the_callers_own_copy_and_stays_as_it_was()
+
+
+def test_a_stored_output_is_the_callers_own_and_no_later_evaluation_sees_changes_to_it():
+  g = affine(4)
+  first = evaluate(g, {"param0": X})["param1"]
+  assert first.flags.writeable
+  first[...] = -1.0
+  again = evaluate(g, {"param0": X})["param1"]
+  assert np.array_equal(again, X * 2 + 1) and not np.shares_memory(first, again)
+  x = X.copy()
+  evaluate(g, {"param0": x})["param1"][...] = 5.0
+  assert np.array_equal(x, X), "an input is never handed out as an output"
