@@ -87,6 +87,9 @@ class Scope:
     self.pinned = 0
     self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a stepped loop)
     self.keep = set(plan.roots)
+    self.tracing = m.tracing
+    self.plain = not m.variants          # no variant: values the graph fixes may be kept (Plan.constant)
+    self.flush = "flush" in m.variants
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
     for extra in plan.extra.values():
       for j in extra: self.counts[j] = self.counts.get(j, 0) + 1
@@ -119,7 +122,7 @@ class Scope:
 
   def step(self, i):
     m, plan = self.m, self.plan
-    if i in plan.constant and not m.variants:
+    if i in plan.constant and self.plain:
       val = plan.const_values.get(i)
       if val is not None:   # the graph alone fixes it: the value an earlier evaluation computed
         self.values[i] = val
@@ -137,7 +140,7 @@ class Scope:
     else: eff = None
     ctx = NodeCtx(self, i, eff)
     if per_point is not None: m.budget.need(int(per_point * self.loop_numel(plan.axes.get(i, 0))), i, node.op)
-    flush = "flush" in m.variants and node.op in variant_scope("flush")
+    flush = self.flush and node.op in variant_scope("flush")
     if flush: saved = self.flush_sources(i)
     try:
       if unread_link: val = None
@@ -150,7 +153,7 @@ class Scope:
       if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
         val = flush_subnormals(val, ctx.dtype)
     if val is not None and not isinstance(val, tuple): val = self.finish(i, val, info)
-    if i in plan.constant and not m.variants and isinstance(val, np.ndarray):
+    if i in plan.constant and self.plain and isinstance(val, np.ndarray):
       val = val.view(); val.flags.writeable = False   # shared by later evaluations: no one may write to it
       plan.const_values[i] = val
     self.values[i] = val
@@ -176,7 +179,7 @@ class Scope:
   def release(self, j):
     c = self.counts.get(j, 0) - 1
     self.counts[j] = c
-    if c > 0 or j in self.keep or self.m.tracing: return
+    if c > 0 or j in self.keep or self.tracing: return
     self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
     if j in self.plan.deferred: self.consumed(j)
 
