@@ -42,8 +42,7 @@ class _Converter:
     self.level, self.device, self.declare = level, device, declare
     self.language = _language(device) if level == "program" else None   # of a SOURCE
     self.m, self.T = mapping(), tables()
-    # a weak dtype's default: the map table's, a weak float tinygrad's DEFAULT_FLOAT when the realize ran
-    self.weak = {**self.m["weak"], **({"weakfloat": default_float} if default_float else {})}
+    self.weak = {**self.m["weak"], **({"weakfloat": default_float} if default_float else {})}   # DEFAULT_FLOAT at the realize
     self.nodes: list[Node] = []
     self._hc: dict = {}            # hash-consing: (op, src, arg, dtype, shape) -> node index
     self.memo: dict = {}           # (uop, context) -> node index
@@ -574,20 +573,17 @@ def _jsonable(a):
 
 
 # ------------------------------------------------------------------ entry points
-def import_uops(roots, level: str, device: str | None = None, declare: bool = True, meta: dict | None = None,
-                default_float: str | None = None):
-  """tinygrad UOps (the roots of one graph) -> (tinyspec Graph, ImportReport).
-  level: tensor (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR).
-  default_float: the tinyspec dtype a weak float stands for (tinygrad's DEFAULT_FLOAT when
-  the graph was made; default: the map table's)."""
+def import_uops(roots, level: str, device=None, declare=True, meta=None, default_float: str | None = None):
+  """tinygrad UOps (the roots of one graph) -> (tinyspec Graph, ImportReport). level: tensor
+  (realized tensors' UOps), kernel (a kernel SINK) or program (a LINEAR). default_float: a weak
+  float's dtype (tinygrad's DEFAULT_FLOAT when the graph was made; default: the map table's)."""
   cv = _Converter(level, device, declare, default_float)
   cv.number_ranges(list(roots))
   idx = [cv.convert(r, V()) for r in roots]
   return _graph(cv, idx, level, meta), cv.report
 
 
-def import_program(prg, device: str | None = None, declare: bool = True, meta: dict | None = None,
-                   default_float: str | None = None):
+def import_program(prg, device=None, declare=True, meta=None, default_float: str | None = None):
   """A lowered tinygrad PROGRAM (codegen.to_program) -> (program-level Graph, ImportReport)."""
   cv = _Converter("program", device, declare, default_float)
   cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])

@@ -4,7 +4,8 @@ would not fit, instead of being killed by the operating system.
 Default: a quarter of the memory this process may use (tinyspec.limits.default_budget: the
 smallest of physical RAM, what RLIMIT_AS leaves and what the cgroup's limit leaves);
 TINYSPEC_EVAL_BUDGET (bytes, or with a K/M/G/T suffix) or evaluate(budget=...) override
-it. What is counted: the input arrays (their owners' bytes, once each, from the start),
+it; an evaluation reuses the memory figure another one read less than RECENT_S (1 s)
+before. What is counted: the input arrays (their owners' bytes, once each, from the start),
 every array the evaluator allocated (by the array that owns the memory, so a view -- a
 broadcast EXPAND, a PERMUTE -- costs nothing beyond its base) from allocation until it
 is garbage (a finalizer subtracts it), plus, before each node runs, an estimate of what
@@ -12,6 +13,8 @@ that node will allocate. Arrays under 4 KiB are not tracked (their bookkeeping w
 cost more than they do).
 """
 from __future__ import annotations
+import os
+import time
 import weakref
 import numpy as np
 from tinyspec import limits as _limits
@@ -31,6 +34,20 @@ def default_budget() -> int:
   except ValueError as e: raise EvalError(f"TINYSPEC_EVAL_BUDGET: {e}", rule="eval.budget", exit_code=2) from None
 
 
+RECENT_S = 1.0   # how long an evaluation may reuse the memory figure an earlier one read
+_recent: list = [None, -RECENT_S - 1.0]
+
+
+def recent_default_budget() -> int:
+  """default_budget() for an evaluation: TINYSPEC_EVAL_BUDGET as set now, else the quarter of
+  the available memory read at most RECENT_S seconds ago (reading the cgroup's files costs
+  about as much as evaluating a small kernel; what is available barely moves in a second)."""
+  if os.environ.get("TINYSPEC_EVAL_BUDGET"): return default_budget()
+  now = time.monotonic()
+  if _recent[0] is None or now - _recent[1] > RECENT_S: _recent[:] = [default_budget(), now]
+  return _recent[0]
+
+
 def owner(a):
   """The object that owns a's memory (NumPy views point to it through .base)."""
   b = a
@@ -40,7 +57,7 @@ def owner(a):
 
 class Budget:
   def __init__(self, limit=None):
-    self.limit = default_budget() if limit is None else (parse_bytes(limit) if isinstance(limit, str) else int(limit))
+    self.limit = recent_default_budget() if limit is None else (parse_bytes(limit) if isinstance(limit, str) else int(limit))
     self.live = 0
     self.peak = 0
     self._tracked: set[int] = set()

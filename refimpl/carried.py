@@ -95,7 +95,7 @@ def overwritten(plan, nodes, a, ranges, stores) -> bool:
       if role(nodes[c].op) == "store" and k == 0: covering.append(c)
       elif c in plan.root and c not in plan.read and role(nodes[c].op) == "through" and k == 0: stack.append(c)
       else: return False
-  view = plan.m.views[plan.root[a]]
+  view = plan.views[plan.root[a]]
   size = 1
   for d in view.shape: size *= d
   written = set()
@@ -113,7 +113,7 @@ def overwritten(plan, nodes, a, ranges, stores) -> bool:
 
 def constant(plan, j):
   """The value of an integer node whose interval is one point (a CONST, a CAST of one...), else None."""
-  v = plan.m.views[j]
+  v = plan.views[j]
   mm = v.min_max
   if v.shape != () or not mm or mm[0] != mm[1] or not isinstance(mm[0], int) or isinstance(mm[0], bool): return None
   return mm[0]

@@ -8,18 +8,19 @@ its input name, with its final contents. Storage with no input starts zeroed; a
 symbolic size (a ()-shaped integer PARAM with bounds) must be given.
 """
 from __future__ import annotations
+import gc
 from dataclasses import dataclass, field
 import numpy as np
 from tinyspec.graph import Graph
 from tinyspec.tables import tables
 from tinyspec.dispatch import input_name
 from tinyspec.uop import UOp
-from tinyspec.validate import validate
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import supported_ops, role
 from tinyspec.refimpl.budget import Budget
 from tinyspec.refimpl.numeric import NP
 from tinyspec.refimpl.plan import Plan
+from tinyspec.refimpl.prepared import Prepared, prepare
 from tinyspec.refimpl.scope import Scope
 from tinyspec.refimpl.storage import Storage, merge_effects
 
@@ -80,26 +81,38 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   """evaluate() that also returns the Machine (its .budget.peak says how many bytes the
   evaluation held at most)."""
   g = as_graph(graph)
-  res = validate(g, level)
-  if not res.ok:
-    d = res.diagnostics
-    lines = "\n".join(x.format() for x in d[:10]) + (f"\n... and {len(d) - 10} more" if len(d) > 10 else "")
-    raise EvalError(f"the graph is invalid, nothing was evaluated:\n{lines}", d[0].node, d[0].op, d[0].rule, diagnostics=d,
-                    exit_code=max(x.exit_code for x in d))
+  prep = prepare(g, level)
   from tinyspec.portable import variants as known
   bad = sorted(set(variants) - known())
   if bad: raise EvalError(f"unknown variant {', '.join(bad)} (the tables' variants: {', '.join(sorted(known()))})", rule="eval.input", exit_code=2)
-  from tinyspec.refimpl.widen import VARIANT, widen_intermediates
-  if VARIANT in variants:   # a graph-wide variant: evaluated as the graph it rewrites to
-    g = widen_intermediates(g, res.views)
-    res = validate(g, level)
-    if not res.ok: raise EvalError(f"internal error: the {VARIANT} graph is invalid: {res.diagnostics[0].format()}", rule="eval.internal")
-  m = Machine(g, res, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
+  from tinyspec.refimpl.widen import VARIANT
+  if VARIANT in variants: g, prep = widened(g, prep, level)   # a graph-wide variant: evaluated as the graph it rewrites to
+  m = Machine(g, prep, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   m.variants = frozenset(variants)
   m.zeros, m.cast = bool(zeros), bool(cast)
-  with np.errstate(all="ignore"):
-    out = m.run()
+  # An evaluation allocates many small objects (effect maps, versions, views) that die by
+  # reference counting; the cyclic GC would rescan the process's long-lived objects (the
+  # prepared graphs among them) again and again meanwhile. It runs again afterwards.
+  was = gc.isenabled(); gc.disable()
+  try:
+    with np.errstate(all="ignore"):
+      out = m.run()
+  finally:
+    if was: gc.enable()
   return out, m
+
+
+def widened(g: Graph, prep: Prepared, level: str):
+  """The `wide` variant's graph (refimpl/widen.py) and its Prepared, made once per prepared graph."""
+  from tinyspec.refimpl.widen import VARIANT, widen_intermediates
+  if prep.widened is None:
+    wide = widen_intermediates(g, prep.views)
+    try: wprep = prepare(wide, level)
+    except EvalError as e:
+      why = e.diagnostics[0].format() if e.diagnostics else str(e)
+      raise EvalError(f"internal error: the {VARIANT} graph is invalid: {why}", rule="eval.internal") from None
+    prep.widened = (wide, wprep)
+  return prep.widened
 
 
 def _numpy_can_hold(shape) -> bool:
@@ -114,8 +127,8 @@ def _numpy_can_hold(shape) -> bool:
 class Machine:
   """One evaluation: the validated graph, the inputs, the budget, the trace."""
 
-  def __init__(self, g: Graph, res, inputs, trace, budget: Budget, allow_untrusted, strict_bounds=False):
-    self.g, self.nodes, self.views, self.level = g, g.nodes, res.views, res.level
+  def __init__(self, g: Graph, prep: Prepared, inputs, trace, budget: Budget, allow_untrusted, strict_bounds=False):
+    self.g, self.prep, self.nodes, self.views, self.level = g, prep, prep.nodes, prep.views, prep.level
     self.T = tables()
     self.tracing = bool(trace)
     self.trace: dict = {}
@@ -199,8 +212,18 @@ class Machine:
     return out if np.all(same) else None
 
   # ---------------------------------------------------------------- running
+  def plan(self, order, kernel: bool, roots, linear=None) -> Plan:
+    """The static plan of one scope (made once per graph content: refimpl/prepared.py)."""
+    return self.prep.plan(order, kernel, roots, linear, self.tracing)
+
   def closure(self, roots) -> list[int]:
     """Nodes the roots need, without entering FUNCTION/CALL bodies (their own scopes)."""
+    key = tuple(roots)
+    got = self.prep.closures.get(key)
+    if got is None: got = self.prep.closures[key] = self._closure(roots)
+    return got
+
+  def _closure(self, roots) -> list[int]:
     seen, stack = set(), list(roots)
     nodes = self.nodes
     while stack:
@@ -213,7 +236,8 @@ class Machine:
 
   def _check_ops(self, roots):
     """Every op the evaluation can reach must have a unit; untrusted ones are refused; every
-    value's dtype needs a NumPy type (bfloat16: ml_dtypes)."""
+    value's dtype needs a NumPy type (bfloat16: ml_dtypes). Once per graph content and roots."""
+    if tuple(roots) in self.prep.checked: return
     from tinyspec.intervals import NUMPY_TYPES
     from tinyspec.dtypes import DTYPES
     supported = supported_ops()
@@ -238,6 +262,7 @@ class Machine:
         raise EvalError(f"NumPy cannot hold an array of shape {self.views[i].shape}: its nonzero dims multiply past 2^63 (a valid "
                         "empty shape, but no NumPy array has it)", i, n.op, rule="eval.unsupported")
       stack.extend(n.src)
+    self.prep.checked.add(tuple(roots))
 
   def run(self) -> dict:
     roots = self.g.root_indices
@@ -250,11 +275,11 @@ class Machine:
                         "(a kernel SINK is a kernel-level graph: drop `level: program` or pass --level kernel)", r, self.nodes[r].op,
                         rule="eval.unsupported")
       order = list(self.nodes[lin].src) + [lin] + ([r] if r != lin else [])
-      plan = Plan(self, order, True, roots, linear=list(self.nodes[lin].src))
+      plan = self.plan(order, True, roots, list(self.nodes[lin].src))
       scope = Scope(self, plan, "kernel")
     else:
       kernel = self.level == "kernel"
-      plan = Plan(self, self.closure(roots), kernel, roots)
+      plan = self.plan(self.closure(roots), kernel, roots)
       scope = Scope(self, plan, "kernel" if kernel else "tensor")
     scope.run()
     unused = set(self.inputs) - self.used_inputs
@@ -274,18 +299,22 @@ class Machine:
     for key, ver in (merge_effects(effs) or {}).items():
       st = ver.storage
       if not st.output or ver is st.base or not isinstance(key, str): continue
-      out[st.name] = self.strip(scope, scope.materialize(ver, 0, roots[-1]))
+      arr = scope.materialize(ver, 0, roots[-1])
+      # contents some write built: a private array no one else holds once the evaluation ends
+      own = not self.tracing and ver.write is not None and isinstance(arr, np.ndarray) and arr.base is None
+      out[st.name] = self.strip(scope, arr, own)
     return out
 
-  def strip(self, scope, x) -> np.ndarray:
-    """An output array: the caller's own copy, without loop axes when it does not vary."""
+  def strip(self, scope, x, own=False) -> np.ndarray:
+    """An output array: the caller's own copy (`own`: x already is), without loop axes when it does not vary."""
     x = np.asarray(x)
+    if own: x.flags.writeable = True
     R = scope.R
     if R and all(d == 1 for d in x.shape[:R]): x = x.reshape(x.shape[R:])
-    return x.copy() if (x.base is not None or not x.flags.writeable) else x
+    return x if own or (x.base is None and x.flags.writeable) else x.copy()
 
   def run_function(self, body, args):
-    plan = Plan(self, self.closure([body]), False, [body])
+    plan = self.plan(self.closure([body]), False, [body])
     scope = Scope(self, plan, "function", bindings=dict(enumerate(args)))
     scope.run()
     return scope.values[body], scope.eff.get(body)
@@ -294,11 +323,11 @@ class Machine:
     """Run a CALLed kernel on its arguments; {slot: final contents} of the PARAMs it wrote."""
     n = self.nodes[body]
     if n.op == "SINK":
-      plan = Plan(self, self.closure([body]), True, [body])
+      plan = self.plan(self.closure([body]), True, [body])
     else:
       lin = n.src[0]
       order = list(self.nodes[lin].src) + [lin, body]
-      plan = Plan(self, order, True, [body], linear=list(self.nodes[lin].src))
+      plan = self.plan(order, True, [body], list(self.nodes[lin].src))
     scope = Scope(self, plan, "kernel", bindings=dict(enumerate(args)))
     scope.run()
     out = {}

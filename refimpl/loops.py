@@ -105,6 +105,9 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
   and MAX with the accumulator first (the largest non-NaN element, a NaN start kept, of
   equal zeros the first met) are reduced."""
   floating = np.dtype(NP[dt]).kind == "f" or dt == "bfloat16"
+  if op != "MAX" and dt in ("float32", "float64"):
+    last = _fold_rows(op, start, xs, dims)
+    if last is not None: return last
   if (op != "MAX" and floating) or (op == "MAX" and floating and not acc_first):
     return accumulate(op, dt, start, xs, dims, acc_first, on)[-1]
   k = len(dims)
@@ -124,6 +127,30 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
     sign = np.take_along_axis(np.signbit(f), first[..., None], axis=-1)[..., 0]
     r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
   return r.astype(seq.dtype) if dt == "bfloat16" else r
+
+
+def _fold_rows(op, start, xs, dims):
+  """A float sum or product folded in order, as one reduce over the first axis of a
+  C-contiguous (steps, M) array: NumPy adds row after row there (its pairwise summation is
+  only for the fast axis), so each of the M columns is folded sequentially -- the bits of
+  accumulate()'s last row, without its slow scan. None when M < 2 (a single column would be
+  the fast axis)."""
+  k = len(dims)
+  start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]
+  start = np.moveaxis(start, dims, tuple(range(k)))
+  moved = [np.moveaxis(x, dims, tuple(range(k))) for x in xs]
+  rest = np.broadcast_shapes(start.shape[k:], *(x.shape[k:] for x in moved))
+  M = 1
+  for d in rest: M *= d
+  if M < 2: return None
+  n = 1
+  for d in moved[0].shape[:k]: n *= d
+  seq = np.empty((1 + n * len(moved), M), moved[0].dtype)   # C order, made here: the steps are the slow axis
+  seq[0] = np.broadcast_to(start.reshape(start.shape[k:]), rest).reshape(M)
+  body = seq[1:].reshape(n, len(moved), M)   # each point's contributions in chain order
+  for j, x in enumerate(moved): body[:, j] = np.broadcast_to(x, x.shape[:k] + rest).reshape(n, M)
+  ufunc = np.add if op == "ADD" else np.multiply
+  return ufunc.reduce(seq, axis=0, dtype=seq.dtype).reshape(rest)
 
 
 def _in_order(xs, dims, rest):
@@ -209,14 +236,12 @@ class Stepper:
     scope = self.scope
     scope.pinned += 1
     scope.fixed.update(self.ranges)
-    saved, saved_estimates = [scope.loop_sizes[d] for d in self.dims], scope.estimates
-    scope.estimates = {}
+    saved = [scope.loop_sizes[d] for d in self.dims]
     try:
       for d in self.dims: scope.loop_sizes[d] = 1
       for t, point in enumerate(itertools.product(*(range(n) for n in self.sizes))): self.step(t, point)
     finally:
       for d, n in zip(self.dims, saved): scope.loop_sizes[d] = n
-      scope.estimates = saved_estimates
       scope.pinned -= 1
       scope.fixed.difference_update(self.ranges)
       scope.values.update(self.full)

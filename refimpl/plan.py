@@ -26,9 +26,10 @@ def _numel(shape) -> int:
 
 
 class Plan:
-  def __init__(self, m, order: list[int], kernel: bool, roots: list[int], linear: list[int] | None = None):
-    self.m, self.order, self.kernel, self.roots = m, order, kernel, roots
-    nodes = m.nodes
+  def __init__(self, nodes: list, views: list, tracing: bool, order: list[int], kernel: bool, roots: list[int],
+               linear: list[int] | None = None):
+    self.nodes, self.views, self.tracing = nodes, views, tracing   # the graph's nodes and validated views
+    self.order, self.kernel, self.roots = order, kernel, roots
     self.uses: dict[int, list] = defaultdict(list)
     self.data_uses: dict[int, list] = defaultdict(list)   # without SINK/LINEAR listing it
     for i in order:
@@ -49,7 +50,27 @@ class Plan:
     self.sequential: dict = {}
     self.in_loop: set[int] = set()
     self.private: dict[str, int] = {}
+    self.info: dict = {}   # node -> what Scope.step needs of it (Scope.node_info), filled on first use
+    self.forms: dict = {}
+    self.affine: dict = {}
+    self.affine_targets: dict = {}
+    self.lazy: set[int] = set()
     if kernel: self._kernel(nodes, linear)
+    self.constant = self._constants(nodes)
+    self.const_values: dict = {}   # constant node -> its value (read-only), from the first evaluation that computed it
+
+  def _constants(self, nodes) -> set:
+    """Nodes whose value the graph alone fixes: CONST and VCONST, and the plain value ops
+    (no storage, loop or effect role) of them -- computed once per plan, not per call."""
+    from tinyspec.refimpl.registry import UNITS
+    out: set[int] = set()
+    if self.tracing: return out
+    for i in self.order:
+      n = nodes[i]
+      u = UNITS.get(n.op)
+      if u is None or u.raw or u.role is not None: continue
+      if (n.op in ("CONST", "VCONST") and not n.src) or (n.src and all(j in out for j in n.src)): out.add(i)
+    return out
 
   # ---------------------------------------------------------------- storage chains
   def _chains(self, nodes):
@@ -75,7 +96,7 @@ class Plan:
       if i in rootset or any(self._reads(c, k) for c, k in self.uses[i]): self.read.add(i)
 
   def _reads(self, c, k) -> bool:
-    r = role(self.m.nodes[c].op)
+    r = role(self.nodes[c].op)
     if r == "store": return k != 0
     if r in ("after", "through", "view"): return c in self.read if k == 0 else r == "through"
     if r in ("effect", "sink", "close", "barrier", "endif"): return False
@@ -86,7 +107,7 @@ class Plan:
   def chain_links(self, i) -> list[int]:
     """The chain from the storage root (exclusive) down to i (inclusive)."""
     out = []
-    nodes = self.m.nodes
+    nodes = self.nodes
     while self.root.get(i, i) != i:
       out.append(i)
       i = nodes[i].src[0]
@@ -94,8 +115,8 @@ class Plan:
 
   # ---------------------------------------------------------------- REDUCE(ADD) of a product
   def _fusion(self, nodes):
-    if self.m.tracing: return
-    views = self.m.views
+    if self.tracing: return
+    views = self.views
     for i in self.order:
       n = nodes[i]
       if n.op != "REDUCE" or n.arg.get("op") != "ADD" or not n.src: continue
@@ -112,13 +133,13 @@ class Plan:
     if not self.kernel: return 1
     size = 1
     for r in reduce_node.src[1:]:
-      mm = self.m.views[self.m.nodes[r].src[0]].min_max
+      mm = self.views[self.nodes[r].src[0]].min_max
       size *= max(int(mm[1]), 1) if mm else 1
     return size
 
   # ---------------------------------------------------------------- kernels
   def _kernel(self, nodes, linear):
-    views = self.m.views
+    views = self.views
     loops = [i for i in self.order if role(nodes[i].op) == "loop"]
     if linear is not None:
       pos = {n: k for k, n in enumerate(linear)}
@@ -188,3 +209,5 @@ class Plan:
           self.gated.add(i)
     from tinyspec.refimpl.carried import find_carried
     self.carried = find_carried(self, nodes)
+    from tinyspec.refimpl.affine import analyse
+    analyse(self, nodes, views)   # index arithmetic as affine forms of the loop indices: forms, affine, affine_targets, lazy

@@ -86,8 +86,10 @@ class Scope:
     self.local: dict = {}       # scope-local storage key -> Storage
     self.pinned = 0
     self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a stepped loop)
-    self.estimates: dict | None = None   # node -> bytes, while a stepped loop runs
     self.keep = set(plan.roots)
+    self.tracing = m.tracing
+    self.plain = not m.variants          # no variant: values the graph fixes may be kept (Plan.constant)
+    self.flush = "flush" in m.variants
     self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
     self.value_uses = {j: len(plan.data_uses.get(j, ())) for j in plan.order}   # a LINEAR or SINK lists a node for its effects only
     for extra in plan.extra.values():
@@ -97,34 +99,66 @@ class Scope:
 
   # ---------------------------------------------------------------- the walk
   def run(self):
-    skip = self.plan.deferred | self.plan.in_loop
+    skip = self.plan.deferred | self.plan.in_loop | self.plan.lazy
     for i in self.plan.order:
       if i not in skip: self.step(i)
 
+  def node_info(self, i) -> tuple:
+    """What step() needs of node i that the plan fixes: (unit, whether it is a link no one
+    reads, bytes per point its value may take or None, the rank its ALU operands align to or
+    None, whether its float NaNs are made canonical, its NumPy dtype). Kept in the plan."""
+    m, plan = self.m, self.plan
+    node, view = m.nodes[i], m.views[i]
+    u = UNITS[node.op]
+    unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
+    per_point = None
+    if u.alloc and not unread_link:
+      dt = view.dtype
+      per_point = 0.0
+      if isinstance(dt, str) and dt != "void" and isinstance(view.shape, tuple):
+        per_point = NP[dt].itemsize * u.alloc * _FACTOR.get(m.T.ops[node.op].category, 1.0)
+        for d in view.shape: per_point *= d
+    rank = len(view.shape) if self.R and node.op in m.T.alu_ops else None
+    canon = m.T.ops[node.op].nan == "canonical" and CLS.get(view.dtype) == "float"
+    info = plan.info[i] = (u, unread_link, per_point, rank, canon, NP.get(view.dtype))
+    return info
+
   def step(self, i):
     m, plan = self.m, self.plan
+    if i in plan.constant and self.plain:
+      val = plan.const_values.get(i)
+      if val is not None:   # the graph alone fixes it: the value an earlier evaluation computed
+        self.values[i] = val
+        if not self.pinned: self.consumed(i)
+        return
     node = m.nodes[i]
-    u = UNITS[node.op]
-    inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
-    # a node inside a stepped loop holds only its last iteration's effects: outside the
-    # loop (a LINEAR listing it, its END) the loop's END stands for all of them
-    eff = merge_effects([self.eff.get(j) for j in node.src if j not in inner]) if node.src else None
+    info = plan.info.get(i) or self.node_info(i)
+    u, unread_link, per_point = info[:3]
+    if node.src:
+      # a node inside a stepped loop holds only its last iteration's effects: outside the
+      # loop (a LINEAR listing it, its END) the loop's END stands for all of them
+      inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
+      effs = [e for j in node.src if j not in inner and (e := self.eff.get(j))]
+      eff = None if not effs else effs[0] if len(effs) == 1 else merge_effects(effs)
+    else: eff = None
     ctx = NodeCtx(self, i, eff)
-    unread_link = i in plan.root and i not in plan.read and u.role in ("through", "view")
-    if u.alloc and not unread_link: m.budget.need(self.estimate(i, u), i, node.op)
-    flush = "flush" in m.variants and node.op in variant_scope("flush")
+    if per_point is not None: m.budget.need(int(per_point * self.loop_numel(plan.axes.get(i, 0))), i, node.op)
+    flush = self.flush and node.op in variant_scope("flush")
     if flush: saved = self.flush_sources(i)
     try:
       if unread_link: val = None
       elif u.raw: val = u.fn(ctx)
-      else: val = u.fn(ctx, *self.args(i))
+      else: val = u.fn(ctx, *self.args(i, info[3]))
     except MemoryError as e:   # an allocation no estimate foresaw: refused as the budget would, not a crash
       raise EvalError(f"its value could not be allocated ({e}); the memory budget is {m.budget.limit:,} bytes", i, node.op, rule="eval.budget") from None
     if flush:
       self.values.update(saved)
       if isinstance(val, np.ndarray) and isinstance(ctx.dtype, str) and CLS.get(ctx.dtype) == "float" and applies("flush", node.op, ctx.dtype):
         val = flush_subnormals(val, ctx.dtype)
-    if val is not None and not isinstance(val, tuple): val = self.finish(i, val)
+    if val is not None and not isinstance(val, tuple): val = self.finish(i, val, info)
+    if i in plan.constant and self.plain and isinstance(val, np.ndarray):
+      val = val.view(); val.flags.writeable = False   # shared by later evaluations: no one may write to it
+      plan.const_values[i] = val
     self.values[i] = val
     if ctx.eff: self.eff[i] = ctx.eff
     if m.tracing: m.record(self, i, val)
@@ -152,7 +186,7 @@ class Scope:
     effects after its last use of any kind."""
     c = self.counts.get(j, 0) - 1
     self.counts[j] = c
-    if j in self.keep or self.m.tracing: return
+    if j in self.keep or self.tracing: return
     if not listing:
       self.value_uses[j] = left = self.value_uses.get(j, 0) - 1
       if left <= 0 < c and j not in self.plan.deferred: self.values.pop(j, None)
@@ -160,12 +194,10 @@ class Scope:
     self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
     if j in self.plan.deferred: self.consumed(j)
 
-  def args(self, i):
-    node = self.m.nodes[i]
-    vals = [self.values[j] for j in node.src]
-    if self.R and node.op in self.m.T.alu_ops:
-      rank = len(self.m.views[i].shape)
-      vals = [self.align(a, rank) for a in vals]
+  def args(self, i, rank=None):
+    """The values of node i's sources; an ALU op's (rank not None) with their own dims aligned."""
+    vals = [self.values[j] for j in self.m.nodes[i].src]
+    if rank is not None: vals = [self.align(a, rank) for a in vals]
     return vals
 
   def align(self, a, rank):
@@ -173,31 +205,16 @@ class Scope:
     k = a.ndim - self.R
     return a if k >= rank else a.reshape(a.shape[:self.R] + (1,) * (rank - k) + a.shape[self.R:])
 
-  def finish(self, i, val):
+  def finish(self, i, val, info=None):
     val = np.asarray(val)
     view = self.m.views[i]
     if self.R and val.ndim == len(view.shape): val = val.reshape((1,) * self.R + val.shape)
-    want = NP.get(view.dtype)
+    _, _, _, _, canon, want = info or self.plan.info.get(i) or self.node_info(i)
     if want is not None and val.dtype != want:
       raise EvalError(f"internal error: the unit made {val.dtype} where the node has dtype {view.dtype}", i, self.m.nodes[i].op, rule="eval.internal")
-    if self.m.T.ops[self.m.nodes[i].op].nan == "canonical" and CLS[view.dtype] == "float": val = canonical_nan(val, view.dtype)
+    if canon: val = canonical_nan(val, view.dtype)
     self.m.budget.track(val)
     return val
-
-  def estimate(self, i, u) -> int:
-    if self.estimates is not None:   # inside a stepped loop: the loop sizes stay put, so does the estimate
-      n = self.estimates.get(i)
-      if n is None: n = self.estimates[i] = self.node_bytes(i, u)
-      return n
-    return self.node_bytes(i, u)
-
-  def node_bytes(self, i, u) -> int:
-    view = self.m.views[i]
-    dt = view.dtype
-    if not isinstance(dt, str) or dt == "void" or not isinstance(view.shape, tuple): return 0
-    n = NP[dt].itemsize * u.alloc * _FACTOR.get(self.m.T.ops[self.m.nodes[i].op].category, 1.0)
-    for d in view.shape: n *= d
-    return int(n * self.loop_numel(self.plan.axes.get(i, 0)))
 
   def loop_numel(self, mask) -> int:
     n, d = 1, 0
@@ -259,20 +276,44 @@ class Scope:
     self.m.budget.track(out)
     return out
 
-  def runtime_path(self, t) -> list:
+  def index_value(self, j):
+    """Node j's value; index arithmetic the plan left lazy (refimpl/affine.py) built from its form."""
+    v = self.values.get(j)
+    if v is not None or j not in self.plan.lazy: return self.values[j]
+    f = self.plan.forms[j]
+    out = np.full((1,) * self.R, f.const, np.int64)
+    for d, c in f.coefs.items(): out = out + c * self.values[self.plan.loop_nodes[d]]   # arange, or one iteration in a stepped loop
+    if f.vec is not None: out = out[..., None] + (f.vec[0] + f.vec[1] * np.arange(f.vec[2], dtype=np.int64))
+    return self.finish(j, out.astype(NP[self.m.views[j].dtype]))
+
+  def index_values(self, i) -> list:
+    return [self.index_value(j) for j in self.m.nodes[i].src[1:]]
+
+  def runtime_path(self, t, affine=False) -> list:
+    """The steps from t's storage root to t: ("index", index arrays, link), ("view", ...), or
+    for a plain store through one affine INDEX ("affine", (form, loop sizes), link): the
+    write's positions as a form (storage.apply_write), its index arithmetic never computed."""
     steps = []
     nodes = self.m.nodes
+    form = self.plan.affine_targets.get(t) if affine and not self.pinned and not self.m.strict_bounds else None
+    if form is not None: return [("affine", (form, tuple(self.loop_sizes)), t)]
     for link in self.plan.chain_links(t):
       n = nodes[link]
       r = role(n.op)
-      if r == "through" and len(n.src) > 1: steps.append(("index", [self.values[j] for j in n.src[1:]], link))
+      if r == "through" and len(n.src) > 1: steps.append(("index", self.index_values(link), link))
       elif r == "view": steps.append(("view", (n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]]), link))
     return steps
 
   # ---------------------------------------------------------------- reads
-  def read_index(self, i, T, idxs):
+  def read_index(self, i, T, idxs=None):
+    """T read through INDEX node i; idxs the index values (None: the node's sources)."""
     node = self.m.nodes[i]
     R = self.R
+    aff = self.plan.affine.get(i)
+    if aff is not None:
+      view = self.affine_read(T, aff)
+      if view is not None: return view
+    if idxs is None: idxs = self.index_values(i)
     if R and len(idxs) == 1:
       d = self.plan.axis_of.get(node.src[1])
       if d is not None and node.src[1] not in self.fixed and T.shape[d] == 1 and T.ndim > R and self.loop_sizes[d] <= T.shape[R] and not (self.varying >> d & 1):
@@ -287,6 +328,31 @@ class Scope:
         bad = ~valid if g is None else (~valid & g.reshape(g.shape + (1,) * (valid.ndim - g.ndim)))
         if np.any(bad): self.out_of_bounds(i, node, idxs, bad, "read")
     return zero_invalid(out, valid)   # decision index-oob: an out-of-range element reads as zero
+
+  def affine_read(self, T, aff):
+    """gather() of an index that is affine in the loop indices (refimpl/affine.py), as a
+    read-only strided view of T; None where the gather must do it (T differs between
+    points, an axis is held at one iteration, a bound varies, some index is out of range)."""
+    R = self.R
+    if T.ndim != R + 1 or any(n != 1 for n in T.shape[:R]): return None
+    lo = hi = aff.const
+    shape, strides = [1] * R, [0] * R
+    flat = T.reshape(T.shape[R:])
+    step = flat.strides[0]
+    for d, c in aff.coefs.items():
+      n = self.loop_sizes[d]
+      if n == 0 or self.plan.loop_nodes[d] in self.fixed or self.varying >> d & 1: return None
+      span = c * (n - 1)
+      lo, hi = lo + min(span, 0), hi + max(span, 0)
+      shape[d], strides[d] = n, c * step
+    if aff.vec is not None:
+      start, vstep, k = aff.vec
+      span = vstep * (k - 1)
+      lo, hi = lo + start + min(span, 0), hi + start + max(span, 0)
+      shape.append(k); strides.append(vstep * step)
+    if lo < 0 or hi >= flat.shape[0]: return None
+    base = aff.const + (aff.vec[0] if aff.vec is not None else 0)
+    return np.lib.stride_tricks.as_strided(flat[base:], tuple(shape), tuple(strides), writeable=False)
 
   def out_of_bounds(self, i, node, idxs, bad, what, store=None):
     """strict_bounds: refuse an ungated out-of-range access, naming the first index tuple."""
@@ -352,7 +418,7 @@ class Scope:
     i, node = ctx.i, ctx.node
     t = node.src[0]
     st = self.storage(self.plan.root[t])
-    path = self.runtime_path(t)
+    path = self.runtime_path(t, affine=i not in self.plan.reductions)
     gate = truth(self.values[node.src[2]]) if len(node.src) > 2 and mode == "set" else None
     g = self.guard(i)
     if g is not None: gate = g if gate is None else gate & g
@@ -398,7 +464,7 @@ class Scope:
     for link in self.plan.chain_links(node.src[0]):   # the chain below the AFTER, replayed on this version
       n = self.m.nodes[link]
       r = role(n.op)
-      if r == "through" and len(n.src) > 1: x = self.read_index(link, x, [self.values[j] for j in n.src[1:]])
+      if r == "through" and len(n.src) > 1: x = self.read_index(link, x, self.index_values(link))
       elif r == "view": x = byte_view(x, self.R, n.arg["offset"], n.arg["size"], NP[n.arg["dtype"]])
     return x
 

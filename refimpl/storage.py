@@ -54,13 +54,14 @@ class Version:
 class Storage:
   """A buffer's identity: its key (input name or a local key), dtype, shape, addrspace,
   and initial contents (an array of the buffer's shape, without loop axes)."""
-  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output", "missing")
+  __slots__ = ("key", "name", "dtype", "shape", "addrspace", "initial", "base", "output", "missing", "merged")
 
   def __init__(self, key, name, dtype, shape, addrspace, initial, output=True):
     self.key, self.name, self.dtype, self.shape, self.addrspace = key, name, dtype, tuple(shape), addrspace
     self.initial, self.output = initial, output
     self.missing = None   # the EvalError to raise when the initial contents are read (no input given, no zeros asked for)
     self.base = Version(self)
+    self.merged: dict = {}   # (seq, seq) -> the version merge() made of those two: the same histories meet as one version
 
 
 # ------------------------------------------------------------------ versions
@@ -73,9 +74,19 @@ def is_ancestor(a: Version, b: Version) -> bool:
 
 
 def merge(a: Version, b: Version) -> Version:
-  """The version a reader ordered after both a and b sees."""
+  """The version a reader ordered after both a and b sees. Two unordered versions merge into
+  one new version, made once per evaluation (the storage keeps it: a LINEAR meets the same
+  pair again, and later merges then see it as an ancestor). It holds no array of its own,
+  only the writes the two histories already hold."""
   if a is b or is_ancestor(b, a): return a
   if is_ancestor(a, b): return b
+  memo = a.storage.merged
+  got = memo.get((a.seq, b.seq))
+  if got is None: got = memo[(a.seq, b.seq)] = _merge_unordered(a, b)
+  return got
+
+
+def _merge_unordered(a: Version, b: Version) -> Version:
   # unordered stores: both apply, in file order, on their common ancestor
   chain_a, chain_b = _chain(a), _chain(b)
   common = set(map(id, chain_a)) & set(map(id, chain_b))
@@ -153,6 +164,8 @@ def _varying(v: Version, R: int) -> int:
     if v.write is None: break
     w = v.write
     arrays = [w.value] + ([w.gate] if w.gate is not None else []) + [a for kind, data in w.path if kind == "index" for a in data]
+    for kind, data in w.path:
+      if kind == "affine": mask |= sum(1 << d for d in data[0].coefs if data[1][d] > 1)
     for a in arrays:
       for d in range(min(R, np.ndim(a))):
         if a.shape[d] > 1: mask |= 1 << d
@@ -316,9 +329,15 @@ def _index_positions(shape, idxs, R: int):
 def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: int) -> None:
   """Apply w to a private state array (P_keep..., S) in place: every point of w's loops,
   in iteration order; loops outside `keep` land on the same state (merged, last wins)."""
+  if w.path and w.path[0][0] == "affine":
+    if _write_affine(state, w, R): return
+    w = Write(w.node, [("index", [affine_positions(*w.path[0][1], R)])], w.value, w.gate, w.mode)
   flat, shape, steps = resolve_target(state, w.path, R)
   ids, valid = target_positions(shape, steps, R)
   val = w.value
+  if w.mode == "set" and valid is None and w.gate is None and ids.size == 1 and ids.ndim == R and np.ndim(val) == R:
+    _write_one_element(flat, int(ids.reshape(-1)[0]), val, R)
+    return
   nv = ids.ndim - R   # value dims of the target
   vshape = val.shape[:R]
   B = np.broadcast_shapes(ids.shape[:R], vshape, flat.shape[:R], *(() if w.gate is None else (w.gate.shape[:R],)))
@@ -362,3 +381,60 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
   else:
     flat[np.unravel_index(pos, flat.shape)] = vals
 
+
+def last_writes(val: np.ndarray, R: int, apart) -> np.ndarray:
+  """The values that remain of a write at every point: along the loop axes `apart` the points
+  write to different places (each keeps its own); along any other axis they overwrite one
+  another in iteration order, and the last iteration's value wins."""
+  return val[tuple(slice(None) if d in apart or val.shape[d] <= 1 else slice(-1, None) for d in range(R))]
+
+
+def _write_one_element(flat: np.ndarray, pos: int, val: np.ndarray, R: int) -> None:
+  """apply_write of one element at every point (a register's `acc[c] = v`): along a loop the
+  state keeps per point, each point's value; along one it does not, the last iteration's
+  (the write that wins)."""
+  if any(val.shape[d] == 0 and flat.shape[d] == 1 for d in range(R)): return   # a loop of no iterations writes nothing
+  flat[..., pos] = last_writes(val, R, [d for d in range(R) if flat.shape[d] > 1])
+
+
+# ------------------------------------------------------------------ writes at affine positions
+def affine_positions(form, sizes: tuple, R: int) -> np.ndarray:
+  """The index array an affine form (refimpl/affine.py) stands for, over loops of `sizes`."""
+  out = np.full((1,) * R, form.const, np.int64)
+  for d, c in form.coefs.items():
+    out = out + c * np.arange(sizes[d], dtype=np.int64).reshape((1,) * d + (sizes[d],) + (1,) * (R - d - 1))
+  if form.vec is not None: out = out[..., None] + (form.vec[0] + form.vec[1] * np.arange(form.vec[2], dtype=np.int64))
+  return out
+
+
+def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
+  """apply_write of a plain store to a 1-D storage at affine positions that are in range and
+  distinct at every point (so the order of the writes does not matter), with no state kept
+  per point: one assignment through a strided view. False where the general path must do it."""
+  form, sizes = w.path[0][1]
+  if w.mode != "set" or w.gate is not None or state.ndim != R + 1 or any(n != 1 for n in state.shape[:R]): return False
+  val = w.value
+  own = 0 if form.vec is None else 1
+  if np.ndim(val) != R + own or (own and val.shape[R] not in (1, form.vec[2])): return False
+  n = state.shape[R]
+  axes = [(abs(c), sizes[d]) for d, c in form.coefs.items() if sizes[d] > 1]
+  if form.vec is not None and form.vec[2] > 1: axes.append((abs(form.vec[1]), form.vec[2]))
+  lo = hi = form.const + (form.vec[0] if form.vec is not None else 0)
+  span = 0
+  for c, k in sorted(axes):   # distinct positions: every stride passes the span of the smaller ones
+    if c <= span: return False
+    span += c * (k - 1)
+  for d, c in form.coefs.items():
+    lo, hi = lo + min(c * (sizes[d] - 1), 0), hi + max(c * (sizes[d] - 1), 0)
+  if form.vec is not None:
+    lo, hi = lo + min(form.vec[1] * (form.vec[2] - 1), 0), hi + max(form.vec[1] * (form.vec[2] - 1), 0)
+  if any(sizes[d] == 0 for d in form.coefs) or any(val.shape[d] == 0 for d in range(R)): return True   # no points: nothing written
+  if lo < 0 or hi >= n: return False
+  flat = state.reshape(n)
+  step = flat.strides[0]
+  shape = [sizes[d] if d in form.coefs else 1 for d in range(R)] + ([form.vec[2]] if own else [])
+  strides = [form.coefs.get(d, 0) * step for d in range(R)] + ([form.vec[1] * step] if own else [])
+  base = form.const + (form.vec[0] if own else 0)   # the position at the first point
+  view = np.lib.stride_tricks.as_strided(flat[base:], tuple(shape), tuple(strides))
+  view[...] = last_writes(val, R, form.coefs)
+  return True

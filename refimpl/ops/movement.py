@@ -47,7 +47,7 @@ def index(ctx):
   """Outer indexing from the left (()-shaped indices remove their axis, (k,)-shaped ones
   make it k). Out of range: zero at every level (decisions index-oob, pad-fill); with
   strict_bounds an ungated out-of-range kernel read is refused, see Scope.read_index."""
-  return ctx.s.read_index(ctx.i, ctx.value(0), [ctx.value(k) for k in range(1, len(ctx.node.src))])
+  return ctx.s.read_index(ctx.i, ctx.value(0))   # the index values only where no strided view does it (refimpl/affine.py)
 
 
 @unit("STACK")

@@ -216,10 +216,13 @@ def _accumulating(kernels, dtype: str, op: str) -> list:
 
 
 def test_planted_fold_in_the_wrong_order_is_caught(tinygrad_kernels, monkeypatch):
-  good = loops.accumulate
+  good, good_rows = loops.accumulate, loops._fold_rows
   def backwards(op, dt, start, xs, dims, acc_first=True, on=None):   # the contributions folded last to first
     return good(op, dt, start, [np.flip(x, axis=tuple(dims)) for x in xs], dims, acc_first, on)
+  def rows_backwards(op, start, xs, dims):   # the same bug in the fold by rows (a sum's last value)
+    return good_rows(op, start, [np.flip(x, axis=tuple(dims)) for x in xs], dims)
   monkeypatch.setattr(loops, "accumulate", backwards)
+  monkeypatch.setattr(loops, "_fold_rows", rows_backwards)
   sums = _accumulating(tinygrad_kernels, "float32", "ADD")
   assert sums
   with pytest.raises(AssertionError, match="the definition"): check_drawn(sums, 30, shrink=False)

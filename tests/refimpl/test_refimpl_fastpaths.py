@@ -1,0 +1,224 @@
+"""The evaluator's fast paths give the definition's bits: a float sum or product's last value
+folded by rows (loops._fold_rows) is the sequential fold, and a read whose index is affine in
+the loop indices (refimpl/affine.py) is the gather, in range or not, wrapping or not. Each
+with a planted bug that the check catches."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinyspec.refimpl import evaluate, loops, affine
+from tinyspec.refimpl.build import Builder
+from tinyspec.refimpl.interpreter import interpret
+from tinyspec.refimpl.numeric import canonical_nan
+
+F32 = "float32"
+
+
+# ------------------------------------------------------------------ the fold by rows
+def _draw_fold(rng):
+  dt = str(rng.choice(["float32", "float64"]))
+  t = np.dtype(dt)
+  R = int(rng.integers(1, 4))
+  shape = [int(rng.integers(1, 7)) for _ in range(R)]
+  dims = sorted(int(d) for d in rng.choice(R, size=int(rng.integers(1, R + 1)), replace=False))
+  shape[dims[-1]] = int(rng.integers(1, 40))   # long enough for a pairwise sum to differ
+  own = tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 2))))
+
+  def values(shp):
+    a = (rng.standard_normal(shp) * 10.0 ** rng.integers(-3, 8, shp)).astype(t)
+    odd = rng.random(shp) < 0.05
+    a[odd] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40], t), odd.sum())
+    return a
+  xs = []
+  for _ in range(int(rng.integers(1, 4))):
+    shp = [s if rng.random() < 0.8 else 1 for s in shape]
+    for d in dims: shp[d] = shape[d]
+    xs.append(values(tuple(shp) + own))
+  start = values(tuple(s if (d not in dims and rng.random() < 0.5) else 1 for d, s in enumerate(shape)) + own)
+  return str(rng.choice(["ADD", "MUL"])), dt, start, xs, dims
+
+
+def check_fold_rows(trials=300):
+  rng = np.random.default_rng(7)
+  folded = 0
+  for _ in range(trials):
+    op, dt, start, xs, dims = _draw_fold(rng)
+    with np.errstate(all="ignore"):
+      got = loops._fold_rows(op, start, xs, dims)
+      if got is None: continue
+      want = loops.accumulate(op, dt, start, xs, dims)[-1]   # the scan, step by step
+    folded += 1
+    assert canonical_nan(got, dt).tobytes() == canonical_nan(want, dt).tobytes(), f"{op} {dt} over {dims}: not the sequential fold"
+  assert folded > trials // 2
+
+
+def test_the_fold_by_rows_is_the_sequential_fold():
+  check_fold_rows()
+
+
+def test_planted_fold_along_the_fast_axis_is_caught(monkeypatch):
+  def pairwise(op, start, xs, dims):   # reduced along the contiguous axis: NumPy sums that pairwise
+    k = len(dims)
+    seq = loops._in_order(xs, dims, np.broadcast_shapes(*(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs)))
+    if seq.size == seq.shape[-1]: return None
+    first = np.moveaxis(start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))], dims, tuple(range(k)))
+    first = np.broadcast_to(first.reshape(first.shape[k:]), seq.shape[:-1])
+    red = (np.add if op == "ADD" else np.multiply).reduce(seq, axis=-1)
+    return first + red if op == "ADD" else first * red
+  monkeypatch.setattr(loops, "_fold_rows", pairwise)
+  with pytest.raises(AssertionError, match="not the sequential fold"):
+    check_fold_rows()
+
+
+# ------------------------------------------------------------------ affine reads
+A, B, N = 6, 8, 64
+
+
+def strided_read(index):
+  """out[g*B + l] = x[index(b, g, l)] over g < A, l < B; x has N elements."""
+  b = Builder()
+  x = b.param((N,), F32, 0); out = b.param((A * B,), F32, 1)
+  g, l = b.range(A, 0, "GLOBAL"), b.range(B, 1, "LOOP")
+  c = lambda v: b.const(v, "index")
+  dst = b.ADD(b.MUL(g, c(B)), l)
+  b.SINK(b.END(b.STORE(b.INDEX(out, dst), b.INDEX(x, index(b, g, l, c))), g, l))
+  return b.graph()
+
+
+INDEXES = {   # name -> (index expression, whether it is read as a view)
+  "rows": (lambda b, g, l, c: b.ADD(b.MUL(g, c(B)), l), True),
+  "backwards": (lambda b, g, l, c: b.ADD(c(A * B - 1), b.ADD(b.MUL(g, c(-B)), b.MUL(l, c(-1)))), True),
+  "shifted": (lambda b, g, l, c: b.ADD(b.ADD(b.SHL(g, c(2)), b.MUL(l, c(3))), c(5)), True),
+  "mulacc": (lambda b, g, l, c: b.MULACC(l, c(7), g), True),
+  "int32": (lambda b, g, l, c: b.CAST(b.ADD(b.MUL(b.CAST(g, arg="int32"), b.CAST(c(9), arg="int32")), b.CAST(l, arg="int32")), arg="index"), True),
+  "past the end": (lambda b, g, l, c: b.ADD(b.ADD(b.MUL(g, c(B)), l), c(20)), True),   # a form, read by the gather (out of range)
+  "wraps": (lambda b, g, l, c: b.ADD(b.CAST(b.CAST(b.MUL(g, c(1 << 32)), arg="int32"), arg="index"),
+                                     b.ADD(b.MUL(g, c(-(1 << 32))), l)), False),
+}
+
+
+def check_affine_reads():
+  x = np.arange(1, N + 1, dtype=np.float32)
+  for name, (index, viewed) in INDEXES.items():
+    g = strided_read(index)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    from tinyspec.refimpl import prepared
+    entry = prepared.prepare(g)
+    (plan,) = [p for p in entry.plans.values() if p.kernel]
+    read = next(i for i, n in enumerate(g.nodes) if n.op == "INDEX" and g.nodes[n.src[0]].arg.get("slot") == 0)
+    assert (read in plan.affine) == viewed, f"{name}: affine form {'missed' if viewed else 'taken'}"
+
+
+def test_affine_reads_are_the_gather():
+  check_affine_reads()
+
+
+def test_planted_form_that_ignores_wrapping_is_caught(monkeypatch):
+  big = type("Unbounded", (), {"__getitem__": lambda self, k: type("D", (), {"max": 1 << 200})()})()
+  monkeypatch.setattr(affine, "DTYPES", big)   # every intermediate "fits": a CAST that wraps is taken for exact
+  from tinyspec.refimpl import prepared
+  prepared.clear()
+  with pytest.raises(AssertionError, match="wraps"):
+    check_affine_reads()
+  prepared.clear()
+
+
+def test_planted_stride_off_by_one_is_caught(monkeypatch):
+  real = affine.Affine.plus
+  monkeypatch.setattr(affine.Affine, "plus", lambda self, o: (lambda f: f and affine.Affine(f.coefs, f.const + 1, f.vec))(real(self, o)))
+  from tinyspec.refimpl import prepared
+  prepared.clear()
+  with pytest.raises(AssertionError, match="rows"):
+    check_affine_reads()
+  prepared.clear()
+
+
+# ------------------------------------------------------------------ one element written at every point
+def last_write_wins(n=7):
+  """out[0] = x[i] for every i, and a register acc[1] = x[i] read after the loop: the last iteration's value."""
+  b = Builder()
+  x = b.param((n,), F32, 0); out = b.param((2,), F32, 1)
+  acc = b.buffer((2,), F32, 0, addrspace="REG")
+  i = b.range(n, 0, "LOOP")
+  c = lambda v: b.const(v, "index")
+  e = b.END(b.GROUP(b.STORE(b.INDEX(out, c(0)), b.INDEX(x, i)), b.STORE(b.INDEX(acc, c(1)), b.INDEX(x, i))), i)
+  b.SINK(b.STORE(b.INDEX(out, c(1)), b.INDEX(b.AFTER(acc, e), c(1))))
+  return b.graph()
+
+
+def check_one_element_writes():
+  x = np.arange(1, 8, dtype=np.float32)
+  g = last_write_wins()
+  want = interpret(g, {"param0": x})["param1"]
+  assert want.tolist() == [7.0, 7.0]
+  got = evaluate(g, {"param0": x})["param1"]
+  assert got.tobytes() == want.tobytes(), f"one element written at every point: {got}, not the last write {want}"
+
+
+def test_one_element_written_at_every_point_keeps_the_last_write():
+  check_one_element_writes()
+
+
+def test_planted_first_write_wins_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  def first(val, R, apart):
+    return val[tuple(slice(None) if d in apart or val.shape[d] <= 1 else slice(0, 1) for d in range(R))]
+  monkeypatch.setattr(storage, "last_writes", first)
+  with pytest.raises(AssertionError, match="not the last write"):
+    check_one_element_writes()
+
+
+# ------------------------------------------------------------------ stores at affine positions
+def strided_store(place, size):
+  """out[place(b, g, l)] = x[g*B + l] over g < A, l < B (x's values all distinct); out has `size` elements."""
+  b = Builder()
+  x = b.param((A * B,), F32, 0); out = b.param((size,), F32, 1)
+  g, l = b.range(A, 0, "GLOBAL"), b.range(B, 1, "LOOP")
+  c = lambda v: b.const(v, "index")
+  b.SINK(b.END(b.STORE(b.INDEX(out, place(b, g, l, c)), b.INDEX(x, b.ADD(b.MUL(g, c(B)), l))), g, l))
+  return b.graph()
+
+
+PLACES = {   # name -> (place, out size)
+  "rows": (lambda b, g, l, c: b.ADD(b.MUL(g, c(B)), l), A * B),
+  "backwards": (lambda b, g, l, c: b.ADD(c(A * B - 1), b.ADD(b.MUL(g, c(-B)), b.MUL(l, c(-1)))), A * B),
+  "every other": (lambda b, g, l, c: b.SHL(b.ADD(b.MUL(g, c(B)), l), c(1)), 2 * A * B),
+  "columns": (lambda b, g, l, c: b.ADD(g, b.MUL(l, c(A))), A * B),
+  "overlapping": (lambda b, g, l, c: b.ADD(g, l), A + B),
+  "overlapping backwards": (lambda b, g, l, c: b.ADD(b.MUL(g, c(-1)), b.ADD(b.MUL(l, c(-1)), c(A + B - 2))), A + B),
+  "one place": (lambda b, g, l, c: c(3), 5),
+  "partly past the end": (lambda b, g, l, c: b.ADD(b.ADD(b.MUL(g, c(B)), l), c(5)), A * B),
+}
+
+
+def check_affine_stores():
+  x = np.arange(1, A * B + 1, dtype=np.float32)
+  for name, (place, size) in PLACES.items():
+    g = strided_store(place, size)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    from tinyspec.refimpl import prepared
+    (plan,) = [p for p in prepared.prepare(g).plans.values() if p.kernel]
+    assert plan.affine_targets and plan.lazy, f"{name}: the store's place is not a lazy affine form"
+
+
+def test_affine_stores_are_the_scatter():
+  check_affine_stores()
+
+
+def test_planted_store_that_ignores_overlaps_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  real = storage._write_affine
+  def no_overlap_check(state, w, R):   # every form written through the view, overlapping or not
+    form, sizes = w.path[0][1]
+    if w.gate is not None or state.ndim != R + 1: return real(state, w, R)
+    flat = state.reshape(-1)
+    pos = storage.affine_positions(form, sizes, R)
+    if pos.min() < 0 or pos.max() >= flat.size: return real(state, w, R)
+    flat[pos.reshape(-1)[::-1]] = np.broadcast_to(w.value, pos.shape).reshape(-1)[::-1]   # the writes in reverse order
+    return True
+  monkeypatch.setattr(storage, "_write_affine", no_overlap_check)
+  with pytest.raises(AssertionError, match="overlapping"):
+    check_affine_stores()
