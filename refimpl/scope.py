@@ -87,6 +87,9 @@ class Scope:
     self.pinned = 0
     self.fixed: set[int] = set()   # RANGEs holding one iteration (inside a stepped loop)
     self.keep = set(plan.roots)
+    # loop indices that lazy index arithmetic (refimpl/affine.py) may read at any later node:
+    # freed only after their last use of any kind, never after their last use as a value
+    self.read_late = set(getattr(plan, "loop_nodes", ())) if plan.lazy else set()
     self.tracing = m.tracing
     self.plain = not m.variants          # no variant: values the graph fixes may be kept (Plan.constant)
     self.flush = "flush" in m.variants
@@ -189,7 +192,7 @@ class Scope:
     if j in self.keep or self.tracing: return
     if not listing:
       self.value_uses[j] = left = self.value_uses.get(j, 0) - 1
-      if left <= 0 < c and j not in self.plan.deferred: self.values.pop(j, None)
+      if left <= 0 < c and j not in self.plan.deferred and j not in self.read_late: self.values.pop(j, None)
     if c > 0: return
     self.values.pop(j, None); self.eff.pop(j, None); self.held.pop(j, None)
     if j in self.plan.deferred: self.consumed(j)
