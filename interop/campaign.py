@@ -55,7 +55,7 @@ def _unavailable(dev: str) -> str | None:
   from tinyspec.interop.tinygrad_device import have_clang
   if dev == "CPU" and not have_clang(): return "tinygrad's CPU device needs clang"
   if dev == "CL":
-    try: import pyopencl  # noqa: F401
+    try: import pyopencl  # noqa: F401, PLC0415 (pyopencl, an optional dependency: the opencl extra)
     except ImportError: return "pyopencl (PoCL) is not installed"
   return None
 

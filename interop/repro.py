@@ -218,7 +218,7 @@ def _kernel_lines(graph, res, inputs, kernel_uops) -> tuple[list[str], list[tupl
   """(lines defining `kernel(*params)` and the input tensors `ins`, [(input name, dtype,
   shape) per PARAM slot]) for a kernel-level graph: kernel_uops(graph, res, inputs) is the
   backend's kernel builder (TinygradBackend.kernel_uops), tinygrad's pyrender writes it."""
-  from tinygrad.uop.render import pyrender
+  from tinygrad.uop.render import pyrender  # noqa: PLC0415 (tinygrad, an optional dependency)
   try: sink, slots = kernel_uops(graph, res, inputs)
   except NotImplementedError as e: raise NoRepro(str(e)) from None
   body = []

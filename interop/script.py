@@ -245,9 +245,9 @@ def read_by(graph, arrays: dict) -> dict:
 def _tensor_graph(r) -> GraphResult:
   """The realize's tensor graph: a root per tensor given (out{k}), and a GROUP of its STOREs
   into buffers, whose contents after the realize are results too (buf{slot})."""
-  from tinygrad.uop.ops import Ops, UOp
-  from tinygrad.dtype import dtypes
-  from tinygrad.uop.ops import sym_infer
+  from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.uop.ops import sym_infer  # noqa: PLC0415 (tinygrad, an optional dependency)
   meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
   stored = stored_buffers(r.roots)
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])

@@ -57,7 +57,7 @@ def stored_buffers(roots) -> dict:
   """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
   (through views and earlier assigns): what the realize leaves in those buffers is a result
   of it too."""
-  from tinygrad.uop.ops import UOp
+  from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   out = {}
   for u in UOp.sink(*roots).toposort():
     if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base

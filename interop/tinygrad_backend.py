@@ -56,7 +56,7 @@ class TinygradBackend(Backend):
     os.environ.setdefault("DEV", _base(self.device))
 
   def capabilities(self) -> Capabilities:
-    import tinygrad  # noqa: F401  (no tinygrad: the backend is unavailable)
+    import tinygrad  # noqa: F401, PLC0415 (tinygrad, an optional dependency: without it the backend is unavailable)
     from tinyspec.tables import tables
     from tinyspec.dtypes import DTYPES
     T, B = tables(), _backend_table()
@@ -89,7 +89,7 @@ class TinygradBackend(Backend):
     if _base(self.device) == "CPU" and not have_clang():
       raise Unavailable("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON [backend.unavailable]")
     if _base(self.device) == "CL": open_cl()
-    from tinygrad.helpers import EMULATED_DTYPES
+    from tinygrad.helpers import EMULATED_DTYPES  # noqa: PLC0415 (tinygrad, an optional dependency)
     want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])
     EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
     self._ready = True

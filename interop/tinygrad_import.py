@@ -526,7 +526,7 @@ for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", ti
 
 
 def _toposort(roots):
-  from tinygrad.uop.ops import UOp
+  from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
 
 

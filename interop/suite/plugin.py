@@ -61,7 +61,7 @@ def pytest_configure(config):
 def _check_pinned_tinygrad() -> None:
   """The tests must run against the tinygrad release the importer maps: refuse another."""
   import importlib.metadata
-  import tinygrad
+  import tinygrad  # noqa: PLC0415 (tinygrad, an optional dependency)
   from tinyspec.interop.tinygrad_map import mapping
   want = str(mapping()["tinygrad"])
   where = Path(tinygrad.__file__).resolve().parent
