@@ -163,7 +163,7 @@ def storage_dtype(dt) -> np.dtype:
   as they are. The capture reads every buffer it meets (it must not fail the program it
   watches); a graph holding such a dtype does not import (the map leaves it unmapped), and a
   lowered program that emulates it (EMULATED_DTYPES: uint8 storage) reads those bits."""
-  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.intervals import np_dtype
   from tinyspec.interop.tinygrad_map import dtype_name
   return np_dtype(name) if (name := dtype_name(dt)) is not None else np.dtype(f"u{dt.itemsize}")
 

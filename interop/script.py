@@ -284,7 +284,7 @@ def program_graph(r, c, k: GraphResult, prog) -> GraphResult:
 def variable_inputs(graph, var_vals: dict) -> dict:
   """The values of the graph's symbolic variables (PARAMs named as a bound variable of the
   realize, reachable from its roots: the evaluator refuses an input it does not use)."""
-  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.intervals import np_dtype
   seen, todo, out = set(), list(graph.root_indices), {}
   while todo:
     i = todo.pop()
@@ -303,7 +303,7 @@ def as_graph_dtypes(graph, arrays: dict) -> dict:
   (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), or of another
   size (EMULATED_DTYPES=long: each int64 a pair of int32, twice as many elements, flat as a
   kernel's buffers are), while the kernel's buffers and tinygrad's results are float16, int64."""
-  from tinyspec.refimpl.numeric import np_dtype
+  from tinyspec.intervals import np_dtype
   from tinyspec.dtypes import canonical
   want = {}
   for n in graph.nodes:   # (a dtype tinyspec has none for is the import's unmapped finding, not converted)

@@ -12,6 +12,7 @@ from tinyspec.dispatch import Registry, input_name
 from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, apply_alu, tg_const, tg_dtype
 from tinyspec.interop.tinygrad_device import Refused, _device_map, from_tensor, on_device, to_tensor
+from tinyspec.tables import tables
 
 KERNEL_OPS = Registry("tinygrad kernel builder")
 
@@ -21,7 +22,6 @@ class KernelBuilder:
   the backend's tinygrad device; root: the kernel's SINK (default: the graph's last root)."""
 
   def __init__(self, device: str, graph, res, inputs, root: int | None = None):
-    from tinyspec.tables import tables
     self.device, self.g, self.res, self.inputs = device, graph, res, dict(inputs)
     self.views, self.T = res.views, tables()
     self.root = graph.root_indices[-1] if root is None else root

@@ -7,6 +7,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 import yaml
+from tinyspec.tables import tables
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 
@@ -18,7 +19,6 @@ def mapping() -> dict:
 
 
 def _tables():
-  from tinyspec.tables import tables
   return tables()
 
 

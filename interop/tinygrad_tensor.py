@@ -12,12 +12,15 @@ One builder per op in TENSOR_OPS; a builder asks for its sources (`yield source,
 returns the Tensor it made (tinyspec/walk.py drives them).
 """
 from __future__ import annotations
+import base64
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, apply_alu, tg_const, tg_dtype, tg_method
 from tinyspec.interop.tinygrad_device import _device_map, from_tensor, to_tensor
 from tinyspec.interop.tinygrad_kernel import KernelBuilder
+from tinyspec.tables import tables
+from tinyspec.rules import shape_value
 
 TENSOR_OPS = Registry("tinygrad tensor builder")
 
@@ -27,7 +30,6 @@ class TensorBuilder:
   body being inlined (0: none, the top level); `device` is the backend's tinygrad device."""
 
   def __init__(self, device: str, graph, res, inputs):
-    from tinyspec.tables import tables
     self.device, self.g, self.res, self.inputs = device, graph, res, dict(inputs)
     self.views, self.T = res.views, tables()
     self.dev = _device_map(device)
@@ -59,7 +61,6 @@ class TensorBuilder:
 
   # ---- node helpers
   def _shape(self, i: int) -> tuple:
-    from tinyspec.rules import shape_value
     return tuple(shape_value(self.views[i]))
 
   def _root(self, i: int) -> int:
@@ -106,7 +107,6 @@ class TensorBuilder:
 
   @TENSOR_OPS.register("BINARY")
   def binary(self, i, env, n):
-    import base64
     from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     return Tensor(np.frombuffer(base64.b64decode(n.arg["data"]), dtype=np.uint8).copy(), device=self.dev("CPU"))
 
