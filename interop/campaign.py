@@ -97,7 +97,7 @@ def record(rep: CampaignReport, f, log) -> None:
 
 
 def _fuzz_turn(rep, dev, seed, out, triage, log, examples: int = FUZZ_EXAMPLES, database=None, database_key=None) -> None:
-  from tinyspec.conformance.fuzz.driver import fuzz
+  from tinyspec.conformance.fuzz.driver import fuzz  # noqa: PLC0415 (hypothesis, a test extra: only the fuzz turn needs it)
   r = fuzz("tinygrad", examples, seed, out, stages=False, triage=triage, timeout=120, database=database, database_key=database_key)
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
@@ -195,8 +195,8 @@ def hunt_program(src: str, device: str, out: Path, triage) -> list:
 
 def _program_failure(src, message, triage, out):
   """A failure of a whole program (a crash or an exception in tinygrad): sorted by its kind."""
-  from tinyspec.conformance.fuzz.checks import Failure
-  from tinyspec.conformance.fuzz.graphs import Drawn
+  from tinyspec.conformance.fuzz.checks import Failure  # noqa: PLC0415 (hypothesis, a test extra: only a failing program needs it)
+  from tinyspec.conformance.fuzz.graphs import Drawn  # noqa: PLC0415 (hypothesis, a test extra: only a failing program needs it)
   f = Failure("run", None, None, None, message, Drawn(Graph([Node("VCONST", [], {"values": [], "dtype": "index"})]), {}))
   f.triage = triage(f, None)
   if f.triage is not None and f.triage.kind == "new": f.triage.note = f"the program: {src[:2000]}"
@@ -206,9 +206,9 @@ def _program_failure(src, message, triage, out):
 def _localize(folder: Path, name: str, device: str, triage, out):
   """The first node of an imported tensor graph whose tinygrad value is not the reference's
   op on tinygrad's own operands (every node an output, through the tinygrad backend)."""
-  from tinyspec.conformance.fuzz.graphs import Drawn
-  from tinyspec.conformance.fuzz.runners import Isolated
-  from tinyspec.conformance.fuzz.checks import check_example
+  from tinyspec.conformance.fuzz.graphs import Drawn  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
+  from tinyspec.conformance.fuzz.runners import Isolated  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
+  from tinyspec.conformance.fuzz.checks import check_example  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
   g = Graph.loads((folder / f"{name}.json").read_text())
   inputs = dict(load_npz(folder / f"{name}.inputs.npz")) if (folder / f"{name}.inputs.npz").exists() else {}
   res = validate(g)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinyspec.tolerance import ulp_distance
-from tinyspec.errorbound import within
 
 FLOAT_ULP = 64
 
@@ -54,6 +53,7 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
   if bound is None:
     close, unbounded, how = ulp <= FLOAT_ULP, 0, f"within {FLOAT_ULP} ulp (no error bound)"
   else:
+    from tinyspec.errorbound import within  # noqa: PLC0415 (start-up time: the error bounds take 0.1-0.2 s to import; only a float judged against a bound needs them)
     b = _bound_like(bound, want.shape)
     close, unbounded, how = within(got, want, b), int(np.isinf(b).sum()), "within the portable bound"
   if close.all():

@@ -260,7 +260,7 @@ def _output_of(d, node: int) -> str:
 def _op_alone(f, device: str, title: str, ku) -> str:
   """The failing op on the values tinygrad gave its sources (conformance/fuzz/localcheck.py
   local_graph), cut to the first failing element where every value is elementwise."""
-  from tinyspec.conformance.fuzz.localcheck import local_graph
+  from tinyspec.conformance.fuzz.localcheck import local_graph  # noqa: PLC0415 (hypothesis, a test extra, and the reference: only a finding's repro needs them)
   det = f.detail
   d = f.drawn
   views = validate(d.graph).views
