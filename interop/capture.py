@@ -33,6 +33,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 import numpy as np
+from tinyspec.intervals import np_dtype
+from tinyspec.interop.tinygrad_map import dtype_name
+from tinyspec.interop.tinygrad_assign import stored_buffers
 
 NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
 NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) has no contents; reading it would allocate it, "
@@ -163,8 +166,6 @@ def storage_dtype(dt) -> np.dtype:
   as they are. The capture reads every buffer it meets (it must not fail the program it
   watches); a graph holding such a dtype does not import (the map leaves it unmapped), and a
   lowered program that emulates it (EMULATED_DTYPES: uint8 storage) reads those bits."""
-  from tinyspec.intervals import np_dtype
-  from tinyspec.interop.tinygrad_map import dtype_name
   return np_dtype(name) if (name := dtype_name(dt)) is not None else np.dtype(f"u{dt.itemsize}")
 
 
@@ -284,7 +285,6 @@ class _JitRealizes:
 
   def add(self, rec: Realization, tensors, jit) -> None:
     """Hold rec (made while TinyJit jit captures) until jit's first run."""
-    from tinyspec.interop.tinygrad_assign import stored_buffers
     writes = set(rec.created) | set(stored_buffers(rec.roots).values())
     reads = set(rec.inputs)
     for prev, _, _, p_writes, _ in self.pending:
@@ -353,7 +353,6 @@ def capture():
   from tinygrad.helpers import CAPTURING  # noqa: PLC0415 (tinygrad, an optional dependency)
   from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
   from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
-  from tinyspec.interop.tinygrad_map import dtype_name
   cap = Capture()
   active: list[Realization | None] = []
   jits = _JitRealizes()
