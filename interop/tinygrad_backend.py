@@ -28,7 +28,6 @@ from tinyspec.interop.tinygrad_tensor import TensorBuilder
 from tinyspec.interop.tinygrad_kernel import KernelBuilder
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
-from tinyspec.interop import hunt
 from tinyspec.validate import validate
 
 
@@ -99,7 +98,8 @@ class TinygradBackend(Backend):
   def triage(self, failure, out):
     """A fuzz finding sorted: a documented tinygrad bug, a limit of this adapter, or new (with
     a tinygrad-only repro.py written under out and checked to fail): interop/hunt.py."""
-    return hunt.triage(failure, out, _base(self.device), self.kernel_uops)
+    from tinyspec.interop.hunt import triage  # noqa: PLC0415 (start-up time: the hunt, 20-50 ms with its repro writer, loads only to sort a fuzz finding)
+    return triage(failure, out, _base(self.device), self.kernel_uops)
 
   def campaign(self, minutes: float, devices, out, seed: int = 0, log=print, **cluster):
     """Hunt on each device for `minutes` (interop/campaign.py) in units on Dask (cluster:
