@@ -93,8 +93,8 @@ class GraphResult:
 def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None, dict]:
   """(the verdict, the error bounds of the outputs or None where none could be built, the
   reference's outputs)."""
-  from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated; --no-eval and the suite's capture do not)
-  from tinyspec.refimpl.errorbound import evaluate_with_bounds  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated; --no-eval and the suite's capture do not)
+  from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated, not for import-tinygrad --no-eval)
+  from tinyspec.refimpl.errorbound import evaluate_with_bounds  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated, not for import-tinygrad --no-eval)
   bounds, no_bound = {}, ""
   try:
     got, bounds = evaluate_with_bounds(graph, dict(inputs))
