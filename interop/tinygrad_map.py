@@ -18,10 +18,6 @@ def mapping() -> dict:
   return yaml.safe_load(MAP_PATH.read_text())
 
 
-def _tables():
-  return tables()
-
-
 def dtype_name(dt) -> str | None:
   """A tinygrad DType's tinyspec name (a weak dtype: its default), None when unmapped."""
   m = mapping()
@@ -33,7 +29,7 @@ def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
 
 @lru_cache(maxsize=None)
 def _slot_group_cached(opname: str, slot: str) -> frozenset:
-  od = _tables().ops[opname]
+  od = tables().ops[opname]
   links = {s.name: s.dtype["same"] for s in od.slots if isinstance(s.dtype, dict) and "same" in s.dtype}
   root = links.get(slot, slot)
   return frozenset({root} | {n for n, r in links.items() if r == root})
@@ -46,7 +42,7 @@ def slot_group(od, slot: str) -> frozenset:
 
 @lru_cache(maxsize=None)
 def _result_slot_cached(opname: str) -> str | None:
-  od = _tables().ops[opname]
+  od = tables().ops[opname]
   expr = (od.derive_src.get("dtype") or ("",))[0].strip()
   m = re.fullmatch(r"src\[(\d+)\]\.dtype", expr)
   if not m: return None
