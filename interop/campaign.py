@@ -30,7 +30,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+import hashlib
 from tinyspec.dispatch import input_name
+from tinyspec.interop.tinygrad_device import have_clang, open_cl
+from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
+from tinyspec.files import make_dir, write_file, load_npz
+from tinyspec.interop.tinygrad_names import _backend_table
+from tinyspec.graph import Graph, Node
+from tinyspec.validate import validate
+from tinyspec.tables import tables
 
 DEVICES = ("PYTHON", "CPU", "CL")
 FUZZ_EXAMPLES = 60      # graphs per fuzz turn
@@ -52,10 +60,9 @@ class CampaignReport:
 
 
 def _unavailable(dev: str) -> str | None:
-  from tinyspec.interop.tinygrad_device import have_clang
   if dev == "CPU" and not have_clang(): return "tinygrad's CPU device needs clang"
   if dev == "CL":
-    try: import pyopencl  # noqa: F401
+    try: import pyopencl  # noqa: F401, PLC0415 (pyopencl, an optional dependency: the opencl extra)
     except ImportError: return "pyopencl (PoCL) is not installed"
   return None
 
@@ -90,7 +97,7 @@ def record(rep: CampaignReport, f, log) -> None:
 
 
 def _fuzz_turn(rep, dev, seed, out, triage, log, examples: int = FUZZ_EXAMPLES, database=None, database_key=None) -> None:
-  from tinyspec.conformance.fuzz.driver import fuzz
+  from tinyspec.conformance.fuzz.driver import fuzz  # noqa: PLC0415 (hypothesis, a test extra: only the fuzz turn needs it)
   r = fuzz("tinygrad", examples, seed, out, stages=False, triage=triage, timeout=120, database=database, database_key=database_key)
   rep.examples += r.examples
   for f in [*r.failures, *r.known]: record(rep, f, log)
@@ -98,7 +105,6 @@ def _fuzz_turn(rep, dev, seed, out, triage, log, examples: int = FUZZ_EXAMPLES, 
 
 
 def _composition_turn(rep, dev, rng, out, log, deadline) -> None:
-  from tinyspec.interop.compositions import CASES_PER_TURN, composition_turn
   if time.monotonic() >= deadline: return
   rep.compositions += CASES_PER_TURN
   for f in composition_turn(dev, rng, out, deadline): record(rep, f, log)
@@ -155,20 +161,16 @@ def draw_program(rng: random.Random) -> str:
 def hunt_program(src: str, device: str, out: Path, triage) -> list:
   """Run a drawn program through `tinyspec import-tinygrad` on device: [] when every graph
   matches; else the findings (conformance/fuzz/checks.Failure, sorted by triage)."""
-  import hashlib
-  from tinyspec.files import make_dir, write_file
   name = "program-" + hashlib.sha256(src.encode()).hexdigest()[:10]
   folder = make_dir(Path(out) / "programs" / name)
   script = folder / "program.py"
   write_file(script, src)
-  from tinyspec.interop.tinygrad_names import _backend_table
   env = {**os.environ, "DEV": device}
   env.pop("TINYSPEC_TINYGRAD_DEVICE", None)
   emulate = [x for x in env.get("EMULATED_DTYPES", "").split(",") if x] + list(_backend_table()["emulate"])   # as the backend runs them
   env["EMULATED_DTYPES"] = ",".join(dict.fromkeys(emulate))
   cmd = [sys.executable, "-m", "tinyspec.cli"]
   if device == "CL":   # PoCL through pyopencl's libOpenCL: loaded before tinygrad opens CL (tinygrad_device.open_cl)
-    from tinyspec.interop.tinygrad_device import open_cl
     open_cl()
     env["OPENCL_PATH"] = os.environ.get("OPENCL_PATH", "")
     cmd = [sys.executable, "-c", "import sys, pyopencl; from tinyspec.cli import main; sys.exit(main(sys.argv[1:]))"]
@@ -193,9 +195,8 @@ def hunt_program(src: str, device: str, out: Path, triage) -> list:
 
 def _program_failure(src, message, triage, out):
   """A failure of a whole program (a crash or an exception in tinygrad): sorted by its kind."""
-  from tinyspec.conformance.fuzz.checks import Failure
-  from tinyspec.conformance.fuzz.graphs import Drawn
-  from tinyspec.graph import Graph, Node
+  from tinyspec.conformance.fuzz.checks import Failure  # noqa: PLC0415 (hypothesis, a test extra: only a failing program needs it)
+  from tinyspec.conformance.fuzz.graphs import Drawn  # noqa: PLC0415 (hypothesis, a test extra: only a failing program needs it)
   f = Failure("run", None, None, None, message, Drawn(Graph([Node("VCONST", [], {"values": [], "dtype": "index"})]), {}))
   f.triage = triage(f, None)
   if f.triage is not None and f.triage.kind == "new": f.triage.note = f"the program: {src[:2000]}"
@@ -205,17 +206,13 @@ def _program_failure(src, message, triage, out):
 def _localize(folder: Path, name: str, device: str, triage, out):
   """The first node of an imported tensor graph whose tinygrad value is not the reference's
   op on tinygrad's own operands (every node an output, through the tinygrad backend)."""
-  from tinyspec.graph import Graph
-  from tinyspec.files import load_npz
-  from tinyspec.validate import validate
-  from tinyspec.conformance.fuzz.graphs import Drawn
-  from tinyspec.conformance.fuzz.runners import Isolated
-  from tinyspec.conformance.fuzz.checks import check_example
+  from tinyspec.conformance.fuzz.graphs import Drawn  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
+  from tinyspec.conformance.fuzz.runners import Isolated  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
+  from tinyspec.conformance.fuzz.checks import check_example  # noqa: PLC0415 (hypothesis, a test extra: only localizing a failing program needs it)
   g = Graph.loads((folder / f"{name}.json").read_text())
   inputs = dict(load_npz(folder / f"{name}.inputs.npz")) if (folder / f"{name}.inputs.npz").exists() else {}
   res = validate(g)
   if not res.ok: return None
-  from tinyspec.tables import tables
   T = tables()
   roots = [i for i, (n, v) in enumerate(zip(g.nodes, res.views))   # the values the program computes: no storage, no shape operands
            if isinstance(getattr(v, "dtype", None), str) and v.dtype not in ("void", "index")

@@ -24,8 +24,14 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+import json
 from tinyspec.interop import campaign as C
 from tinyspec.interop.hunt import Verdict, class_counts, entry_class, ledger
+from tinyspec.conformance.cluster import Unit, split, worker_name
+from tinyspec.interop.compositions import CASES_PER_TURN
+from tinyspec.conformance.findings import example_database
+from tinyspec.conformance.fuzz.units import database_key, run_units
+from tinyspec.files import check_name, make_dir, write_file
 
 TAG = "tinygrad."   # a worker resource tinygrad.DEVICE: the device is there
 
@@ -37,10 +43,8 @@ def probe() -> list[str]:
 
 def plan(devices, seed: int, examples: int | None = None):
   """The campaign's units in order (see the module doc); endless without `examples`."""
-  from tinyspec.conformance.cluster import Unit, split
   fuzz_shares = split(examples, C.FUZZ_EXAMPLES) if examples is not None else None
   turn, index = 0, 0
-  from tinyspec.interop.compositions import CASES_PER_TURN
   while fuzz_shares is None or turn < 3 * len(fuzz_shares):
     for dev in devices:
       if turn % 3 == 0:
@@ -56,9 +60,6 @@ def plan(devices, seed: int, examples: int | None = None):
 
 def run_unit(unit, examples: dict, triage_for) -> dict:
   """One unit on a worker: a fuzz, program or composition turn on its device (campaign.py)."""
-  from tinyspec.conformance.cluster import worker_name
-  from tinyspec.conformance.findings import example_database
-  from tinyspec.conformance.fuzz.units import database_key
   t0 = time.monotonic()
   work = Path(tempfile.mkdtemp(prefix="tinyspec-campaign-"))
   part = C.CampaignReport()
@@ -96,7 +97,6 @@ def _new_json(key: tuple, v: Verdict, text: str, repeats: int) -> dict:
 def _findings(device: str, new: list, known: Counter) -> list[dict]:
   """The findings database's rows of a unit: each new bug (keyed by op, dtype class,
   device, kind of difference) and each documented one (by its id and device)."""
-  import json
   out = [{"signature": json.dumps(["tinygrad", *n["key"]]), "op": "/".join(n["key"][0]), "dtype_class": "/".join(n["key"][1]),
           "device": n["key"][2], "kind": n["key"][3], "text": n["text"][:3000], "repro": n["repro"] or n["note"]} for n in new]
   out += [{"signature": json.dumps(["tinygrad-documented", bug, device]), "op": None, "dtype_class": None, "device": device,
@@ -117,7 +117,6 @@ def campaign(minutes: float, devices, out, seed: int = 0, log=print, triage_for=
   Dask scheduler at `scheduler` or an embedded cluster of `jobs` processes; prints each
   new bug once. triage_for(device): the backend's triage there. The report's `lost`,
   `missing` and `resumed` say what conformance/fuzz/units.py run_units said."""
-  from tinyspec.conformance.fuzz.units import run_units
   devices = list(devices or C.DEVICES)
   bad = [d for d in devices if d not in C.DEVICES]
   if bad: raise ValueError(f"--devices: no tinygrad device {', '.join(bad)} here (there are {', '.join(C.DEVICES)})")
@@ -164,13 +163,11 @@ def _repro_line(n: dict, out: Path) -> str:
 
 def _repro_path(n: dict, out: Path) -> Path:
   """Where a new bug's repro.py goes here: OUT/DEVICE/repros/NAME/repro.py (as hunt.keep_repro names it)."""
-  from tinyspec.files import check_name
   return out / n["key"][2] / "repros" / check_name(n["repro_name"] or "repro", "repro's name") / "repro.py"
 
 
 def _merge(rep: C.CampaignReport, ran, out: Path) -> None:
   """The units' results in the plan's order into rep; each new bug's repro written under out."""
-  from tinyspec.files import make_dir, write_file
   rep.lost, rep.missing, rep.resumed, rep.dashboard = ran.lost, ran.missing, ran.resumed, ran.dashboard
   for u in ran.order:
     r = ran.results[u.key]

@@ -33,6 +33,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 import numpy as np
+from tinyspec.intervals import np_dtype
+from tinyspec.interop.tinygrad_map import dtype_name
+from tinyspec.interop.tinygrad_assign import stored_buffers
 
 NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
 NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) has no contents; reading it would allocate it, "
@@ -85,11 +88,11 @@ class Call:
     it gave the kernel (its `pm_beam`), so it is the program tinygrad compiled and ran (its
     cached one). Lowered in another context it would be another program: outside a test's
     `Context(EMULATED_DTYPES="bfloat16")` the renderer emits `__bf16` where the run emulated it."""
-    from tinygrad import Device
-    from tinygrad.helpers import Context
-    from tinygrad.uop.ops import Ops, UOp, graph_rewrite
-    from tinygrad.codegen import to_program
-    from tinygrad.engine.realize import pm_beam
+    from tinygrad import Device  # noqa: PLC0415 (tinygrad, an optional dependency)
+    from tinygrad.helpers import Context  # noqa: PLC0415 (tinygrad, an optional dependency)
+    from tinygrad.uop.ops import Ops, UOp, graph_rewrite  # noqa: PLC0415 (tinygrad, an optional dependency)
+    from tinygrad.codegen import to_program  # noqa: PLC0415 (tinygrad, an optional dependency)
+    from tinygrad.engine.realize import pm_beam  # noqa: PLC0415 (tinygrad, an optional dependency)
     if self.body.op is not Ops.SINK or self.device is None: return None
     with Context(**self.lowering):
       ast, beam = self.body, self.lowering.get("BEAM", 0)
@@ -101,8 +104,8 @@ def lowering_context() -> dict:
   """tinygrad's context for lowering a kernel, as its own `lower_and_compile` hands it to its
   compile workers (`to_program_context`: the ContextVars that change a lowered program), with
   BEAM, which its `compile_linear` reads: name -> value, for `Context(**...)`."""
-  from tinygrad.codegen import to_program_context
-  from tinygrad.helpers import BEAM
+  from tinygrad.codegen import to_program_context  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.helpers import BEAM  # noqa: PLC0415 (tinygrad, an optional dependency)
   return {v.key: v.value for v in (*to_program_context, BEAM)}
 
 
@@ -163,8 +166,6 @@ def storage_dtype(dt) -> np.dtype:
   as they are. The capture reads every buffer it meets (it must not fail the program it
   watches); a graph holding such a dtype does not import (the map leaves it unmapped), and a
   lowered program that emulates it (EMULATED_DTYPES: uint8 storage) reads those bits."""
-  from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.interop.tinygrad_map import dtype_name
   return np_dtype(name) if (name := dtype_name(dt)) is not None else np.dtype(f"u{dt.itemsize}")
 
 
@@ -174,9 +175,9 @@ _FORWARDS_BUFFER = ("CONTIGUOUS", "CONTIGUOUS_BACKWARD", "RESHAPE", "UNSHARD", "
 def known_buffer(u):
   """The Buffer (or MultiBuffer) tinygrad holds for UOp u, found as `UOp.buffer` finds it,
   or None where tinygrad has made none: unlike `UOp.buffer` it makes and registers nothing."""
-  from tinygrad.uop.ops import Ops, buffers
-  from tinygrad.device import MultiBuffer
-  from tinygrad.helpers import prod
+  from tinygrad.uop.ops import Ops, buffers  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.device import MultiBuffer  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.helpers import prod  # noqa: PLC0415 (tinygrad, an optional dependency)
   while u.op.name in _FORWARDS_BUFFER: u = u.src[0]
   if (b := buffers.get(u)) is not None: return b
   if u.op is Ops.MSELECT: return None if (m := known_buffer(u.src[0])) is None else m.bufs[u.arg]
@@ -205,7 +206,7 @@ def _is_variable(u) -> bool:
 def _bindings(roots) -> dict:
   """The variables bound in the tensor graphs: tinygrad 0.14 binds Variable v to n as
   AFTER(v, STORE(v, CONST n))."""
-  from tinygrad.uop.ops import Ops, UOp
+  from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   out = {}
   for u in UOp.sink(*roots).toposort():
     if u.op is Ops.STORE and _is_variable(u.src[0]) and u.src[1].op is Ops.CONST and u.src[0].arg.name is not None:
@@ -229,7 +230,7 @@ def _tensor_value(t, jit: bool = False):
 
 def _unallocated(u) -> bool:
   """u is a buffer (or a view of one) whose buffer tinygrad has not made or not allocated."""
-  from tinygrad.uop.ops import Ops
+  from tinygrad.uop.ops import Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
   return u.base.op is Ops.BUFFER and ((buf := known_buffer(u.base)) is None or not buf.is_allocated())
 
 
@@ -243,7 +244,7 @@ def _why_unread(u, shape, jit: bool = False) -> str | None:
 def _quietly(read):
   """read() with tinygrad's kernel and traffic counters left as they were: the kernels tinygrad
   runs to copy a value out are the capture's, not the program's (tests count kernels)."""
-  from tinygrad.helpers import GlobalCounters as gc
+  from tinygrad.helpers import GlobalCounters as gc  # noqa: PLC0415 (tinygrad, an optional dependency)
   saved = gc.global_ops, gc.global_mem, gc.time_sum_s, gc.kernel_count
   try: return read()
   finally: gc.global_ops, gc.global_mem, gc.time_sum_s, gc.kernel_count = saved
@@ -253,7 +254,7 @@ def _unshard(bufs: list, var_vals: dict, body) -> list[tuple[list, dict, int | N
   """(the Buffers one device ran with, its var_vals, its position) for each device of a call
   (tinygrad's `unwrap_multi`): a call over MultiBuffers runs once per device, binding
   `_device_num` to the device's position where the kernel uses it."""
-  from tinygrad.uop.ops import Ops, AxisType
+  from tinygrad.uop.ops import Ops, AxisType  # noqa: PLC0415 (tinygrad, an optional dependency)
   if not any(hasattr(b, "bufs") for b in bufs): return [(bufs, dict(var_vals), None)]
   dnum = any((x.op is Ops.RANGE and x.arg[-1] is AxisType.DEVICE) or (x.op is Ops.PARAM and getattr(x.arg, "name", None) == "_device_num")
              for x in body.toposort())
@@ -284,7 +285,6 @@ class _JitRealizes:
 
   def add(self, rec: Realization, tensors, jit) -> None:
     """Hold rec (made while TinyJit jit captures) until jit's first run."""
-    from tinyspec.interop.tinygrad_assign import stored_buffers
     writes = set(rec.created) | set(stored_buffers(rec.roots).values())
     reads = set(rec.inputs)
     for prev, _, _, p_writes, _ in self.pending:
@@ -347,13 +347,12 @@ def _contents_first_seen(rec) -> None:
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
-  import tinygrad.tensor as tt
-  import tinygrad.engine.jit as tj
-  from tinygrad.engine.realize import capturing
-  from tinygrad.helpers import CAPTURING
-  from tinygrad.dtype import dtypes
-  from tinygrad.uop.ops import Ops, UOp
-  from tinyspec.interop.tinygrad_map import dtype_name
+  import tinygrad.tensor as tt  # noqa: PLC0415 (tinygrad, an optional dependency)
+  import tinygrad.engine.jit as tj  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.engine.realize import capturing  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.helpers import CAPTURING  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   cap = Capture()
   active: list[Realization | None] = []
   jits = _JitRealizes()

@@ -11,16 +11,19 @@ unreadable script, or tinygrad missing.
 """
 from __future__ import annotations
 import json
+import os
 import sys
 from pathlib import Path
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.backends import register_backend, backend_names
+from tinyspec.interop.tinygrad_device import have_clang
+from tinyspec.interop.script import import_script
+from tinyspec.files import FileRefused, printable
 
 
 def _register_backend():
-  from tinyspec.backends import register_backend
-
   def tinygrad_backend():
-    from tinyspec.interop.tinygrad_backend import TinygradBackend
+    from tinyspec.interop.tinygrad_backend import TinygradBackend  # noqa: PLC0415 (start-up time: the backend, 0.12 s to import, loads only when a run asks for it)
     return TinygradBackend()
   register_backend("tinygrad", tinygrad_backend, replace=False)
 
@@ -46,19 +49,14 @@ def import_tinygrad_command(sub):
   p.add_argument("-v", "--verbose", action="store_true", help="print every graph, not only the failing ones")
 
   def run(a) -> int:
-    import os
-    from tinyspec.interop.tinygrad_backend import have_clang
     # tinygrad reads DEV at import; unset, it probes its devices, and without clang none
     # opens ("no usable devices"): the CPU device with clang, else the PYTHON emulator.
     os.environ.setdefault("DEV", "CPU" if have_clang() else "PYTHON")
     try:
-      import tinygrad  # noqa: F401
+      import tinygrad  # noqa: F401, PLC0415 (tinygrad, an optional dependency)
     except ImportError:
       print("tinyspec import-tinygrad: tinygrad is not installed (pip install 'tinyspec[tinygrad]')", file=sys.stderr)
       return EXIT_UNREADABLE
-    from tinyspec.interop.script import import_script
-    from tinyspec.files import FileRefused, printable
-    from tinyspec.backends import backend_names
     backends = [b for arg in a.backend for b in arg.split(",") if b]
     unknown = [b for b in backends if b not in backend_names()]
     if unknown:

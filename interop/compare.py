@@ -14,6 +14,7 @@ A graph the bound cannot be built for is judged by ulps alone (FLOAT_ULP), and s
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
+from tinyspec.tolerance import ulp_distance
 
 FLOAT_ULP = 64
 
@@ -31,7 +32,6 @@ class Comparison:
 def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference") -> Comparison:
   """Does got (the reference evaluator's) match want (tinygrad's)? bound: the absolute
   error bound of each element of got (tinyspec/errorbound.py), or None to judge floats by ulps."""
-  from tinyspec.tolerance import ulp_distance
   want, got = np.asarray(want), np.asarray(got)
   if want.shape != got.shape:
     if want.size == got.size: got = got.reshape(want.shape)
@@ -53,7 +53,7 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
   if bound is None:
     close, unbounded, how = ulp <= FLOAT_ULP, 0, f"within {FLOAT_ULP} ulp (no error bound)"
   else:
-    from tinyspec.errorbound import within
+    from tinyspec.errorbound import within  # noqa: PLC0415 (start-up time: the error bounds take 0.1-0.2 s to import; only a float judged against a bound needs them)
     b = _bound_like(bound, want.shape)
     close, unbounded, how = within(got, want, b), int(np.isinf(b).sum()), "within the portable bound"
   if close.all():

@@ -28,9 +28,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
+import signal
+import hashlib
 import mpmath
 import numpy as np
 import yaml
+from tinyspec.interop.hunt import value_classes, run_kind, Verdict, documented
+from tinyspec.dtypes import DTYPES
+from tinyspec.interop.repro import MARK, device_head, _literal, reproduces
+from tinyspec.files import make_dir, write_file
 
 TABLE_PATH = Path(__file__).with_name("compositions.yaml")
 CASES_PER_TURN = 8
@@ -337,7 +343,6 @@ def run_cases(cases: list[Case], device: str, timeout: float = CHILD_TIMEOUT) ->
 
 
 def _death(rc) -> str:
-  import signal
   if isinstance(rc, int) and rc < 0:
     try: return f"killed by {signal.Signals(-rc).name}"
     except ValueError: return f"killed by signal {-rc}"
@@ -444,7 +449,6 @@ def _show_inputs(case: Case, i: int) -> str:
 
 def input_classes(case: Case, i: int | None) -> set:
   """The value classes (hunt.value_classes) of the failing element's inputs, or of all inputs."""
-  from tinyspec.interop.hunt import value_classes
   out = set()
   for a in (case.x, case.y):
     if a is None: continue
@@ -456,7 +460,6 @@ def input_classes(case: Case, i: int | None) -> set:
 def judge(case: Case, result) -> Finding | None:
   """The finding of one run on one device, or None where tinygrad's value is its meaning."""
   if isinstance(result, str):
-    from tinyspec.interop.hunt import run_kind
     kind = run_kind(result if result.startswith(("killed", "hang")) else f"failed: {result}")
     if result.startswith("killed"): kind = "signal:" + result.split()[-1]
     return Finding(case, "", kind, None, None, None, result)
@@ -486,7 +489,6 @@ def check_cases(cases: list[Case], device: str, out: Path | None) -> list[Findin
 def facts_of(f: Finding) -> dict:
   """What a composition finding is matched by (hunt.matches): its kind, the Tensor method
   (api), dtypes, the device, the classes of its inputs, the message."""
-  from tinyspec.dtypes import DTYPES
   dts = {f.case.dtype, f.out_dtype or f.case.dtype} & set(DTYPES)
   return {"kind": f.kind, "api": {f.case.name}, "ops": set(), "dtypes": dts, "result": dts, "operand": {f.case.dtype},
           "sources": set(), "device": f.device, "message": f.message, "inputs": input_classes(f.case, f.index),
@@ -496,7 +498,6 @@ def facts_of(f: Finding) -> dict:
 def triage(f: Finding, out: Path | None):
   """hunt's verdict on a composition finding: a ledger entry by its signature, or new (with a
   repro that failed on tinygrad under plain python, written under out/repros/)."""
-  from tinyspec.interop.hunt import Verdict, documented
   facts = facts_of(f)
   bug = documented(facts)
   v = Verdict("documented", bug, facts=facts) if bug is not None else Verdict("new", why=str(f), facts=facts)
@@ -510,7 +511,6 @@ def repro_source(f: Finding, case: Case) -> str:
   """A tinygrad-only script computing case (the finding's element alone, or the whole case)
   and failing (an AssertionError naming the bug) while tinygrad's value is not the meaning;
   for a crash, computing it is the repro."""
-  from tinyspec.interop.repro import MARK, device_head
   c = case.comp
   lines = [f'"""{str(f)}', "", f"tinygrad 0.14, device {f.device} (DEV); numpy. The meaning: {c['meaning']} ({c['doc']}).",
            'Written and checked by tinyspec (`tinyspec fuzz --backend tinygrad --campaign`): it exits non-zero while the bug is there."""',
@@ -534,16 +534,12 @@ def repro_source(f: Finding, case: Case) -> str:
 
 
 def _np_literal(a: np.ndarray) -> str:
-  from tinyspec.interop.repro import _literal
   return _literal(a, a.dtype.name)
 
 
 def keep_repro(f: Finding, out: Path) -> tuple[Path | None, str]:
   """Write and run repro.py for f, smallest first (the failing element alone, then the whole
   case); (its path, "") when it fails on tinygrad as the finding did, else (None, why)."""
-  import hashlib
-  from tinyspec.files import make_dir, write_file
-  from tinyspec.interop.repro import reproduces
   h = hashlib.sha256(f"{f.case.name}{f.case.dtype}{f.case.x.tobytes()!r}{f.index}".encode()).hexdigest()[:8]
   folder = make_dir(out / "repros" / f"{f.case.name}-{f.case.dtype}-{f.kind.replace(':', '_')}-{f.device}-{h}")
   expect = f.kind if f.kind.startswith(("error", "signal")) else "value"

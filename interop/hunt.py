@@ -22,6 +22,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 from tinyspec.dispatch import input_name
+from tinyspec.dtypes import DTYPES
+from tinyspec.validate import validate
+from tinyspec.conformance.run.compare import mismatches
+from tinyspec.files import make_dir, write_file
+from tinyspec.interop.repro import NoRepro, reproduces, Check, repro_source
+from tinyspec.tables import tables
+from tinyspec.graph import Graph, Node
+from tinyspec.frozen import thaw
 
 BUGS_PATH = Path(__file__).with_name("tinygrad_bugs.yaml")
 
@@ -83,7 +91,6 @@ def class_counts(known: dict) -> dict:
 # ------------------------------------------------------------------ facts of a finding
 def difference_kind(got, want, dt: str, bad) -> str:
   """The kind of difference at the first element of `bad`."""
-  from tinyspec.dtypes import DTYPES
   if DTYPES[dt].cls != "float": return "value"
   i = tuple(int(x) for x in np.argwhere(np.asarray(bad))[0]) if np.asarray(bad).ndim else ()
   g, w = float(np.asarray(got)[i]), float(np.asarray(want)[i])
@@ -97,13 +104,10 @@ def difference_kind(got, want, dt: str, bad) -> str:
 
 def facts_of(f, device: str) -> dict:
   """What a finding is matched by: kind, ops, dtypes, classes, sources, device, message."""
-  from tinyspec.dtypes import DTYPES
-  from tinyspec.validate import validate
   d = f.case()
   views = validate(d.graph).views
   out = {"device": device, "message": f.message}
   if f.prop == "values" and f.detail is not None:
-    from tinyspec.conformance.run.compare import mismatches
     det = f.detail
     bad = mismatches(det["got"], det["want"], f.dtype, det["bounds"], det["alternatives"])
     g = f.drawn.graph
@@ -160,7 +164,6 @@ def run_kind(message: str) -> str:
 
 def matches(sig: dict, facts: dict) -> bool:
   """Whether a signature (interop/tinygrad_bugs.yaml, whose header says what each key means) matches."""
-  from tinyspec.dtypes import DTYPES
   def with_classes(names): return set(names) | {DTYPES[x].cls for x in names if x in DTYPES}
   kinds = sig.get("kind")
   if kinds is not None and facts["kind"] not in (kinds if isinstance(kinds, list) else [kinds]): return False
@@ -208,8 +211,6 @@ def keep_repro(f, facts: dict, out: Path, device: str, kernel_uops=None) -> tupl
   tinygrad as the finding did, else (None, why not). The smallest that fails is kept: the
   failing op alone on the values tinygrad gave it (one element where the op is
   elementwise), then the whole minimal graph."""
-  from tinyspec.files import make_dir, write_file
-  from tinyspec.interop.repro import NoRepro, reproduces
   expect = "value" if f.prop == "values" else facts["kind"]
   h = hashlib.sha256(f.case().graph.dumps().encode()).hexdigest()[:8]
   name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{f.op or 'graph'}-{f.dtype or 'any'}-{facts['kind']}-{device}-{h}")
@@ -230,7 +231,6 @@ def keep_repro(f, facts: dict, out: Path, device: str, kernel_uops=None) -> tupl
 
 def _candidates(f, device: str, ku):
   """(title, a function making a repro's source) in the order tried."""
-  from tinyspec.interop.repro import Check, repro_source
   d = f.case()
   title = f"{f} (device {device})"
   if f.prop == "values" and f.detail is not None:
@@ -260,10 +260,7 @@ def _output_of(d, node: int) -> str:
 def _op_alone(f, device: str, title: str, ku) -> str:
   """The failing op on the values tinygrad gave its sources (conformance/fuzz/localcheck.py
   local_graph), cut to the first failing element where every value is elementwise."""
-  from tinyspec.conformance.fuzz.localcheck import local_graph
-  from tinyspec.conformance.run.compare import mismatches
-  from tinyspec.interop.repro import Check, NoRepro, repro_source
-  from tinyspec.validate import validate
+  from tinyspec.conformance.fuzz.localcheck import local_graph  # noqa: PLC0415 (hypothesis, a test extra, and the reference: only a finding's repro needs them)
   det = f.detail
   d = f.drawn
   views = validate(d.graph).views
@@ -280,7 +277,6 @@ def _op_alone(f, device: str, title: str, ku) -> str:
 
 
 def _elementwise_only(g) -> bool:
-  from tinyspec.tables import tables
   T = tables()
   return all(n.op in T.alu_ops or T.ops[n.op].category == "source" for n in g.nodes)
 
@@ -288,8 +284,6 @@ def _elementwise_only(g) -> bool:
 def _at(g, inputs: dict, pos: tuple, shape: tuple):
   """The one-node tensor graph on the elements at `pos` (inputs broadcast to shape first):
   every BUFFER holds one element, its dims all 1."""
-  from tinyspec.graph import Graph, Node
-  from tinyspec.frozen import thaw
   nodes, ins, new = [], {}, {}
   for i, n in enumerate(g.nodes):
     if n.op == "BUFFER":

@@ -25,9 +25,13 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+import signal
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.interop.tinygrad_names import _backend_table, tg_method, tg_op
+from tinyspec.tables import tables
+from tinyspec.rules import shape_value
+from tinyspec.validate import validate
 
 MARK = "tinygrad bug:"   # what a value repro says when it fails (reproduces() looks for it)
 
@@ -101,13 +105,11 @@ class _TensorCode:
   """The backend's TensorBuilder as code: one line per node the output needs."""
 
   def __init__(self, graph, views, inputs):
-    from tinyspec.tables import tables
     self.g, self.views, self.inputs, self.T = graph, views, inputs, tables()
     self.lines: list[str] = []
     self.done: dict[int, str] = {}
 
   def shape(self, i: int) -> tuple:
-    from tinyspec.rules import shape_value
     return tuple(int(d) for d in shape_value(self.views[i]))
 
   def var(self, i: int) -> str:
@@ -218,7 +220,7 @@ def _kernel_lines(graph, res, inputs, kernel_uops) -> tuple[list[str], list[tupl
   """(lines defining `kernel(*params)` and the input tensors `ins`, [(input name, dtype,
   shape) per PARAM slot]) for a kernel-level graph: kernel_uops(graph, res, inputs) is the
   backend's kernel builder (TinygradBackend.kernel_uops), tinygrad's pyrender writes it."""
-  from tinygrad.uop.render import pyrender
+  from tinygrad.uop.render import pyrender  # noqa: PLC0415 (tinygrad, an optional dependency)
   try: sink, slots = kernel_uops(graph, res, inputs)
   except NotImplementedError as e: raise NoRepro(str(e)) from None
   body = []
@@ -273,7 +275,6 @@ def repro_source(graph, inputs: dict, output: str, device: str, check: Check | N
   input name at kernel level) on `device`. With a check, the script judges the value;
   without (a crash or an exception), computing it is the repro. A kernel-level graph
   needs the backend's kernel builder (kernel_uops)."""
-  from tinyspec.validate import validate
   res = validate(graph)
   if not res.ok: raise NoRepro(f"invalid graph: {res.diagnostics[0].format()}")
   dts = {v.dtype for v in res.views if isinstance(getattr(v, "dtype", None), str)}
@@ -323,7 +324,6 @@ def reproduces(path: Path, device: str, expect: str, timeout: float = 300) -> tu
   """Run repro.py with plain python on `device` (DEV; no tinyspec on the path): (whether it
   fails the way the finding did, its output). expect: "value" (its check fails),
   "signal:NAME" (it dies by the signal) or "error:TYPE" (tinygrad raises TYPE)."""
-  import signal
   env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TINYSPEC_TINYGRAD_DEVICE")}
   env["DEV"] = device
   try:

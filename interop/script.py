@@ -26,7 +26,13 @@ import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.interop.tinygrad_import import ImportReport, import_uops, import_program
 from tinyspec.interop.tinygrad_assign import stored_buffers
-from tinyspec.interop.capture import Unreadable, storage_dtype
+from tinyspec.interop.capture import Unreadable, storage_dtype, capture
+from tinyspec.validate import validate
+from tinyspec.backends import get_backend
+from tinyspec.interop.compare import compare
+from tinyspec.files import make_dir, output_path, save_npy, save_npz, write_file
+from tinyspec.intervals import np_dtype
+from tinyspec.dtypes import canonical
 
 
 @dataclass
@@ -59,7 +65,6 @@ class GraphResult:
     """Validate, then (evaluate=True, and for a graph with expected values) evaluate with the
     reference evaluator and compare; run it on each of backends too (compiled: c, opencl),
     judged within the same error bound."""
-    from tinyspec.validate import validate
     res = validate(self.graph)
     self.diagnostics, self.checked = list(res.diagnostics), True
     if self.limitation:
@@ -88,8 +93,8 @@ class GraphResult:
 def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dict | None, dict]:
   """(the verdict, the error bounds of the outputs or None where none could be built, the
   reference's outputs)."""
-  from tinyspec.refimpl import evaluate, EvalError
-  from tinyspec.refimpl.errorbound import evaluate_with_bounds
+  from tinyspec.refimpl import evaluate, EvalError  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated, not for import-tinygrad --no-eval)
+  from tinyspec.refimpl.errorbound import evaluate_with_bounds  # noqa: PLC0415 (start-up time: the reference loads only when a graph is evaluated, not for import-tinygrad --no-eval)
   bounds, no_bound = {}, ""
   try:
     got, bounds = evaluate_with_bounds(graph, dict(inputs))
@@ -108,7 +113,6 @@ def _evaluate_and_compare(graph, inputs: dict, expected: dict) -> tuple[str, dic
 def run_and_compare(backend: str, graph, inputs: dict, expected: dict, bounds: dict | None) -> str:
   """Run the graph on a backend (c, opencl ...) and judge its outputs against tinygrad's
   within the reference's error bounds: 'ok: ...', 'mismatch: ...' or 'refused: ...'."""
-  from tinyspec.backends import get_backend
   try:
     got = get_backend(backend).run(graph, {k: np.array(v, copy=True) for k, v in inputs.items()})
   except Exception as e:   # noqa: BLE001 (a refusal, with its rule id where it has one, is the finding)
@@ -125,7 +129,6 @@ def _required(graph, expected: dict) -> list:
 
 
 def _judge(got: dict, expected: dict, bounds: dict | None, who: str, note: str, required=()) -> str:
-  from tinyspec.interop.compare import compare
   if lost := [k for k in required if k not in got]: return f"mismatch: {who} gives no {', '.join(lost)}{note}"
   names = [k for k in got if k in expected]
   if not names: return f"mismatch: no common outputs ({who} {sorted(got)}, tinygrad {sorted(expected)})"
@@ -173,7 +176,6 @@ class ScriptResult:
   def write(self, out: Path | str) -> None:
     """Graph files (NAME.json), their inputs (NAME.inputs.npz, keyed as the reference
     evaluator takes them) and tinygrad's results (NAME.OUTPUT.npy), and import-report.json."""
-    from tinyspec.files import make_dir, output_path, save_npy, save_npz, write_file
     out = make_dir(out)   # names are sanitized (tinygrad's buffer names among them): nothing lands outside out
     for g in self.graphs:
       write_file(output_path(out, g.name, ".json", "graph name"), g.graph.dumps())
@@ -186,7 +188,6 @@ def import_script(path, check: bool = True, evaluate: bool = True, programs: boo
   """Run the tinygrad script at path (as `python path` would: its folder first on sys.path,
   run as __main__) and import what it realizes; check=True validates (and evaluate=True
   evaluates, and runs on each of backends) every graph."""
-  from tinyspec.interop.capture import capture
   path = Path(path)
   res = ScriptResult(str(path))
   t0 = time.perf_counter()
@@ -245,9 +246,9 @@ def read_by(graph, arrays: dict) -> dict:
 def _tensor_graph(r) -> GraphResult:
   """The realize's tensor graph: a root per tensor given (out{k}), and a GROUP of its STOREs
   into buffers, whose contents after the realize are results too (buf{slot})."""
-  from tinygrad.uop.ops import Ops, UOp
-  from tinygrad.dtype import dtypes
-  from tinygrad.uop.ops import sym_infer
+  from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.uop.ops import sym_infer  # noqa: PLC0415 (tinygrad, an optional dependency)
   meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
   stored = stored_buffers(r.roots)
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
@@ -284,7 +285,6 @@ def program_graph(r, c, k: GraphResult, prog) -> GraphResult:
 def variable_inputs(graph, var_vals: dict) -> dict:
   """The values of the graph's symbolic variables (PARAMs named as a bound variable of the
   realize, reachable from its roots: the evaluator refuses an input it does not use)."""
-  from tinyspec.refimpl.numeric import np_dtype
   seen, todo, out = set(), list(graph.root_indices), {}
   while todo:
     i = todo.pop()
@@ -303,8 +303,6 @@ def as_graph_dtypes(graph, arrays: dict) -> dict:
   (float16 on tinygrad's PYTHON device is uint16 storage, EMULATED_DTYPES), or of another
   size (EMULATED_DTYPES=long: each int64 a pair of int32, twice as many elements, flat as a
   kernel's buffers are), while the kernel's buffers and tinygrad's results are float16, int64."""
-  from tinyspec.refimpl.numeric import np_dtype
-  from tinyspec.dtypes import canonical
   want = {}
   for n in graph.nodes:   # (a dtype tinyspec has none for is the import's unmapped finding, not converted)
     if n.op in ("BUFFER", "PARAM") and isinstance(n.arg, dict) and isinstance(n.arg.get("dtype"), str) and canonical(n.arg["dtype"]):

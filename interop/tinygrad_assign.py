@@ -26,6 +26,7 @@ from tinyspec.dispatch import Registry
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, TARGET
 from tinyspec.interop.tinygrad_map import mapping
 from tinyspec.interop import tinygrad_multi
+from tinyspec.tables import tables
 
 INVERSE = Registry("assign view inverse", ops=False)   # view op -> how a write through it reaches its source
 
@@ -47,7 +48,6 @@ def target_chain(dst):
 
 def is_storage(u) -> bool:
   """u is a buffer of the spec (BUFFER, PARAM: `storage: true`), not a Variable."""
-  from tinyspec.tables import tables
   a = getattr(u.arg, "addrspace", None)
   op = (mapping()["ops"].get(u.op.name) or {}).get("op", u.op.name)
   return op in tables().storage_ops and not (a is not None and a.name == "ALU")
@@ -57,7 +57,7 @@ def stored_buffers(roots) -> dict:
   """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
   (through views and earlier assigns): what the realize leaves in those buffers is a result
   of it too."""
-  from tinygrad.uop.ops import UOp
+  from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   out = {}
   for u in UOp.sink(*roots).toposort():
     if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base

@@ -18,12 +18,17 @@ judged against the results the decisions allow).
 """
 from __future__ import annotations
 import os
+import shutil
+from importlib.metadata import version, PackageNotFoundError
 from tinyspec.backends import Backend, Capabilities, Unavailable, describe_by_capabilities
 from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, tg_dtype, tg_op  # noqa: F401 (tg_dtype, tg_op: the backend's API)
 from tinyspec.interop.tinygrad_device import (Refused, _base, _device_context,  # noqa: F401 (the backend's
                                              have_clang, open_cl, tinygrad_device)  # API: Refused, have_clang, open_cl)
 from tinyspec.interop.tinygrad_tensor import TensorBuilder
 from tinyspec.interop.tinygrad_kernel import KernelBuilder
+from tinyspec.tables import tables
+from tinyspec.dtypes import DTYPES
+from tinyspec.validate import validate
 
 
 def unsupported(device: str) -> dict:
@@ -34,7 +39,6 @@ def unsupported(device: str) -> dict:
 
 
 def _version() -> str:
-  from importlib.metadata import version, PackageNotFoundError
   try: return version("tinygrad")
   except PackageNotFoundError: return "?"
 
@@ -56,9 +60,7 @@ class TinygradBackend(Backend):
     os.environ.setdefault("DEV", _base(self.device))
 
   def capabilities(self) -> Capabilities:
-    import tinygrad  # noqa: F401  (no tinygrad: the backend is unavailable)
-    from tinyspec.tables import tables
-    from tinyspec.dtypes import DTYPES
+    import tinygrad  # noqa: F401, PLC0415 (tinygrad, an optional dependency: without it the backend is unavailable)
     T, B = tables(), _backend_table()
     ops: dict[str, set] = {}
     for lv, spec in B["levels"].items():
@@ -75,7 +77,6 @@ class TinygradBackend(Backend):
   def describe(self) -> dict:
     try: import tinygrad  # noqa: F401, PLC0415 (is tinygrad installed? an optional dependency)
     except ImportError as e: return {"status": "unavailable", "why": f"tinygrad is not installed ({e}): pip install 'tinyspec[tinygrad]'", "details": []}
-    import shutil
     out = describe_by_capabilities(self)
     out["details"] = [f"tinygrad {_version()}, device {self.device} (TINYSPEC_TINYGRAD_DEVICE; "
                       f"expected failures: conformance/manifests/tinygrad-{_base(self.device)}.yaml)",
@@ -89,7 +90,7 @@ class TinygradBackend(Backend):
     if _base(self.device) == "CPU" and not have_clang():
       raise Unavailable("tinygrad's CPU device needs clang (apt-get install clang), or set TINYSPEC_TINYGRAD_DEVICE=PYTHON [backend.unavailable]")
     if _base(self.device) == "CL": open_cl()
-    from tinygrad.helpers import EMULATED_DTYPES
+    from tinygrad.helpers import EMULATED_DTYPES  # noqa: PLC0415 (tinygrad, an optional dependency)
     want = [x for x in EMULATED_DTYPES.value.split(",") if x] + list(_backend_table()["emulate"])
     EMULATED_DTYPES.value = ",".join(dict.fromkeys(want))
     self._ready = True
@@ -97,13 +98,13 @@ class TinygradBackend(Backend):
   def triage(self, failure, out):
     """A fuzz finding sorted: a documented tinygrad bug, a limit of this adapter, or new (with
     a tinygrad-only repro.py written under out and checked to fail): interop/hunt.py."""
-    from tinyspec.interop.hunt import triage
+    from tinyspec.interop.hunt import triage  # noqa: PLC0415 (start-up time: the hunt, 20-50 ms with its repro writer, loads only to sort a fuzz finding)
     return triage(failure, out, _base(self.device), self.kernel_uops)
 
   def campaign(self, minutes: float, devices, out, seed: int = 0, log=print, **cluster):
     """Hunt on each device for `minutes` (interop/campaign.py) in units on Dask (cluster:
     examples, scheduler, jobs, db, progress: interop/campaign_units.py); prints each new bug once."""
-    from tinyspec.interop.campaign_units import campaign
+    from tinyspec.interop.campaign_units import campaign  # noqa: PLC0415 (start-up time: the campaign machinery, 50 ms with the cluster, the findings database and the compositions, loads only for a campaign)
     return campaign(minutes, devices, out, seed, log, _triage_on, **cluster)
 
   def kernel_uops(self, graph, res, inputs: dict):
@@ -112,7 +113,6 @@ class TinygradBackend(Backend):
     return KernelBuilder(self.device, graph, res, inputs).uops()
 
   def run(self, graph, inputs: dict) -> dict:
-    from tinyspec.validate import validate
     self.setup()
     res = validate(graph)
     if not res.ok:

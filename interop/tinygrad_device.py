@@ -8,10 +8,14 @@ backend's device, so a PYTHON run never opens tinygrad's CPU device or runs clan
 Results come back in the spec's dtypes.
 """
 from __future__ import annotations
+import contextlib
+import glob
 import os
 import shutil
+import sys
 import numpy as np
 from tinyspec.interop.tinygrad_names import tg_dtype
+from tinyspec.intervals import np_dtype
 
 
 class Refused(Exception):
@@ -37,7 +41,6 @@ def tinygrad_device() -> str:
   if have_clang(): return "CPU"
   if "PYTHON" not in _warned:
     _warned.add("PYTHON")
-    import sys
     print("tinyspec: no clang on PATH, the tinygrad backend uses tinygrad's PYTHON device (slow; "
           "its expected failures are conformance/manifests/tinygrad-PYTHON.yaml; the CPU device needs clang)", file=sys.stderr)
   return "PYTHON"
@@ -51,8 +54,7 @@ def open_cl() -> None:
   """tinygrad's CL device on PoCL: its ctypes loader needs OPENCL_PATH (pyopencl's wheel
   ships libOpenCL in pyopencl/.libs), and the ICD only initializes once pyopencl has
   loaded it (opening CL first segfaults in clGetPlatformIDs)."""
-  import glob
-  try: import pyopencl
+  try: import pyopencl  # noqa: PLC0415 (pyopencl, an optional dependency: the opencl extra)
   except ImportError as e: raise Refused(f"tinygrad's CL device here needs pyopencl with PoCL ({e})") from None
   if not os.environ.get("OPENCL_PATH"):
     libs = sorted(glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "libOpenCL*")))
@@ -64,8 +66,7 @@ def _device_context(device: str):
   a graph runs, where it is another one: the backend names the device of every tensor it
   makes, this covers any default tinygrad falls back to inside. Unchanged (a no-op) where
   DEV already names the device, so DEV's renderer choice (DEV=CPU:LLVM) is kept."""
-  import contextlib
-  from tinygrad.helpers import DEV, Context
+  from tinygrad.helpers import DEV, Context  # noqa: PLC0415 (tinygrad, an optional dependency)
   if (DEV.device or "").upper() == _base(device): return contextlib.nullcontext()
   return Context(DEV=_base(device))
 
@@ -85,7 +86,7 @@ def _device_map(backend_device: str):
 
 
 def _instance(device: str, k: int) -> str:
-  from tinygrad import Device
+  from tinygrad import Device  # noqa: PLC0415 (tinygrad, an optional dependency)
   try:
     Device[f"{device}:{k}"]
     return f"{device}:{k}"
@@ -96,7 +97,7 @@ def _instance(device: str, k: int) -> str:
 # ------------------------------------------------------------------ arrays onto the device and back
 def to_tensor(a: np.ndarray, dtype: str, shape, device):
   """A tinygrad Tensor on `device` holding array a as spec dtype `dtype`, shaped `shape`."""
-  from tinygrad import Tensor, dtypes
+  from tinygrad import Tensor, dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
   a = np.ascontiguousarray(np.asarray(a).reshape(shape))
   if dtype == "bfloat16": return Tensor(a.view(np.uint16), device=device).bitcast(dtypes.bfloat16)
   return Tensor(a, device=device, dtype=tg_dtype(dtype))
@@ -115,7 +116,6 @@ def on_device(t, device: str):
 
 def from_tensor(t, dtype: str, device: str) -> np.ndarray:
   """Tensor t realized on `device`, as a NumPy array of spec dtype `dtype`."""
-  from tinyspec.refimpl.numeric import np_dtype
-  from tinygrad import dtypes
+  from tinygrad import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
   if dtype == "bfloat16": return on_device(t.bitcast(dtypes.uint16), device).numpy().view(np_dtype("bfloat16"))
   return np.asarray(on_device(t, device).numpy()).astype(np_dtype(dtype), copy=False)

@@ -32,6 +32,7 @@ from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, ti
 from tinyspec.interop.importreport import ImportReport
 from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
 from tinyspec.interop.tinygrad_symbolic import bound_dims, bound_value
+from tinyspec.dtypes import canonical, dtype as spec_dtype
 
 FORMS = Registry("tinygrad import form", ops=False)   # form name of the map table -> its converter
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -525,7 +526,7 @@ for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", ti
 
 
 def _toposort(roots):
-  from tinygrad.uop.ops import UOp
+  from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
 
 
@@ -548,7 +549,6 @@ def _device(d):
 def _const_value(v, dtype: str):
   """A Python constant as the file format writes it in `dtype` (ints wrap, float specials
   become strings)."""
-  from tinyspec.dtypes import canonical, dtype as spec_dtype
   if canonical(dtype) is None: return _jsonable(v)   # a dtype tinyspec has none for (fp8): the import reports it unmapped
   d = spec_dtype(dtype)
   if d.cls == "float":

@@ -12,6 +12,7 @@ from tinyspec.dispatch import Registry, input_name
 from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, _backend_table, apply_alu, tg_const, tg_dtype
 from tinyspec.interop.tinygrad_device import Refused, _device_map, from_tensor, on_device, to_tensor
+from tinyspec.tables import tables
 
 KERNEL_OPS = Registry("tinygrad kernel builder")
 
@@ -21,7 +22,6 @@ class KernelBuilder:
   the backend's tinygrad device; root: the kernel's SINK (default: the graph's last root)."""
 
   def __init__(self, device: str, graph, res, inputs, root: int | None = None):
-    from tinyspec.tables import tables
     self.device, self.g, self.res, self.inputs = device, graph, res, dict(inputs)
     self.views, self.T = res.views, tables()
     self.root = graph.root_indices[-1] if root is None else root
@@ -55,14 +55,14 @@ class KernelBuilder:
   def uops(self):
     """(the kernel's SINK of UOps over placeholders, [(input name, dtype, shape) per PARAM
     slot]): what outputs() gives Tensor.custom_kernel (a repro writes it with pyrender)."""
-    from tinygrad.uop.ops import UOp
+    from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
     slots = [(name, dt, sh) for _, name, dt, sh in self._number_params()]
     self.placeholders = [UOp.placeholder((int(np.prod(sh)),), tg_dtype(dt), k) for k, (_, dt, sh) in enumerate(slots)]
     return drive(self.root, self._build, {}), slots
 
   def outputs(self) -> dict:
     """Run the kernel on the inputs: {input name: contents after} for every PARAM stored to."""
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     tensors = []
     for slot, name, dt, shape in self._number_params():
       size = int(np.prod(shape))
@@ -86,7 +86,7 @@ class KernelBuilder:
   def run_on(self, tensors: list) -> list:
     """The kernel run by tinygrad on `tensors` (one per PARAM used, in slot order): the
     tensors after it."""
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     if not tensors: raise Refused("a kernel without PARAMs", "backend.unsupported")
     def fxn(*placeholders):
       self.placeholders = placeholders
@@ -115,20 +115,20 @@ class KernelBuilder:
 
   @KERNEL_OPS.register("CONST")
   def const(self, i, n):
-    from tinygrad.uop.ops import UOp
+    from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
     return UOp.const(tg_const(n.arg["value"], n.arg["dtype"]), tg_dtype(n.arg["dtype"], kernel=True))
 
   # ---- loops and work items
   @KERNEL_OPS.register("RANGE")
   def loop(self, i, n):
-    from tinygrad.uop.ops import UOp, AxisType
+    from tinygrad.uop.ops import UOp, AxisType  # noqa: PLC0415 (tinygrad, an optional dependency)
     bound = yield n.src[0]
     ty = _backend_table()["axis_types"].get(n.arg.get("type", "LOOP"), n.arg.get("type", "LOOP"))
     return UOp.range(bound, n.arg["id"], AxisType[ty])
 
   @KERNEL_OPS.register("SPECIAL")
   def special(self, i, n):
-    from tinygrad.uop.ops import UOp
+    from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
     bound = yield n.src[0]
     return UOp.special(bound, n.arg["name"])
 
@@ -140,7 +140,7 @@ class KernelBuilder:
 
   @KERNEL_OPS.register("REDUCE")
   def reduce(self, i, n):
-    from tinygrad.uop.ops import UOp, Ops
+    from tinygrad.uop.ops import UOp, Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
     x = yield n.src[0]
     rngs = yield from self._sources(n.src[1:])
     return UOp(Ops.REDUCE, x.dtype, (x, *rngs), (Ops[n.arg["op"]], 0))
@@ -200,12 +200,12 @@ class KernelBuilder:
   # ---- grouping
   @KERNEL_OPS.register("GROUP")
   def group(self, i, n):
-    from tinygrad.uop.ops import UOp
+    from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
     return UOp.group(*(yield from self._sources(n.src)))
 
   @KERNEL_OPS.register("SINK")
   def sink(self, i, n):
-    from tinygrad.uop.ops import UOp, KernelInfo
+    from tinygrad.uop.ops import UOp, KernelInfo  # noqa: PLC0415 (tinygrad, an optional dependency)
     srcs = yield from self._sources(n.src)
     return UOp.sink(*srcs, arg=KernelInfo(name=(n.arg or {}).get("name") or "tinyspec"))
 

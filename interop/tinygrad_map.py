@@ -7,6 +7,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 import yaml
+from tinyspec.tables import tables
 
 MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 
@@ -15,11 +16,6 @@ MAP_PATH = Path(__file__).with_name("tinygrad_map.yaml")
 def mapping() -> dict:
   """The map table (interop/tinygrad_map.yaml)."""
   return yaml.safe_load(MAP_PATH.read_text())
-
-
-def _tables():
-  from tinyspec.tables import tables
-  return tables()
 
 
 def dtype_name(dt) -> str | None:
@@ -33,7 +29,7 @@ def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
 
 @lru_cache(maxsize=None)
 def _slot_group_cached(opname: str, slot: str) -> frozenset:
-  od = _tables().ops[opname]
+  od = tables().ops[opname]
   links = {s.name: s.dtype["same"] for s in od.slots if isinstance(s.dtype, dict) and "same" in s.dtype}
   root = links.get(slot, slot)
   return frozenset({root} | {n for n, r in links.items() if r == root})
@@ -46,7 +42,7 @@ def slot_group(od, slot: str) -> frozenset:
 
 @lru_cache(maxsize=None)
 def _result_slot_cached(opname: str) -> str | None:
-  od = _tables().ops[opname]
+  od = tables().ops[opname]
   expr = (od.derive_src.get("dtype") or ("",))[0].strip()
   m = re.fullmatch(r"src\[(\d+)\]\.dtype", expr)
   if not m: return None

@@ -33,7 +33,7 @@ def unshard(cv, u, ctx):
   cv.report.forms["UNSHARD as the devices' shards joined"] += 1
   held = [per_device(cv, u.src[0], r, d) for d in range(n)]
   if len({_device_of(x) for x in held}) > 1:   # each on its own device (an MSTACK): onto all n first, to be joined
-    from tinygrad.uop.ops import Ops, UOp
+    from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
     held = [UOp(Ops.COPY, x.dtype, (x,), arg=u.device) for x in held]
   pieces = []
   for x in held: pieces.append((yield x, ctx))
@@ -66,8 +66,8 @@ def per_device(cv, x, r, d: int):
   """X as device d holds it: the DEVICE range r replaced by d, each BUFFER on a tuple of
   devices by its shard d (SHRINK of the whole buffer), an MSTACK (one value per device) by
   its source d. An inner UNSHARD ends its own range: it is a whole tensor, kept as it is."""
-  from tinygrad.dtype import dtypes
-  from tinygrad.uop.ops import Ops, UOp
+  from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   new = {}
   for v in x.toposort():
     if v is r: new[v] = UOp.const(d, r.dtype)
@@ -113,8 +113,8 @@ def whole_buffer(cv, u):
   """For tinygrad's BUFFER on a tuple of devices (one shard's size): the same BUFFER at the
   size of its n shards, which the spec's BUFFER on n devices is. None for any other UOp and
   for a whole buffer made here (cv.whole_buffers)."""
-  from tinygrad.dtype import dtypes
-  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
+  from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   dev = getattr(u.arg, "device", None)
   if u.op.name != "BUFFER" or not isinstance(dev, tuple) or u in cv.whole_buffers: return None
   if len(u.src) != 1 or u.src[0].op.name != "CONST": return None

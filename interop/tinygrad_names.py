@@ -15,7 +15,7 @@ def _backend_table() -> dict:
 
 def tg_dtype(name: str, kernel: bool = False):
   """The tinygrad DType of a tinyspec dtype name."""
-  from tinygrad import dtypes
+  from tinygrad import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
   B = _backend_table()
   name = (B["kernel_dtypes"] if kernel else {}).get(name) or B["dtypes"].get(name, name)
   return getattr(dtypes, name)
@@ -32,7 +32,7 @@ def tg_const(v, dtype: str):
 def tg_op(op: str):
   """tinygrad's Ops member for a spec op: the inverse of a plain rename of the import map (or `rename: true`)
   (RECIP -> RECIPROCAL ...), else the op of the same name; None when tinygrad has none."""
-  from tinygrad.uop.ops import Ops
+  from tinygrad.uop.ops import Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
   name = _inverse_renames().get(op, op)
   return Ops[name] if name in Ops.__members__ else None
 

@@ -12,12 +12,15 @@ One builder per op in TENSOR_OPS; a builder asks for its sources (`yield source,
 returns the Tensor it made (tinyspec/walk.py drives them).
 """
 from __future__ import annotations
+import base64
 import numpy as np
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_names import Unexpressed, apply_alu, tg_const, tg_dtype, tg_method
 from tinyspec.interop.tinygrad_device import _device_map, from_tensor, to_tensor
 from tinyspec.interop.tinygrad_kernel import KernelBuilder
+from tinyspec.tables import tables
+from tinyspec.rules import shape_value
 
 TENSOR_OPS = Registry("tinygrad tensor builder")
 
@@ -27,7 +30,6 @@ class TensorBuilder:
   body being inlined (0: none, the top level); `device` is the backend's tinygrad device."""
 
   def __init__(self, device: str, graph, res, inputs):
-    from tinyspec.tables import tables
     self.device, self.g, self.res, self.inputs = device, graph, res, dict(inputs)
     self.views, self.T = res.views, tables()
     self.dev = _device_map(device)
@@ -59,7 +61,6 @@ class TensorBuilder:
 
   # ---- node helpers
   def _shape(self, i: int) -> tuple:
-    from tinyspec.rules import shape_value
     return tuple(shape_value(self.views[i]))
 
   def _root(self, i: int) -> int:
@@ -84,19 +85,19 @@ class TensorBuilder:
   # ---- sources
   @TENSOR_OPS.register("CONST")
   def const(self, i, env, n):
-    from tinygrad import Tensor   # a CONST on no device (tinygrad drops the device of a scalar); naming it keeps Device.DEFAULT out
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency); a CONST on no device (tinygrad drops the device of a scalar); naming it keeps Device.DEFAULT out
     return Tensor(tg_const(n.arg["value"], n.arg["dtype"]), dtype=tg_dtype(n.arg["dtype"]), device=self.dev("CPU"))
 
   @TENSOR_OPS.register("VCONST")
   def vconst(self, i, env, n):
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     dt = n.arg["dtype"]
     return Tensor([tg_const(v, dt) for v in n.arg["values"]], dtype=tg_dtype(dt), device=self.dev("CPU"))
 
   @TENSOR_OPS.register("BUFFER", "PARAM")
   def buffer(self, i, env, n):
     """An input (zeros where none is given); inside an inlined body, a PARAM is its argument."""
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     if n.op == "PARAM" and self.envs[env] is not None: return self.envs[env][n.arg["slot"]]
     v = self.views[i]
     name = input_name(n.op, n.arg)
@@ -106,8 +107,7 @@ class TensorBuilder:
 
   @TENSOR_OPS.register("BINARY")
   def binary(self, i, env, n):
-    import base64
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     return Tensor(np.frombuffer(base64.b64decode(n.arg["data"]), dtype=np.uint8).copy(), device=self.dev("CPU"))
 
   # ---- movement
@@ -146,7 +146,7 @@ class TensorBuilder:
 
   @TENSOR_OPS.register("STACK")
   def stack(self, i, env, n):
-    from tinygrad import Tensor
+    from tinygrad import Tensor  # noqa: PLC0415 (tinygrad, an optional dependency)
     return Tensor.stack(*(yield from self._sources(n.src, env)))
 
   @TENSOR_OPS.register("BITCAST")
@@ -173,7 +173,7 @@ class TensorBuilder:
   # ---- reduce, elementwise, markers
   @TENSOR_OPS.register("REDUCE")
   def reduce(self, i, env, n):
-    from tinygrad.uop.ops import Ops
+    from tinygrad.uop.ops import Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
     x = yield n.src[0], env
     axes = tuple(n.arg.get("axes", ()))
     if not axes: return x

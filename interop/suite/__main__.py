@@ -3,12 +3,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from tinyspec.interop.suite.classify import TableError, load_rules
+from tinyspec.interop.suite.kept import rediagnose
+from tinyspec.interop.suite.report import RecordError, load, summarize
 
 
 def main(argv=None) -> int:
-  from tinyspec.interop.suite.classify import TableError, load_rules
-  from tinyspec.interop.suite.kept import rediagnose
-  from tinyspec.interop.suite.report import RecordError, load, summarize
   p = argparse.ArgumentParser(prog="python -m tinyspec.interop.suite",
                               description="Report a captured run of tinygrad's own tests (docs/tinygrad-suite.md).")
   sub = p.add_subparsers(dest="command", required=True)

@@ -22,6 +22,9 @@ from __future__ import annotations
 import time
 import traceback
 from collections import Counter
+from tinyspec.interop import script
+from tinyspec.deadline import TimeLimit, time_limit
+from tinyspec.interop.suite.diagnose import diagnose
 
 LEVELS = ("tensor", "kernel", "program")
 STAGES = ("import", "valid", "agree", "time")   # the failing stages, in the order a graph meets them
@@ -70,7 +73,6 @@ def add_evidence(rec: dict) -> None:
 def _graphs(r, levels):
   """(name, level, build) for each graph of realize r; build() -> a GraphResult (raises
   where the import fails)."""
-  from tinyspec.interop import script
   if "tensor" in levels: yield f"r{r.index}.tensor", "tensor", lambda: script._tensor_graph(r)
   for c in r.calls:
     if c.kind != "SINK": continue
@@ -89,15 +91,13 @@ class _Once:
 
 def _program_graph(r, c, k):
   """The lowered program of call c as import_script builds it."""
-  from tinyspec.interop.script import program_graph
   p = c.program()
   if p is None: raise LookupError(f"call {c.index} has no lowered program (device {c.device})")
-  return program_graph(r, c, k, p)
+  return script.program_graph(r, c, k, p)
 
 
 def _verdict(name: str, level: str, build, limit: float | None) -> tuple[dict, object]:
   """(the graph's verdict, its GraphResult or None where the import failed)."""
-  from tinyspec.deadline import TimeLimit, time_limit
   t0, built = time.perf_counter(), []
   shown, present = [], []
   try:
@@ -113,7 +113,6 @@ def _verdict(name: str, level: str, build, limit: float | None) -> tuple[dict, o
 
 
 def _diagnose(g) -> tuple[list[str], list[str]]:
-  from tinyspec.interop.suite.diagnose import diagnose
   try: return diagnose(g)
   except Exception as e:   # noqa: BLE001 (a diagnosis that cannot run shows nothing; the failure stays as it is)
     return [f"not run: {_exception(e)}"], []

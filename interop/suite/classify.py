@@ -14,6 +14,9 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
+import yaml
+from tinyspec.interop.suite.diagnose import DIAGNOSES
+from tinyspec.interop.suite.check import EVIDENCE, LEVELS, STAGES
 
 TABLE = Path(__file__).resolve().parent / "classes.yaml"
 KINDS = ("tinyspec-defect", "tinygrad-bug", "tinygrad-divergence", "allowed-variant", "capture-limitation")
@@ -50,7 +53,6 @@ class Rule:
 
 def load_rules(path=None) -> list[Rule]:
   """The rules of the table at path (default: the shipped classes.yaml), checked."""
-  import yaml
   path = Path(path) if path else TABLE
   try: doc = yaml.safe_load(path.read_text(encoding="utf-8"))
   except (OSError, yaml.YAMLError) as e: raise TableError(f"{path}: cannot read the classification table: {e}") from None
@@ -74,15 +76,12 @@ def _rule(path: Path, k: int, r) -> Rule:
     if not isinstance(r.get(key), str) or not r[key].strip(): raise bad(f"`{key}` (text) is required")
   if r["class"] not in KINDS: raise bad(f"class {r['class']!r} is not one of {', '.join(KINDS)}")
   if not {"test", "signature", "diagnosis"} & set(r): raise bad("give `test` (globs of test ids), `signature` (a regex) or `diagnosis`")
-  from tinyspec.interop.suite.diagnose import DIAGNOSES
-  from tinyspec.interop.suite.check import EVIDENCE
   if "diagnosis" in r and r["diagnosis"] not in DIAGNOSES and r["diagnosis"] not in EVIDENCE:
     raise bad(f"diagnosis {r['diagnosis']!r} is not one of {', '.join([*DIAGNOSES.names(), *EVIDENCE])} (interop/suite/diagnose.py, check.py)")
   if "pattern" in r and r["pattern"] not in DIAGNOSES:
     raise bad(f"pattern {r['pattern']!r} is not one of {', '.join(DIAGNOSES.names())} (interop/suite/diagnose.py)")
   try: sig = re.compile(r["signature"]) if "signature" in r else None
   except (re.error, TypeError) as e: raise bad(f"signature is not a regular expression: {e}") from None
-  from tinyspec.interop.suite.check import LEVELS, STAGES
   stage, level, test, ops = (_strings(r.get(key), bad, key) for key in ("stage", "level", "test", "ops"))
   if set(stage) - set(STAGES) - {"test"}: raise bad(f"stage must be among {', '.join(STAGES)}, test")
   if set(level) - set(LEVELS): raise bad(f"level must be among {', '.join(LEVELS)}")

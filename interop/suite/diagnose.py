@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import Counter
 from tinyspec.dispatch import Registry
 from tinyspec.graph import Graph, Node
+from tinyspec.interop.script import _evaluate_and_compare
+from tinyspec.validate import validate
 
 DIAGNOSES = Registry("tinygrad suite diagnosis", ops=False)   # name -> rewrite(graph, dtypes) -> Graph | None
 LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel"),   # where each applies
@@ -34,8 +36,6 @@ LEVELS = {"c-association": ("program",), "cast-pair-fold": ("tensor", "kernel"),
 def diagnose(g) -> tuple[list[str], list[str]]:
   """For a GraphResult g that disagrees with tinygrad: (the diagnoses confirmed, the
   diagnoses whose pattern the graph holds: their rewrite changes it, confirmed or not)."""
-  from tinyspec.interop.script import _evaluate_and_compare
-  from tinyspec.validate import validate
   res = validate(g.graph)
   if not res.ok: return [], []
   dtypes = [v.dtype for v in res.views]   # as the spec derives them

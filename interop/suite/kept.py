@@ -14,6 +14,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from types import SimpleNamespace
+from tinyspec.files import load_npy, load_npz
+from tinyspec.graph import load_file
+from tinyspec.interop.suite.check import add_evidence
+from tinyspec.interop.script import _evaluate_and_compare
+from tinyspec.validate import validate
+from tinyspec.interop.suite.diagnose import diagnose
 
 
 def folder_name(test_id: str) -> str:
@@ -24,8 +30,6 @@ def folder_name(test_id: str) -> str:
 def load_kept(folder: Path, name: str):
   """Graph `name` kept in folder as a GraphResult-like object (level, graph, inputs, expected),
   or None where it is not there."""
-  from tinyspec.files import load_npy, load_npz
-  from tinyspec.graph import load_file
   if not (folder / f"{name}.json").is_file(): return None
   g, _ = load_file(folder / f"{name}.json")
   if g is None: return None
@@ -37,7 +41,6 @@ def load_kept(folder: Path, name: str):
 def rediagnose(records: list[dict], out, recheck: bool = False) -> int:
   """Judge the kept graphs again (see the module docstring); the records get the results.
   Returns how many graphs were judged again."""
-  from tinyspec.interop.suite.check import add_evidence
   n = 0
   for rec in records:
     if rec.get("kind") != "schedule": continue
@@ -54,8 +57,6 @@ def rediagnose(records: list[dict], out, recheck: bool = False) -> int:
 
 
 def _recheck(v: dict, g) -> None:
-  from tinyspec.interop.script import _evaluate_and_compare
-  from tinyspec.validate import validate
   res = validate(g.graph)
   if not res.ok:
     d = res.diagnostics[0]
@@ -67,6 +68,5 @@ def _recheck(v: dict, g) -> None:
 
 
 def _diagnose(v: dict, g) -> None:
-  from tinyspec.interop.suite.diagnose import diagnose
   v["diagnoses"], v["patterns"] = diagnose(g)
   v["ops"] = sorted({n.op for n in g.graph.nodes})

@@ -18,7 +18,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+import importlib.metadata
 import pytest
+from tinyspec.interop.suite.check import LEVELS, schedule_record
+from tinyspec.interop.suite.classify import TableError, load_rules
+from tinyspec.interop.tinygrad_map import mapping
+from tinyspec.interop.capture import capture
+from tinyspec.interop.script import ScriptResult
+from tinyspec.interop.suite.kept import folder_name
+from tinyspec.interop.suite.report import load, summarize
 
 _RECORDS = pytest.StashKey[list]()
 _OUTCOME = pytest.StashKey[tuple]()   # (outcome, what failed: the exception's line, or "")
@@ -41,11 +49,9 @@ def pytest_configure(config):
   out = config.getoption("tinygrad_suite_out")
   if not out: raise pytest.UsageError("tinygrad suite: --tinygrad-suite-out DIR is required (where the records go)")
   levels = tuple(x.strip() for x in config.getoption("tinygrad_suite_levels").split(",") if x.strip())
-  from tinyspec.interop.suite.check import LEVELS
   if not levels or set(levels) - set(LEVELS):
     raise pytest.UsageError(f"tinygrad suite: --tinygrad-suite-levels takes some of {', '.join(LEVELS)}, not {','.join(levels)!r}")
   _check_pinned_tinygrad()
-  from tinyspec.interop.suite.classify import TableError, load_rules
   try: rules = load_rules(config.getoption("tinygrad_suite_classes"))
   except TableError as e: raise pytest.UsageError(f"tinygrad suite: {e}") from None
   out = Path(out)
@@ -60,9 +66,7 @@ def pytest_configure(config):
 
 def _check_pinned_tinygrad() -> None:
   """The tests must run against the tinygrad release the importer maps: refuse another."""
-  import importlib.metadata
-  import tinygrad
-  from tinyspec.interop.tinygrad_map import mapping
+  import tinygrad  # noqa: PLC0415 (tinygrad, an optional dependency)
   want = str(mapping()["tinygrad"])
   where = Path(tinygrad.__file__).resolve().parent
   try: have = importlib.metadata.version("tinygrad")
@@ -83,7 +87,6 @@ class _Capturer:
 
   @pytest.hookimpl(wrapper=True)
   def pytest_runtest_call(self, item):
-    from tinyspec.interop.capture import capture
     with capture() as cap:
       try:
         return (yield)
@@ -100,7 +103,6 @@ class _Capturer:
 
   @pytest.hookimpl(tryfirst=True)
   def pytest_runtest_teardown(self, item):
-    from tinyspec.interop.suite.check import schedule_record
     realizations = item.stash.get(_RECORDS, None)
     if realizations is None:   # the call phase did not run (skipped or failed in setup)
       outcome, error = item.stash.get(_OUTCOME, ("skipped", ""))
@@ -113,8 +115,6 @@ class _Capturer:
       n += 1
     del item.stash[_RECORDS]
     if self.keep is not None and failing:
-      from tinyspec.interop.script import ScriptResult
-      from tinyspec.interop.suite.kept import folder_name
       ScriptResult(item.nodeid, graphs=failing).write(self.keep / folder_name(item.nodeid))
     outcome, error = item.stash.get(_OUTCOME, ("unknown", ""))
     self._write({"kind": "test", "test": item.nodeid, "outcome": outcome, "error": error, "ran": outcome != "skipped",   # unittest skips in the call phase
@@ -122,7 +122,6 @@ class _Capturer:
 
   def pytest_terminal_summary(self, terminalreporter, config):
     if hasattr(config, "workerinput"): return
-    from tinyspec.interop.suite.report import load, summarize
     s = summarize(load(self.path.parent), self.rules)
     terminalreporter.section("tinygrad suite (tinyspec)")
     for line in s.class_lines(): terminalreporter.write_line(line)
