@@ -27,9 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -38,6 +40,7 @@ from tinyspec.refimpl import evaluate                      # noqa: E402
 from tinyspec.refimpl.engine import run                    # noqa: E402
 from tinyspec.refimpl.build import Builder                 # noqa: E402
 from tinyspec.refimpl.budget import default_budget         # noqa: E402
+from tinyspec.interop.script import import_script          # noqa: E402
 
 F32 = "float32"
 N1M = 1 << 20
@@ -132,16 +135,13 @@ Tensor.realize({expr})
 
 def scaled(inputs: str, scale: float) -> str:
   """The form's inputs with their first dimension divided by about `scale` (at least 1)."""
-  import re
   return re.sub(r"\((\d+),", lambda m: f"({max(1, round(int(m.group(1)) / scale))},", inputs) if scale != 1 else inputs
 
 
 def run_form(name: str, label: str, inputs: str, expr: str, repeat: int, scale: float) -> dict:
   """In a process on tinygrad's PYTHON device: realize the form under tinyspec's importer,
   timing the emulator; evaluate every imported program of it with refimpl."""
-  import tempfile
-  from tinygrad.runtime import ops_python
-  from tinyspec.interop.script import import_script
+  from tinygrad.runtime import ops_python  # noqa: PLC0415 (tinygrad: optional, only in the child on its PYTHON device)
   spent = [0.0]
   orig = ops_python.PythonProgram.__call__
   def timed_call(self, *a, **k):
@@ -171,7 +171,7 @@ def run_form(name: str, label: str, inputs: str, expr: str, repeat: int, scale: 
 def tinygrad_forms(names, repeat: int, scale: float) -> list | None:
   """run_form for each form, in one child process on the PYTHON device (JSON lines back)."""
   try:
-    import tinygrad  # noqa: F401
+    import tinygrad  # noqa: F401, PLC0415 (is the optional tinygrad installed?)
   except ImportError:
     return None
   env = dict(os.environ, DEV="PYTHON")

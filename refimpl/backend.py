@@ -1,6 +1,8 @@
 """The reference evaluator as a backend (`ref`, entry point group tinyspec.backends)."""
 from __future__ import annotations
 from tinyspec.backends import Backend, Capabilities, value_dtypes
+from tinyspec.refimpl import supported_ops
+from tinyspec.refimpl import evaluate
 
 
 class RefBackend(Backend):
@@ -8,9 +10,7 @@ class RefBackend(Backend):
   name = "ref"
 
   def capabilities(self) -> Capabilities:
-    from tinyspec.refimpl import supported_ops
     return Capabilities({k: frozenset(v) for k, v in supported_ops().items()}, value_dtypes())
 
   def run(self, graph, inputs):
-    from tinyspec.refimpl import evaluate
     return dict(evaluate(graph, inputs))

@@ -13,6 +13,12 @@ import sys
 from pathlib import Path
 import numpy as np
 from tinyspec.diagnostics import EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE
+from tinyspec.files import load_npy, load_npz, FileRefused
+from tinyspec.files import make_dir, save_npy, save_npz
+from tinyspec.deadline import add_option
+from tinyspec.graph import load_file
+from tinyspec.refimpl import evaluate, EvalError
+from tinyspec.refimpl.budget import Budget
 
 
 class InputError(Exception):
@@ -25,7 +31,6 @@ def read_inputs(specs: list[str], budget: int | None = None) -> dict:
   """NAME=FILE.npy and FILE.npz arguments -> {name: array}. Each file is read as a
   regular file, its headers checked (tinyspec.files) and its arrays counted against the
   memory budget before their data is read."""
-  from tinyspec.files import load_npy, load_npz, FileRefused
   inputs: dict = {}
   left = budget
   for spec in specs:
@@ -58,7 +63,6 @@ def summary(name, a) -> str:
 
 def write_outputs(out: str, outputs: dict, trace: dict | None) -> None:
   """Outputs into DIR (DIR/NAME.npy, names sanitized: tinyspec.files) or one FILE.npz."""
-  from tinyspec.files import make_dir, save_npy, save_npz
   p = Path(out)
   traced = {f"node{i}": v for i, v in (trace or {}).items()}
   if p.suffix == ".npz":
@@ -91,17 +95,13 @@ def eval_command(sub):
                       "them no semantics, so evaluating one is still refused (rule eval.untrusted)")
   p.add_argument("--strict-bounds", action="store_true",
                  help="refuse an out-of-range kernel access no gate covers (exit 1) instead of reading zero / writing nothing")
-  from tinyspec.deadline import add_option
   add_option(p)
 
   def run(a) -> int:
-    from tinyspec.graph import load_file
-    from tinyspec.refimpl import evaluate, EvalError
     g, diags = load_file(a.file)
     if g is None or diags:
       for d in diags: print(d.format(), file=sys.stderr)
       return max((d.exit_code for d in diags), default=EXIT_UNREADABLE)
-    from tinyspec.refimpl.budget import Budget
     try:
       budget = Budget(a.budget)
       inputs = read_inputs(a.input, budget.limit)
@@ -123,7 +123,6 @@ def eval_command(sub):
     outputs = res.outputs if a.trace else res
     trace = res.values if a.trace else None
     if a.out:
-      from tinyspec.files import FileRefused
       try: write_outputs(a.out, outputs, trace)
       except FileRefused as e:
         print(f"tinyspec eval: {e}", file=sys.stderr)

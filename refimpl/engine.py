@@ -23,6 +23,11 @@ from tinyspec.refimpl.plan import Plan
 from tinyspec.refimpl.prepared import Prepared, prepare
 from tinyspec.refimpl.scope import Scope
 from tinyspec.refimpl.storage import Storage, merge_effects
+from tinyspec.portable import variants as known
+from tinyspec.refimpl.widen import VARIANT
+from tinyspec.refimpl.widen import widen_intermediates
+from tinyspec.intervals import NUMPY_TYPES
+from tinyspec.dtypes import DTYPES
 
 
 @dataclass
@@ -82,10 +87,8 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
   evaluation held at most)."""
   g = as_graph(graph)
   prep = prepare(g, level)
-  from tinyspec.portable import variants as known
   bad = sorted(set(variants) - known())
   if bad: raise EvalError(f"unknown variant {', '.join(bad)} (the tables' variants: {', '.join(sorted(known()))})", rule="eval.input", exit_code=2)
-  from tinyspec.refimpl.widen import VARIANT
   if VARIANT in variants: g, prep = widened(g, prep, level)   # a graph-wide variant: evaluated as the graph it rewrites to
   m = Machine(g, prep, inputs, trace, Budget(budget), allow_untrusted, strict_bounds)
   m.variants = frozenset(variants)
@@ -104,7 +107,6 @@ def run(graph, inputs=None, *, trace=False, budget=None, level="auto", allow_unt
 
 def widened(g: Graph, prep: Prepared, level: str):
   """The `wide` variant's graph (refimpl/widen.py) and its Prepared, made once per prepared graph."""
-  from tinyspec.refimpl.widen import VARIANT, widen_intermediates
   if prep.widened is None:
     wide = widen_intermediates(g, prep.views)
     try: wprep = prepare(wide, level)
@@ -238,8 +240,6 @@ class Machine:
     """Every op the evaluation can reach must have a unit; untrusted ones are refused; every
     value's dtype needs a NumPy type (bfloat16: ml_dtypes). Once per graph content and roots."""
     if tuple(roots) in self.prep.checked: return
-    from tinyspec.intervals import NUMPY_TYPES
-    from tinyspec.dtypes import DTYPES
     supported = supported_ops()
     seen, stack = set(), list(roots)
     while stack:

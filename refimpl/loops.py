@@ -35,6 +35,7 @@ from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import role
 from tinyspec.refimpl.numeric import NP, canonical_nan
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
+from tinyspec.refimpl.ops.reduce import identity
 
 
 # ------------------------------------------------------------------ accumulation at runtime
@@ -74,7 +75,6 @@ def reduction_write(scope, s, path, gate) -> Write:
 
 def masked(op, dt):
   """What a gated-off point contributes: an identity that keeps every value, -0.0 included."""
-  from tinyspec.refimpl.ops.reduce import identity
   if op == "ADD" and dt in ("float16", "bfloat16", "float32", "float64"): return np.asarray(-0.0).astype(identity(op, dt).dtype)
   return identity(op, dt)
 

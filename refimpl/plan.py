@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections import defaultdict
 from tinyspec.refimpl.registry import EFFECT_ROLES, role
 from tinyspec.refimpl.errors import EvalError
+from tinyspec.refimpl.registry import UNITS
+from tinyspec.refimpl.carried import find_carried
+from tinyspec.refimpl.affine import analyse
 
 FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built
 
@@ -62,7 +65,6 @@ class Plan:
   def _constants(self, nodes) -> set:
     """Nodes whose value the graph alone fixes: CONST and VCONST, and the plain value ops
     (no storage, loop or effect role) of them -- computed once per plan, not per call."""
-    from tinyspec.refimpl.registry import UNITS
     out: set[int] = set()
     if self.tracing: return out
     for i in self.order:
@@ -207,7 +209,5 @@ class Plan:
       if i in self.root and i in self.read and self.uses[i]:
         if all((role(nodes[c].op) == "gated_load" and k == 0 and len(nodes[c].src) == 3) or role(nodes[c].op) == "sink" for c, k in self.uses[i]):
           self.gated.add(i)
-    from tinyspec.refimpl.carried import find_carried
     self.carried = find_carried(self, nodes)
-    from tinyspec.refimpl.affine import analyse
     analyse(self, nodes, views)   # index arithmetic as affine forms of the loop indices: forms, affine, affine_targets, lazy

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import weakref
 import numpy as np
+from tinyspec.refimpl.errors import EvalError
 
 _seq = itertools.count(1)
 
@@ -92,7 +93,6 @@ def _merge_unordered(a: Version, b: Version) -> Version:
   common = set(map(id, chain_a)) & set(map(id, chain_b))
   base = next((v for v in chain_a if id(v) in common), None)
   if base is None or any(v.strong is not None for v in chain_a + chain_b if id(v) not in common):
-    from tinyspec.refimpl.errors import EvalError
     raise EvalError(f"two unordered histories of storage {a.storage.name} meet (nodes {a.write and a.write.node} and "
                     f"{b.write and b.write.node}); the reference cannot order them", rule="eval.unsupported")
   writes = [v.write for v in chain_a + chain_b if id(v) not in common and v.write is not None]
@@ -178,7 +178,6 @@ def _start(v: Version, keep: int, R: int) -> np.ndarray:
     return v.storage.initial.reshape((1,) * R + v.storage.shape)
   arr, mask = v.strong
   if mask & ~keep:
-    from tinyspec.refimpl.errors import EvalError
     raise EvalError(f"storage {v.storage.name} is read at a different loop nesting than the sequential loop that carries it", rule="eval.unsupported")
   return arr
 

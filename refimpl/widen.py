@@ -14,11 +14,11 @@ from __future__ import annotations
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.portable import WIDE_VARIANT as VARIANT, WIDE_DECISION as DECISION
+from tinyspec.portable import variant_scope
 WIDE = "float32"
 
 
 def widen_intermediates(g: Graph, views) -> Graph:
-  from tinyspec.portable import variant_scope
   T = tables()
   scope = variant_scope(VARIANT)
   producers = set(T.decisions[DECISION]["ops"])

@@ -13,6 +13,7 @@ from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl import crmath
 from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, from_f64
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
+from tinyspec.refimpl.crmath.dd import two_prod, two_sum
 
 
 @unit("NEG")
@@ -90,7 +91,6 @@ def fused_mulacc(name, a, b, c):
   """The `fused` variant of decision mulacc-rounding: a*b + c exactly, rounded once to the
   dtype. The exact sum is a double-double (crmath's error-free product and sum), rounded
   to float64 by round-to-odd, which the one rounding to a narrower dtype then keeps exact."""
-  from tinyspec.refimpl.crmath.dd import two_prod, two_sum
   a, b, c = np.broadcast_arrays(*(np.asarray(x).astype(F64) for x in (a, b, c)))
   with np.errstate(all="ignore"):
     ph, pl = two_prod(a, b)
