@@ -33,7 +33,7 @@ import numpy as np
 from tinyspec.tables import tables
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import role
-from tinyspec.refimpl.numeric import NP, canonical_nan
+from tinyspec.refimpl.numeric import NP, canonical_nan, broadcast_shape
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 from tinyspec.refimpl.ops.reduce import identity
 
@@ -58,7 +58,7 @@ def reduction_write(scope, s, path, gate) -> Write:
   on = None
   if g is not None:
     gs = [g.reshape(g.shape + (1,) * (x.ndim - g.ndim)) for x in xs]
-    on = [np.broadcast_to(gb, np.broadcast_shapes(gb.shape, x.shape)) for gb, x in zip(gs, xs)]
+    on = [np.broadcast_to(gb, broadcast_shape(gb.shape, x.shape)) for gb, x in zip(gs, xs)]
     xs = [np.where(o, x, masked(spec.op, dt)) for o, x in zip(on, xs)]
   if m.tracing:   # every partial result, for the trace
     seq = accumulate(spec.op, dt, start, xs, dims, spec.acc_first, on)   # (N*L + 1, rest...): N points, L steps each
@@ -90,7 +90,7 @@ def accumulate(op, dt, start, xs, dims, acc_first=True, on=None):
   k = len(dims)
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]   # the value before the loops
   start = np.moveaxis(start, dims, tuple(range(k)))
-  rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
+  rest = broadcast_shape(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
   start = np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,))
   seq = np.concatenate([start, _in_order(xs, dims, rest)], axis=-1)   # (rest..., N*L + 1)
   if op == "ADD": return np.moveaxis(np.add.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
@@ -113,7 +113,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
   k = len(dims)
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]
   start = np.moveaxis(start, dims, tuple(range(k)))
-  rest = np.broadcast_shapes(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
+  rest = broadcast_shape(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
   seq = np.concatenate([np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,)), _in_order(xs, dims, rest)], axis=-1)
   if op == "ADD": return np.add.reduce(seq, axis=-1, dtype=seq.dtype)
   if op == "MUL": return np.multiply.reduce(seq, axis=-1, dtype=seq.dtype)
@@ -139,7 +139,7 @@ def _fold_rows(op, start, xs, dims):
   start = start[tuple(slice(0, 1) if d in dims else slice(None) for d in range(start.ndim))]
   start = np.moveaxis(start, dims, tuple(range(k)))
   moved = [np.moveaxis(x, dims, tuple(range(k))) for x in xs]
-  rest = np.broadcast_shapes(start.shape[k:], *(x.shape[k:] for x in moved))
+  rest = broadcast_shape(start.shape[k:], *(x.shape[k:] for x in moved))
   M = 1
   for d in rest: M *= d
   if M < 2: return None

@@ -118,3 +118,16 @@ def int_to_float(x: np.ndarray, src: str, name: str) -> np.ndarray:
   jam = ((mag >> np.uint64(20)) | sticky.astype(np.uint64)) << np.uint64(20)
   f = np.where(mag >= np.uint64(1 << 53), jam, mag).astype(F64)
   return from_f64(np.where(neg, -f, f), name)
+
+
+def broadcast_shape(*shapes) -> tuple:
+  """np.broadcast_shapes without its limit of 32 dimensions (a kernel's values carry one axis
+  per loop, and tinygrad's kernels can have more loops than that)."""
+  n = max((len(s) for s in shapes), default=0)
+  out = [1] * n
+  for s in shapes:
+    for i, d in enumerate(s, n - len(s)):
+      if d == 1 or d == out[i]: continue
+      if out[i] != 1: raise ValueError(f"shapes {shapes} do not broadcast")
+      out[i] = d
+  return tuple(out)

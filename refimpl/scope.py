@@ -16,7 +16,7 @@ import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
-from tinyspec.refimpl.numeric import NP, CLS, canonical_nan
+from tinyspec.refimpl.numeric import NP, CLS, canonical_nan, broadcast_shape
 from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
@@ -361,7 +361,7 @@ class Scope:
     """strict_bounds: refuse an ungated out-of-range access, naming the first index tuple."""
     shape = self.m.views[node.src[0]].shape
     arrays = layout(idxs, self.R)
-    full = np.broadcast_shapes(bad.shape, *(a.shape for a in arrays))
+    full = broadcast_shape(bad.shape, *(a.shape for a in arrays))
     bad = np.broadcast_to(bad, full)
     at = tuple(int(x[0]) for x in np.nonzero(bad)) if bad.ndim else ()
     got = tuple(int(np.broadcast_to(a, full)[at]) for a in arrays)

@@ -17,6 +17,7 @@ import itertools
 import weakref
 import numpy as np
 from tinyspec.refimpl.errors import EvalError
+from tinyspec.refimpl.numeric import broadcast_shape
 
 _seq = itertools.count(1)
 
@@ -339,7 +340,7 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
     return
   nv = ids.ndim - R   # value dims of the target
   vshape = val.shape[:R]
-  B = np.broadcast_shapes(ids.shape[:R], vshape, flat.shape[:R], *(() if w.gate is None else (w.gate.shape[:R],)))
+  B = broadcast_shape(ids.shape[:R], vshape, flat.shape[:R], *(() if w.gate is None else (w.gate.shape[:R],)))
   full = B + ids.shape[R:]
   ids = np.broadcast_to(ids, full)
   val = np.broadcast_to(val.reshape(val.shape[:R] + (1,) * (nv - (val.ndim - R)) + val.shape[R:]), full)

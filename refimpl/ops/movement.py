@@ -4,6 +4,7 @@ All but INDEX, STACK and BITCAST exist only at tensor level (no loop axes)."""
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
+from tinyspec.refimpl.numeric import broadcast_shape
 
 
 
@@ -54,7 +55,7 @@ def index(ctx):
 def stack(ctx, *xs):
   R = ctx.R
   if R:
-    full = np.broadcast_shapes(*[x.shape[:R] for x in xs])
+    full = broadcast_shape(*[x.shape[:R] for x in xs])
     xs = [np.broadcast_to(x, full + x.shape[R:]) for x in xs]
   return np.stack(xs, axis=R)
 

@@ -20,7 +20,7 @@ decides when; small products are built as written).
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
-from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP
+from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP, broadcast_shape
 from tinyspec.tables import tables
 
 
@@ -127,7 +127,7 @@ def sum_of_product(a: np.ndarray, b: np.ndarray, dims: tuple, acc_dtype) -> np.n
   nd = max(a.ndim, b.ndim)
   a = a.reshape((1,) * (nd - a.ndim) + a.shape)
   b = b.reshape((1,) * (nd - b.ndim) + b.shape)
-  full = np.broadcast_shapes(a.shape, b.shape)
+  full = broadcast_shape(a.shape, b.shape)
   acc = np.zeros(tuple(1 if d in dims else n for d, n in enumerate(full)), acc_dtype)
   # the reduced axes flattened in row-major order, split into blocks of whole index tuples
   red = [d for d in dims if full[d] != 1]
