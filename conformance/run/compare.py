@@ -130,14 +130,14 @@ def _reduce_bounds(per: float, arg, operands: list, want, dt: str):
 
 def _fmax(dt: str) -> float:
   d = DTYPES[dt]
-  return float((2 - 2.0 ** -d.mantissa) * 2.0 ** (2 ** (d.exponent - 1) - 1))
+  return float(d.normal_range[1])
 
 
 def _spacing(mag: np.ndarray, dt: str) -> np.ndarray:
   """The distance from |x| to the next representable value of dt (at least the smallest
   subnormal), computed in float64."""
   d = DTYPES[dt]
-  tiny = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)   # smallest subnormal
+  tiny = 2.0 ** (1 - d.exponent_bias - d.mantissa)   # smallest subnormal
   with np.errstate(divide="ignore", invalid="ignore"):
     e = np.floor(np.log2(np.maximum(mag, tiny)))
   return np.maximum(2.0 ** (e - d.mantissa), tiny)
