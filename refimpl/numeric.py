@@ -17,11 +17,12 @@ by name). Arithmetic happens in the dtype's own width:
 from __future__ import annotations
 import numpy as np
 from tinyspec.dtypes import DTYPES
-from tinyspec.intervals import NUMPY_TYPES as NP, np_dtype
+from tinyspec.intervals import NUMPY_TYPES as NP, EXTENDED_FLOATS, np_dtype
 
 CLS: dict[str, str] = {n: d.cls for n, d in DTYPES.items()}
 NARROW = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and d.itemsize < 4)   # computed in float32
 SATURATING = frozenset(n for n, d in DTYPES.items() if d.saturate)   # converted by to_saturating
+VIA_F32 = frozenset(EXTENDED_FLOATS)   # bfloat16, the float8s: NumPy holds them through ml_dtypes; compared and maxed in float32
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 

@@ -28,6 +28,14 @@ def _numpy_type(np_name: str):
 
 # every dtype NumPy (with ml_dtypes, when installed) can hold, by spec/dtypes.yaml `np`
 NUMPY_TYPES: dict[str, np.dtype] = {n: t for n, d in DTYPES.items() if d.np and (t := _numpy_type(d.np)) is not None}
+# the float dtypes NumPy holds only through ml_dtypes (their NumPy kind is not "f"): bfloat16, the float8s
+EXTENDED_FLOATS: dict[str, np.dtype] = {n: t for n, t in NUMPY_TYPES.items() if DTYPES[n].cls == "float" and t.kind != "f"}
+
+
+def is_float_type(t) -> bool:
+  """Does NumPy dtype t hold a float dtype's values (float16/32/64, or one of EXTENDED_FLOATS)?"""
+  t = np.dtype(t)
+  return t.kind == "f" or t in EXTENDED_FLOATS.values()
 
 
 def np_dtype(name: str):

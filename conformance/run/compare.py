@@ -28,6 +28,7 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.tolerance import ulp_distance, tolerance, in_domain, bits, show_value, apart   # (bits, show_value, apart: what a message shows of a float)
 from tinyspec.tables import tables
+from tinyspec.intervals import is_float_type
 
 
 def _is_float(dt: str) -> bool: return DTYPES[dt].cls == "float"
@@ -105,7 +106,7 @@ def element_bounds(op: str, arg, dt: str, operands: list, want, decomposed: bool
   return b
 
 
-def _is_float_array(x) -> bool: return x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+def _is_float_array(x) -> bool: return is_float_type(x.dtype)
 
 
 def _reduce_bounds(per: float, arg, operands: list, want, dt: str):

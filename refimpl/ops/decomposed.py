@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl import crmath
-from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, from_f64
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, SATURATING, from_f64, to_saturating
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
 
 
@@ -50,7 +50,9 @@ def not_(ctx, x): return np.logical_not(x)
 
 def transcendental(fn, name, *xs):
   """crmath's fn on float operands of dtype `name`: the correctly rounded result (held
-  exactly in float64, so the conversion back to the dtype is exact)."""
+  exactly in float64, so the conversion back to the dtype is exact). A float8 dtype
+  computes in float32 and converts that result (decision fp8-convert), as tinygrad does."""
+  if name in SATURATING: return to_saturating(np.asarray(fn(*[x.astype(F64) for x in xs], fmt="float32")), name)
   return np.asarray(fn(*[x.astype(F64) for x in xs], fmt=name)).astype(NP[name])
 
 
