@@ -5,9 +5,9 @@ lowered it in (issue 31; the suite's program-of-emulated-bfloat16 and capture-em
     schedule after the test, outside that context. The capture records tinygrad's lowering
     context with each call, and the program graph is lowered in it: an emulated bfloat16
     kernel's program holds bfloat16 as uint16 storage (as it ran), never `__bf16`;
-  * a buffer of a dtype tinyspec has none for (tinygrad's fp8s) is read as its bits: the
-    capture no longer fails the program it watches (it raised KeyError: None); graphs that
-    hold the dtype are the import's unmapped finding, the emulated programs import and agree.
+  * tinygrad's fp8s are the spec's float8 dtypes (decision fp8-convert): the capture reads
+    their buffers (it once raised KeyError: None on them), and every graph of an emulated fp8
+    program, tensor, kernel and lowered program, imports, validates and agrees.
 
 Each runs on tinygrad's CPU device where clang is on PATH, else on its PYTHON device: the
 emulation is tinygrad's renderer-independent lowering, so both show it.
