@@ -48,11 +48,21 @@ def cmpeq(ctx, a, b): return _cmp(np.equal, ctx, a, b)
 def not_(ctx, x): return np.logical_not(x)
 
 
+def _overflow_as_finite(r, xs) -> np.ndarray:
+  """r with each infinity that finite nonzero operands gave (an overflow, not a pole such as
+  LOG2(0) or POW(0, -1)) replaced by the largest float64 of its sign."""
+  r = np.asarray(r, F64)
+  ordinary = np.logical_and.reduce([np.isfinite(x.astype(F64)) & (x.astype(F64) != 0) for x in xs])
+  return np.where(np.isinf(r) & ordinary, np.copysign(np.finfo(F64).max, r), r)
+
+
 def transcendental(fn, name, *xs):
   """crmath's fn on float operands of dtype `name`: the correctly rounded result (held
   exactly in float64, so the conversion back to the dtype is exact). A float8 dtype
-  computes in float32 and converts that result (decision fp8-convert), as tinygrad does."""
-  if name in SATURATING: return to_saturating(np.asarray(fn(*[x.astype(F64) for x in xs], fmt="float32")), name)
+  converts float64's correctly rounded result (decision fp8-convert: tinygrad's PYTHON
+  device computes in Python floats, then float_to_fp8), an overflow of finite nonzero
+  operands saturating like any finite value past the largest."""
+  if name in SATURATING: return to_saturating(_overflow_as_finite(fn(*[x.astype(F64) for x in xs], fmt="float64"), xs), name)
   return np.asarray(fn(*[x.astype(F64) for x in xs], fmt=name)).astype(NP[name])
 
 
