@@ -52,7 +52,8 @@ def _overflow_as_finite(r, xs) -> np.ndarray:
   """r with each infinity that finite nonzero operands gave (an overflow, not a pole such as
   LOG2(0) or POW(0, -1)) replaced by the largest float64 of its sign."""
   r = np.asarray(r, F64)
-  ordinary = np.logical_and.reduce([np.isfinite(x.astype(F64)) & (x.astype(F64) != 0) for x in xs])
+  ordinary = np.ones(r.shape, bool)
+  for x in xs: ordinary = ordinary & np.isfinite(x.astype(F64)) & (x.astype(F64) != 0)
   return np.where(np.isinf(r) & ordinary, np.copysign(np.finfo(F64).max, r), r)
 
 
