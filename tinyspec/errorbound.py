@@ -249,9 +249,8 @@ class _Shadow:
     finite = [self.add("CMPLT", (self.abs(self.f64(j)), self.const(INF))) for j in n.src if _cls(self.views[j].dtype) == "float"]
     overflow = finite[0] if finite else self.const(True, "bool")
     for f in finite[1:]: overflow = self.add("AND", (overflow, f))
-    is_inf = self.add("CMPEQ", (self.abs(v), self.const(INF)))
-    if d.saturate:   # a saturating dtype's overflow gives ±finite_max (decision fp8-convert): unbounded there too
-      is_inf = self.add("OR", (is_inf, self.add("CMPGE", (self.abs(v), self.const(d.normal_range[1])))))
+    # a saturating dtype's overflow gives ±finite_max (decision fp8-convert): unbounded there too
+    is_inf = self.add("CMPGE" if d.saturate else "CMPEQ", (self.abs(v), self.const(d.normal_range[1] if d.saturate else INF)))
     e = self.add("WHERE", (is_inf, self.add("WHERE", (overflow, self.const(INF), self.const(0.0))), e))
     return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
 
