@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as fmt
 from tinyspec.limits import limits
+from tinyspec.intervals import EXTENDED_FLOATS
 import zipfile
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")   # no "/", no leading "." or "-", no ".."
@@ -243,7 +244,7 @@ def npy_form(array) -> np.ndarray:
   dtype, NumPy would write an opaque `|V2` that reads back as void) as its uint16 bit
   patterns, the form of the case corpus and of the protocol's files."""
   a = np.asarray(array)
-  return np.array(a, order="C").view(np.uint16) if a.dtype.name == "bfloat16" else a
+  return np.array(a, order="C").view(f"uint{a.dtype.itemsize * 8}") if a.dtype in EXTENDED_FLOATS.values() else a
 
 
 def save_npy(directory, name: str, array, what: str = "output name") -> Path:
