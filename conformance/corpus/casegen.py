@@ -235,17 +235,18 @@ def retype(g: Graph, old: str, new: str) -> Graph:
   return Graph(nodes, g.roots, g.level, dict(g.meta))
 
 
-def _enumerate_arg(g: Graph, op: str, args: list) -> Graph:
-  """When op's arg is a dtype and op is the graph's one root: one root per dtype of args."""
+def _enumerate_arg(g: Graph, op: str, args: list, keep: bool = True) -> Graph | None:
+  """When op's arg is a dtype and op is the graph's one root: one root per dtype of args
+  (none valid: g itself where `keep`, else None)."""
   i = _op_node(g, op)
-  if not arg_is_dtype(op) or g.root_indices != [i]: return g
+  if not arg_is_dtype(op) or g.root_indices != [i]: return g if keep else None
   nodes = list(g.nodes[:i]) + list(g.nodes[i + 1:])
-  if any(i in n.src for n in nodes): return g
+  if any(i in n.src for n in nodes): return g if keep else None
   n = g.nodes[i]
   roots = []
   for a in args:
     nodes.append(Node(op, n.src, a)); roots.append(len(nodes) - 1)
-  return _keep_valid_roots(Graph(nodes, roots, g.level)) or g
+  return _keep_valid_roots(Graph(nodes, roots, g.level)) or (g if keep else None)
 
 
 def _resize_first_dims(g: Graph, dim: int) -> Graph:
@@ -314,7 +315,7 @@ def graph_drafts(op: str, base: Graph, tag: str, description: str, variants: boo
     g = retype(base, d0, x) if d0 is not None else base
     if x != d0 and g.dumps() == base.dumps(): continue   # nothing of the example has dtype d0 to retype
     for suffix, args in arg_sets(op, x):
-      if (draft := _example_draft(op, _enumerate_arg(g, op, args), f"{op}/{x}{tag}{suffix}", x, description)) is None: continue
+      if (draft := _example_draft(op, _enumerate_arg(g, op, args, keep=not suffix), f"{op}/{x}{tag}{suffix}", x, description)) is None: continue
       first = first or (x, draft.graph)
       out.append(draft)
   if variants and first is not None:
@@ -327,7 +328,8 @@ def graph_drafts(op: str, base: Graph, tag: str, description: str, variants: boo
   return out
 
 
-def _example_draft(op: str, g: Graph, name: str, x: str, description: str) -> Draft | None:
+def _example_draft(op: str, g: Graph | None, name: str, x: str, description: str) -> Draft | None:
+  if g is None: return None
   r = validate(g)
   if not r.ok: return None
   g = _reachable(g)
