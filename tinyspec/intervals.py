@@ -28,8 +28,9 @@ def _numpy_type(np_name: str):
 
 # every dtype NumPy (with ml_dtypes, when installed) can hold, by spec/dtypes.yaml `np`
 NUMPY_TYPES: dict[str, np.dtype] = {n: t for n, d in DTYPES.items() if d.np and (t := _numpy_type(d.np)) is not None}
-# the float dtypes NumPy holds only through ml_dtypes (their NumPy kind is not "f"): bfloat16, the float8s
-EXTENDED_FLOATS: dict[str, np.dtype] = {n: t for n, t in NUMPY_TYPES.items() if DTYPES[n].cls == "float" and t.kind != "f"}
+# the float dtypes NumPy holds only through ml_dtypes (user-defined NumPy types, not builtin
+# ones; their kind is "V", or "f" for float8_e5m2): bfloat16, the float8s
+EXTENDED_FLOATS: dict[str, np.dtype] = {n: t for n, t in NUMPY_TYPES.items() if DTYPES[n].cls == "float" and t.isbuiltin != 1}
 
 
 def is_float_type(t) -> bool:
