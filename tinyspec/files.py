@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as fmt
 from tinyspec.limits import limits
-from tinyspec.intervals import EXTENDED_FLOATS
 import zipfile
 
 NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")   # no "/", no leading "." or "-", no ".."
@@ -240,9 +239,10 @@ def _umask() -> int:
 
 
 def npy_form(array) -> np.ndarray:
-  """An array as a .npy file holds it: bfloat16 (ml_dtypes; the .npy format has no such
-  dtype, NumPy would write an opaque `|V2` that reads back as void) as its uint16 bit
-  patterns, the form of the case corpus and of the protocol's files."""
+  """An array as a .npy file holds it: bfloat16 and the float8s (ml_dtypes; the .npy format
+  has no such dtypes, NumPy would write an opaque `|V2` that reads back as void) as their
+  bit patterns (uint16, uint8), the form of the case corpus and of the protocol's files."""
+  from tinyspec.intervals import EXTENDED_FLOATS   # (here: files is imported beneath the dtype tables)
   a = np.asarray(array)
   return np.array(a, order="C").view(f"uint{a.dtype.itemsize * 8}") if a.dtype in EXTENDED_FLOATS.values() else a
 
