@@ -242,9 +242,9 @@ def npy_form(array) -> np.ndarray:
   """An array as a .npy file holds it: bfloat16 and the float8s (ml_dtypes; the .npy format
   has no such dtypes, NumPy would write an opaque `|V2` that reads back as void) as their
   bit patterns (uint16, uint8), the form of the case corpus and of the protocol's files."""
-  from tinyspec.intervals import EXTENDED_FLOATS   # (here: files is imported beneath the dtype tables)
   a = np.asarray(array)
-  return np.array(a, order="C").view(f"uint{a.dtype.itemsize * 8}") if a.dtype in EXTENDED_FLOATS.values() else a
+  user_defined = a.dtype.isbuiltin == 2   # a type registered with NumPy from outside it: ml_dtypes'
+  return np.array(a, order="C").view(f"uint{a.dtype.itemsize * 8}") if user_defined else a
 
 
 def save_npy(directory, name: str, array, what: str = "output name") -> Path:
