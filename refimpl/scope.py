@@ -17,7 +17,7 @@ from tinyspec.dispatch import input_name
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
 from tinyspec.refimpl.numeric import NP, CLS, VIA_F32, canonical_nan, broadcast_shape
-from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects
+from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects, strided
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
 from tinyspec.refimpl import loops
@@ -355,7 +355,7 @@ class Scope:
       shape.append(k); strides.append(vstep * step)
     if lo < 0 or hi >= flat.shape[0]: return None
     base = aff.const + (aff.vec[0] if aff.vec is not None else 0)
-    return np.lib.stride_tricks.as_strided(flat[base:], tuple(shape), tuple(strides), writeable=False)
+    return strided(flat, base, shape, strides, writeable=False)
 
   def out_of_bounds(self, i, node, idxs, bad, what, store=None):
     """strict_bounds: refuse an ungated out-of-range access, naming the first index tuple."""

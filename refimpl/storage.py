@@ -435,6 +435,17 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
   shape = [sizes[d] if d in form.coefs else 1 for d in range(R)] + ([form.vec[2]] if own else [])
   strides = [form.coefs.get(d, 0) * step for d in range(R)] + ([form.vec[1] * step] if own else [])
   base = form.const + (form.vec[0] if own else 0)   # the position at the first point
-  view = np.lib.stride_tricks.as_strided(flat[base:], tuple(shape), tuple(strides))
+  view = strided(flat, base, shape, strides, writeable=True)
   view[...] = last_writes(val, R, form.coefs)
   return True
+
+
+def strided(flat: np.ndarray, base: int, shape, strides, writeable: bool) -> np.ndarray:
+  """A strided view of the 1-D `flat` from element `base`. NumPy's as_strided goes through
+  the array interface, which cannot name ml_dtypes' float8 types ('<f1'): those are viewed
+  through the unsigned integer of their size and back."""
+  src = flat[base:]
+  bits = src.dtype.kind == "V" or src.dtype.type.__module__.startswith("ml_dtypes")
+  if bits: src = src.view(np.dtype(f"u{src.dtype.itemsize}"))
+  out = np.lib.stride_tricks.as_strided(src, tuple(shape), tuple(strides), writeable=writeable)
+  return out.view(flat.dtype) if bits else out
