@@ -12,6 +12,7 @@ import pytest
 from tinyspec.refimpl import evaluate
 from tinyspec import Graph, Node
 from tinyspec.dtypes import dtype as D
+from tinyspec.intervals import NUMPY_TYPES
 from tinyspec.decompose import decompose
 from tinyspec.tables import tables
 from tinyspec.tolerance import within_tolerance, in_domain, ulp_distance
@@ -21,7 +22,7 @@ N_RANDOM = 3000
 
 
 def np_dtype(dt):
-  return np.dtype(ml_dtypes.bfloat16) if dt == "bfloat16" else np.dtype(D(dt).np)
+  return NUMPY_TYPES[dt]
 
 
 def edges(dt) -> np.ndarray:
@@ -74,7 +75,7 @@ def check(op, dt, xs, label=""):
   g = graph_of(op, dt, [x.shape for x in xs])
   direct, expanded = run(g, xs), run(decompose(g), xs)
   assert expanded.dtype == direct.dtype and expanded.shape == direct.shape
-  if not D(str(direct.dtype) if direct.dtype != np.dtype(ml_dtypes.bfloat16) else "bfloat16").is_float:
+  if not D(next((n for n, t in NUMPY_TYPES.items() if t == direct.dtype), str(direct.dtype))).is_float:
     bad = np.flatnonzero(np.broadcast_to(direct != expanded, direct.shape).ravel())
   else:
     ok = within_tolerance(op, dt, expanded, direct, xs, decomposed=True)

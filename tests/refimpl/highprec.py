@@ -11,9 +11,22 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from tinyspec.dtypes import DTYPES
 
 DIGITS = 90
-FORMATS = {"float16": (11, -14, 15), "bfloat16": (8, -126, 127), "float32": (24, -126, 127), "float64": (53, -1022, 1023)}
+def _formats() -> dict:
+  """Each float dtype of the table: (precision, smallest normal exponent, largest exponent,
+  the largest finite where an overflow saturates to it (a dtype the table marks saturating),
+  else None)."""
+  out = {}
+  for name, d in DTYPES.items():
+    if not d.is_float: continue
+    lo, hi = d.normal_range
+    out[name] = (d.mantissa + 1, int(math.log2(lo)), int(math.floor(math.log2(hi))), float(hi) if getattr(d, "saturate", False) else None)
+  return out
+
+
+FORMATS = _formats()
 
 
 def _pi(ctx_digits: int) -> Decimal:
@@ -62,7 +75,7 @@ def value(op: str, *xs: float) -> Decimal:
 def round_to(v: Fraction, fmt: str) -> float | None:
   """v rounded to nearest even in format fmt (subnormals, overflow to inf), or None when v
   is within 10^-70 (relative) of a tie, which a DIGITS-digit approximation cannot decide."""
-  p, emin, emax = FORMATS[fmt]
+  p, emin, emax, saturate = FORMATS[fmt]
   if v == 0: return 0.0
   sign, a = (-1 if v < 0 else 1), abs(v)
   e = math.floor(math.log2(a.numerator) - math.log2(a.denominator))
@@ -75,6 +88,7 @@ def round_to(v: Fraction, fmt: str) -> float | None:
   if abs(frac - Fraction(1, 2)) < Fraction(1, 10**70) * scaled: return None
   n = lo + (1 if frac > Fraction(1, 2) else 0)
   r = Fraction(n) * Fraction(2) ** q
+  if saturate is not None and r > Fraction(saturate): return sign * saturate   # decision fp8-convert
   if r >= Fraction(2) ** (emax + 1): return sign * math.inf
   return sign * float(r)
 
