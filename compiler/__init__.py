@@ -3,6 +3,7 @@
   compile_graph(graph, target="c"|"opencl", opts=None, beam=0) -> Compiled (stages, schedule, sources)
   run(graph, inputs, backend="c"|"opencl")            -> outputs keyed like refimpl.evaluate
   supported_ops(target)                                -> {op: {levels}}
+  supported_dtypes(target)                             -> the dtypes it has a type for
 
 See compiler/pipeline.py for the stages and spec/render.yaml for the render rules.
 Kernel OptOps: compiler/passes/optimize.py (checked against ops.yaml axis_types/opt_ops), the
@@ -18,7 +19,7 @@ access, compiler/analysis/symbolic.py rewrites only under preconditions that hol
 from tinyspec.compiler.errors import CompileError
 from tinyspec import environment
 from tinyspec.compiler.pipeline import lower, Compiled, STAGES
-from tinyspec.compiler.support import supported_ops
+from tinyspec.compiler.support import supported_dtypes, supported_ops
 from tinyspec.compiler.beam import best_opts
 
 
@@ -42,4 +43,4 @@ def run(graph, inputs=None, backend: str = "c", opts=None, allow_untrusted: bool
   return compile_graph(graph, backend, opts, allow_untrusted, keep_stages=False).run(inputs, cast=cast)
 
 
-__all__ = ["compile_graph", "Compiled", "CompileError", "run", "supported_ops", "STAGES"]
+__all__ = ["compile_graph", "Compiled", "CompileError", "run", "supported_ops", "supported_dtypes", "STAGES"]

@@ -1,7 +1,7 @@
 """The compiler's targets as backends (`c`, `opencl`; entry point group tinyspec.backends)."""
 from __future__ import annotations
 from tinyspec.backends import Backend, Capabilities, Unavailable, value_dtypes
-from tinyspec.compiler.support import supported_ops
+from tinyspec.compiler.support import supported_dtypes, supported_ops
 from tinyspec.compiler import run
 from tinyspec.compiler import compile_graph
 from tinyspec.compiler.runtime.c import compiler_info
@@ -19,7 +19,7 @@ class CompilerBackend(Backend):
     self.name = self.target
 
   def capabilities(self) -> Capabilities:
-    return Capabilities({k: frozenset(v) for k, v in supported_ops(self.target).items()}, value_dtypes(), decomposed=True)
+    return Capabilities({k: frozenset(v) for k, v in supported_ops(self.target).items()}, value_dtypes() & supported_dtypes(self.target), decomposed=True)
 
   def run(self, graph, inputs):
     return run(graph, inputs, self.target)

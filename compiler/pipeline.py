@@ -34,6 +34,7 @@ from tinyspec.graph import Graph
 from tinyspec.uop import UOp, toposort
 from tinyspec.rewrite import Trace, tracing, substitute
 from tinyspec.tables import tables
+from tinyspec.dtypes import DTYPES
 from tinyspec.dispatch import input_name
 from tinyspec.validate import validate
 from tinyspec.compiler.errors import CompileError, refusal
@@ -72,8 +73,9 @@ class Compiled:
     return self.executable().run(inputs, threads, cast)
 
 
-def check_input(g: Graph, allow_untrusted: bool = False) -> str:
-  """Validate; refuse untrusted ops. Returns the graph's level."""
+def check_input(g: Graph, allow_untrusted: bool = False, target: str | None = None) -> str:
+  """Validate; refuse untrusted ops and (given the target) dtypes the target has no type
+  for. Returns the graph's level."""
   res = validate(g)
   if not res.ok:
     d = res.diagnostics[0]
@@ -84,7 +86,19 @@ def check_input(g: Graph, allow_untrusted: bool = False) -> str:
     for i, n in enumerate(g.nodes):
       if T.ops[n.op].untrusted:
         raise CompileError("compile.untrusted", f"node {i} ({n.op}) is untrusted: refused without --allow-untrusted")
+  if target is not None: _refuse_untyped(g, res.views, target)
   return res.level
+
+
+def _refuse_untyped(g: Graph, views: list, target: str) -> None:
+  """compile.unsupported for the first node whose dtype has no type on the target
+  (spec/dtypes.yaml `c` / `cl` null: the float8 dtypes), before any pass meets it."""
+  field = _render.DTYPE_FIELD[target]
+  for i, (n, v) in enumerate(zip(g.nodes, views)):
+    held = n.arg.get("dtype") if isinstance(n.arg, dict) else None   # a buffer's element dtype, a CAST's target
+    for dt in (v.dtype, held):
+      if isinstance(dt, str) and (d := DTYPES.get(dt)) is not None and d.cls != "void" and getattr(d, field) is None:
+        raise CompileError("compile.unsupported", f"node {i} ({n.op}): dtype {dt} has no {target} type (spec/dtypes.yaml `{field}`): the compiler does not render it")
 
 
 def _kernel_schedule(sink: UOp) -> Schedule:
@@ -249,7 +263,7 @@ def lower(g, target: str = "c", opts=None, allow_untrusted: bool = False, keep_s
   if target not in _render.TARGETS: raise CompileError("compile.unsupported", f"unknown target {target!r} (c, opencl)")
   if isinstance(g, UOp): g = Graph.from_uops(g)
   elif isinstance(g, (list, tuple)): g = Graph.from_uops(*g)
-  level = check_input(g, allow_untrusted)
+  level = check_input(g, allow_untrusted, target)
   p = Program(g, level, target, _target_device(target, device), opts, search, allow_untrusted, roots=g.root_uops())
   stages: dict = {"input": g}
   with tracing(trace) as t:

@@ -4,8 +4,16 @@ from __future__ import annotations
 from tinyspec.tables import tables
 from tinyspec.compiler.rendertables import render_tables, policy, is_alu
 from tinyspec.compiler.passes.readers import READERS
-from tinyspec.compiler.render import TARGETS
+from tinyspec.compiler.render import TARGETS, DTYPE_FIELD
+from tinyspec.dtypes import DTYPES
 from tinyspec.decompose import decomposed_ops
+
+
+def supported_dtypes(target: str) -> frozenset[str]:
+  """The dtypes the target has a type for (spec/dtypes.yaml `c` / `cl`; void included): a
+  graph holding any other is refused (compile.unsupported)."""
+  if target not in TARGETS: raise KeyError(f"unknown target {target!r}")
+  return frozenset(n for n, d in DTYPES.items() if getattr(d, DTYPE_FIELD[target]) is not None)
 
 
 def supported_ops(target: str) -> dict[str, set[str]]:

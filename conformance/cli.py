@@ -34,7 +34,8 @@ from tinyspec.conformance.fuzz import units
 from tinyspec.conformance.run.runner import count
 from tinyspec.graph import load_file
 from tinyspec.validate import validate
-from tinyspec.conformance.corpus.cases import from_disk
+from tinyspec.conformance.corpus.cases import from_disk, storage_dtype
+from tinyspec.intervals import EXTENDED_FLOATS
 from tinyspec.backends import get_backend
 
 
@@ -220,7 +221,7 @@ def _bfloat16_viewed(graph_file, outputs: dict) -> dict:
   if g is None: return outputs
   views = validate(g).views
   dts = {f"out{k}": getattr(views[r], "dtype", None) for k, r in enumerate(g.root_indices) if r < len(views)}
-  return {k: from_disk(v, "bfloat16") if dts.get(k) == "bfloat16" and v.dtype == "uint16" else v for k, v in outputs.items()}
+  return {k: from_disk(v, dts[k]) if dts.get(k) in EXTENDED_FLOATS and v.dtype == storage_dtype(dts[k]) else v for k, v in outputs.items()}
 
 
 def _run_campaign(a) -> int:

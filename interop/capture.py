@@ -162,10 +162,11 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
 
 def storage_dtype(dt) -> np.dtype:
   """The NumPy dtype a buffer of tinygrad dtype dt is read as: its tinyspec dtype's, or for a
-  dtype tinyspec has none for (tinygrad's fp8s), the unsigned integer of its size, its bits
-  as they are. The capture reads every buffer it meets (it must not fail the program it
-  watches); a graph holding such a dtype does not import (the map leaves it unmapped), and a
-  lowered program that emulates it (EMULATED_DTYPES: uint8 storage) reads those bits."""
+  dtype tinyspec has none for (tinygrad's internal uint128/uint256), the unsigned integer of
+  its size, its bits as they are. The capture reads every buffer it meets (it must not fail
+  the program it watches); a graph holding such a dtype does not import (the map leaves it
+  unmapped). A lowered program that emulates a dtype (EMULATED_DTYPES: fp8 as uint8 storage)
+  holds the storage dtype itself."""
   return np_dtype(name) if (name := dtype_name(dt)) is not None else np.dtype(f"u{dt.itemsize}")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinyspec.tolerance import ulp_distance
+from tinyspec.intervals import is_float_type
 
 FLOAT_ULP = 64
 
@@ -37,7 +38,7 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
     if want.size == got.size: got = got.reshape(want.shape)
     else: return Comparison(False, message=f"shape {got.shape} != tinygrad's {want.shape}")
   if want.dtype != got.dtype: return Comparison(False, message=f"dtype {got.dtype} != tinygrad's {want.dtype}")
-  if want.dtype.kind != "f" and want.dtype.name != "bfloat16":
+  if not is_float_type(want.dtype):
     # exact, except where the bound is inf: an integer taken from an inexact float (a CAST, a BITCAST) is not judged
     loose = np.isinf(_bound_like(bound, want.shape)).ravel() if bound is not None else np.zeros(want.size, bool)
     bad = np.flatnonzero((want.ravel() != got.ravel()) & ~loose)

@@ -69,7 +69,7 @@ class TinygradBackend(Backend):
       names -= set(unsupported(self.device))
       for n in names: ops.setdefault(n, set()).add(lv)
     self.setup()
-    dts = frozenset(n for n, d in DTYPES.items() if d.cls != "void")
+    dts = frozenset(n for n, d in DTYPES.items() if d.cls != "void") - set(B.get("unsupported_dtypes", ()))
     # tinygrad divides as DIV's decomposition MUL(A, RECIP(B)) (mixin/elementwise.py div): the decomposed bounds apply
     return Capabilities({k: frozenset(v) for k, v in ops.items()}, dts, tuple(B["devices"]), decomposed=True,
                         profile="portable", label=_base(self.device))

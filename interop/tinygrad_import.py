@@ -549,7 +549,7 @@ def _device(d):
 def _const_value(v, dtype: str):
   """A Python constant as the file format writes it in `dtype` (ints wrap, float specials
   become strings)."""
-  if canonical(dtype) is None: return _jsonable(v)   # a dtype tinyspec has none for (fp8): the import reports it unmapped
+  if canonical(dtype) is None: return _jsonable(v)   # a dtype tinyspec has none for (tinygrad's internal uint128/uint256): the import reports it unmapped
   d = spec_dtype(dtype)
   if d.cls == "float":
     f = float(v)

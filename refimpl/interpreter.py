@@ -45,7 +45,7 @@ from tinyspec.validate import validate
 from tinyspec.refimpl.engine import as_graph
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import EFFECT_ROLES, UNITS, role
-from tinyspec.refimpl.numeric import NP, CLS, NARROW, canonical_nan
+from tinyspec.refimpl.numeric import NP, CLS, NARROW, VIA_F32, canonical_nan, down
 from tinyspec.refimpl.alu import alu
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.reduce import identity, reduce_values
@@ -433,7 +433,7 @@ class Interpreter:
       wide = "float32" if dt in NARROW else dt
       acc = identity(op, dt).astype(NP[wide])
       for x in xs: acc = alu(op, wide, acc, np.asarray(x).astype(NP[wide]))
-      acc = np.asarray(acc).astype(NP[dt])
+      acc = down(np.asarray(acc), dt)
     return canonical_nan(acc, dt) if CLS[dt] == "float" else acc
 
   def outputs(self) -> dict:
@@ -457,7 +457,7 @@ def largest(xs, dt) -> np.ndarray:
   best = identity("MAX", dt)
   for x in xs:
     x = np.asarray(x)
-    f, b = (v.astype(np.float32) if dt == "bfloat16" else v for v in (x, best))
+    f, b = (v.astype(np.float32) if dt in VIA_F32 else v for v in (x, best))
     better = f > b
     if CLS[dt] == "float": better = (better | ((f == 0) & (b == 0) & np.signbit(b) & ~np.signbit(f))) & ~np.isnan(f)
     best = np.where(better, x, best)

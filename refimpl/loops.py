@@ -33,7 +33,7 @@ import numpy as np
 from tinyspec.tables import tables
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import role
-from tinyspec.refimpl.numeric import NP, canonical_nan, broadcast_shape
+from tinyspec.refimpl.numeric import NP, CLS, SATURATING, VIA_F32, canonical_nan, float_op, broadcast_shape
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 from tinyspec.refimpl.ops.reduce import identity
 
@@ -75,7 +75,7 @@ def reduction_write(scope, s, path, gate) -> Write:
 
 def masked(op, dt):
   """What a gated-off point contributes: an identity that keeps every value, -0.0 included."""
-  if op == "ADD" and dt in ("float16", "bfloat16", "float32", "float64"): return np.asarray(-0.0).astype(identity(op, dt).dtype)
+  if op == "ADD" and CLS[dt] == "float": return np.asarray(-0.0).astype(identity(op, dt).dtype)
   return identity(op, dt)
 
 
@@ -93,10 +93,20 @@ def accumulate(op, dt, start, xs, dims, acc_first=True, on=None):
   rest = broadcast_shape(start.shape[k:], *(np.moveaxis(x, dims, tuple(range(k))).shape[k:] for x in xs))
   start = np.broadcast_to(start.reshape(start.shape[k:] + (1,)), rest + (1,))
   seq = np.concatenate([start, _in_order(xs, dims, rest)], axis=-1)   # (rest..., N*L + 1)
+  if dt in SATURATING and op in ("ADD", "MUL"): return np.moveaxis(_saturating_accumulate(np.add if op == "ADD" else np.multiply, dt, seq), -1, 0)
   if op == "ADD": return np.moveaxis(np.add.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
   if op == "MUL": return np.moveaxis(np.multiply.accumulate(seq, axis=-1, dtype=seq.dtype), -1, 0)
-  if not (seq.dtype.kind == "f" or dt == "bfloat16"): return np.moveaxis(np.maximum.accumulate(seq, axis=-1), -1, 0)
+  if not (seq.dtype.kind == "f" or dt in VIA_F32): return np.moveaxis(np.maximum.accumulate(seq, axis=-1), -1, 0)
   return _max_fold(np.moveaxis(seq, -1, 0), dt, acc_first, None if on is None else np.moveaxis(_in_order(on, dims, rest), -1, 0))
+
+
+def _saturating_accumulate(fn, dt, seq):
+  """fn.accumulate along the last axis, each step rounded and saturated (decision
+  fp8-convert), which ml_dtypes' own float8 arithmetic does not do."""
+  out = np.empty_like(seq)
+  out[..., 0] = seq[..., 0]
+  for t in range(1, seq.shape[-1]): out[..., t] = float_op(fn, dt, out[..., t - 1], seq[..., t])
+  return out
 
 
 def fold(op, dt, start, xs, dims, acc_first=True, on=None):
@@ -104,7 +114,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
   accumulate); the ops whose result no order changes (integer ADD/MUL wrap, integer MAX)
   and MAX with the accumulator first (the largest non-NaN element, a NaN start kept, of
   equal zeros the first met) are reduced."""
-  floating = np.dtype(NP[dt]).kind == "f" or dt == "bfloat16"
+  floating = np.dtype(NP[dt]).kind == "f" or dt in VIA_F32
   if op != "MAX" and dt in ("float32", "float64"):
     last = _fold_rows(op, start, xs, dims)
     if last is not None: return last
@@ -118,7 +128,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
   if op == "ADD": return np.add.reduce(seq, axis=-1, dtype=seq.dtype)
   if op == "MUL": return np.multiply.reduce(seq, axis=-1, dtype=seq.dtype)
   if not floating: return np.maximum.reduce(seq, axis=-1)
-  f = seq.astype(np.float32) if dt == "bfloat16" else seq
+  f = seq.astype(np.float32) if dt in VIA_F32 else seq
   r = np.fmax.reduce(f, axis=-1)   # NaN skipped ...
   r = np.where(np.isnan(f[..., 0]), f[..., 0], r)   # ... but a NaN start stays
   zero = f == 0
@@ -126,7 +136,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
     first = np.argmax(zero, axis=-1)
     sign = np.take_along_axis(np.signbit(f), first[..., None], axis=-1)[..., 0]
     r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
-  return r.astype(seq.dtype) if dt == "bfloat16" else r
+  return r.astype(seq.dtype) if dt in VIA_F32 else r
 
 
 def _fold_rows(op, start, xs, dims):
@@ -170,14 +180,14 @@ def _max_fold(seq, dt, acc_first, on=None):
   accumulator first it is the first element reaching the running maximum of the non-NaN
   ones (a NaN start stays); otherwise it is folded one step at a time, skipping the steps
   that `on` (one per element of seq after the first) says do not run."""
-  f = seq.astype(np.float32) if dt == "bfloat16" else seq
+  f = seq.astype(np.float32) if dt in VIA_F32 else seq
   out = np.empty_like(f)
   if not acc_first:
     out[0] = f[0]
     for t in range(1, len(f)):
       step = np.where(f[t] < out[t - 1], out[t - 1], f[t])
       out[t] = step if on is None else np.where(on[t - 1], step, out[t - 1])
-    return out.astype(seq.dtype) if dt == "bfloat16" else out
+    return out.astype(seq.dtype) if dt in VIA_F32 else out
   r = np.fmax.accumulate(f, axis=0)                         # NaN skipped (a NaN start: fmax keeps the rest...)
   r = np.where(np.isnan(f[0]), f[0], r)                     # ... but MAX(NaN, x) is NaN: it stays
   zero = f == 0
@@ -186,7 +196,7 @@ def _max_fold(seq, dt, acc_first, on=None):
     first = np.minimum.accumulate(pos, axis=0)
     sign = np.take_along_axis(np.signbit(f), np.minimum(first, len(f) - 1), axis=0)
     r = np.where(r == 0, np.where(sign, -np.zeros((), f.dtype), np.zeros((), f.dtype)), r)
-  return r.astype(seq.dtype) if dt == "bfloat16" else r
+  return r.astype(seq.dtype) if dt in VIA_F32 else r
 
 
 def _unflatten(seq, dims, sizes):

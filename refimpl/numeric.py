@@ -9,15 +9,20 @@ by name). Arithmetic happens in the dtype's own width:
   * float16 and bfloat16 compute in float32 and round once (decision float-arith: exact
     for + - * / sqrt, since float32 has more than 2p+2 bits of either);
   * conversions that NumPy or ml_dtypes round twice (float64 -> bfloat16, wide integers
-    -> bfloat16) go through round-to-odd, which makes the second rounding exact.
+    -> bfloat16) go through round-to-odd, which makes the second rounding exact;
+  * the float8s (tinygrad's fp8s, `overflow: saturate` in the table) compute in float32
+    like float16, and every conversion to them is to_saturating: rounded once from float64
+    to nearest even, saturating (decision fp8-convert), not ml_dtypes' own cast.
 """
 from __future__ import annotations
 import numpy as np
 from tinyspec.dtypes import DTYPES
-from tinyspec.intervals import NUMPY_TYPES as NP, np_dtype
+from tinyspec.intervals import NUMPY_TYPES as NP, EXTENDED_FLOATS, np_dtype
 
 CLS: dict[str, str] = {n: d.cls for n, d in DTYPES.items()}
 NARROW = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and d.itemsize < 4)   # computed in float32
+SATURATING = frozenset(n for n, d in DTYPES.items() if d.saturate)   # converted by to_saturating
+VIA_F32 = frozenset(EXTENDED_FLOATS)   # bfloat16, the float8s: NumPy holds them through ml_dtypes; compared and maxed in float32
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 
@@ -52,7 +57,33 @@ def down(x: np.ndarray, name: str) -> np.ndarray:
   """A float32 (or same-type) result rounded once to `name` (NumPy and ml_dtypes round
   float32 to float16/bfloat16 to nearest even)."""
   t = NP[name]
-  return x if x.dtype == t else x.astype(t)
+  if x.dtype == t: return x
+  return to_saturating(x, name) if name in SATURATING else x.astype(t)
+
+
+def to_saturating(x: np.ndarray, name: str) -> np.ndarray:
+  """Float values (any float dtype, read exactly in float64) converted to a saturating
+  float dtype (decision fp8-convert, tinygrad's float_to_fp8): rounded to nearest even on
+  the dtype's grid (quantum 2^(e - mantissa) at exponent e, the subnormal quantum below
+  the normal range), a finite result past finite_max becomes ±finite_max; NaN becomes
+  the dtype's NaN with x's sign (one unsigned NaN where the dtype has no -0.0), ±inf
+  becomes ±inf or, where the dtype has none, that NaN; a zero is +0.0 where -0.0 is missing."""
+  D, t = DTYPES[name], NP[name]
+  x = np.asarray(x)
+  x = x.astype(np.float32).astype(F64) if x.dtype == NP.get("bfloat16") else x.astype(F64)
+  with np.errstate(all="ignore"):
+    finite = np.isfinite(x)
+    mag = np.where(finite, np.abs(x), 0.0)
+    exp = np.frexp(mag)[1] - 1                                           # floor(log2 |x|) for |x| > 0
+    quantum = np.ldexp(1.0, np.maximum(exp, 1 - D.exponent_bias) - D.mantissa)
+    r = np.minimum(np.rint(mag / quantum) * quantum, D.normal_range[1])   # rint: half to even
+  u = np.where(np.signbit(x), -r, r).astype(t).view(np.uint8)            # exact: r is on the grid
+  sign = np.where(np.signbit(x), np.uint8(0x80), np.uint8(0))
+  nan = np.uint8(D.nan) if not D.negzero else np.uint8(D.nan) | sign
+  inf = (np.uint8(((1 << D.exponent) - 1) << D.mantissa) | sign) if D.has_inf else nan
+  if not D.negzero: u = np.where(u == 0x80, np.uint8(0), u)   # before NaN: 0x80 is the fnuz NaN
+  u = np.where(np.isnan(x), nan, np.where(np.isinf(x), inf, u))
+  return u.astype(np.uint8).view(t)
 
 
 def float_op(fn, name: str, *xs):
@@ -98,6 +129,7 @@ def from_f64(x: np.ndarray, name: str) -> np.ndarray:
   t = NP[name]
   x = np.asarray(x, dtype=F64)
   if t == F64: return x
+  if name in SATURATING: return to_saturating(x, name)
   if name == "bfloat16": return round_to_odd_f32(x).astype(np_dtype(name))
   with np.errstate(over="ignore"):
     return x.astype(t)   # float32 and float16: NumPy rounds float64 directly
@@ -106,6 +138,7 @@ def from_f64(x: np.ndarray, name: str) -> np.ndarray:
 def int_to_float(x: np.ndarray, src: str, name: str) -> np.ndarray:
   """An integer array converted to float dtype `name`, rounded once to nearest even."""
   t = NP[name]
+  if name in SATURATING: return from_f64(x.astype(F64), name)   # exact in float64 up to 2^53; larger ones saturate either way
   if name != "bfloat16":
     return x.astype(t)   # C conversions of integers to float/double/half round once
   if DTYPES[src].itemsize < 8: return from_f64(x.astype(F64), name)   # exact in float64

@@ -16,7 +16,7 @@ import numpy as np
 from tinyspec.dispatch import input_name
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS, role
-from tinyspec.refimpl.numeric import NP, CLS, canonical_nan, broadcast_shape
+from tinyspec.refimpl.numeric import NP, CLS, VIA_F32, canonical_nan, broadcast_shape
 from tinyspec.refimpl.storage import Version, Write, Storage, materialize, gather, layout, zero_invalid, merge_effects, strided
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.refimpl.ops.source import byte_view
@@ -28,7 +28,7 @@ from tinyspec.dtypes import DTYPES
 def flush_subnormals(x: np.ndarray, dt: str) -> np.ndarray:
   """x with every subnormal of dtype dt replaced by a zero of its sign."""
   tiny = DTYPES[dt].normal_range[0]
-  f = x.astype(np.float32) if dt == "bfloat16" else x
+  f = x.astype(np.float32) if dt in VIA_F32 else x
   with np.errstate(invalid="ignore"):
     sub = (f != 0) & (np.abs(f) < tiny)
   if not sub.any(): return x

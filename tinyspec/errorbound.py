@@ -229,7 +229,7 @@ class _Shadow:
     inner = self.unrounded_inner_steps(n, dt)
     if k == 0 and not flush and dom is None and exact and not inner: return None
     v = self.f64(i)
-    tiny_sub = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)
+    tiny_sub = 2.0 ** (1 - d.exponent_bias - d.mantissa)
     e = self.const(0.0) if k == 0 else \
       self.add("ADD", (self.add("MUL", (self.abs(v), self.const(k * 2.0 ** -d.mantissa))), self.const(k * tiny_sub)))   # (0 ulps of an infinity is 0, not inf * 0)
     if inner:   # a variant that skips the inner roundings (fused, wide): each skipped one, and the result's rounding twice
@@ -249,7 +249,8 @@ class _Shadow:
     finite = [self.add("CMPLT", (self.abs(self.f64(j)), self.const(INF))) for j in n.src if _cls(self.views[j].dtype) == "float"]
     overflow = finite[0] if finite else self.const(True, "bool")
     for f in finite[1:]: overflow = self.add("AND", (overflow, f))
-    is_inf = self.add("CMPEQ", (self.abs(v), self.const(INF)))
+    # a saturating dtype's overflow gives ±finite_max (decision fp8-convert): unbounded there too
+    is_inf = self.add("CMPGE" if d.saturate else "CMPEQ", (self.abs(v), self.const(d.normal_range[1] if d.saturate else INF)))
     e = self.add("WHERE", (is_inf, self.add("WHERE", (overflow, self.const(INF), self.const(0.0))), e))
     return self.add("WHERE", (self.add("CMPNE", (v, v)), self.const(0.0), e))   # a NaN result: compared as a class
 
@@ -436,7 +437,7 @@ def _reduce(b: _Shadow, i: int, n: Node):
   mag = red("ADD", b.abs(b.f64(x)))
   if rop == "ADD":
     e = b.add("MUL", (mag, b.const(t * count * eps)))
-    e = b.add("ADD", (e, b.const(t * count * 2.0 ** (2 - 2 ** (DTYPES[dt].exponent - 1) - DTYPES[dt].mantissa))))
+    e = b.add("ADD", (e, b.const(t * count * 2.0 ** (1 - DTYPES[dt].exponent_bias - DTYPES[dt].mantissa))))
     b.E[i] = e if ex is None else b.add("ADD", (red("ADD", ex), e))
     return
   # MUL: relative errors add up

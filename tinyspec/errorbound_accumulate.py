@@ -199,7 +199,7 @@ def accumulation_bound(b, acc: Accumulation) -> bool:
   k = ulps if exact and ulps == 0 else ulps + 1   # inexact anywhere: every later step's operands may have moved
   L = len(acc.terms)
   n = acc.steps * L
-  eps, tiny = 2.0 ** -d.mantissa, 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)
+  eps, tiny = 2.0 ** -d.mantissa, 2.0 ** (1 - d.exponent_bias - d.mantissa)
   grow = math.exp(min(n * eps / 2, 700.0))   # (1 + u)^n: how far rounding may carry a partial sum past its terms' sum
   mag = _sum(b, [b.abs(b.f64(t)) for t in acc.terms])
   init = _largest(b, [b.abs(b.f64(v)) for v in init_vals if not _zero(g, v)])

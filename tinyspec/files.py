@@ -239,11 +239,12 @@ def _umask() -> int:
 
 
 def npy_form(array) -> np.ndarray:
-  """An array as a .npy file holds it: bfloat16 (ml_dtypes; the .npy format has no such
-  dtype, NumPy would write an opaque `|V2` that reads back as void) as its uint16 bit
-  patterns, the form of the case corpus and of the protocol's files."""
+  """An array as a .npy file holds it: bfloat16 and the float8s (ml_dtypes; the .npy format
+  has no such dtypes, NumPy would write an opaque `|V2` that reads back as void) as their
+  bit patterns (uint16, uint8), the form of the case corpus and of the protocol's files."""
   a = np.asarray(array)
-  return np.array(a, order="C").view(np.uint16) if a.dtype.name == "bfloat16" else a
+  user_defined = a.dtype.isbuiltin == 2   # a type registered with NumPy from outside it: ml_dtypes'
+  return np.array(a, order="C").view(f"uint{a.dtype.itemsize * 8}") if user_defined else a
 
 
 def save_npy(directory, name: str, array, what: str = "output name") -> Path:

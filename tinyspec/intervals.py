@@ -28,6 +28,15 @@ def _numpy_type(np_name: str):
 
 # every dtype NumPy (with ml_dtypes, when installed) can hold, by spec/dtypes.yaml `np`
 NUMPY_TYPES: dict[str, np.dtype] = {n: t for n, d in DTYPES.items() if d.np and (t := _numpy_type(d.np)) is not None}
+# the float dtypes NumPy holds only through ml_dtypes (user-defined NumPy types, not builtin
+# ones; their kind is "V", or "f" for float8_e5m2): bfloat16, the float8s
+EXTENDED_FLOATS: dict[str, np.dtype] = {n: t for n, t in NUMPY_TYPES.items() if DTYPES[n].cls == "float" and t.isbuiltin != 1}
+
+
+def is_float_type(t) -> bool:
+  """Does NumPy dtype t hold a float dtype's values (float16/32/64, or one of EXTENDED_FLOATS)?"""
+  t = np.dtype(t)
+  return t.kind == "f" or t in EXTENDED_FLOATS.values()
 
 
 def np_dtype(name: str):
@@ -82,8 +91,42 @@ def _bf16_bits(x: float) -> int:
 def _bf16_value(bits: int) -> float: return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
 
 
+def _saturating_grid(name: str) -> tuple:
+  """(every finite value of a saturating float8 dtype, ascending; their bit patterns): 256
+  patterns, so rounding and stepping are searches of the whole grid."""
+  patterns = np.arange(256, dtype=np.uint8)
+  values = patterns.view(NUMPY_TYPES[name]).astype(np.float64)
+  keep = np.isfinite(values) & ~((values == 0) & np.signbit(values))   # one zero
+  order = np.argsort(values[keep], kind="stable")
+  return values[keep][order], patterns[keep][order]
+
+
+# the saturating dtypes NumPy can hold (ml_dtypes); without it their intervals are the whole range
+_SATURATING = {n: _saturating_grid(n) for n, d in DTYPES.items() if d.saturate and n in NUMPY_TYPES}
+
+
+def _nearest_saturating(x: float, name: str) -> float:
+  """x rounded to nearest, ties to the even pattern, saturating at the largest finite (decision fp8-convert)."""
+  values, patterns = _SATURATING[name]
+  i = int(np.searchsorted(values, x, side="right")) - 1
+  if i < 0: return float(values[0])
+  if i == len(values) - 1: return float(values[-1])
+  lo, hi = float(values[i]), float(values[i + 1])
+  if x - lo != hi - x: return lo if x - lo < hi - x else hi
+  return lo if int(patterns[i]) % 2 == 0 else hi
+
+
+def _down_saturating(x: float, name: str) -> float:
+  """One value of the dtype below the largest one <= x (absorbing the rounding of computing x
+  in float64 first); the smallest finite below that, since a finite result saturates there."""
+  values = _SATURATING[name][0]
+  return float(values[max(int(np.searchsorted(values, x, side="right")) - 2, 0)])
+
+
 def _nearest(x: float, name: str) -> float:
-  """x rounded to nearest (ties to even) in dtype `name`; ±inf past the largest finite."""
+  """x rounded to nearest (ties to even) in dtype `name`; ±inf past the largest finite
+  (a saturating dtype: its largest finite)."""
+  if name in _SATURATING: return _nearest_saturating(x, name)
   fmt = _PACK.get(name)
   if fmt is None: return _bf16_value(_bf16_bits(x))
   try: return struct.unpack(fmt[0], struct.pack(fmt[0], x))[0]
@@ -126,6 +169,7 @@ def _down(x: float, name: str) -> float:
   if x != x: return -math.inf
   if name in _PACK: return _down_bits(x, name)
   if x == -math.inf: return x
+  if _dt(name).saturate: return _down_saturating(x, name) if name in _SATURATING else -math.inf
   return _step_down(_nearest(x, name), name)
 
 
@@ -165,6 +209,7 @@ def iv_const(v, name):
   if d.cls == "bool": return (int(bool(v)), int(bool(v)))
   if d.cls == "float":
     if v == "nan" or isinstance(v, float) and math.isnan(v): return dtype_range(name)
+    if d.saturate and name not in _SATURATING: return dtype_range(name)   # no grid without ml_dtypes
     r = round_to(float(v), name)
     return (r, r)
   return (int(v), int(v))

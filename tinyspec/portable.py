@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.tables import tables
+from tinyspec.intervals import EXTENDED_FLOATS, is_float_type
 
 ZERO_SIGN = 0.5   # a bound that lets +0 and -0 (ulp distance 0) match and nothing else
 WIDE_VARIANT = "wide-intermediates"    # float16/bfloat16 results read unrounded (refimpl/widen.py) ...
@@ -67,7 +68,7 @@ def applies(name: str, op: str, dt) -> bool:
 # ------------------------------------------------------------------ where-expressions
 def _as_math(x: np.ndarray) -> np.ndarray:
   x = np.asarray(x)
-  return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+  return x.astype(np.float32) if x.dtype in EXTENDED_FLOATS.values() else x
 
 
 def _fits(dt: str):
@@ -92,7 +93,7 @@ def where_mask(e: dict, op: str, dt: str, operands: list, shape) -> np.ndarray:
   d = DTYPES[dt]
   env = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "abs": np.abs, "trunc": np.trunc,
          "width": 8 * d.itemsize, "dmin": d.min, "dmax": d.max, "fits": _fits(dt),
-         "isfloat": lambda x: np.full(np.shape(x), np.asarray(x).dtype.kind == "f" or np.asarray(x).dtype.name == "bfloat16")}
+         "isfloat": lambda x: np.full(np.shape(x), is_float_type(np.asarray(x).dtype))}
   env.update({n: _as_math(x) for n, x in zip(names, operands)})
   with np.errstate(all="ignore"):
     m = np.asarray(eval(compile(expr, f"allowed.where of {op}", "eval"), {"__builtins__": {}}, env), bool)  # noqa: S307 (trusted table)
@@ -126,7 +127,7 @@ def alternatives(op: str, arg, dt: str, operands: list, want, bounds, reduced_ax
       elif r == "any": b[mask] = np.inf
       elif r == "zero": b[mask & (want == 0) & (b < ZERO_SIGN)] = ZERO_SIGN
       elif r == "nan":
-        if want.dtype.kind == "f" or want.dtype.name == "bfloat16": alts.append(np.where(mask, np.asarray(np.nan, want.dtype), want))
+        if is_float_type(want.dtype): alts.append(np.where(mask, np.asarray(np.nan, want.dtype), want))
       elif r in slots:
         x = np.asarray(operands[slots.index(r)])
         try: alts.append(np.where(mask, np.broadcast_to(x, want.shape).astype(want.dtype), want))

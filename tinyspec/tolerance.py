@@ -14,8 +14,9 @@ import math
 import numpy as np
 from tinyspec.dtypes import dtype as _dtype
 from tinyspec.tables import tables
+from tinyspec.intervals import is_float_type
 
-_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+_INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def _ordinal(x: np.ndarray) -> np.ndarray:
@@ -108,7 +109,7 @@ def show_value(v, with_bits: bool = False) -> str:
   """A value as text; a float's shortest repr (-0.0 kept), with `with_bits` its bit pattern
   in hex too: 1.0009765625 (0x3c01)."""
   v = np.asarray(v)
-  if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
+  if is_float_type(v.dtype):
     f = float(v)
     text = ("-0.0" if math.copysign(1, f) < 0 else "0.0") if f == 0 else repr(f)
     return f"{text} (0x{int(bits(v.reshape(1))[0]):0{2 * v.dtype.itemsize}x})" if with_bits else text

@@ -23,7 +23,7 @@ from __future__ import annotations
 from tinyspec.uop import UOp
 from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.analysis.contract import Guard
-from tinyspec.compiler.render.cases import TARGETS, PREDICATES, fill, value_type, storage_type, literal, select_case
+from tinyspec.compiler.render.cases import TARGETS, DTYPE_FIELD, PREDICATES, fill, value_type, storage_type, literal, select_case
 from tinyspec.compiler.render.base import KernelSource, Renderer, assemble, launch_size
 from tinyspec.compiler.render.c import CRenderer
 from tinyspec.compiler.render.opencl import OpenCLRenderer
@@ -51,5 +51,5 @@ def render(linear: UOp, name: str, target: str, allow_untrusted: bool = False, n
   return ks
 
 
-__all__ = ["TARGETS", "PREDICATES", "RENDERERS", "KernelSource", "Renderer", "CRenderer", "OpenCLRenderer", "render", "assemble",
+__all__ = ["TARGETS", "DTYPE_FIELD", "PREDICATES", "RENDERERS", "KernelSource", "Renderer", "CRenderer", "OpenCLRenderer", "render", "assemble",
            "launch_size", "fill", "value_type", "storage_type", "literal", "select_case"]

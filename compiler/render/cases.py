@@ -11,7 +11,7 @@ from tinyspec.compiler.errors import CompileError
 from tinyspec.compiler.rendertables import render_tables
 
 TARGETS = ("c", "opencl")
-_DTYPE_FIELD = {"c": "c", "opencl": "cl"}     # spec/dtypes.yaml's field naming a dtype's type on the target
+DTYPE_FIELD = {"c": "c", "opencl": "cl"}     # spec/dtypes.yaml's field naming a dtype's type on the target
 _WIDE_SUFFIX = {"c": "LL", "opencl": "L"}     # an integer literal's suffix where render.yaml gives none
 _FIELD = re.compile(r"\{([A-Za-z_]+)\}")
 
@@ -24,13 +24,13 @@ def fill(template: str, fields: dict) -> str:
 def value_type(dt: str, target: str) -> str:
   d = render_tables()["dtypes"].get(dt, {})
   if "value" in d: return d["value"][target]
-  return getattr(_dt(dt), _DTYPE_FIELD[target])
+  return getattr(_dt(dt), DTYPE_FIELD[target])
 
 
 def storage_type(dt: str, target: str) -> str:
   d = render_tables()["dtypes"].get(dt, {})
   if "storage" in d: return d["storage"][target]
-  return getattr(_dt(dt), _DTYPE_FIELD[target])
+  return getattr(_dt(dt), DTYPE_FIELD[target])
 
 
 def utype(bits: int) -> str: return f"uint{bits}_t"

@@ -145,11 +145,26 @@ def _args_for(op: str) -> list:
   return value_dtypes() if arg_is_dtype(op) else [None]
 
 
-def _per_element_graph(op: str, dts: list[str], shapes: list[tuple]) -> Graph:
+def _typed(dt: str) -> bool:
+  """Does every compiler target have a type for dt (dtypes.yaml `c` and `cl`; the float8s do not)?"""
+  return DTYPES[dt].c is not None and DTYPES[dt].cl is not None
+
+
+def arg_sets(op: str, dt: str) -> list[tuple[str, list]]:
+  """(case id suffix, the arg values) of op's cases in dtype dt: one case of every arg, but
+  where dt is typed, the dtype args that are not go to a case of their own (`-untyped`),
+  so a backend without them still runs the others."""
+  args = _args_for(op)
+  untyped = [a for a in args if a is not None and not _typed(a)]
+  if not untyped or not _typed(dt): return [("", args)]
+  return [("", [a for a in args if a not in untyped]), ("-untyped", untyped)]
+
+
+def _per_element_graph(op: str, dts: list[str], shapes: list[tuple], args: list | None = None) -> Graph:
   nodes: list[Node] = []
   srcs = [_buffer(nodes, sh, d, k) for k, (sh, d) in enumerate(zip(shapes, dts))]
   roots = []
-  for a in _args_for(op):
+  for a in (_args_for(op) if args is None else args):
     nodes.append(Node(op, srcs, a)); roots.append(len(nodes) - 1)
   g = Graph(nodes, roots if roots != [len(nodes) - 1] else None)
   return _keep_valid_roots(g)
@@ -173,19 +188,21 @@ def per_element_drafts(op: str) -> list[Draft]:
   for x in op_dtypes(op):
     dts = _slot_dtypes(op, x)
     arrs = _operand_arrays(dts, seed=zlib.crc32(f"{op}/{x}".encode()))
-    g = _per_element_graph(op, dts, [a.shape for a in arrs])
-    if g is None: continue
-    first = first or (x, dts)
-    out.append(Draft(f"{op}/{x}", g, _buffer_inputs(arrs), [(op, x)],
-                     f"{op} on {', '.join(dts)} edge values" + (" (cross product)" if len(dts) > 1 else "")))
+    for suffix, args in arg_sets(op, x):
+      g = _per_element_graph(op, dts, [a.shape for a in arrs], args)
+      if g is None: continue
+      first = first or (x, dts)
+      out.append(Draft(f"{op}/{x}{suffix}", g, _buffer_inputs(arrs), [(op, x)],
+                       f"{op} on {', '.join(dts)} edge values" + (" (cross product)" if len(dts) > 1 else "") + (" to the untyped dtypes" if suffix else "")))
   if first is not None:
     x, dts = first
     # size-1 axes broadcast against each other, and an empty operand
     shapes = [(3, 1) if k % 2 == 0 else (1, 4) for k in range(len(dts))]
     arrs = [V.cycle(V.edge_values(d), d, int(np.prod(sh))).reshape(sh) for d, sh in zip(dts, shapes)]
-    g = _per_element_graph(op, dts, shapes)
+    args = arg_sets(op, x)[0][1]
+    g = _per_element_graph(op, dts, shapes, args)
     if g is not None: out.append(Draft(f"{op}/{x}-broadcast", g, _buffer_inputs(arrs), [(op, x)], f"{op}: (3,1) against (1,4)"))
-    g = _per_element_graph(op, dts, [(0,)] * len(dts))
+    g = _per_element_graph(op, dts, [(0,)] * len(dts), args)
     if g is not None: out.append(Draft(f"{op}/{x}-empty", g, _buffer_inputs([V.cycle((), d, 0) for d in dts]), [(op, x)], f"{op} on empty operands"))
   return out
 
@@ -218,17 +235,18 @@ def retype(g: Graph, old: str, new: str) -> Graph:
   return Graph(nodes, g.roots, g.level, dict(g.meta))
 
 
-def _enumerate_arg(g: Graph, op: str) -> Graph:
-  """When op's arg is a dtype and op is the graph's one root: one root per dtype."""
+def _enumerate_arg(g: Graph, op: str, args: list, keep: bool = True) -> Graph | None:
+  """When op's arg is a dtype and op is the graph's one root: one root per dtype of args
+  (none valid: g itself where `keep`, else None)."""
   i = _op_node(g, op)
-  if not arg_is_dtype(op) or g.root_indices != [i]: return g
+  if not arg_is_dtype(op) or g.root_indices != [i]: return g if keep else None
   nodes = list(g.nodes[:i]) + list(g.nodes[i + 1:])
-  if any(i in n.src for n in nodes): return g
+  if any(i in n.src for n in nodes): return g if keep else None
   n = g.nodes[i]
   roots = []
-  for a in value_dtypes():
+  for a in args:
     nodes.append(Node(op, n.src, a)); roots.append(len(nodes) - 1)
-  return _keep_valid_roots(Graph(nodes, roots, g.level)) or g
+  return _keep_valid_roots(Graph(nodes, roots, g.level)) or (g if keep else None)
 
 
 def _resize_first_dims(g: Graph, dim: int) -> Graph:
@@ -296,14 +314,10 @@ def graph_drafts(op: str, base: Graph, tag: str, description: str, variants: boo
     if d0 is None and x != res.views[_op_node(base, op)].dtype: continue
     g = retype(base, d0, x) if d0 is not None else base
     if x != d0 and g.dumps() == base.dumps(): continue   # nothing of the example has dtype d0 to retype
-    g = _enumerate_arg(g, op)
-    r = validate(g)
-    if not r.ok: continue
-    g = _reachable(g)
-    r = validate(g)
-    if not r.ok or _op_node(g, op) is None: continue
-    first = first or (x, g)
-    out.append(Draft(f"{op}/{x}{tag}", g, fill_inputs(g, r.views, zlib.crc32(x.encode())), [(op, x)], description))
+    for suffix, args in arg_sets(op, x):
+      if (draft := _example_draft(op, _enumerate_arg(g, op, args, keep=not suffix), f"{op}/{x}{tag}{suffix}", x, description)) is None: continue
+      first = first or (x, draft.graph)
+      out.append(draft)
   if variants and first is not None:
     x, g = first
     for dim, name in ((0, "empty"), (1, "size1")):
@@ -312,6 +326,16 @@ def graph_drafts(op: str, base: Graph, tag: str, description: str, variants: boo
       if not r.ok or v.dumps() == g.dumps(): continue
       out.append(Draft(f"{op}/{x}{tag}-{name}", v, fill_inputs(v, r.views), [(op, x)], f"{description}, first dims {dim}"))
   return out
+
+
+def _example_draft(op: str, g: Graph | None, name: str, x: str, description: str) -> Draft | None:
+  if g is None: return None
+  r = validate(g)
+  if not r.ok: return None
+  g = _reachable(g)
+  r = validate(g)
+  if not r.ok or _op_node(g, op) is None: return None
+  return Draft(name, g, fill_inputs(g, r.views, zlib.crc32(x.encode())), [(op, x)], description)
 
 
 def example_drafts(op: str) -> list[Draft]:

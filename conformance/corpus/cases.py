@@ -17,7 +17,7 @@ import stat
 import shlex
 import numpy as np
 from tinyspec.files import load_npy, read_text, FileRefused, printable, read_regular
-from tinyspec.intervals import NUMPY_TYPES as NP
+from tinyspec.intervals import NUMPY_TYPES as NP, EXTENDED_FLOATS
 from tinyspec.limits import limits
 from tinyspec.conformance.corpus.caseschema import check
 
@@ -33,19 +33,20 @@ class CaseError(Exception):
 
 # ------------------------------------------------------------------ arrays
 def storage_dtype(dt: str) -> np.dtype:
-  """The dtype a dtype's values are stored in on disk."""
-  if dt == "bfloat16": return np.dtype(np.uint16)
+  """The dtype a dtype's values are stored in on disk: a float dtype NumPy holds only through
+  ml_dtypes (bfloat16, the float8s; the .npy format has no such type) as its bit patterns."""
+  if dt in EXTENDED_FLOATS: return np.dtype(f"uint{EXTENDED_FLOATS[dt].itemsize * 8}")
   return NP[dt]
 
 
 def to_disk(x: np.ndarray, dt: str) -> np.ndarray:
   x = np.array(x, order="C", copy=True)   # (not ascontiguousarray: it makes a ()-shaped array (1,))
-  if dt == "bfloat16": return x.view(np.uint16)
+  if dt in EXTENDED_FLOATS: return x.view(storage_dtype(dt))
   return x.astype(storage_dtype(dt), copy=False)
 
 
 def from_disk(x: np.ndarray, dt: str) -> np.ndarray:
-  if dt == "bfloat16": return np.array(x, order="C", copy=True).view(NP["bfloat16"])
+  if dt in EXTENDED_FLOATS: return np.array(x, order="C", copy=True).view(NP[dt])
   return x.astype(NP[dt], copy=False)
 
 

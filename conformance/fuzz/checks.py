@@ -26,7 +26,7 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.graph import Graph
 from tinyspec.validate import validate
-from tinyspec.intervals import NUMPY_TYPES as NP
+from tinyspec.intervals import NUMPY_TYPES as NP, is_float_type
 from tinyspec.refimpl import evaluate, EvalError
 from tinyspec.conformance.run.compare import bits, describe, element_bounds
 from tinyspec.conformance.fuzz.graphs import Drawn
@@ -98,7 +98,7 @@ def _same_as_trace(got, ref) -> bool:
   try: ref = np.broadcast_to(ref, got.shape) if ref.shape != got.shape else ref
   except ValueError: return False
   if ref.dtype != got.dtype: return False
-  if got.dtype.kind == "f" or got.dtype.name == "bfloat16":
+  if is_float_type(got.dtype):
     a, b = got.astype(np.float64), ref.astype(np.float64)
     return bool(np.all((bits(got) == bits(ref)) | (np.isnan(a) & np.isnan(b))))
   return bool(np.array_equal(got, ref))

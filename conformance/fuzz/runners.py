@@ -8,6 +8,7 @@ failed) and anything else where it fails (a `run` failure).
 from __future__ import annotations
 from tinyspec.backends import get_backend, capabilities_of
 from tinyspec.conformance.corpus.cases import from_disk
+from tinyspec.intervals import EXTENDED_FLOATS
 from tinyspec.conformance.run.client import GraphClient, RunFailed
 from tinyspec.conformance.fuzz.checks import Refused, views_of
 from tinyspec.conformance.fuzz.graphs import Drawn
@@ -46,7 +47,7 @@ class Isolated:
     out = {}
     for k, a in outs.items():
       i = d.outputs.get(k)
-      out[k] = from_disk(a, views[i].dtype) if i is not None and views[i].dtype == "bfloat16" else a
+      out[k] = from_disk(a, views[i].dtype) if i is not None and views[i].dtype in EXTENDED_FLOATS else a
     return out
 
   def stop(self): self.client.stop()

@@ -28,6 +28,7 @@ import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.tolerance import ulp_distance, tolerance, in_domain, bits, show_value, apart   # (bits, show_value, apart: what a message shows of a float)
 from tinyspec.tables import tables
+from tinyspec.intervals import is_float_type
 
 
 def _is_float(dt: str) -> bool: return DTYPES[dt].cls == "float"
@@ -105,7 +106,7 @@ def element_bounds(op: str, arg, dt: str, operands: list, want, decomposed: bool
   return b
 
 
-def _is_float_array(x) -> bool: return x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+def _is_float_array(x) -> bool: return is_float_type(x.dtype)
 
 
 def _reduce_bounds(per: float, arg, operands: list, want, dt: str):
@@ -130,14 +131,14 @@ def _reduce_bounds(per: float, arg, operands: list, want, dt: str):
 
 def _fmax(dt: str) -> float:
   d = DTYPES[dt]
-  return float((2 - 2.0 ** -d.mantissa) * 2.0 ** (2 ** (d.exponent - 1) - 1))
+  return float(d.normal_range[1])
 
 
 def _spacing(mag: np.ndarray, dt: str) -> np.ndarray:
   """The distance from |x| to the next representable value of dt (at least the smallest
   subnormal), computed in float64."""
   d = DTYPES[dt]
-  tiny = 2.0 ** (2 - 2 ** (d.exponent - 1) - d.mantissa)   # smallest subnormal
+  tiny = 2.0 ** (1 - d.exponent_bias - d.mantissa)   # smallest subnormal
   with np.errstate(divide="ignore", invalid="ignore"):
     e = np.floor(np.log2(np.maximum(mag, tiny)))
   return np.maximum(2.0 ** (e - d.mantissa), tiny)

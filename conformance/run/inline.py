@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.dtypes import DTYPES
 from tinyspec.limits import limits
+from tinyspec.intervals import EXTENDED_FLOATS
 
 
 class BadArray(ValueError):
@@ -58,5 +59,5 @@ def decode(obj, what: str = "array") -> np.ndarray:
     raise BadArray(f"{what}: an element of data is outside {lo}..{hi}, the range of {name}" + (" bit patterns" if dt.is_float else ""))
   a = np.array(data, dtype=container).reshape(shape)
   if dt.cls == "bool": return a.astype(np.bool_)
-  if dt.is_float and name != "bfloat16": return a.view(np.dtype(dt.np))
+  if dt.is_float and name not in EXTENDED_FLOATS: return a.view(np.dtype(dt.np))
   return a

@@ -3,7 +3,7 @@ bitcast-nan, bitcast-size)."""
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
-from tinyspec.refimpl.numeric import NP, CLS, F32, F64, NARROW, from_f64, int_to_float
+from tinyspec.refimpl.numeric import NP, CLS, F32, F64, NARROW, SATURATING, from_f64, int_to_float, to_saturating
 from tinyspec.refimpl.ops.elementwise import truth
 from tinyspec.dtypes import DTYPES
 
@@ -39,6 +39,7 @@ def convert(x: np.ndarray, src: str, dst: str) -> np.ndarray:
   if d == "float":
     if s == "float":
       if src in NARROW: x = x.astype(F32)                      # exact
+      if dst in SATURATING: return to_saturating(x, dst)       # decision fp8-convert: one rounding, saturating
       if dst == "bfloat16" and x.dtype == F64: return from_f64(x, dst)
       with np.errstate(over="ignore"): return x.astype(NP[dst])   # one rounding (float32 -> narrow, float64 -> float32/16)
     return int_to_float(x, src, dst)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl import crmath
-from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, from_f64
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, SATURATING, from_f64, to_saturating
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
 from tinyspec.refimpl.crmath.dd import two_prod, two_sum
 
@@ -49,9 +49,22 @@ def cmpeq(ctx, a, b): return _cmp(np.equal, ctx, a, b)
 def not_(ctx, x): return np.logical_not(x)
 
 
+def _overflow_as_finite(r, xs) -> np.ndarray:
+  """r with each infinity that finite nonzero operands gave (an overflow, not a pole such as
+  LOG2(0) or POW(0, -1)) replaced by the largest float64 of its sign."""
+  r = np.asarray(r, F64)
+  ordinary = np.ones(r.shape, bool)
+  for x in xs: ordinary = ordinary & np.isfinite(x.astype(F64)) & (x.astype(F64) != 0)
+  return np.where(np.isinf(r) & ordinary, np.copysign(np.finfo(F64).max, r), r)
+
+
 def transcendental(fn, name, *xs):
   """crmath's fn on float operands of dtype `name`: the correctly rounded result (held
-  exactly in float64, so the conversion back to the dtype is exact)."""
+  exactly in float64, so the conversion back to the dtype is exact). A float8 dtype
+  converts float64's correctly rounded result (decision fp8-convert: tinygrad's PYTHON
+  device computes in Python floats, then float_to_fp8), an overflow of finite nonzero
+  operands saturating like any finite value past the largest."""
+  if name in SATURATING: return to_saturating(_overflow_as_finite(fn(*[x.astype(F64) for x in xs], fmt="float64"), xs), name)
   return np.asarray(fn(*[x.astype(F64) for x in xs], fmt=name)).astype(NP[name])
 
 

@@ -3,7 +3,7 @@ spec/ops.yaml say. Sources arrive broadcast-compatible and of one dtype (validat
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
-from tinyspec.refimpl.numeric import float_op, int_op, is_float, is_signed_int, unsigned, bits, NP
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, is_signed_int, unsigned, bits, NP, VIA_F32, EXTENDED_FLOATS
 
 
 def arith(fn, name, *xs):
@@ -28,7 +28,7 @@ def max_select(a, b):
 @unit("MAX", accumulates=(None, "MAX", None))
 def max_(ctx, a, b):   # decision max-nan; for bool it is OR
   if ctx.dtype == "bool": return np.maximum(a, b)
-  if ctx.dtype == "bfloat16": return np.where(a.astype(np.float32) < b.astype(np.float32), b, a)
+  if ctx.dtype in VIA_F32: return np.where(a.astype(np.float32) < b.astype(np.float32), b, a)
   return max_select(a, b)
 
 
@@ -58,7 +58,7 @@ def mod(ctx, a, b):
 
 def _cmp(fn, ctx, a, b):
   name = ctx.src_dtype(0)
-  if name == "bfloat16": a, b = a.astype(np.float32), b.astype(np.float32)
+  if name in VIA_F32: a, b = a.astype(np.float32), b.astype(np.float32)
   return fn(a, b)
 
 
@@ -111,7 +111,7 @@ def shr(ctx, a, b):
 
 def truth(x: np.ndarray) -> np.ndarray:
   """x != 0 for any scalar dtype (NaN is nonzero; -0.0 is zero)."""
-  return x if x.dtype == np.bool_ else (x.astype(np.float32) if x.dtype == NP["bfloat16"] else x) != 0
+  return x if x.dtype == np.bool_ else (x.astype(np.float32) if x.dtype in EXTENDED_FLOATS.values() else x) != 0
 
 
 @unit("WHERE")

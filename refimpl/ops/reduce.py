@@ -20,7 +20,7 @@ decides when; small products are built as written).
 from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
-from tinyspec.refimpl.numeric import NARROW, F32, down, CLS, NP, broadcast_shape
+from tinyspec.refimpl.numeric import NARROW, VIA_F32, EXTENDED_FLOATS, F32, down, CLS, NP, broadcast_shape
 from tinyspec.tables import tables
 
 
@@ -37,13 +37,13 @@ def reduce_values(op: str, x: np.ndarray, dims: tuple, name: str) -> np.ndarray:
   if x.size > BLOCK: return _in_blocks(op, x, dims, name)
   cls = CLS[name]
   if op == "MAX":   # decision reduce-max: the largest non-NaN element, +0 above -0; -inf if none
-    xs = x.astype(F32) if name == "bfloat16" else x
+    xs = x.astype(F32) if name in VIA_F32 else x
     fn = np.fmax if cls == "float" else np.maximum   # fmax skips NaN
     r = fn.reduce(xs, axis=dims, keepdims=True, initial=identity(op, name).astype(xs.dtype))
     if cls == "float" and np.any(r == 0):   # make any +0 win over -0
       pos0 = np.logical_or.reduce((xs == 0) & ~np.signbit(xs), axis=dims, keepdims=True)
       r = np.where(r == 0, np.where(pos0, np.zeros((), r.dtype), -np.zeros((), r.dtype)), r)
-    return down(r, name) if name == "bfloat16" else r
+    return down(r, name) if name in VIA_F32 else r
   fn = np.add if op == "ADD" else np.multiply
   if cls != "float": return fn.reduce(x, axis=dims, keepdims=True, dtype=x.dtype)   # modular: any order
   acc = identity(op, name).astype(F32 if name in NARROW else x.dtype)
@@ -86,7 +86,7 @@ def _combine(op: str, cls: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
   if op == "ADD": return np.add(a, b, dtype=a.dtype)
   if op == "MUL": return np.multiply(a, b, dtype=a.dtype)
   if cls != "float": return np.maximum(a, b)
-  af, bf = (t.astype(F32) if t.dtype.name == "bfloat16" else t for t in (a, b))
+  af, bf = (t.astype(F32) if t.dtype in EXTENDED_FLOATS.values() else t for t in (a, b))
   r = np.where((af == 0) & (bf == 0), np.where(np.signbit(af), bf, af), np.maximum(af, bf))   # NaN wins, +0 over -0 (max-nan)
   return r.astype(a.dtype)
 

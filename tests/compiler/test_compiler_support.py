@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from tinyspec.uop import UOp
 from tinyspec.tables import tables
+from tinyspec.dtypes import DTYPES
 from tinyspec.compiler import compile_graph, supported_ops
 from tinyspec.compiler.literals import shape_operand as S
 
@@ -51,3 +52,20 @@ def test_mulacc_is_not_fused(target):
   out = compile_graph([UOp("MULACC", (a, b, c)), UOp("ADD", (UOp("MUL", (a, b)), c))], target).run(x)
   twice = np.float32(np.float32(x["buf0"][0] * x["buf1"][0]) + np.float32(-1.0))   # 1 - 2^-26 rounds to 1: 0, fused: -2^-26
   assert out["out0"].tolist() == out["out1"].tolist() == [float(twice)] * 4 == [0.0] * 4
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+@pytest.mark.parametrize("dt", [n for n, d in DTYPES.items() if d.c is None or d.cl is None])
+def test_a_dtype_without_a_target_type_is_refused_by_name(target, dt):
+  # the float8 dtypes (spec/dtypes.yaml `c`/`cl` null): refused before any pass, as a buffer, a CAST's target or a value
+  from tinyspec.compiler.errors import CompileError
+  graphs = [[UOp("CAST", (_buf(0, dt),), "float32")], [UOp("CAST", (_buf(0, "float32"),), dt)],
+            [UOp("ADD", (UOp("CAST", (_buf(0, "float32"),), dt),) * 2)]]
+  for roots in graphs:
+    with pytest.raises(CompileError) as e: compile_graph(roots, target)
+    assert e.value.rule == "compile.unsupported" and f"dtype {dt} has no {target} type" in str(e.value), str(e.value)
+
+
+def test_the_float8_dtypes_have_no_target_type():
+  # an adversary for the test above: it must have dtypes to refuse
+  assert {"float8_e4m3", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"} <= {n for n, d in DTYPES.items() if d.c is None}

@@ -119,7 +119,7 @@ def test_edge_values_are_in_the_corpus():
 
 def test_the_corpus_stays_small():
   size = sum(p.stat().st_size for p in CASES_DIR.rglob("*") if p.is_file())
-  assert size < 4_000_000, size
+  assert size < 5_000_000, size   # 3.4 MB before the four float8 dtypes added 260 cases (0.8 MB)
 
 
 def test_the_reference_passes_a_sample_in_process():

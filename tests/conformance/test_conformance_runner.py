@@ -138,7 +138,7 @@ def test_usage_errors_exit_2(capsys, tmp_path):
 
 
 def test_batched_and_single_runs_agree():
-  cases = [c for c in load_cases() if c.id.startswith(("CMPLT/", "CAST/int8", "PERMUTE/", "REDUCE/float32"))]
+  cases = [c for c in load_cases() if c.id.startswith(("CMPLT/", "CAST/int8", "PERMUTE/", "REDUCE/float32")) and "float8" not in c.id and not c.id.endswith("-untyped")]   # (c types no float8)
   one = {r.case: r.status for r in CaseRunner("c", batch=1).run(cases)}
   many = {r.case: r.status for r in CaseRunner("c", batch=16).run(cases)}
   assert one == many and set(one.values()) == {"pass"}

@@ -411,3 +411,15 @@ def test_decision_nan_canonical(dt):
   bld = Builder()
   bld.PERMUTE(bld.buffer((1, 1), dt, 0), arg=[1, 0])
   assert bits_equal(evaluate(bld.graph(), {0: odd.reshape(1, 1)})["out0"], odd)
+
+
+def test_decision_fp8_convert():
+  # saturating: 1000 -> 448 (not NaN, as ml_dtypes own cast gives), 464 is the tie that rounds to 448
+  got = unop("CAST", F32, [1000.0, -1e30, 464.0, 465.0, 0.3, float("inf"), float("nan"), -0.0], arg="float8_e4m3")
+  assert got.view(np.uint8).tolist() == [0x7E, 0xFE, 0x7E, 0x7E, 0x2A, 0x7F, 0x7F, 0x80]   # 0.3 -> 0.3125
+  # arithmetic computes in float32 and converts once: 448 * 2 saturates, 448 + 16 ties to even (448)
+  assert binop("MUL", "float8_e4m3", [448.0, -448.0], [2.0, 2.0]).astype(np.float32).tolist() == [448.0, -448.0]
+  assert binop("ADD", "float8_e4m3", [448.0], [16.0]).astype(np.float32).tolist() == [448.0]
+  # float8_e5m2 keeps its infinities but saturates a finite overflow; fnuz has no -0.0 and one NaN
+  assert unop("CAST", F32, [1e9, float("-inf")], arg="float8_e5m2").view(np.uint8).tolist() == [0x7B, 0xFC]
+  assert unop("CAST", F32, [-0.0, -1e-30, float("inf"), 1e9], arg="float8_e4m3fnuz").view(np.uint8).tolist() == [0, 0, 0x80, 0x7F]
