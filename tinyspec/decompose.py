@@ -30,6 +30,11 @@ from tinyspec.validate import validate, numbered_graph, numbered_uops
 import gc
 
 
+# The helper templates the interpreter itself inlines (a `compute:` result cast back to a
+# saturating dtype), not through a `use:` step.
+CAST_BACK_TEMPLATES = ("finite_nonzero", "saturate_overflow")
+
+
 class DecompositionError(ValueError):
   """A decomposition cannot be flattened or a graph cannot be decomposed (message says where)."""
 
@@ -242,8 +247,9 @@ class _Builder:
           base = tpl["params"].get(work)
           if base is None or "compute" in base: self.fail(f"compute dtype {work} has no parameters of its own")
           entry = {**base, **entry}
-          refs = [self.op_step("CAST", [r], work, None) if self.dtype(r) == dt else r for r in refs]
-          back = (work, dt)
+          cast = [self.dtype(r) == dt for r in refs]
+          refs = [self.op_step("CAST", [r], work, None) if c else r for r, c in zip(refs, cast)]
+          back = (work, dt, [r for r, c in zip(refs, cast) if c])
           dt = work
         params.update(entry)
         params["dtype"] = dt
@@ -252,10 +258,23 @@ class _Builder:
       last = self.run(tpl["steps"], scope, params)
       outs = [scope[o] if o in scope else self.fail(f"output {o!r} is never bound") for o in tpl["outputs"]] if "outputs" in tpl else [last]
       if back is not None:
-        outs = [self.op_step("CAST", [o], back[1], None) if self.dtype(o) == back[0] else o for o in outs]
+        outs = [self.cast_back(o, *back) if self.dtype(o) == back[0] else o for o in outs]
       return outs
     finally:
       self.active.pop(); self.where.pop()
+
+  def cast_back(self, out, work: str, dt: str, operands: list):
+    """A result computed in `work` cast back to dt; to a saturating dt through the helper
+    templates finite_nonzero and saturate_overflow (decompositions.yaml header)."""
+    target = _dtype(dt)
+    if target.saturate:
+      ok = None
+      for x in operands:
+        fin = self.template(CAST_BACK_TEMPLATES[0], [x], {}, {})[0]
+        ok = fin if ok is None else self.op_step("AND", [ok, fin], None, None)
+      top = target.normal_range[1]
+      out = self.template(CAST_BACK_TEMPLATES[1], [out, ok], {"finite_max": top, "neg_finite_max": -top}, {})[0]
+    return self.op_step("CAST", [out], dt, None)
 
   def run(self, steps: list, scope: dict, params: dict):
     """Run a step list in `scope` (updated in place); returns the last step's ref."""
