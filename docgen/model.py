@@ -525,9 +525,24 @@ def tolerance_text(v) -> str:
   if isinstance(v, dict):
     groups: dict = {}
     for dt, x in v.items(): groups.setdefault(tolerance_text(x), []).append(str(dt))
-    return "; ".join(f"{', '.join(dts)}: {x}" for x, dts in groups.items())
+    return "; ".join(f"{dtype_list(dts)}: {x}" for x, dts in groups.items())
   if isinstance(v, (list, tuple)): return ", ".join(tolerance_text(x) for x in v)
   return "" if v is None else str(v)
+
+
+def dtype_list(names: list[str]) -> str:
+  """Dtype names, comma-separated; several that share the prefix before an underscore are
+  written once, their suffixes in braces (`float8_{e4m3, e5m2}`), so a narrow column holds them."""
+  by_prefix: dict = {}
+  for n in names:
+    head, sep, tail = n.partition("_")
+    by_prefix.setdefault(head + sep if sep else n, []).append(tail)   # "float8_" apart from a dtype "float8"
+  out = []
+  for head, tails in by_prefix.items():
+    if not head.endswith("_"): out.append(head)
+    elif len(tails) == 1: out.append(head + tails[0])
+    else: out.append(f"{head}{{{', '.join(tails)}}}")
+  return ", ".join(out)
 
 
 # ------------------------------------------------------------------ sources

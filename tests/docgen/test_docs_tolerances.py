@@ -26,7 +26,8 @@ def spec_tex():
 def test_the_table_has_no_python_reprs(spec_tex):
   _, _, t = _table(spec_tex)
   assert "{'" not in t and "':" not in t and r"\{'" not in t, t
-  assert "float16, bfloat16: 1; float32: 3; float64: 0" in t       # RECIP's portable bound, as prose
+  # RECIP's portable bound, as prose: equal figures grouped, the float8s under one prefix
+  assert r"float16, bfloat16, float8\_\{e4m3, e5m2, e4m3fnuz, e5m2fnuz\}: 1; float32: 3; float64: 0" in t
   assert r">{\raggedright\arraybackslash}p{" in t                  # wrapping columns
   md = docgen.render_spec_md(tables(), None)
   section = md[md.index("## Tolerances"):md.index("## Rule catalogue")]
@@ -36,6 +37,8 @@ def test_the_table_has_no_python_reprs(spec_tex):
 def test_tolerance_text():
   assert tolerance_text({"float16": 1, "bfloat16": 1, "float32": 3}) == "float16, bfloat16: 1; float32: 3"
   assert tolerance_text({"float32": "abs(T) <= 1e5"}) == "float32: abs(T) <= 1e5" and tolerance_text(0) == "0"
+  assert tolerance_text({"float8_e4m3": 1, "float32": 1, "float8_e5m2": 1, "float64": 2}) == "float8_{e4m3, e5m2}, float32: 1; float64: 2"
+  assert tolerance_text({"float8": 1, "float8_e4m3": 1, "float16": 2}) == "float8, float8_e4m3: 1; float16: 2"
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
