@@ -453,15 +453,17 @@ class Interpreter:
 
 def largest(xs, dt) -> np.ndarray:
   """Decision reduce-max: the largest element that is not NaN, +0 above -0; -inf (the
-  identity) when there is none. For bool: any."""
-  best = identity("MAX", dt)
+  identity) when there is none. For bool: any. bfloat16 and the float8s are compared in
+  float32, from float32's -inf (a float8 without inf would start from NaN), and rounded back
+  (exact for an element; -inf becomes what the dtype makes of it)."""
+  wide = "float32" if dt in VIA_F32 else dt
+  best = identity("MAX", wide)
   for x in xs:
-    x = np.asarray(x)
-    f, b = (v.astype(np.float32) if dt in VIA_F32 else v for v in (x, best))
-    better = f > b
-    if CLS[dt] == "float": better = (better | ((f == 0) & (b == 0) & np.signbit(b) & ~np.signbit(f))) & ~np.isnan(f)
-    best = np.where(better, x, best)
-  return np.asarray(best).astype(NP[dt])
+    f = np.asarray(x).astype(NP[wide])
+    better = f > best
+    if CLS[dt] == "float": better = (better | ((f == 0) & (best == 0) & np.signbit(best) & ~np.signbit(f))) & ~np.isnan(f)
+    best = np.where(better, f, best)
+  return down(np.asarray(best), dt) if wide != dt else np.asarray(best).astype(NP[dt])
 
 
 def outer_index(x: np.ndarray, idxs: list, fill) -> np.ndarray:

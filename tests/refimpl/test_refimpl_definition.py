@@ -69,7 +69,7 @@ def ordinary(dt: str, shape: tuple):
     if np.dtype(NP[dt]).kind in "iu":
       info = np.iinfo(NP[dt])
       small = rng.integers(-3, 4, shape) if info.min < 0 else rng.integers(0, 4, shape)
-      return np.where(rng.random(shape) < 0.8, small, rng.integers(info.min, info.max, shape, endpoint=True)).astype(NP[dt])
+      return np.where(rng.random(shape) < 0.8, small, rng.integers(info.min, info.max, shape, endpoint=True, dtype=NP[dt])).astype(NP[dt])
     if dt == "bool": return rng.random(shape) < 0.5
     return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(NP[dt])
   return st.integers(0, 2 ** 32 - 1).map(make)
