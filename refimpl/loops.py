@@ -33,7 +33,7 @@ import numpy as np
 from tinyspec.tables import tables
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import role
-from tinyspec.refimpl.numeric import NP, CLS, SATURATING, VIA_F32, canonical_nan, float_op, broadcast_shape
+from tinyspec.refimpl.numeric import NP, CLS, NATIVE_FLOATS, SATURATING, VIA_F32, canonical_nan, float_op, broadcast_shape
 from tinyspec.refimpl.storage import Write, Version, snapshot, merge_effects
 from tinyspec.refimpl.ops.reduce import identity
 
@@ -115,7 +115,7 @@ def fold(op, dt, start, xs, dims, acc_first=True, on=None):
   and MAX with the accumulator first (the largest non-NaN element, a NaN start kept, of
   equal zeros the first met) are reduced."""
   floating = np.dtype(NP[dt]).kind == "f" or dt in VIA_F32
-  if op != "MAX" and dt in ("float32", "float64"):
+  if op != "MAX" and dt in NATIVE_FLOATS:
     last = _fold_rows(op, start, xs, dims)
     if last is not None: return last
   if (op != "MAX" and floating) or (op == "MAX" and floating and not acc_first):

@@ -21,6 +21,7 @@ from tinyspec.intervals import NUMPY_TYPES as NP, EXTENDED_FLOATS, np_dtype
 
 CLS: dict[str, str] = {n: d.cls for n, d in DTYPES.items()}
 NARROW = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and d.itemsize < 4)   # computed in float32
+NATIVE_FLOATS = frozenset(n for n, d in DTYPES.items() if d.cls == "float" and n not in NARROW)   # computed in their own NumPy type
 SATURATING = frozenset(n for n, d in DTYPES.items() if d.saturate)   # converted by to_saturating
 VIA_F32 = frozenset(EXTENDED_FLOATS)   # bfloat16, the float8s: NumPy holds them through ml_dtypes; compared and maxed in float32
 F32 = np.dtype(np.float32)

@@ -18,6 +18,7 @@ from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS
 from tinyspec.refimpl.carried import find_carried
 from tinyspec.refimpl.affine import analyse
+from tinyspec.refimpl.numeric import NATIVE_FLOATS
 
 FUSE_MIN_ELEMENTS = 1 << 22   # a broadcast product bigger than this is reduced by einsum, never built
 
@@ -124,7 +125,7 @@ class Plan:
       if n.op != "REDUCE" or n.arg.get("op") != "ADD" or not n.src: continue
       j = n.src[0]
       if nodes[j].op != "MUL" or len(self.data_uses[j]) != 1 or j in self.roots: continue
-      if views[j].dtype not in ("float32", "float64"): continue
+      if views[j].dtype not in NATIVE_FLOATS: continue
       size = _numel(views[j].shape) * self._static_loop_size(j, n)
       a, b = (views[s].shape for s in nodes[j].src)
       if size >= FUSE_MIN_ELEMENTS and size > 2 * max(_numel(a), _numel(b)):
