@@ -63,16 +63,17 @@ def sum_kernel_reduce(n):
   return b.graph()
 
 
-def sum_kernel_accumulator(n):
-  """tinygrad's form: acc.after().store(0); acc.after(init, k).store(acc + x[k]).end(k); acc.after(end)."""
+def accumulator_kernel(n, op="ADD", start=0.0):
+  """tinygrad's form of a fold: acc.after().store(start); acc.after(init, k).store(OP(acc, x[k])).end(k);
+  acc.after(end). The sum kernel is OP=ADD from 0."""
   b = Builder()
   x = b.param((n,), F32, 0); out = b.param((1,), F32, 1)
   acc = b.buffer((1,), F32, 0, addrspace="REG")
   z = b.const(0, "index")
-  init = b.STORE(b.INDEX(acc, z), b.const(0.0, F32))
+  init = b.STORE(b.INDEX(acc, z), b.const(start, F32))
   k = b.range(n, 0, "REDUCE")
   a = b.AFTER(acc, init, k)
-  e = b.END(b.STORE(b.INDEX(a, z), b.ADD(b.INDEX(a, z), b.INDEX(x, k))), k)
+  e = b.END(b.STORE(b.INDEX(a, z), b.add(op, b.INDEX(a, z), b.INDEX(x, k))), k)
   b.SINK(b.STORE(b.INDEX(out, z), b.INDEX(b.AFTER(acc, e), z)))
   return b.graph()
 
@@ -234,7 +235,7 @@ def main():
   t_red = timed(lambda: evaluate(g_red, {"param0": x}), a.repeat)
   bar("kernel: 1M sum, REDUCE over RANGE", t_red, 0.2)
 
-  g_acc = sum_kernel_accumulator(N1M)
+  g_acc = accumulator_kernel(N1M)
   got = evaluate(g_acc, {"param0": x})["param1"][0]
   assert got == np.add.accumulate(x)[-1], "the accumulator must be bit-exact with the sequential loop"
   t_acc = timed(lambda: evaluate(g_acc, {"param0": x}), a.repeat)

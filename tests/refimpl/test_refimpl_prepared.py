@@ -4,6 +4,8 @@ the same node count and ids, a graph changed in place, values that == merges (-0
 inputs that no longer fit the cached views, an invalid graph, the bound; and planted bugs
 in the key (an arg ignored, the graph's identity) that these checks catch."""
 from __future__ import annotations
+import sys
+from pathlib import Path
 import numpy as np
 import pytest
 from tinyspec.frozen import freeze
@@ -11,6 +13,9 @@ from tinyspec.graph import Node
 from tinyspec.refimpl import evaluate, EvalError
 from tinyspec.refimpl import prepared
 from tinyspec.refimpl.build import Builder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from bench_refimpl import accumulator_kernel  # noqa: E402  (the benchmark's fold, checked here for cache soundness)
 
 F32 = "float32"
 
@@ -34,17 +39,8 @@ def affine(n, mul_op="MUL", scale=2.0, shift=1.0):
 
 
 def accumulation(n, op):
-  """acc = OP(acc, x[k]) over k in a REG accumulator (a carried loop: the plan folds it)."""
-  b = Builder()
-  x = b.param((n,), F32, 0); out = b.param((1,), F32, 1)
-  acc = b.buffer((1,), F32, 0, addrspace="REG")
-  z = b.const(0, "index")
-  init = b.STORE(b.INDEX(acc, z), b.const(1.0, F32))
-  k = b.range(n, 0, "REDUCE")
-  a = b.AFTER(acc, init, k)
-  e = b.END(b.STORE(b.INDEX(a, z), b.add(op, b.INDEX(a, z), b.INDEX(x, k))), k)
-  b.SINK(b.STORE(b.INDEX(out, z), b.INDEX(b.AFTER(acc, e), z)))
-  return b.graph()
+  """acc = OP(acc, x[k]) from 1 over k in a REG accumulator (a carried loop: the plan folds it)."""
+  return accumulator_kernel(n, op, start=1.0)
 
 
 X = np.array([0.5, 1.5, 2.0, 3.0], np.float32)
