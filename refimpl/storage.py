@@ -17,7 +17,7 @@ import itertools
 import weakref
 import numpy as np
 from tinyspec.refimpl.errors import EvalError
-from tinyspec.refimpl.numeric import broadcast_shape
+from tinyspec.refimpl.numeric import EXTENDED_FLOATS, broadcast_shape
 
 _seq = itertools.count(1)
 
@@ -442,10 +442,10 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
 
 def strided(flat: np.ndarray, base: int, shape, strides, writeable: bool) -> np.ndarray:
   """A strided view of the 1-D `flat` from element `base`. NumPy's as_strided goes through
-  the array interface, which cannot name ml_dtypes' float8 types ('<f1'): those are viewed
-  through the unsigned integer of their size and back."""
+  the array interface, which cannot name the extended floats' NumPy types (ml_dtypes' float8s
+  are '<f1'): those are viewed through the unsigned integer of their size and back."""
   src = flat[base:]
-  bits = src.dtype.kind == "V" or src.dtype.type.__module__.startswith("ml_dtypes")
+  bits = src.dtype in EXTENDED_FLOATS.values()
   if bits: src = src.view(np.dtype(f"u{src.dtype.itemsize}"))
   out = np.lib.stride_tricks.as_strided(src, tuple(shape), tuple(strides), writeable=writeable)
   return out.view(flat.dtype) if bits else out
