@@ -165,8 +165,9 @@ def _op(T, op) -> list[str]:
 
 
 def _tolerance_text(t) -> str:
-  if not isinstance(t, dict): return str(t)
-  return ", ".join(f"{k} {v}" for k, v in t.items())
+  """An op's tolerance entry as prose: each key with its value, per-dtype values grouped."""
+  if not isinstance(t, dict): return M.tolerance_text(t)
+  return "; ".join(f"{k} ({M.tolerance_text(v)})" if isinstance(v, dict) else f"{k} {M.tolerance_text(v)}" for k, v in t.items())
 
 
 def _templates(T) -> list[str]:

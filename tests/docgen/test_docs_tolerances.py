@@ -34,6 +34,14 @@ def test_the_table_has_no_python_reprs(spec_tex):
   assert "{'" not in section and "':" not in section
 
 
+def test_the_op_pages_have_no_python_reprs():
+  """Each op's facts table gives its tolerance entry in the same prose as the Tolerances table."""
+  md = docgen.render_spec_md(tables(), None)
+  lines = [ln for ln in md.splitlines() if ln.startswith("| tolerance |")]
+  assert lines and not [ln for ln in lines if "{'" in ln or "':" in ln]
+  assert any("portable_ulp (float16, bfloat16, float8_{e4m3, e5m2, e4m3fnuz, e5m2fnuz}: 1; float32: 3; float64: 0)" in ln for ln in lines)
+
+
 def test_tolerance_text():
   assert tolerance_text({"float16": 1, "bfloat16": 1, "float32": 3}) == "float16, bfloat16: 1; float32: 3"
   assert tolerance_text({"float32": "abs(T) <= 1e5"}) == "float32: abs(T) <= 1e5" and tolerance_text(0) == "0"
