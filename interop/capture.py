@@ -31,7 +31,9 @@ and reads them without allocating anything (`read_buffer`).
 """
 from __future__ import annotations
 import contextlib
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 import numpy as np
 from tinyspec.intervals import np_dtype
 from tinyspec.interop.tinygrad_map import dtype_name
@@ -47,6 +49,8 @@ JIT_VIEW = ("inside a TinyJit capture, a result that is a view of a buffer, not 
             "forbids Tensor.numpy while TinyJit captures")
 JIT_ABANDONED = ("inside a TinyJit capture that tinygrad abandoned (it raised before the JIT's first run): the captured "
                  "schedule never ran, so there are no values")
+TINYGRAD_REFUSES_READ = "tinygrad refuses to read the value ({}); the realize itself ran"
+REALIZE_RAISED = "tinygrad raised inside the realize ({}): it refused the program, so it computed no values to compare"
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,23 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
   return a if shape is None else a.reshape(shape)
 
 
+def disk_contents(u) -> np.ndarray | None:
+  """The contents of a BUFFER u on tinygrad's DISK device that tinygrad has not opened yet: the
+  bytes its DiskDevice will map, read from the file without opening it for tinygrad (its mmap
+  extends a shorter or missing file with zeros; "shm:NAME" is POSIX shared memory). None for
+  another device, or a file that cannot be read (the buffer is then one this realize creates)."""
+  device = str(u.device)
+  if not device.upper().startswith("DISK:") or not all(isinstance(d, int) for d in u.shape): return None
+  name = device[len("DISK:"):]
+  path = Path("/dev/shm") / name[len("shm:"):].lstrip("/") if name.startswith("shm:") else Path(name)
+  nbytes = math.prod(u.shape) * u.dtype.itemsize
+  try:
+    with open(path, "rb") as f: data = f.read(nbytes)
+  except FileNotFoundError: data = b""
+  except OSError: return None
+  return np.frombuffer(data.ljust(nbytes, b"\0"), storage_dtype(u.dtype)).copy()
+
+
 def storage_dtype(dt) -> np.dtype:
   """The NumPy dtype a buffer of tinygrad dtype dt is read as: its tinyspec dtype's, or for a
   dtype tinyspec has none for (tinygrad's internal uint128/uint256), the unsigned integer of
@@ -222,11 +243,23 @@ def _tensor_value(t, jit: bool = False):
   for an input), where the shape is symbolic, or inside a TinyJit capture where it is not there."""
   devices = t.device if isinstance(t.device, tuple) else (t.device,)
   if any(str(d).split(":")[0] == "NULL" for d in devices if d is not None): return Unreadable(NULL_DEVICE)
-  if _unallocated(t.uop) or not all(isinstance(d, int) for d in t.shape): return None
+  if not all(isinstance(d, int) for d in t.shape): return None
+  if _unallocated(t.uop): return _closed_disk_value(t.uop, t.shape)
   buf = known_buffer(t.uop)
   if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel() and isinstance(a := read_buffer(buf, t.shape), np.ndarray):
     return a
-  return None if jit else _quietly(lambda: np.asarray(t.numpy()))   # TinyJit forbids Tensor.numpy while it captures
+  if jit: return None   # TinyJit forbids Tensor.numpy while it captures
+  try: return _quietly(lambda: np.asarray(t.numpy()))
+  except Exception as e:   # noqa: BLE001 (tinygrad refuses to read it: the program's business, never the capture's to raise)
+    return Unreadable(TINYGRAD_REFUSES_READ.format(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]))
+
+
+def _closed_disk_value(u, shape) -> np.ndarray | None:
+  """The value of a tensor that is a whole DISK buffer tinygrad has closed (it unmaps a file
+  when the last user is done): the file's bytes are its contents. None for anything else."""
+  while u.op.name in _FORWARDS_BUFFER: u = u.src[0]
+  if u.op.name != "BUFFER" or (a := disk_contents(u)) is None or a.size != math.prod(shape): return None
+  return a.reshape(shape)
 
 
 def _unallocated(u) -> bool:
@@ -371,12 +404,16 @@ def capture():
       a = read_buffer(known_buffer(u))
       if isinstance(a, Unreadable): rec.limitation = rec.limitation or a.reason
       elif a is not None: rec.inputs[u] = a
+      elif (d := disk_contents(u)) is not None: rec.inputs[u] = d
       else: rec.created.append(u)
     rec.default_float = dtype_name(dtypes.default_float)
     cap.realizations.append(rec)
     active.append(rec)
     try:
       orig_realize(self, *lst, do_update_stats=do_update_stats)
+    except Exception as e:   # tinygrad's own refusal (the test may expect it): recorded, then raised as it was
+      rec.limitation = rec.limitation or REALIZE_RAISED.format(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160])
+      raise
     finally:
       active.pop()
     if rec.jit:
@@ -422,7 +459,8 @@ def capture():
 def _read_results(rec: Realization, tensors) -> None:
   """The realized tensors' values and the contents of the realize's buffers after it."""
   values = [_tensor_value(t) for t in tensors]
-  if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable)), "")
+  if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable) and v.reason == NULL_DEVICE), "")
   rec.outputs = [v if isinstance(v, np.ndarray) else None for v in values]
-  rec.unread = {k: why for k, t in enumerate(tensors) if rec.outputs[k] is None and (why := _why_unread(t.uop, t.shape))}
+  rec.unread = {k: why for k, t in enumerate(tensors) if rec.outputs[k] is None
+                and (why := values[k].reason if isinstance(values[k], Unreadable) else _why_unread(t.uop, t.shape))}
   rec.final = {u: a for u in [*rec.inputs, *rec.created] if isinstance(a := read_buffer(known_buffer(u)), np.ndarray)}

@@ -10,7 +10,10 @@ suite findings S10, S13, S14): small real programs, each run under import_script
     symbolic shape is never asked for a number;
   * nothing tinygrad left unmade is made: a realized Tensor.empty is never allocated (TinyJit
     would take it for an input: tinygrad's test_jit_init_empty_alt), no Buffer is registered
-    for a BUFFER, no view opened; what is left unread says why.
+    for a BUFFER, no view opened; what is left unread says why;
+  * DISK tensors: a file tinygrad has not opened is read as its bytes (an input, and a result
+    tinygrad has closed again); a value tinygrad refuses to read, or a realize tinygrad aborts,
+    is a limitation with its reason, and the capture never raises where tinygrad does not.
 """
 import os
 import shutil
@@ -90,6 +93,25 @@ try:
   for i in range(3): g(Tensor([1.0]), i)
   raise AssertionError("TinyJit took a non-Tensor return")
 except JitError: pass   # raised at the capture, before the JIT's first run
+"""
+
+# DISK: tinygrad's test/unit/test_disk_tensor.py (test_simple_read, test_write_ones, test_strided_read)
+DISK = """
+from tinygrad import Tensor, Device, dtypes
+open("{d}/f", "wb").write(bytes(range(256)))
+t = Tensor.empty(16, 16, device="disk:{d}/f", dtype=dtypes.uint8)
+assert t[1].to(Device.DEFAULT).tolist() == list(range(16, 32))
+out = Tensor.ones(4, device=Device.DEFAULT).contiguous().to("disk:{d}/g").realize()
+assert open("{d}/g", "rb").read() == bytes.fromhex("0000803f") * 4
+"""
+DISK_REFUSED = """
+from tinygrad import Tensor
+dt = Tensor([0, 1, 2, 3, 4, 5]).to("disk:{d}/h")
+dt[::2].contiguous().realize()   # tinygrad realizes it; only reading the view is refused
+try:
+  Tensor([1, 2]).to("disk:{d}/missing/x").realize()
+  raise AssertionError("tinygrad wrote into a missing folder")
+except FileNotFoundError: pass
 """
 
 
@@ -185,3 +207,23 @@ def test_reading_makes_no_buffer_and_opens_no_view():
   assert view not in buffers and not buf.is_initialized() and x.uop.buffer.allocated_views == 0
   empty = Tensor.empty(3).realize()
   assert read_buffer(known_buffer(empty.uop)) is None and not empty.uop.is_realized
+
+
+def test_disk_files_are_read_as_their_bytes(tmp_path):
+  res = _run(tmp_path, DISK.format(d=tmp_path), "disk")
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  assert len(tensors) == 2 and all(g.valid and g.eval_ok and not g.unread for g in tensors), [(g.name, g.evaluation, [str(d) for d in g.diagnostics]) for g in tensors]
+  assert sorted(a.tobytes()[:4] for g in tensors for a in g.inputs.values() if a.dtype.itemsize == 1 and a.size == 256) == [bytes(range(4))]
+  assert any(g.expected["out0"].tobytes() == bytes.fromhex("0000803f") * 4 for g in tensors)   # the file tinygrad closed again
+
+
+def test_what_tinygrad_refuses_is_a_limitation_and_never_raised_by_the_capture(tmp_path):
+  from tinyspec.interop.capture import REALIZE_RAISED, TINYGRAD_REFUSES_READ
+  res = _run(tmp_path, DISK_REFUSED.format(d=tmp_path), "disk_refused")
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  refused = TINYGRAD_REFUSES_READ.split("(")[0]
+  assert [g.name for g in tensors if any(w.startswith(refused) for w in g.unread_reasons.values())] == ["r0.tensor"], \
+      [(g.name, g.unread_reasons) for g in tensors]
+  aborted = REALIZE_RAISED.split("(")[0]
+  assert [g.name for g in tensors if g.limitation.startswith(aborted)] == ["r1.tensor"], [(g.name, g.limitation) for g in tensors]
+  assert not (tmp_path / "missing").exists()
