@@ -149,6 +149,31 @@ def test_an_assign_into_a_tensor_that_is_not_a_buffer_is_its_value():
   np.testing.assert_array_equal(y.expected["out0"], (x + 1) * 2 - 3)
 
 
+IMPLICIT_INPUT = """
+from tinygrad import Tensor, TinyJit
+x = Tensor([0])   # tinygrad's test_jit_cases test_implicit_input: x is read by f without being passed
+@TinyJit
+def f(): return x * 2
+for i in range(3):
+  x.assign(Tensor([i])).realize()
+  assert f().item() == i * 2
+"""
+
+
+def test_an_assign_into_an_unrealized_tensor_leaves_nothing_of_it_behind(tmp_path):
+  """The COPY the assign targets is replaced by the value it gets: the graph holds only what its
+  roots reach, so it evaluates on its inputs alone (a BUFFER left behind had no contents)."""
+  (tmp_path / "implicit_input.py").write_text(IMPLICIT_INPUT)
+  res = import_script(tmp_path / "implicit_input.py", programs=False)
+  assert res.error is None, res.error
+  assert all(g.valid and g.eval_ok for g in res.graphs), [(g.name, g.evaluation) for g in res.graphs if not g.eval_ok]
+  for g in res.graphs:
+    reached, todo = set(), list(g.graph.root_indices)
+    while todo:
+      if (i := todo.pop()) not in reached: reached.add(i); todo.extend(g.graph.nodes[i].src)
+    assert len(reached) == len(g.graph.nodes), f"{g.name}: nodes no root reaches"
+
+
 # ------------------------------------------------------------------ outputs
 def test_every_tensor_given_to_realize_is_an_output_in_order():
   """Tensor.realize(arange.cos (constants only, not realized by tinygrad), x + 1, x (a
