@@ -254,7 +254,9 @@ def _tensor_graph(r) -> GraphResult:
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
   g, rep = import_uops(roots, "tensor", meta=meta, default_float=r.default_float)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
-  inputs.update({_input_name(u): np.zeros(tuple(sym_infer(d, r.var_vals) for d in u.shape), storage_dtype(u.dtype)) for u in r.created})   # allocated by this realize: no contents before it
+  declared = {input_name(n.op, n.arg): n.shape for n in g.nodes if n.op == "BUFFER" and n.shape is not None}   # a multi-device buffer: its shards end to end
+  inputs.update({(k := _input_name(u)): np.zeros(declared.get(k) or tuple(sym_infer(d, r.var_vals) for d in u.shape), storage_dtype(u.dtype))
+                 for u in r.created})   # allocated by this realize: no contents before it
   inputs.update(variable_inputs(g, r.var_vals))
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})

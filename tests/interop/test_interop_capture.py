@@ -47,6 +47,13 @@ devs = (Device.DEFAULT, Device.DEFAULT + ":1")
 t = Tensor([1.0, 2.0, 3.0, 4.0]).shard(devs, axis=0).realize()
 assert (t * 2).tolist() == [2.0, 4.0, 6.0, 8.0]
 """
+# tinygrad's test/unit/test_multitensor.py::TestMultiTensor::test_clone (replicated: axis None)
+MULTI_CLONE = """
+from tinygrad import Tensor, Device
+devs = (Device.DEFAULT + ":1", Device.DEFAULT + ":2")
+t = Tensor.arange(16).reshape(4, 4).clone().shard(devs, axis=None).contiguous().realize()
+assert t.clone().realize().tolist() == t.tolist()
+"""
 NULL = """
 from tinygrad import Tensor
 t = Tensor.empty(4, 8, device="NULL").realize()
@@ -148,6 +155,14 @@ def test_multi_device_calls_are_judged_per_device(tmp_path):
   devices = {str(n.arg.get("device")) for g in kernels if g.level == "kernel" for n in g.graph.nodes
              if n.op == "PARAM" and isinstance(n.arg, dict) and "device" in n.arg}
   assert len(devices) >= 2, devices   # one kernel graph for each device's run
+
+
+def test_a_multi_device_buffer_the_realize_allocates_has_its_imported_shape(tmp_path):
+  """A replicated buffer's zeros are its shards end to end, the shape the graph declares (not tinygrad's one-shard shape)."""
+  res = _run(tmp_path, MULTI_CLONE, "multi_clone")
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  assert tensors and all(g.valid and g.eval_ok for g in tensors), [(g.name, g.evaluation) for g in tensors]
+  assert any(a.shape == (32,) for g in tensors for a in g.inputs.values())
 
 
 def test_null_device_is_a_limitation_with_its_reason(tmp_path):
