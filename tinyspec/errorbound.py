@@ -20,7 +20,10 @@ rule of their own (reductions, storage, loads, loop indices) register it in BOUN
   value there, plus for a float result its own error: `portable_ulp` (ops.yaml
   `tolerances`, the decomposition's bound for a `decomposed` backend) ulps of the result,
   one more where an operand is inexact (rounding), the smallest normal number where the
-  dtype may flush a subnormal result (decision denormals), and inf outside the op's `domain`;
+  dtype may flush a subnormal result (decision denormals), and inf outside the op's `domain`
+  and wherever a decision's allowed results let it be any value (errorbound_where.py: a float
+  cast to an integer dtype that cannot hold it, decision cast-float-int; an integer division
+  by zero), which then propagates like any other unbounded value;
 * a REDUCE adds its operands' E and, for ADD, `ulp_per_element` x n ulps of sum |x| (any
   order of the sum: decision reduce-empty); MAX takes the largest E;
 * storage that is stored into gets a shadow buffer (float64) holding the E of what was

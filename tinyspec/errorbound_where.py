@@ -17,12 +17,16 @@ already makes an integer result unbounded).
 from __future__ import annotations
 import ast
 import itertools
+import operator
 from tinyspec import portable as P
 from tinyspec.dispatch import Registry
 from tinyspec.dtypes import DTYPES
 
 F64, INF = "float64", "inf"
 FUNCTION = Registry("condition function", ops=False)   # an expression's functions as graph nodes
+# each comparison's op and its value on two numbers (decision comparisons: CMPGE is NOT CMPLT, true with a NaN)
+_COMPARE = {ast.Lt: ("CMPLT", operator.lt), ast.Gt: ("CMPGT", lambda a, b: b < a), ast.LtE: ("CMPLE", lambda a, b: not b < a),
+            ast.GtE: ("CMPGE", lambda a, b: not a < b), ast.Eq: ("CMPEQ", lambda a, b: not a != b), ast.NotEq: ("CMPNE", operator.ne)}
 ANY = "any"
 
 
@@ -33,7 +37,7 @@ class Expression:
   def __init__(self, sh, n, dt, names: dict | None = None):
     self.sh, self.n, self.dt = sh, n, dt
     self.slots = [s.name for s in sh.T.ops[n.op].slots]
-    self.names = names if names is not None else {name: sh.f64(j) for name, j in zip(self.slots, n.src)}
+    self.names = names if names is not None else {name: operand(sh, j) for name, j in zip(self.slots, n.src)}
 
   def build(self, expr: str) -> int:
     return self.node(ast.parse(expr, mode="eval").body)
@@ -44,14 +48,24 @@ class Expression:
     if isinstance(t, ast.Constant): return sh.const(float(t.value))   # type: ignore[arg-type]  # a number: the expressions are the table's
     if isinstance(t, ast.BinOp):
       a, b = self.node(t.left), self.node(t.right)
+      ka, kb = constant(sh, a), constant(sh, b)
+      if isinstance(t.op, ast.BitAnd) and False in (ka, kb): return sh.const(False, "bool")   # static: no nodes for a case that cannot occur
+      if isinstance(t.op, ast.BitOr) and ka is False: return b
+      if isinstance(t.op, ast.BitOr) and kb is False: return a
       ops = {ast.BitAnd: "AND", ast.BitOr: "OR", ast.Mult: "MUL", ast.Add: "ADD", ast.Sub: "SUB", ast.Div: "DIV"}
       return sh.add(ops[type(t.op)], (a, b))
     if isinstance(t, ast.Compare) and len(t.ops) == 1:
       a, b = self.node(t.left), self.node(t.comparators[0])
       op = type(t.ops[0])
-      return sh.add({ast.Lt: "CMPLT", ast.Gt: "CMPGT", ast.LtE: "CMPLE", ast.GtE: "CMPGE", ast.Eq: "CMPEQ", ast.NotEq: "CMPNE"}[op], (a, b))
-    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.USub): return sh.add("NEG", (self.node(t.operand),))
-    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Invert): return sh.add("CMPNE", (self.node(t.operand), sh.const(True, "bool")))
+      if (ka := constant(sh, a)) is not None and (kb := constant(sh, b)) is not None:   # e.g. a shift by a constant: never out of range
+        return sh.const(bool(_COMPARE[op][1](ka, kb)), "bool")
+      return sh.add(_COMPARE[op][0], (a, b))
+    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.USub):
+      x = self.node(t.operand)
+      return sh.const(-constant(sh, x)) if constant(sh, x) is not None else sh.add("NEG", (x,))
+    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Invert):
+      x = self.node(t.operand)
+      return sh.const(not constant(sh, x), "bool") if constant(sh, x) is not None else sh.add("CMPNE", (x, sh.const(True, "bool")))
     if isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id == "isfloat":   # a static fact of the operand's dtype
       slot = t.args[0].id if isinstance(t.args[0], ast.Name) else None
       src = self.n.src[self.slots.index(slot)] if slot in self.slots[:len(self.n.src)] else None
@@ -66,6 +80,21 @@ class Expression:
     figures = {"width": 8 * d.itemsize, "dmin": d.min, "dmax": d.max}
     if name not in figures: raise ValueError(f"table expression name {name!r} is not understood")
     return self.sh.const(float(figures[name]))
+
+
+def operand(sh, j: int) -> int:
+  """Operand j as a float64 node: a constant where its value is one number (index
+  arithmetic: a shift or a division by a constant), so a condition on it folds away."""
+  v = sh.views[j] if j < len(sh.views) else None
+  mm = getattr(v, "min_max", None)
+  if v is not None and not v.shape and mm and mm[0] == mm[1] and isinstance(mm[0], (int, float)) and not isinstance(mm[0], bool): return sh.const(float(mm[0]))
+  return sh.f64(j)
+
+
+def constant(sh, k: int):
+  """The value of node k where it is a CONST (a number or a bool), else None."""
+  n = sh.nodes[k]
+  return n.arg.get("value") if n.op == "CONST" and isinstance(n.arg, dict) and isinstance(n.arg.get("value"), (bool, int, float)) else None
 
 
 def _cls(dt) -> str | None:
@@ -128,7 +157,7 @@ def unconstrained(sh, i: int, n, e: int | None) -> int | None:
   slots = [s.name for s in sh.T.ops[n.op].slots]
   choices = []   # per slot: the float64 nodes its value may take (an inexact float: also its interval's ends)
   for j in n.src:
-    v, ej = sh.f64(j), sh.e(j)
+    v, ej = operand(sh, j), sh.e(j)
     choices.append([v] if ej is None or _cls(sh.views[j].dtype) != "float" else [v, sh.add("SUB", (v, ej)), sh.add("ADD", (v, ej))])
   covered = None
   for entry in entries:
@@ -137,4 +166,5 @@ def unconstrained(sh, i: int, n, e: int | None) -> int | None:
       m = Expression(sh, n, dt, dict(zip(slots, combo))).build(entry["where"])
       covered = m if covered is None else sh.add("OR", (covered, m))
   assert covered is not None
+  if constant(sh, covered) is False: return e
   return sh.add("WHERE", (covered, sh.const(INF), e if e is not None else sh.zero_like(i)))

@@ -72,3 +72,31 @@ def test_an_integer_division_by_zero_may_give_any_value():
   ins = {"a": np.array([7, 7, -8, 9], np.int32), "d": np.array([2, 0, 3, 0], np.int32), "out": np.zeros(4, np.int32)}
   got, bounds = evaluate_with_bounds(b.graph(), ins)
   assert list(np.isinf(bounds["out"])) == [False, True, False, True] and (bounds["out"][[0, 2]] == 0).all()
+
+
+def shift_kernel(N, by_constant: bool):
+  """out[2 i] = a[i] << s (s = 3, or s[i] read from a buffer), the index 2 i computed with a
+  shift by a constant (index arithmetic, as tinygrad lowers it); then back[i] = out[2 i],
+  read through the same index after the loop."""
+  b = Builder()
+  a = b.param((N,), "int32", 0, name="a"); out = b.param((2 * N,), "int32", 1, name="out")
+  back = b.param((N,), "int32", 2, name="back")
+  s = None if by_constant else b.param((N,), "int32", 3, name="s")
+  def doubled(r): return b.SHL(b.CAST(r, arg="int32"), b.const(1, "int32"))   # a shift by a constant is never out of range
+  i = b.range(N, 0, "LOOP")
+  by = b.const(3, "int32") if s is None else b.LOAD(b.INDEX(s, i))
+  end = b.END(b.STORE(b.INDEX(out, doubled(i)), b.SHL(b.LOAD(b.INDEX(a, i)), by)), i)
+  j = b.range(N, 1, "LOOP")
+  b.SINK(end, b.END(b.STORE(b.INDEX(back, j), b.LOAD(b.INDEX(b.AFTER(out, end), doubled(j)))), j))
+  return b.graph()
+
+
+def test_a_shift_is_unconstrained_only_where_its_amount_is_out_of_range():
+  ins = {"a": np.array([1, 2, 3, 4], np.int32), "out": np.zeros(8, np.int32), "back": np.zeros(4, np.int32)}
+  got, bounds = evaluate_with_bounds(shift_kernel(4, by_constant=True), dict(ins))
+  assert list(got["back"]) == [8, 16, 24, 32]
+  assert (bounds["out"] == 0).all() and (bounds["back"] == 0).all()   # the constant shifts fold away: the index stays exact
+  ins["s"] = np.array([1, 40, -1, 31], np.int32)
+  _, bounds = evaluate_with_bounds(shift_kernel(4, by_constant=False), ins)
+  assert list(np.isinf(bounds["out"][::2])) == [False, True, True, False] and (bounds["out"][1::2] == 0).all()
+  assert list(np.isinf(bounds["back"])) == [False, True, True, False]
