@@ -302,7 +302,9 @@ class _Shadow:
       s = self.add(n.op, [s0, *src[1:]], n.arg)
     self.store_of[i] = s
     self.E[i] = s if self.views[i].dtype != "void" else None
-    if n.op == "INDEX" and any(self.e(j) for j in src[1:]): self.E[i] = self.const(INF)
+    uncertain = [self.e(j) for j in src[1:] if self.e(j) is not None] if n.op == "INDEX" else []
+    if uncertain and self.E[i] is not None:   # an index that may be off reads anything (where it may be)
+      self.E[i] = self.add("WHERE", (self.any_positive(uncertain), self.const(INF), s))
 
   def pass_on(self, i, n):
     self.E[i] = self.e(n.src[0])
