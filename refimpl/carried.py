@@ -326,9 +326,9 @@ def find_stepped(plan, nodes, ranges):
       spec.nested |= new
       stack.extend(x for x in plan.sequential if x != e and x in new)
   for e, spec in plan.sequential.items():
-    run = set(spec.body) | spec.nested
+    run, loop = set(spec.body) | spec.nested, set(loops[e])
     spec.body = [i for i in spec.body if i not in spec.nested]
-    spec.frontier = sorted({j for i in run for j in nodes[i].src if j in set(loops[e]) and j not in run and j not in spec.ranges})
+    spec.frontier = sorted({j for i in run for j in nodes[i].src if j in loop and j not in run and j not in spec.ranges})
     plan.in_loop.update(spec.body)
 
 

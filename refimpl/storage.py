@@ -90,23 +90,27 @@ def merge(a: Version, b: Version) -> Version:
 
 def _merge_unordered(a: Version, b: Version) -> Version:
   # unordered stores: both apply, in file order, on their common ancestor
-  chain_a, chain_b = _chain(a), _chain(b)
-  common = set(map(id, chain_a)) & set(map(id, chain_b))
-  base = next((v for v in chain_a if id(v) in common), None)
-  if base is None or any(v.strong is not None for v in chain_a + chain_b if id(v) not in common):
+  side_a, side_b, base = _sides(a, b)
+  if base is None or any(v.strong is not None for v in side_a + side_b):
     raise EvalError(f"two unordered histories of storage {a.storage.name} meet (nodes {a.write and a.write.node} and "
                     f"{b.write and b.write.node}); the reference cannot order them", rule="eval.unsupported")
-  writes = [v.write for v in chain_a + chain_b if id(v) not in common and v.write is not None]
+  writes = [v.write for v in side_a + side_b if v.write is not None]
   writes = sorted({id(w): w for w in writes}.values(), key=lambda w: w.node)
   v = base
   for w in writes: v = Version(base.storage, v, w)
   return v
 
 
-def _chain(v: Version) -> list:
-  out = []
-  while v is not None: out.append(v); v = v.parent
-  return out
+def _sides(a: Version, b: Version) -> tuple[list, list, Version | None]:
+  """(a's versions above the nearest common ancestor, b's, that ancestor or None). A parent
+  is older than its child (smaller seq), so stepping back the newer side meets the ancestor
+  without walking either whole history (a register's runs thousands of stores long)."""
+  side_a, side_b = [], []
+  while a is not b:
+    if a is None or b is None: return side_a, side_b, None
+    if a.seq > b.seq: side_a.append(a); a = a.parent
+    else: side_b.append(b); b = b.parent
+  return side_a, side_b, a
 
 
 def merge_effects(effs):

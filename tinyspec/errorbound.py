@@ -20,7 +20,10 @@ rule of their own (reductions, storage, loads, loop indices) register it in BOUN
   value there, plus for a float result its own error: `portable_ulp` (ops.yaml
   `tolerances`, the decomposition's bound for a `decomposed` backend) ulps of the result,
   one more where an operand is inexact (rounding), the smallest normal number where the
-  dtype may flush a subnormal result (decision denormals), and inf outside the op's `domain`;
+  dtype may flush a subnormal result (decision denormals), and inf outside the op's `domain`
+  and wherever a decision's allowed results let it be any value (errorbound_where.py: a float
+  cast to an integer dtype that cannot hold it, decision cast-float-int; an integer division
+  by zero), which then propagates like any other unbounded value;
 * a REDUCE adds its operands' E and, for ADD, `ulp_per_element` x n ulps of sum |x| (any
   order of the sum: decision reduce-empty); MAX takes the largest E;
 * storage that is stored into gets a shadow buffer (float64) holding the E of what was
@@ -35,13 +38,13 @@ that depends on an inexact value) is left unchecked there. NaN and the sign of z
 compared as classes by the caller (interop.compare).
 """
 from __future__ import annotations
-import ast
 import itertools
 import numpy as np
 from tinyspec import portable as P
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.errorbound_forms import FIRST_ORDER, at_float64_resolution   # the corners' maximum in closed form, per op
 from tinyspec.errorbound_accumulate import find_accumulations, accumulation_bound
+from tinyspec.errorbound_where import Expression, unconstrained   # the tables' domains and allowed `any` results as nodes
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -51,7 +54,6 @@ from tinyspec.validate import validate
 F64 = "float64"
 INF = "inf"
 BOUND = Registry("error bound")                    # op -> its rule, handler(shadow, i, node); else by category
-DOMAIN_FUNCTION = Registry("domain function", ops=False)   # a `domain` expression's functions as graph nodes
 
 
 def _cls(dt) -> str | None:
@@ -153,6 +155,10 @@ class _Shadow:
     self.E[i] = e
 
   def alu(self, i, n):
+    self.alu_rule(i, n)
+    self.E[i] = unconstrained(self, i, n, self.E.get(i))   # an element an allowed entry lets be any value
+
+  def alu_rule(self, i, n):
     dt = self.views[i].dtype
     src = list(n.src)
     es = [self.e(j) for j in src]
@@ -243,7 +249,7 @@ class _Shadow:
       tiny = d.normal_range[0]
       e = self.add("ADD", (e, self.add("WHERE", (self.add("CMPLT", (self.abs(v), self.const(tiny))), self.const(tiny), self.const(0.0)))))
     if dom is not None:
-      inside = _Domain(self, n, dt).build(dom)
+      inside = Expression(self, n, dt).build(dom)
       e = self.add("WHERE", (inside, e, self.const(INF)))
     # an infinite result: exact where an operand is infinite (it propagates), unbounded where it overflowed
     finite = [self.add("CMPLT", (self.abs(self.f64(j)), self.const(INF))) for j in n.src if _cls(self.views[j].dtype) == "float"]
@@ -296,7 +302,9 @@ class _Shadow:
       s = self.add(n.op, [s0, *src[1:]], n.arg)
     self.store_of[i] = s
     self.E[i] = s if self.views[i].dtype != "void" else None
-    if n.op == "INDEX" and any(self.e(j) for j in src[1:]): self.E[i] = self.const(INF)
+    uncertain = [self.e(j) for j in src[1:] if self.e(j) is not None] if n.op == "INDEX" else []
+    if uncertain and self.E[i] is not None:   # an index that may be off reads anything (where it may be)
+      self.E[i] = self.add("WHERE", (self.any_positive(uncertain), self.const(INF), s))
 
   def pass_on(self, i, n):
     self.E[i] = self.e(n.src[0])
@@ -501,60 +509,6 @@ def _atomicadd(b: _Shadow, i: int, n: Node):
   b.storage_shadow(root)
   if n.src[0] not in b.store_of: b.shadow_chain(n.src[0])
   b.wrap(i, b.add("ATOMICADD", [b.store_of[n.src[0]], b.e_or_zero(n.src[1])]))
-
-
-class _Domain:
-  """A tolerance `domain` expression (ops.yaml: NumPy syntax over slot names, abs, log2,
-  trunc, isfinite, normal) built as graph nodes in float64."""
-
-  def __init__(self, sh: _Shadow, n, dt):
-    self.sh, self.n, self.dt = sh, n, dt
-    slots = [s.name for s in sh.T.ops[n.op].slots]
-    self.names = {name: sh.f64(j) for name, j in zip(slots, n.src)}
-
-  def build(self, expr: str) -> int:
-    return self.node(ast.parse(expr, mode="eval").body)
-
-  def node(self, t) -> int:
-    sh = self.sh
-    if isinstance(t, ast.Name): return self.names[t.id]
-    if isinstance(t, ast.Constant): return sh.const(float(t.value))   # type: ignore[arg-type]  # a number: the expressions are the table's
-    if isinstance(t, ast.BinOp):
-      a, b = self.node(t.left), self.node(t.right)
-      ops = {ast.BitAnd: "AND", ast.BitOr: "OR", ast.Mult: "MUL", ast.Add: "ADD", ast.Sub: "SUB", ast.Div: "DIV"}
-      return sh.add(ops[type(t.op)], (a, b))
-    if isinstance(t, ast.Compare) and len(t.ops) == 1:
-      a, b = self.node(t.left), self.node(t.comparators[0])
-      op = type(t.ops[0])
-      return sh.add({ast.Lt: "CMPLT", ast.Gt: "CMPGT", ast.LtE: "CMPLE", ast.GtE: "CMPGE", ast.Eq: "CMPEQ", ast.NotEq: "CMPNE"}[op], (a, b))
-    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.USub): return sh.add("NEG", (self.node(t.operand),))
-    if isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id in DOMAIN_FUNCTION:
-      return DOMAIN_FUNCTION[t.func.id](sh, self.dt, *[self.node(a) for a in t.args])
-    raise ValueError(f"domain expression {ast.dump(t)} is not understood")
-
-
-
-@DOMAIN_FUNCTION.register("abs")
-def _abs(sh: _Shadow, dt: str, x: int) -> int: return sh.abs(x)
-
-
-@DOMAIN_FUNCTION.register("log2")
-def _log2(sh: _Shadow, dt: str, x: int) -> int: return sh.add("LOG2", (x,))
-
-
-@DOMAIN_FUNCTION.register("trunc")
-def _trunc(sh: _Shadow, dt: str, x: int) -> int: return sh.add("TRUNC", (x,))
-
-
-@DOMAIN_FUNCTION.register("isfinite")
-def _isfinite(sh: _Shadow, dt: str, x: int) -> int: return sh.add("CMPLT", (sh.abs(x), sh.const(INF)))
-
-
-@DOMAIN_FUNCTION.register("normal")
-def _normal(sh: _Shadow, dt: str, x: int) -> int:
-  lo, hi = DTYPES[dt].normal_range
-  a = sh.abs(x)
-  return sh.add("AND", (sh.add("CMPGE", (a, sh.const(lo))), sh.add("CMPLE", (a, sh.const(hi)))))
 
 
 def _unrounded_steps(dt: str) -> frozenset:

@@ -31,25 +31,36 @@ by step: its contribution is 0 or inf.
 Only the plain shape is taken: STORE(T, ADD(... ADD(LOAD(T), x0) ..., xk)) where T indexes
 at constant places through an AFTER that lists loops, the STOREs that initialise T's place
 are that AFTER's dependencies, no other STORE writes T's place and no other AFTER carries it
-over other loops; anything else (and an exact float loop, whose step-by-step bound is 0
-unless a partial sum is flushed) keeps the step-by-step rule.
+over other loops; anything else keeps the step-by-step rule. A float accumulation of that
+shape also keeps it where stepping its loop pays (accumulation_bound: a lone loop nest,
+cheap to step), since that rule is tighter.
 """
 from __future__ import annotations
 import math
 from tinyspec.dtypes import DTYPES
 
 F64, INF = "float64", "inf"
-LONG_LOOP = 256   # float accumulations of fewer steps keep the step-by-step rule (see accumulation_bound)
+# The step-by-step rule makes the reference step an accumulation's loop one iteration at a
+# time (refimpl/loops.py), running every node that varies along the loop once per iteration:
+# the float accumulations of a graph keep it, in node order, while their stepping costs at
+# most STEP_BUDGET node-iterations in all (measured at 70-90 us each: about 1.5 s, far below
+# the suite's 60 s per graph) and each one's loop nest holds no other accumulation (see
+# accumulation_bound). The closed form costs one vectorized pass whatever the length.
+STEP_BUDGET = 1 << 14
 _UNLISTED = ("LINEAR", "SINK")   # nodes that list others without using their values
 
 
 class Accumulation:
   """The update `node` = ADD chain over `terms` from the carried `read` of `target`, run
   `steps` times (each of `len(terms)` roundings) after the STOREs `inits`."""
-  __slots__ = ("node", "read", "target", "terms", "chain", "inits", "steps")
+  __slots__ = ("node", "read", "target", "terms", "chain", "inits", "steps", "ranges", "stepping_cost", "nested", "stepped")
 
-  def __init__(self, node, read, target, terms, chain, inits, steps):
+  def __init__(self, node, read, target, terms, chain, inits, steps, ranges):
     self.node, self.read, self.target, self.terms, self.chain, self.inits, self.steps = node, read, target, terms, chain, inits, steps
+    self.ranges = ranges          # the loops the accumulator is carried over
+    self.stepping_cost = 0        # node-iterations of stepping those loops (steps x the nodes varying along them)
+    self.nested = False           # another accumulation's loop encloses or lies inside them
+    self.stepped = False          # a float accumulation whose stepping pays: it keeps the step-by-step rule
 
 
 def find_accumulations(b) -> dict:
@@ -66,7 +77,31 @@ def find_accumulations(b) -> dict:
     if acc is None: continue
     out[acc.node] = acc
     for j in acc.chain[:-1]: out[j] = None
+  _price(b, [a for a in out.values() if a is not None])
   return out
+
+
+def _price(b, accs: list) -> None:
+  """Each accumulation's stepping cost, whether it is nested with another, and whether it
+  is stepped (see STEP_BUDGET): a loop's nodes are those that vary along it (depend on its
+  RANGE before its END)."""
+  g = b.g
+  bit = {r: 1 << k for k, r in enumerate(sorted({r for a in accs for r in a.ranges}))}
+  varies: list[int] = []
+  for i, n in enumerate(g.nodes):
+    m = bit.get(i, 0)
+    for j in n.src: m |= varies[j]
+    if n.op == "END": m &= ~sum(bit.get(j, 0) for j in n.src[1:])
+    varies.append(m)
+  for a in accs:
+    own = sum(bit[r] for r in a.ranges)
+    a.stepping_cost = a.steps * sum(1 for m in varies if m & own)
+    others = [o for o in accs if o is not a and not set(o.ranges) & set(a.ranges)]
+    a.nested = any(varies[o.node] & own or varies[a.node] & sum(bit[r] for r in o.ranges) for o in others)
+  spent = 0
+  for a in sorted(accs, key=lambda a: a.node):
+    if DTYPES[b.views[a.node].dtype].cls != "float" or a.nested or spent + a.stepping_cost > STEP_BUDGET: continue
+    a.stepped, spent = True, spent + a.stepping_cost
 
 
 def _match(b, users, s) -> Accumulation | None:
@@ -100,7 +135,7 @@ def _match(b, users, s) -> Accumulation | None:
     mm = b.views[g.nodes[r].src[0]].min_max
     if not mm or not isinstance(mm[1], int): return None
     steps *= max(int(mm[1]), 1)
-  return Accumulation(chain[0], read, target, terms[::-1], chain[::-1], inits, steps)
+  return Accumulation(chain[0], read, target, terms[::-1], chain[::-1], inits, steps, tuple(_listed(g, after)))
 
 
 def _reads(g, j, target) -> bool:
@@ -176,12 +211,15 @@ def _no_other_carry(b, after, inits) -> bool:
 
 def accumulation_bound(b, acc: Accumulation) -> bool:
   """Set the bound of the chain's last ADD (the shadow's read plus one step's contribution);
-  False where the step-by-step rule must bound it: a float loop of fewer than LONG_LOOP
-  roundings (this form counts a rounding of every step wherever an operand's bound is a
-  node, even one that is 0 when it runs, where the step-by-step rule counts none: a program
-  that reassociates a short exact sum, as tinygrad's C renderer does, must still show), an
-  op with a domain or inner steps, or an exact loop that only a flushed partial sum would
-  make inexact (the step-by-step rule keeps its bound 0 elsewhere)."""
+  False where the step-by-step rule must bound it:
+  - where stepping pays (acc.stepped: the loop nest holds no other accumulation and the
+    graph's stepping stays within STEP_BUDGET node-iterations). The step-by-step rule is the tighter one: it adds a
+    rounding where an operand's bound is > 0 when it runs, this form wherever it is a node
+    (on float32 every ADD's is: a subnormal may flush), so an exact sum keeps bound 0 there
+    (a program that reassociates it, as tinygrad's C renderer does, shows). Elsewhere this
+    form is sound and costs one vectorized pass, where stepping a nest of loops is what made
+    a winograd program's bound take a minute (issue 31);
+  - an op with a domain or inner steps (this form has no terms for them)."""
   g = b.g
   i = acc.node
   dt = b.views[i].dtype
@@ -190,12 +228,11 @@ def accumulation_bound(b, acc: Accumulation) -> bool:
     es = [b.e(t) for t in acc.terms if b.e(t) is not None]
     c = b.add("WHERE", (b.any_positive(es), b.const(INF), b.const(0.0))) if es else b.const(0.0)
     return _update(b, acc, c)
-  if acc.steps * len(acc.terms) < LONG_LOOP: return False   # short: stepping is cheap, and its bound stays exact where the sums are
+  if acc.stepped: return False
   ulps, flush, dom = b.op_ulps(g.nodes[i], dt)
   if dom is not None or b.unrounded_inner_steps(g.nodes[i], dt): return False
   init_vals = [g.nodes[s].src[1] for s in acc.inits]
   exact = all(b.e(t) is None for t in acc.terms) and all(b.e(v) is None for v in init_vals)
-  if exact and ulps == 0 and flush: return False
   k = ulps if exact and ulps == 0 else ulps + 1   # inexact anywhere: every later step's operands may have moved
   L = len(acc.terms)
   n = acc.steps * L

@@ -63,6 +63,13 @@ def no_stepping(monkeypatch):
   monkeypatch.setattr(loops, "run_stepped", refuse)
 
 
+@pytest.fixture(autouse=True)
+def closed_form(monkeypatch):
+  """The loops here are cheap enough to step (tests/core/test_graphbound_stepping.py tests
+  that choice): no stepping budget, so the closed form is what is tested."""
+  monkeypatch.setattr(errorbound_accumulate, "STEP_BUDGET", 0)
+
+
 @pytest.mark.parametrize("unrolled", [False, True])
 def test_other_orders_and_the_exact_sum_are_within_and_the_loop_is_vectorized(no_stepping, unrolled):
   M, K = 5, 512
