@@ -596,19 +596,5 @@ def _language(device: str | None) -> str | None:
 
 
 def _graph(cv: _Converter, roots: list[int], level: str, meta) -> Graph:
-  nodes, roots = _reached(cv.nodes, roots)
-  r = None if roots == [len(nodes) - 1] else roots
-  return Graph(nodes, r, level, dict(meta or {}))
-
-
-def _reached(nodes: list[Node], roots: list[int]) -> tuple[list[Node], list[int]]:
-  """nodes less those no root reaches, in their order. A form can leave an operand it replaced
-  behind (the COPY an assign to a not-yet-realized tensor targets), and the evaluator asks for the
-  contents of every BUFFER a graph holds: the graph exported is the one evaluated."""
-  seen, todo = set(), list(roots)
-  while todo:
-    if (i := todo.pop()) not in seen: seen.add(i); todo.extend(nodes[i].src)
-  if len(seen) == len(nodes): return nodes, roots
-  new = {old: k for k, old in enumerate(sorted(seen))}
-  kept = [Node(n.op, [new[j] for j in n.src], n.arg, n.dtype, n.shape, n.tag, n.name) for n in (nodes[i] for i in sorted(seen))]
-  return kept, [new[r] for r in roots]
+  r = None if roots == [len(cv.nodes) - 1] else roots   # reached(): a form may leave an operand it replaced behind
+  return Graph(cv.nodes, r, level, dict(meta or {})).reached()

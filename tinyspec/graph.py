@@ -73,6 +73,16 @@ class Graph:
   def root_indices(self) -> list[int]:
     return list(self.roots) if self.roots is not None else [len(self.nodes) - 1]
 
+  def reached(self) -> "Graph":
+    """The graph less the nodes no root reaches, the rest in their order (itself when none is left out)."""
+    seen, todo = set(), self.root_indices
+    while todo:
+      if (i := todo.pop()) not in seen: seen.add(i); todo.extend(self.nodes[i].src)
+    if len(seen) == len(self.nodes): return self
+    new = {old: k for k, old in enumerate(sorted(seen))}
+    nodes = [Node(n.op, [new[j] for j in n.src], n.arg, n.dtype, n.shape, n.tag, n.name) for n in (self.nodes[i] for i in sorted(seen))]
+    return Graph(nodes, None if self.roots is None else [new[r] for r in self.roots], self.level, dict(self.meta))
+
   # ---- conversion to and from UOps
   def uops(self) -> list:
     """One UOp per node (hash-consed: identical nodes become the same UOp)."""

@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 import pytest
 from tinyspec.frozen import key
-from tinyspec.graph import Graph, load_file, load_text
+from tinyspec.graph import Graph, Node, load_file, load_text
 from tinyspec.uop import UOp
 from tinyspec.validate import validate
 
@@ -114,3 +114,14 @@ def test_python_float_specials_save_as_the_format_strings():
   u = UOp("MAX", (UOp("CONST", (), {"value": float("-inf"), "dtype": "float32"}), UOp("CONST", (), {"value": float("nan"), "dtype": "float32"})))
   g = Graph.loads(Graph.from_uops(u).dumps())
   assert [n.arg["value"] for n in g.nodes[:2]] == ["-inf", "nan"] and validate(g).ok
+
+
+def test_reached_leaves_out_what_no_root_reaches():
+  nodes = [Node("CONST", (), {"value": 1, "dtype": "int32"}), Node("CONST", (), {"value": 2, "dtype": "int32"}),
+           Node("NEG", (1,)), Node("ADD", (0, 0))]
+  g = Graph(nodes, None, "tensor", {"k": 1})
+  r = g.reached()
+  assert [n.op for n in r.nodes] == ["CONST", "ADD"] and r.nodes[1].src == (0, 0) and r.roots is None and r.meta == {"k": 1}
+  two = Graph(nodes, [3, 2], "tensor").reached()
+  assert [n.op for n in two.nodes] == ["CONST", "CONST", "NEG", "ADD"] and two.roots == [3, 2]
+  assert Graph(nodes, [2], "tensor").reached().nodes[1].src == (0,)
