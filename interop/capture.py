@@ -21,7 +21,10 @@ it records why (`Realization.limitation`) instead of failing the program:
   a JIT replay runs no realize and is not recorded;
 - a multi-device buffer (MultiBuffer) reads as its shards one after another in device
   order, and a CALL over them is recorded once per device (what each device ran);
-- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing);
+- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing), and a TINYFS
+  buffer is remote storage: reading it would be a request to its server;
+- a buffer whose read raises in tinygrad is left unread with the error (the program goes on
+  as it would without the capture);
 - a buffer tinygrad never allocated (a realized `Tensor.empty`) has no contents either: it is
   not read (reading it would allocate it, and TinyJit takes an allocated buffer for an input).
 
@@ -38,6 +41,11 @@ from tinyspec.interop.tinygrad_map import dtype_name
 from tinyspec.interop.tinygrad_assign import stored_buffers
 
 NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
+TINYFS_DEVICE = ("a buffer on tinygrad's TINYFS device is remote storage, not memory: reading it is a request to the storage "
+                 "server the program never made (a STORE buffer gives back the hashes of what was stored, a LOAD buffer "
+                 "fetches chunks), so it is not read")
+_NOT_READ = {"NULL": NULL_DEVICE, "TINYFS": TINYFS_DEVICE}   # device kinds whose buffers have no contents to read
+READ_RAISED = "reading the buffer raised in tinygrad, so it is left unread"
 NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) has no contents; reading it would allocate it, "
                    "and TinyJit takes an allocated buffer for an input")
 JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT holds is placed by tinygrad's memory planner "
@@ -150,14 +158,24 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
     shards = [read_buffer(b, shape) for b in buf.bufs]
     if bad := next((s for s in shards if isinstance(s, Unreadable)), None): return bad
     return None if any(s is None for s in shards) else np.concatenate([np.atleast_1d(s) for s in shards])
-  if str(buf.device).split(":")[0] == "NULL": return Unreadable(NULL_DEVICE)
+  if (no_contents := _device_not_read(buf.device)) is not None: return no_contents
   if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
     return np.zeros(0 if shape is None else shape, storage_dtype(buf.dtype))
   if not buf.is_allocated(): return None
-  if buf.is_initialized(): data = bytes(buf.as_memoryview())
-  else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
+  try:
+    if buf.is_initialized(): data = bytes(buf.as_memoryview())
+    else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
+  except Exception as e:   # noqa: BLE001 (a device's copyout the capture cannot use must not fail the program)
+    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
   a = np.frombuffer(data, dtype=storage_dtype(buf.dtype)).copy()
   return a if shape is None else a.reshape(shape)
+
+
+def _device_not_read(device) -> Unreadable | None:
+  """Unreadable for a device (a name, or a tuple of them) whose buffers the capture does not read."""
+  for d in device if isinstance(device, tuple) else (device,):
+    if d is not None and (why := _NOT_READ.get(str(d).split(":")[0].upper())) is not None: return Unreadable(why)
+  return None
 
 
 def storage_dtype(dt) -> np.dtype:
@@ -217,15 +235,15 @@ def _bindings(roots) -> dict:
 
 def _tensor_value(t, jit: bool = False):
   """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes;
-  Unreadable on the NULL device; None where tinygrad never made or allocated the buffer (a
-  realized Tensor.empty: reading it would allocate it, and TinyJit takes an allocated buffer
-  for an input), where the shape is symbolic, or inside a TinyJit capture where it is not there."""
-  devices = t.device if isinstance(t.device, tuple) else (t.device,)
-  if any(str(d).split(":")[0] == "NULL" for d in devices if d is not None): return Unreadable(NULL_DEVICE)
+  Unreadable on a device whose buffers are not read (NULL, TINYFS) or where reading raised;
+  None where tinygrad never made or allocated the buffer (a realized Tensor.empty: reading it
+  would allocate it, and TinyJit takes an allocated buffer for an input), where the shape is
+  symbolic, or inside a TinyJit capture where it is not there."""
+  if (no_contents := _device_not_read(t.device)) is not None: return no_contents
   if _unallocated(t.uop) or not all(isinstance(d, int) for d in t.shape): return None
   buf = known_buffer(t.uop)
-  if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel() and isinstance(a := read_buffer(buf, t.shape), np.ndarray):
-    return a
+  if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel():
+    if isinstance(a := read_buffer(buf, t.shape), (np.ndarray, Unreadable)): return a
   return None if jit else _quietly(lambda: np.asarray(t.numpy()))   # TinyJit forbids Tensor.numpy while it captures
 
 
