@@ -82,14 +82,15 @@ def store(cv, u):
     cv.report.unmapped[f"assign into {why}"] += 1
     return cv.add("STORE", [(yield dst, TARGET), val, *gates])
   target = yield base, TARGET
+  bdtype = cv.dtype_of(base)   # a BITCAST view stores values of another dtype into the buffer
   for deps in orders:   # innermost first: the store stays ordered after every earlier assign
     srcs = []
     for d in deps: srcs.append((yield d, V()))
-    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, tdtype))
+    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, bdtype))
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
     val = yield from write_back(cv, target, views, val)
-  return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, tdtype), *gates])
+  return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, bdtype), *gates])
 
 
 def stores_into(t, deps) -> list | None:
@@ -171,6 +172,13 @@ def _flip(cv, v, new, cur):
 @INVERSE.register("DETACH")
 def _detach(cv, v, new, cur):
   return new
+
+
+@INVERSE.register("BITCAST")
+def _bitcast(cv, v, new, cur):
+  """The same bytes in the source's dtype (the spec's BITCAST rescales the last axis back)."""
+  dtype = cv.dtype_of(v.src[0])
+  return cv.add("BITCAST", (new,), dtype, *cv.declared(v.src[0], dtype))
 
 
 @INVERSE.register("PAD")
