@@ -521,7 +521,7 @@ class _Converter:
 
 # forms written in their own modules: functions of (converter, uop, context), as the methods above
 for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form), ("trunc_div", tinygrad_arith.trunc_div),
-                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call)):
+                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call), ("buffer_after", tinygrad_assign.buffer_after)):
   FORMS.register(_name)(_form)
 
 

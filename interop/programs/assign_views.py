@@ -2,7 +2,8 @@
 a PAD, RESHAPE and SHRINK of the buffer), a transposed window, a flipped half, a view
 assigned twice, a computed tensor assigned (twice) before it is realized, and bits written
 through a BITCAST of a buffer (tinygrad's test_assign_bitcast: of a window, and to another
-itemsize)."""
+itemsize), and an assign into a new buffer's CONTIGUOUS (tinygrad's test_assign_zeros_good:
+it writes the buffer)."""
 import numpy as np
 from tinygrad import Tensor, dtypes
 from _compositions import inputs
@@ -26,3 +27,6 @@ f[1:3].bitcast(dtypes.int32).assign(Tensor([0x41000000, 0x40E00000], dtype=dtype
 b = Tensor(np.zeros(8, np.uint8)).contiguous().realize()
 b.bitcast(dtypes.int64).assign(Tensor([12345], dtype=dtypes.int64)).realize()
 assert f.tolist() == [4.0, 8.0, 7.0, 1.0] and b.tolist() == [57, 48, 0, 0, 0, 0, 0, 0]
+c = Tensor.zeros(2, 3).contiguous()
+c.assign(Tensor.ones(2, 3) * 5)
+c.realize()

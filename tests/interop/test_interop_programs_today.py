@@ -89,14 +89,15 @@ def test_every_view_of_the_table_has_its_inverse_or_its_refusal():
 def test_assign_into_views_writes_the_whole_buffer():
   """kv_cache_decode (cache[:, :, pos:pos+1].assign) and assign_views (x[::3], w.T[1:3], a
   flipped half, a window assigned after another, bits through a BITCAST of the buffer or of
-  a window of it, and to another itemsize): every STORE writes storage, through the view's
-  inverse."""
+  a window of it, and to another itemsize, a new buffer's CONTIGUOUS): every STORE writes
+  storage, through the view's inverse, and every buffer it writes agrees with tinygrad's."""
   from tinyspec.tables import tables
   T = tables()
   for program, forms in [("kv_cache_decode", ["assign into a view (SHRINK of RESHAPE)"]),
                          ("assign_views", ["assign into a view (RESHAPE of SHRINK of RESHAPE of PAD)",
                                            "assign into a view (SHRINK of PERMUTE of RESHAPE)", "assign into a view (SHRINK of FLIP)",
-                                           "assign into a view (BITCAST)", "assign into a view (BITCAST of SHRINK)"])]:
+                                           "assign into a view (BITCAST)", "assign into a view (BITCAST of SHRINK)",
+                                           "CONTIGUOUS of an AFTER of a buffer: the AFTER"])]:
     res = import_script(PROGRAMS / f"{program}.py", programs=False)
     for f in forms: assert res.report.forms[f] >= 1, (f, dict(res.report.forms))
     for g in res.graphs:
