@@ -250,3 +250,24 @@ def test_the_bits_of_an_inexact_float_are_not_judged_and_of_an_exact_one_are():
   off = got["out0"] + 2   # 2 ulp of the float away
   assert compare(off, got["out0"], bounds["out0"]).ok and compare(got["out1"] + 2, got["out1"], bounds["out1"]).ok
   assert not compare(got["out2"] + 2, got["out2"], bounds["out2"]).ok
+
+
+def test_a_value_stored_into_a_window_of_a_buffer_keeps_its_bound():
+  """An assign into a window, as the importer writes it (tinygrad's test_shared_computation_
+  assign_kernel_count): STORE(buf, WHERE(mask, PAD(x * 0.7), buf)) read back through
+  AFTER(RESHAPE(buf), AFTER(SHRINK(...), STORE)). The read is ordered after the STORE through
+  a nested AFTER: its bound must be the stored value's, not the untouched shadow's zero."""
+  b = Builder()
+  buf = b.buffer((6,), F32, 0, name="c")
+  w = b.buffer((3,), F32, 1, name="w")
+  full, off = b.shape(2, 3), b.vconst([0, 0], "index")
+  cur = b.RESHAPE(buf, full)
+  val = b.MUL(b.RESHAPE(w, b.shape(1, 3)), b.const(0.7, F32))
+  mask = b.PAD(b.EXPAND(b.RESHAPE(b.const(True, "bool"), b.shape(1, 1)), b.shape(1, 3)), off, full)
+  st = b.STORE(buf, b.RESHAPE(b.WHERE(mask, b.PAD(val, off, full), cur), b.shape(6)))
+  g = b.graph([b.AFTER(cur, b.AFTER(b.SHRINK(cur, off, b.shape(1, 3)), st))], level="tensor")
+  assert not validate(g).diagnostics
+  ws = np.array([0.1, 0.2, 0.3], np.float32)
+  got, bounds = evaluate_with_bounds(g, {"c": np.zeros(6, np.float32), "w": ws})
+  np.testing.assert_array_equal(got["out0"][0], ws * np.float32(0.7))
+  assert (bounds["out0"][0] > 0).all() and (bounds["out0"][1] == 0).all(), bounds["out0"]   # inexact products; the zeros kept
