@@ -303,9 +303,14 @@ class _JitRealizes:
   def __init__(self): self.pending: list[tuple[Realization, list, set, set, object]] = []
 
   def add(self, rec: Realization, tensors, jit) -> None:
-    """Hold rec (made while TinyJit jit captures) until jit's first run."""
-    writes = set(rec.created) | set(stored_buffers(rec.roots).values())
-    reads = set(rec.inputs)
+    """Hold rec (made while TinyJit jit captures) until jit's first run. A buffer it reads is
+    one it was given contents of or one with none yet (`created`: an earlier realize of the
+    capture may be what fills it, as TinyJit defers every run); it writes the buffers it
+    stores into, those it creates, and those tinygrad made for its results (after the
+    realize, each tensor is a view of its buffer; a result that was a view already is read)."""
+    reads = set(rec.inputs) | set(rec.created)
+    filled = {u for _, _, _, p_writes, _ in self.pending for u in p_writes} & reads   # not made here: written before
+    writes = (set(rec.created) - filled) | set(stored_buffers(rec.roots).values()) | (_result_buffers(tensors) - reads)
     for prev, _, _, p_writes, _ in self.pending:
       if reads & p_writes and not rec.limitation: rec.limitation = self.REASON.format(what="it reads a buffer that", saw="saw")
       if writes & p_writes and not prev.limitation: prev.limitation = self.REASON.format(what="a buffer it writes", saw="left")
@@ -327,6 +332,12 @@ class _JitRealizes:
     """The realizes still pending belong to captures that never ran (tinygrad raised)."""
     for rec, *_ in self.pending: rec.limitation = rec.limitation or JIT_ABANDONED
     self.pending = []
+
+
+def _result_buffers(tensors) -> set:
+  """The BUFFER UOps the realized tensors are views of (after the realize)."""
+  from tinygrad.uop.ops import Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
+  return {x for t in tensors for x in t.uop.toposort() if x.op is Ops.BUFFER and not _is_variable(x)}
 
 
 def _uop_value(u, shape, numel):
