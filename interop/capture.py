@@ -374,6 +374,18 @@ def _contents_first_seen(rec) -> None:
       rec.created.remove(u)
 
 
+def _contents_only_read(rec) -> None:
+  """A buffer this realize allocated and only read, through a view (a DISK file read at an
+  offset or bitcast: tinygrad opens the file for the copy), held when it was read what it
+  holds after the realize: no STORE of the realize writes it (a buffer a realize writes is
+  the target of a STORE in its graph)."""
+  written = set(stored_buffers(rec.roots).values())
+  for u in list(rec.created):
+    if u not in written and isinstance(after := rec.final.get(u), np.ndarray):
+      rec.inputs[u] = after
+      rec.created.remove(u)
+
+
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
@@ -417,6 +429,7 @@ def capture():
       _read_results(rec, tensors)
     finally:
       active.pop()
+    _contents_only_read(rec)
     return self
 
   def run_linear(linear, var_vals=None, input_uops=(), update_stats=True, jit=False, wait=False):

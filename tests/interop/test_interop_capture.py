@@ -14,6 +14,7 @@ suite findings S10, S13, S14): small real programs, each run under import_script
 """
 import os
 import shutil
+import numpy as np
 import pytest
 
 os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
@@ -99,6 +100,17 @@ def f(x):
   y = (x * 2 + 1).realize()
   return y[1:].realize()   # reads y's buffer, which TinyJit fills only after the capture
 for i in range(4): assert f(Tensor([1.0, 2.0, 3.0 + i]).realize()).tolist() == [5.0, 7.0 + 2 * i]
+"""
+DISK_VIEWS = """
+import os, tempfile
+from tinygrad import Tensor, dtypes
+d = tempfile.mkdtemp()   # short: the spec's device names have at most 64 characters
+for name in ("a", "b"):
+  with open(os.path.join(d, name), "wb") as f: f.write(bytes(range(10, 24)))
+t = Tensor.empty(3, dtype=dtypes.uint, device=f"disk:{os.path.join(d, 'a')}").shrink([(0, 2)])   # tinygrad's test_bitcast_view
+assert (t.bitcast(dtypes.uint16).to("CPU") + 1).tolist() == [2827, 3341, 3855, 4369]
+u = Tensor.empty(14, dtype=dtypes.uint8, device=f"disk:{os.path.join(d, 'b')}")
+assert (u[2:10].to("CPU") * 2).tolist() == [2 * v for v in range(12, 20)]
 """
 TINYFS = """
 import hashlib, os, socketserver, threading
@@ -252,3 +264,15 @@ def test_a_jit_realize_reading_a_buffer_an_earlier_one_made_is_a_limitation(tmp_
   assert reading, [(g.name, g.evaluation) for g in res.graphs]
   judged = [g for g in res.graphs if "capture limitation" not in g.evaluation]
   assert judged and all(g.valid and g.eval_ok for g in judged), [(g.name, g.evaluation) for g in judged if not g.eval_ok]
+
+
+def test_a_disk_file_read_through_a_view_is_an_input_with_the_files_bytes(tmp_path):
+  """A DISK tensor (Tensor.empty on a file) read at an offset and bitcast: tinygrad opens the
+  file only for the copy, so the buffer had no contents when the realize was made; the graph
+  reads the file's bytes (what the buffer holds after the realize, which only read it), not
+  zeros."""
+  res = _run(tmp_path, DISK_VIEWS, "disk_views")
+  tensors = [g for g in res.graphs if g.level == "tensor"]
+  assert len(tensors) == 2 and all(g.valid and g.eval_ok for g in tensors), [(g.name, g.evaluation, [d.format() for d in g.diagnostics]) for g in tensors]
+  for g in tensors:   # each graph's input is its file's bytes (14 of them; 3 uint32 take 12)
+    assert any(np.asarray(a).tobytes()[:12] == bytes(range(10, 22)) for a in g.inputs.values()), (g.name, g.inputs)
