@@ -53,6 +53,7 @@ JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT 
 SYMBOLIC_SHAPE = "a tensor of a symbolic shape (a bound Variable) that is not one whole buffer: Tensor.numpy refuses it"
 JIT_VIEW = ("inside a TinyJit capture, a result that is a view of a buffer, not the whole buffer, is not read: tinygrad "
             "forbids Tensor.numpy while TinyJit captures")
+REALIZE_RAISED = "tinygrad raised in the realize (a test may expect it: a strided read of a DISK tensor), so it gave no values"
 JIT_ABANDONED = ("inside a TinyJit capture that tinygrad abandoned (it raised before the JIT's first run): the captured "
                  "schedule never ran, so there are no values")
 
@@ -244,7 +245,10 @@ def _tensor_value(t, jit: bool = False):
   buf = known_buffer(t.uop)
   if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel():
     if isinstance(a := read_buffer(buf, t.shape), (np.ndarray, Unreadable)): return a
-  return None if jit else _quietly(lambda: np.asarray(t.numpy()))   # TinyJit forbids Tensor.numpy while it captures
+  if jit: return None   # TinyJit forbids Tensor.numpy while it captures
+  try: return _quietly(lambda: np.asarray(t.numpy()))
+  except Exception as e:   # noqa: BLE001 (a view tinygrad cannot read, a strided DISK one: the program may never read it)
+    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
 
 
 def _unallocated(u) -> bool:
@@ -418,6 +422,9 @@ def capture():
     active.append(rec)
     try:
       orig_realize(self, *lst, do_update_stats=do_update_stats)
+    except Exception as e:
+      rec.limitation = rec.limitation or f"{REALIZE_RAISED} ({type(e).__name__})"
+      raise
     finally:
       active.pop()
     if rec.jit:
