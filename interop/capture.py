@@ -21,7 +21,10 @@ it records why (`Realization.limitation`) instead of failing the program:
   a JIT replay runs no realize and is not recorded;
 - a multi-device buffer (MultiBuffer) reads as its shards one after another in device
   order, and a CALL over them is recorded once per device (what each device ran);
-- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing);
+- a NULL-device buffer has no contents (tinygrad's NULL device runs nothing), and a TINYFS
+  buffer is remote storage: reading it would be a request to its server;
+- a buffer whose read raises in tinygrad is left unread with the error (the program goes on
+  as it would without the capture);
 - a buffer tinygrad never allocated (a realized `Tensor.empty`) has no contents either: it is
   not read (reading it would allocate it, and TinyJit takes an allocated buffer for an input).
 
@@ -40,6 +43,11 @@ from tinyspec.interop.tinygrad_map import dtype_name
 from tinyspec.interop.tinygrad_assign import stored_buffers
 
 NULL_DEVICE = "a NULL-device buffer has no contents (tinygrad's NULL device allocates no memory and runs nothing)"
+TINYFS_DEVICE = ("a buffer on tinygrad's TINYFS device is remote storage, not memory: reading it is a request to the storage "
+                 "server the program never made (a STORE buffer gives back the hashes of what was stored, a LOAD buffer "
+                 "fetches chunks), so it is not read")
+_NOT_READ = {"NULL": NULL_DEVICE, "TINYFS": TINYFS_DEVICE}   # device kinds whose buffers have no contents to read
+READ_RAISED = "reading the buffer raised in tinygrad, so it is left unread"
 NEVER_ALLOCATED = ("a buffer tinygrad never allocated (a realized Tensor.empty) has no contents; reading it would allocate it, "
                    "and TinyJit takes an allocated buffer for an input")
 JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT holds is placed by tinygrad's memory planner "
@@ -47,10 +55,9 @@ JIT_ARENA = ("inside a TinyJit capture, a buffer that no tensor outside the JIT 
 SYMBOLIC_SHAPE = "a tensor of a symbolic shape (a bound Variable) that is not one whole buffer: Tensor.numpy refuses it"
 JIT_VIEW = ("inside a TinyJit capture, a result that is a view of a buffer, not the whole buffer, is not read: tinygrad "
             "forbids Tensor.numpy while TinyJit captures")
+REALIZE_RAISED = "tinygrad raised in the realize (a test may expect it: a DISK file it cannot open), so it gave no values"
 JIT_ABANDONED = ("inside a TinyJit capture that tinygrad abandoned (it raised before the JIT's first run): the captured "
                  "schedule never ran, so there are no values")
-TINYGRAD_REFUSES_READ = "tinygrad refuses to read the value ({}); the realize itself ran"
-REALIZE_RAISED = "tinygrad raised inside the realize ({}): it refused the program, so it computed no values to compare"
 
 
 @dataclass(frozen=True)
@@ -154,12 +161,15 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
     shards = [read_buffer(b, shape) for b in buf.bufs]
     if bad := next((s for s in shards if isinstance(s, Unreadable)), None): return bad
     return None if any(s is None for s in shards) else np.concatenate([np.atleast_1d(s) for s in shards])
-  if str(buf.device).split(":")[0] == "NULL": return Unreadable(NULL_DEVICE)
+  if (no_contents := _device_not_read(buf.device)) is not None: return no_contents
   if buf.size == 0:   # nothing to read (tinygrad's NPY buffer of a zero-size array cannot even be viewed)
     return np.zeros(0 if shape is None else shape, storage_dtype(buf.dtype))
   if not buf.is_allocated(): return None
-  if buf.is_initialized(): data = bytes(buf.as_memoryview())
-  else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
+  try:
+    if buf.is_initialized(): data = bytes(buf.as_memoryview())
+    else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
+  except Exception as e:   # noqa: BLE001 (a device's copyout the capture cannot use must not fail the program)
+    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
   a = np.frombuffer(data, dtype=storage_dtype(buf.dtype)).copy()
   return a if shape is None else a.reshape(shape)
 
@@ -179,6 +189,13 @@ def disk_contents(u) -> np.ndarray | None:
   except FileNotFoundError: data = b""
   except OSError: return None
   return np.frombuffer(data.ljust(nbytes, b"\0"), storage_dtype(u.dtype)).copy()
+
+
+def _device_not_read(device) -> Unreadable | None:
+  """Unreadable for a device (a name, or a tuple of them) whose buffers the capture does not read."""
+  for d in device if isinstance(device, tuple) else (device,):
+    if d is not None and (why := _NOT_READ.get(str(d).split(":")[0].upper())) is not None: return Unreadable(why)
+  return None
 
 
 def storage_dtype(dt) -> np.dtype:
@@ -238,20 +255,20 @@ def _bindings(roots) -> dict:
 
 def _tensor_value(t, jit: bool = False):
   """A realized tensor's value: its buffer, or (a view of a buffer) a copy tinygrad makes;
-  Unreadable on the NULL device; None where tinygrad never made or allocated the buffer (a
-  realized Tensor.empty: reading it would allocate it, and TinyJit takes an allocated buffer
-  for an input), where the shape is symbolic, or inside a TinyJit capture where it is not there."""
-  devices = t.device if isinstance(t.device, tuple) else (t.device,)
-  if any(str(d).split(":")[0] == "NULL" for d in devices if d is not None): return Unreadable(NULL_DEVICE)
+  Unreadable on a device whose buffers are not read (NULL, TINYFS) or where reading raised;
+  None where tinygrad never made or allocated the buffer (a realized Tensor.empty: reading it
+  would allocate it, and TinyJit takes an allocated buffer for an input), where the shape is
+  symbolic, or inside a TinyJit capture where it is not there."""
+  if (no_contents := _device_not_read(t.device)) is not None: return no_contents
   if not all(isinstance(d, int) for d in t.shape): return None
   if _unallocated(t.uop): return _closed_disk_value(t.uop, t.shape)
   buf = known_buffer(t.uop)
-  if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel() and isinstance(a := read_buffer(buf, t.shape), np.ndarray):
-    return a
+  if buf is not None and not hasattr(buf, "bufs") and buf.size == t.numel():
+    if isinstance(a := read_buffer(buf, t.shape), (np.ndarray, Unreadable)): return a
   if jit: return None   # TinyJit forbids Tensor.numpy while it captures
   try: return _quietly(lambda: np.asarray(t.numpy()))
-  except Exception as e:   # noqa: BLE001 (tinygrad refuses to read it: the program's business, never the capture's to raise)
-    return Unreadable(TINYGRAD_REFUSES_READ.format(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]))
+  except Exception as e:   # noqa: BLE001 (a view tinygrad cannot read, a strided DISK one: the program may never read it)
+    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
 
 
 def _closed_disk_value(u, shape) -> np.ndarray | None:
@@ -318,9 +335,14 @@ class _JitRealizes:
   def __init__(self): self.pending: list[tuple[Realization, list, set, set, object]] = []
 
   def add(self, rec: Realization, tensors, jit) -> None:
-    """Hold rec (made while TinyJit jit captures) until jit's first run."""
-    writes = set(rec.created) | set(stored_buffers(rec.roots).values())
-    reads = set(rec.inputs)
+    """Hold rec (made while TinyJit jit captures) until jit's first run. A buffer it reads is
+    one it was given contents of or one with none yet (`created`: an earlier realize of the
+    capture may be what fills it, as TinyJit defers every run); it writes the buffers it
+    stores into, those it creates, and those tinygrad made for its results (after the
+    realize, each tensor is a view of its buffer; a result that was a view already is read)."""
+    reads = set(rec.inputs) | set(rec.created)
+    filled = {u for _, _, _, p_writes, _ in self.pending for u in p_writes} & reads   # not made here: written before
+    writes = (set(rec.created) - filled) | set(stored_buffers(rec.roots).values()) | (_result_buffers(tensors) - reads)
     for prev, _, _, p_writes, _ in self.pending:
       if reads & p_writes and not rec.limitation: rec.limitation = self.REASON.format(what="it reads a buffer that", saw="saw")
       if writes & p_writes and not prev.limitation: prev.limitation = self.REASON.format(what="a buffer it writes", saw="left")
@@ -342,6 +364,12 @@ class _JitRealizes:
     """The realizes still pending belong to captures that never ran (tinygrad raised)."""
     for rec, *_ in self.pending: rec.limitation = rec.limitation or JIT_ABANDONED
     self.pending = []
+
+
+def _result_buffers(tensors) -> set:
+  """The BUFFER UOps the realized tensors are views of (after the realize)."""
+  from tinygrad.uop.ops import Ops  # noqa: PLC0415 (tinygrad, an optional dependency)
+  return {x for t in tensors for x in t.uop.toposort() if x.op is Ops.BUFFER and not _is_variable(x)}
 
 
 def _uop_value(u, shape, numel):
@@ -378,6 +406,18 @@ def _contents_first_seen(rec) -> None:
       rec.created.remove(u)
 
 
+def _contents_only_read(rec) -> None:
+  """A buffer this realize allocated and only read, through a view (a DISK file read at an
+  offset or bitcast: tinygrad opens the file for the copy), held when it was read what it
+  holds after the realize: no STORE of the realize writes it (a buffer a realize writes is
+  the target of a STORE in its graph)."""
+  written = set(stored_buffers(rec.roots).values())
+  for u in list(rec.created):
+    if u not in written and isinstance(after := rec.final.get(u), np.ndarray):
+      rec.inputs[u] = after
+      rec.created.remove(u)
+
+
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
@@ -411,8 +451,8 @@ def capture():
     active.append(rec)
     try:
       orig_realize(self, *lst, do_update_stats=do_update_stats)
-    except Exception as e:   # tinygrad's own refusal (the test may expect it): recorded, then raised as it was
-      rec.limitation = rec.limitation or REALIZE_RAISED.format(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160])
+    except Exception as e:
+      rec.limitation = rec.limitation or f"{REALIZE_RAISED} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"[:300]
       raise
     finally:
       active.pop()
@@ -425,6 +465,7 @@ def capture():
       _read_results(rec, tensors)
     finally:
       active.pop()
+    _contents_only_read(rec)
     return self
 
   def run_linear(linear, var_vals=None, input_uops=(), update_stats=True, jit=False, wait=False):
@@ -459,7 +500,8 @@ def capture():
 def _read_results(rec: Realization, tensors) -> None:
   """The realized tensors' values and the contents of the realize's buffers after it."""
   values = [_tensor_value(t) for t in tensors]
-  if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable) and v.reason == NULL_DEVICE), "")
+  device_wide = set(_NOT_READ.values())   # a device with no contents: nothing of the realize can be judged
+  if not rec.limitation: rec.limitation = next((v.reason for v in values if isinstance(v, Unreadable) and v.reason in device_wide), "")
   rec.outputs = [v if isinstance(v, np.ndarray) else None for v in values]
   rec.unread = {k: why for k, t in enumerate(tensors) if rec.outputs[k] is None
                 and (why := values[k].reason if isinstance(values[k], Unreadable) else _why_unread(t.uop, t.shape))}

@@ -1,7 +1,9 @@
 """Comparing tinygrad's results with the reference evaluator's.
 
 Integers and bools must be equal, except where the bound is inf (an integer taken from an
-inexact float: not judged, counted as unbounded). Floats are judged under the portable
+inexact float: not judged, counted as unbounded) and, for a bool, where it is above 0 (the
+bound's "both values": a comparison whose operands may cross, or that a flushed subnormal
+operand may flip, as the tables allow: not judged, counted as unbounded). Floats are judged under the portable
 profile: each element must lie within the forward error bound that tinyspec/errorbound.py propagates
 through the graph from the tables (every op's `portable_ulp`, contraction into MULACC,
 flushed subnormals, a reduction's `ulp_per_element` in any order over the magnitude of its
@@ -39,8 +41,9 @@ def compare(want: np.ndarray, got: np.ndarray, bound=None, who: str = "reference
     else: return Comparison(False, message=f"shape {got.shape} != tinygrad's {want.shape}")
   if want.dtype != got.dtype: return Comparison(False, message=f"dtype {got.dtype} != tinygrad's {want.dtype}")
   if not is_float_type(want.dtype):
-    # exact, except where the bound is inf: an integer taken from an inexact float (a CAST, a BITCAST) is not judged
-    loose = np.isinf(_bound_like(bound, want.shape)).ravel() if bound is not None else np.zeros(want.size, bool)
+    # exact, except where the bound is inf (an integer taken from an inexact float: a CAST, a BITCAST) or a bool's is above 0
+    b = _bound_like(bound, want.shape).ravel() if bound is not None else np.zeros(want.size)
+    loose = np.isinf(b) | ((b > 0) if want.dtype == np.bool_ else False)
     bad = np.flatnonzero((want.ravel() != got.ravel()) & ~loose)
     unbounded = int(loose.sum())
     note = f"; {unbounded} of {want.size} unbounded" if unbounded else ""

@@ -37,13 +37,21 @@ def _views() -> dict: return mapping()["assign_views"]
 def target_chain(dst):
   """(base, views outermost first, the deps of each AFTER on the way innermost first) of an
   assign target: the views are the map table's `assign_views` (invertible or not), AFTERs
-  pass their source on (AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)): AFTER's semantics)."""
+  pass their source on (AFTER(RESHAPE(B), d) is RESHAPE(AFTER(B, d)): AFTER's semantics), and
+  so does a CONTIGUOUS of an AFTER of a buffer (`is_buffer_after`)."""
   views, orders, u, names = [], [], dst, _views()
   while True:
     if u.op.name == "AFTER": orders.append(u.src[1:])
     elif u.op.name in names: views.append(u)
-    else: return u, views, orders[::-1]
+    elif not is_buffer_after(u): return u, views, orders[::-1]
     u = u.src[0]
+
+
+def is_buffer_after(u) -> bool:
+  """u is CONTIGUOUS(AFTER(T, ...)) with T a buffer (through RESHAPEs): tinygrad writes it as
+  the AFTER itself (tensor.py's "remove extra CONTIGUOUS on AFTER (only when target is
+  contiguous)"), so an assign into it writes the buffer (`a = zeros.contiguous(); a.assign(x)`)."""
+  return u.op.name == "CONTIGUOUS" and u.src[0].op.name == "AFTER" and u.src[0].src[0].has_buffer_identity()
 
 
 def is_storage(u) -> bool:
@@ -82,14 +90,23 @@ def store(cv, u):
     cv.report.unmapped[f"assign into {why}"] += 1
     return cv.add("STORE", [(yield dst, TARGET), val, *gates])
   target = yield base, TARGET
+  bdtype = cv.dtype_of(base)   # a BITCAST view stores values of another dtype into the buffer
   for deps in orders:   # innermost first: the store stays ordered after every earlier assign
     srcs = []
     for d in deps: srcs.append((yield d, V()))
-    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, tdtype))
+    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, bdtype))
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
     val = yield from write_back(cv, target, views, val)
-  return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, tdtype), *gates])
+  return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, bdtype), *gates])
+
+
+def buffer_after(cv, u, ctx):
+  """CONTIGUOUS at tensor level: of an AFTER of a buffer (`is_buffer_after`), that AFTER, as
+  tinygrad writes it; otherwise the plain form."""
+  if not is_buffer_after(u): return (yield from cv.plain_form(u, ctx))
+  cv.report.forms["CONTIGUOUS of an AFTER of a buffer: the AFTER"] += 1
+  return (yield u.src[0], ctx)
 
 
 def stores_into(t, deps) -> list | None:
@@ -171,6 +188,13 @@ def _flip(cv, v, new, cur):
 @INVERSE.register("DETACH")
 def _detach(cv, v, new, cur):
   return new
+
+
+@INVERSE.register("BITCAST")
+def _bitcast(cv, v, new, cur):
+  """The same bytes in the source's dtype (the spec's BITCAST rescales the last axis back)."""
+  dtype = cv.dtype_of(v.src[0])
+  return cv.add("BITCAST", (new,), dtype, *cv.declared(v.src[0], dtype))
 
 
 @INVERSE.register("PAD")

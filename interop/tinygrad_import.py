@@ -102,8 +102,8 @@ class _Converter:
     return d
 
   def src_ctx(self, u, k: int, op: str, dtype: str):
-    """The context of u.src[k] when u becomes tinyspec op `op` with dtype `dtype`: a weak
-    source adopts the dtype of its slot group (see `weak` in the map table)."""
+    """The context of u.src[k] when u becomes tinyspec op `op` with dtype `dtype`: a weak source adopts
+    the dtype of its slot group, or of the node it is converted to (`weak`, `weak_converted` in the map table)."""
     s = u.src[k]
     od = self.T.ops.get(op)
     if od is None: return V()
@@ -115,8 +115,8 @@ class _Converter:
     for j, t in enumerate(u.src):   # Invalid's dtype matches any: no partner to adopt from
       if j != k and od.slot_for(j).name in group and not is_weak(t.dtype) and not is_invalid(t) and t.dtype.name in self.m["dtypes"]:
         return V(self.m["dtypes"][t.dtype.name])
-    follows = result_slot(od)
-    if follows is not None and follows in group: return V(dtype)
+    if (follows := result_slot(od)) is not None and follows in group: return V(dtype)
+    if op in self.m["weak_converted"] and is_weak(s.dtype) and spec_dtype(dtype).cls == spec_dtype(self.weak[s.dtype.name]).cls: return V(dtype)
     return V(self.weak[s.dtype.name]) if is_weak(s.dtype) else V(dtype)
 
   def declared(self, u, dtype):
@@ -521,7 +521,7 @@ class _Converter:
 
 # forms written in their own modules: functions of (converter, uop, context), as the methods above
 for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form), ("trunc_div", tinygrad_arith.trunc_div),
-                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call)):
+                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call), ("buffer_after", tinygrad_assign.buffer_after)):
   FORMS.register(_name)(_form)
 
 

@@ -461,7 +461,7 @@ def _after(b: _Shadow, i: int, n: Node):
     j, deps = n.src[0], list(n.src[1:])
     while b.g.nodes[j].op == "AFTER": deps += b.g.nodes[j].src[1:]; j = b.g.nodes[j].src[0]
     if (view := b.view_of_stored(j)) is not None:
-      b.E[i] = b.add("AFTER", [view, *deps]); return
+      b.E[i] = b.add("AFTER", [view, *[b.shadow_effect.get(d, b.E[d] if b.E.get(d) is not None and b.nodes[b.E[d]].op == "AFTER" else d) for d in deps]]); return   # after the shadow STOREs (an AFTER dep: its shadow)
   if root is not None and root in b.shadow_root and n.src[0] not in b.store_of: b.storage_shadow(root)
   if n.src[0] in b.store_of: return b.chain(i, n)
   if root is not None and root not in b.shadow_root:   # stored into later (a loop's carried read): shadow it now

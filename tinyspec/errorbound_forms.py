@@ -118,3 +118,21 @@ def _compare(b, i, n, es):
 def _convert(b, i, n, es):
   """A conversion to float moves by what its operand moved (a bool: 0 or 1)."""
   return es[0] if _cls(b.views[i].dtype) == "float" else None
+
+
+@FIRST_ORDER.register("RECIP", "DIV")
+def _quotient(b, i, n, es):
+  """|(a +- Ea) / (b +- Eb) - a/b| <= (|a| Eb + |b| Ea) / (|b| (|b| - Eb)) where |b| > Eb,
+  reached at the corner nearest the pole; where the divisor's interval reaches 0 the quotient
+  is unbounded there (the corners, on both sides of the pole, would miss it: a sum that
+  cancels to a tiny divisor of either sign, tinygrad's test_svd_general). RECIP: a = 1."""
+  if not _numeric(b, n) or _cls(b.views[i].dtype) != "float": return None
+  x, y = (None, n.src[0]) if n.op == "RECIP" else n.src
+  ex, ey = (None, es[0]) if n.op == "RECIP" else es
+  ay = b.abs(b.f64(y))
+  if ey is None: return _finite(b, b.add("DIV", (ex, ay)))   # Ea / |b|
+  top = b.const(0.0) if ex is None else _finite(b, b.add("MUL", (ay, ex)))
+  ax = b.const(1.0) if x is None else b.abs(b.f64(x))
+  top = b.add("ADD", (_finite(b, b.add("MUL", (ax, ey))), top))
+  worst = _finite(b, b.add("DIV", (top, b.add("MUL", (ay, b.add("SUB", (ay, ey)))))))
+  return b.add("WHERE", (b.add("CMPLT", (ey, ay)), worst, b.const(INF)))

@@ -124,3 +124,20 @@ def test_fp8_casts_saturate_and_their_arithmetic_imports_and_agrees(dt, name):
   top = {"float8_e4m3": 0x7E, "float8_e5m2": 0x7B}.get(name, 0x7F)   # the largest finite's bits
   assert got[0][0] & 0x7F == top or got[0][0] & 0x7F < top   # tinygrad's own result: finite
   _all_agree([r for r in cap.realizations if r.calls], name)
+
+
+def test_an_emulated_fp8_comparison_of_a_subnormal_is_either_value_and_the_rest_are_judged():
+  """tinygrad's test_emulated_fp8e4m3: 0 == -0.009765625 (a float8_e4m3 subnormal) is True
+  under EMULATED_DTYPES, whose conversions flush subnormals (allowed: decision flush). The
+  bound says that bool may be either value (its E is 1); the comparison of two normal
+  operands stays judged exactly (interop/compare.py)."""
+  from tinyspec.interop.compare import compare
+  with capture() as cap:
+    with Context(EMULATED_DTYPES="fp8e4m3"):
+      a, b = Tensor([0.0, 0.0, 0.5], dtype=dtypes.fp8e4m3), Tensor([-0.009765625, 0.5, 0.5], dtype=dtypes.fp8e4m3)
+      assert (a == b).tolist() == [True, False, True]   # flushed: the subnormal compares equal to 0
+  tensor = [v for r in cap.realizations if r.calls for v in schedule_record("fp8", r)["graphs"] if v["level"] == "tensor"]
+  assert tensor and all(v["stage"] == "ok" for v in tensor), tensor
+  want, bound = np.array([True, False, True]), np.array([1.0, 0.0, 0.0])
+  assert compare(want, np.array([False, False, True]), bound).ok   # the flip the bound allows
+  assert not compare(want, np.array([True, True, True]), bound).ok   # a flip where the bound is 0: caught

@@ -88,13 +88,16 @@ def test_every_view_of_the_table_has_its_inverse_or_its_refusal():
 
 def test_assign_into_views_writes_the_whole_buffer():
   """kv_cache_decode (cache[:, :, pos:pos+1].assign) and assign_views (x[::3], w.T[1:3], a
-  flipped half, a window assigned after another): every STORE writes storage, through the
-  view's inverse."""
+  flipped half, a window assigned after another, bits through a BITCAST of the buffer or of
+  a window of it, and to another itemsize, a new buffer's CONTIGUOUS): every STORE writes
+  storage, through the view's inverse, and every buffer it writes agrees with tinygrad's."""
   from tinyspec.tables import tables
   T = tables()
   for program, forms in [("kv_cache_decode", ["assign into a view (SHRINK of RESHAPE)"]),
                          ("assign_views", ["assign into a view (RESHAPE of SHRINK of RESHAPE of PAD)",
-                                           "assign into a view (SHRINK of PERMUTE of RESHAPE)", "assign into a view (SHRINK of FLIP)"])]:
+                                           "assign into a view (SHRINK of PERMUTE of RESHAPE)", "assign into a view (SHRINK of FLIP)",
+                                           "assign into a view (BITCAST)", "assign into a view (BITCAST of SHRINK)",
+                                           "CONTIGUOUS of an AFTER of a buffer: the AFTER"])]:
     res = import_script(PROGRAMS / f"{program}.py", programs=False)
     for f in forms: assert res.report.forms[f] >= 1, (f, dict(res.report.forms))
     for g in res.graphs:
@@ -121,6 +124,20 @@ def test_a_wrong_view_inverse_is_caught(monkeypatch):
   res = import_script(PROGRAMS / "kv_cache_decode.py", programs=False)
   bad = [g for g in res.graphs if g.level == "tensor" and g.valid and not g.eval_ok]
   assert bad and all(g.evaluation.startswith("mismatch") for g in bad)
+
+
+def test_a_bitcast_view_inverse_that_converts_values_is_caught(monkeypatch):
+  """Planted: bits stored through a BITCAST carried back as a CAST of the values (uint32
+  0x40800000 becomes float 1082130432.0, not 4.0). It validates, but no longer matches."""
+  from tinyspec.interop import tinygrad_assign
+
+  def casting(cv, v, new, cur):
+    dtype = cv.dtype_of(v.src[0])
+    return cv.add("CAST", (new,), dtype, *cv.declared(v.src[0], dtype))
+  monkeypatch.setitem(tinygrad_assign.INVERSE.handlers, "BITCAST", casting)
+  res = import_script(PROGRAMS / "assign_views.py", programs=False)
+  bad = [g for g in res.graphs if g.level == "tensor" and g.valid and not g.eval_ok]
+  assert bad and all(g.evaluation.startswith("mismatch") for g in bad), (res.error, [(g.name, g.evaluation) for g in res.graphs])
 
 
 def test_an_assign_through_an_expand_is_refused_not_written_wrong():

@@ -12,6 +12,7 @@ each from a small real program: every graph validates and evaluates to tinygrad'
   calls            FUNCTION's CallInfo, Tensor.callify's CALL of a tensor-level SINK, a
                    precompiled function's INDEX of a RESHAPE
   Tensor.empty     a kernel reading a buffer allocated for it: the contents it read
+  weak converted   CAST(weak float, float64) in a lowered program: rounded once, to float64
 
 Skipped without tinygrad. tinygrad runs on CPU where clang is installed, else PYTHON.
 """
@@ -276,3 +277,19 @@ def test_a_weak_float_is_the_default_float_of_its_realize(tmp_path):
   tensors = [g for g in res.graphs if g.level == "tensor"]   # every graph agrees with tinygrad (_script)
   consts = [n for g in tensors for n in g.graph.nodes if n.op == "CONST" and isinstance(n.arg.get("value"), float)]
   assert consts and all(n.arg["dtype"] == "float64" for n in consts), [n.arg for n in consts]
+
+
+def test_a_weak_float_converted_to_float64_keeps_its_float64_value(tmp_path):
+  """tinygrad's lowered program of a float64 tensor plus 1 + 2**-40 (test_dtype_weak's
+  test_float64_precision) holds CAST(CONST weakfloat, float64): the number is rounded once,
+  to float64 (the C text has the double literal), not to float32's 1.0 first; a float32
+  tensor plus the same number still rounds it to float32 (weak_converted in the map)."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, dtypes
+    value = 1.0 + 2**-40
+    assert (Tensor.full((1,), 1.0, dtype=dtypes.float64) + value).item() == 2.0 + 2**-40
+    assert (Tensor.full((1,), 0.0, dtype=dtypes.float32) + value).item() == 1.0
+  """)   # every graph, the lowered programs included, agrees with tinygrad (_script)
+  programs = [g for g in res.graphs if g.level == "program"]
+  consts = {n.arg["dtype"]: n.arg["value"] for g in programs for n in g.graph.nodes if n.op == "CONST" and n.arg["dtype"].startswith("float")}
+  assert consts.get("float64") == 1.0 + 2**-40, consts
