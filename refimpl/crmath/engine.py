@@ -10,7 +10,9 @@ import math
 import numpy as np
 from .rounding import Format, decide, get_format
 
-CHUNK = 1 << 14      # elements per pass: keeps the temporaries of a tier in cache
+# elements per pass: keeps the temporaries of a tier in cache, and each under the size that
+# malloc serves from fresh pages (measured: 2^12 three times faster than 2^14 on 33K elements)
+CHUNK = 1 << 12
 
 STATS: Counter = Counter()   # (function, stage) -> elements decided there; see stats()
 

@@ -514,3 +514,30 @@ def test_fast_path_uses_only_exact_operations():
     assert not libm.findall(text), path.name
     if path.name not in ("consts.py", "exact.py"):
       assert "**" not in text, path.name
+
+
+# ------------------------------------------------------------------ exp2's quick float32 path
+def test_exp2_float32_quick_path_equals_the_cascade():
+  """exp2's quick float32 path (tier 1 with a rounding test on the float64 bits) gives the
+  cascade's bits on a dense sweep, the edges of its domain and every special value; the
+  elements it does not decide still reach the cascade."""
+  f = crmath.FORMATS["float32"]
+  rng = np.random.default_rng(50)
+  q0, q1 = MODULES["exp2"].QUICK
+  edges = np.concatenate([[q0, q1, -126.0, -149.0, -150.0, 128.0, 127.5, 0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 2.0 ** -60],
+                          steps([q0, q1, -126.0, 0.0, 1.0, 128.0], "float32", 40)])
+  x = np.concatenate([crmath.round_to(rng.uniform(-160, 140, 60000), "float32"), rand_bits(rng, 20000, "float32"), edges, HARD32["exp2"]])
+  quick = MODULES["exp2"]._float32(x, f)
+  cascade = MODULES["exp2"]._any(x, f)
+  assert ((quick.view(np.uint64) == cascade.view(np.uint64)) | (np.isnan(quick) & np.isnan(cascade))).all()
+  check("exp2", [edges], "float32")
+
+
+def test_exp2_float32_quick_path_margin_is_what_keeps_it_right(monkeypatch):
+  """A planted bug: with no margin in the quick path's rounding test, the arguments where
+  tier 1's plain rounding is wrong (HARD32) come out wrong -- the test above and
+  test_wide_formats would catch a margin that is too small."""
+  check("exp2", [HARD32["exp2"]], "float32")
+  monkeypatch.setattr(MODULES["exp2"], "QUICK_MARGIN", -1)
+  with pytest.raises(pytest.fail.Exception, match="2 of 2 differ"):
+    check("exp2", [HARD32["exp2"]], "float32")
