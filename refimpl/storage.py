@@ -329,6 +329,10 @@ def _index_positions(shape, idxs, R: int):
 def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: int) -> None:
   """Apply w to a private state array (P_keep..., S) in place: every point of w's loops,
   in iteration order; loops outside `keep` land on the same state (merged, last wins)."""
+  pos = _one_place(state, w, R)
+  if pos is not None:
+    _write_one_element(state, pos, w.value, R)
+    return
   if w.path and w.path[0][0] == "affine":
     if _write_affine(state, w, R): return
     w = Write(w.node, [("index", [affine_positions(*w.path[0][1], R)])], w.value, w.gate, w.mode)
@@ -380,6 +384,25 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
       target[pos] = vals
   else:
     flat[np.unravel_index(pos, flat.shape)] = vals
+
+
+def _one_place(state: np.ndarray, w: Write, R: int) -> int | None:
+  """The element of a 1-D storage that a plain, ungated store of one element per point
+  writes at every point (a register's `acc[c] = v`: one INDEX whose index is the same
+  everywhere, or an affine form without a loop of more than one iteration), when it is in
+  range: apply_write then comes down to _write_one_element, as the general path would find
+  after building the position arrays. None for any other write (and out of range: the
+  general path writes nothing there)."""
+  if w.mode != "set" or w.gate is not None or len(w.path) != 1 or state.ndim != R + 1 or np.ndim(w.value) != R: return None
+  kind, data = w.path[0]
+  if kind == "affine":
+    form, sizes = data
+    if form.vec is not None or any(sizes[d] != 1 for d in form.coefs): return None
+    pos = form.const
+  elif kind == "index" and len(data) == 1 and data[0].ndim == R and data[0].size == 1:
+    pos = int(data[0].reshape(-1)[0])
+  else: return None
+  return pos if 0 <= pos < state.shape[R] else None
 
 
 def last_writes(val: np.ndarray, R: int, apart) -> np.ndarray:

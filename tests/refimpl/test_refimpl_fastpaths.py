@@ -222,3 +222,55 @@ def test_planted_store_that_ignores_overlaps_is_caught(monkeypatch):
   monkeypatch.setattr(storage, "_write_affine", no_overlap_check)
   with pytest.raises(AssertionError, match="overlapping"):
     check_affine_stores()
+
+
+# ------------------------------------------------------------------ a register element at one place
+def register_at(place, n=5, threads=3):
+  """Per thread g (a SPECIAL: each its own register): acc[place] = 0.5; acc[place] += x[g*n + i]
+  over i < n; out[5g] = acc[place]; acc[place] = x[g*n + i] at every i (the last wins);
+  out[5g + 1] = acc[place] and out[5g + 2 ..] = acc[0], acc[1], acc[2] (a write at the wrong
+  place shows). The places are constant: in range, past the end or negative."""
+  b = Builder()
+  x = b.param((threads * n,), F32, 0); out = b.param((5 * threads,), F32, 1)
+  acc = b.buffer((3,), F32, 0, addrspace="REG")
+  c = lambda v: b.const(v, "index")
+  g = b.SPECIAL(c(threads), arg={"name": "gidx0"})
+  at = lambda k: b.INDEX(out, b.ADD(b.MUL(g, c(5)), c(k)))
+  init = b.STORE(b.INDEX(acc, c(place)), b.const(0.5, F32))
+  i = b.range(n, 0, "REDUCE")
+  a = b.AFTER(acc, init, i)
+  summed = b.END(b.STORE(b.INDEX(a, c(place)), b.ADD(b.INDEX(a, c(place)), b.INDEX(x, b.ADD(b.MUL(g, c(n)), i)))), i)
+  first = b.STORE(at(0), b.INDEX(b.AFTER(acc, summed), c(place)))
+  j = b.range(n, 1, "LOOP")
+  last = b.AFTER(acc, b.END(b.STORE(b.INDEX(b.AFTER(acc, first), c(place)), b.INDEX(x, b.ADD(b.MUL(g, c(n)), j))), j))
+  b.SINK(b.GROUP(first, b.STORE(at(1), b.INDEX(last, c(place))), *(b.STORE(at(2 + k), b.INDEX(last, c(k))) for k in range(3))))
+  return b.graph()
+
+
+def check_register_places():
+  x = (np.arange(1, 16, dtype=np.float32) * np.float32(1.25)) ** 2
+  for place in (0, 2, 3, -1):
+    g = register_at(place)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"place {place}: {got} is not the definition's {want}"
+
+
+def test_register_element_at_one_place_is_the_scatter():
+  check_register_places()
+
+
+@pytest.mark.parametrize("bug", ["next place", "no range check"])
+def test_planted_register_place_bugs_are_caught(monkeypatch, bug):
+  from tinyspec.refimpl import storage
+  real = storage._one_place
+  def planted(state, w, R):
+    pos = real(state, w, R)
+    if bug == "next place": return None if pos is None else (pos + 1) % state.shape[R]
+    kind, data = w.path[0] if len(w.path) == 1 else (None, None)   # out of range wraps around, as NumPy's negative indices would
+    if kind == "affine" and not data[0].coefs and data[0].vec is None: return data[0].const % state.shape[R]
+    if kind == "index" and data[0].size == 1 and w.gate is None: return int(data[0].reshape(-1)[0]) % state.shape[R]
+    return pos
+  monkeypatch.setattr(storage, "_one_place", planted)
+  with pytest.raises(AssertionError, match="not the definition"):
+    check_register_places()
