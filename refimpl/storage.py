@@ -150,7 +150,9 @@ def materialize(v: Version, keep: int, loop_sizes: tuple, R: int) -> np.ndarray:
     out = np.broadcast_to(base, P + st.shape) if base.shape[:R] != P else base
     v.remember(keep, out)
     return out
-  state = np.array(np.broadcast_to(base, P + st.shape))   # a private, contiguous copy
+  if all(n == 1 for n in P) and covers_all(chain[-1].write, st.shape):   # the first write leaves nothing of base
+    state = unfilled(P + st.shape, base.dtype)
+  else: state = np.array(np.broadcast_to(base, P + st.shape))   # a private, contiguous copy
   for ver in reversed(chain): apply_write(state, ver.write, keep, loop_sizes, R)
   state.flags.writeable = False
   v.remember(keep, state)
@@ -440,19 +442,10 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
   own = 0 if form.vec is None else 1
   if np.ndim(val) != R + own or (own and val.shape[R] not in (1, form.vec[2])): return False
   n = state.shape[R]
-  axes = [(abs(c), sizes[d]) for d, c in form.coefs.items() if sizes[d] > 1]
-  if form.vec is not None and form.vec[2] > 1: axes.append((abs(form.vec[1]), form.vec[2]))
-  lo = hi = form.const + (form.vec[0] if form.vec is not None else 0)
-  span = 0
-  for c, k in sorted(axes):   # distinct positions: every stride passes the span of the smaller ones
-    if c <= span: return False
-    span += c * (k - 1)
-  for d, c in form.coefs.items():
-    lo, hi = lo + min(c * (sizes[d] - 1), 0), hi + max(c * (sizes[d] - 1), 0)
-  if form.vec is not None:
-    lo, hi = lo + min(form.vec[1] * (form.vec[2] - 1), 0), hi + max(form.vec[1] * (form.vec[2] - 1), 0)
+  reach = affine_reach(form, sizes)
+  if reach is None: return False
   if any(sizes[d] == 0 for d in form.coefs) or any(val.shape[d] == 0 for d in range(R)): return True   # no points: nothing written
-  if lo < 0 or hi >= n: return False
+  if reach[0] < 0 or reach[1] >= n: return False
   flat = state.reshape(n)
   step = flat.strides[0]
   shape = [sizes[d] if d in form.coefs else 1 for d in range(R)] + ([form.vec[2]] if own else [])
@@ -461,6 +454,40 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
   view = strided(flat, base, shape, strides, writeable=True)
   view[...] = last_writes(val, R, form.coefs)
   return True
+
+
+def affine_reach(form, sizes: tuple):
+  """(lowest, highest, count) of the positions an affine form takes over loops of `sizes`
+  when they are distinct (every stride passes the span of the smaller ones), else None."""
+  axes = [(abs(c), sizes[d]) for d, c in form.coefs.items() if sizes[d] > 1]
+  if form.vec is not None and form.vec[2] > 1: axes.append((abs(form.vec[1]), form.vec[2]))
+  lo = hi = form.const + (form.vec[0] if form.vec is not None else 0)
+  span, count = 0, 1
+  for c, k in sorted(axes):
+    if c <= span: return None
+    span += c * (k - 1)
+    count *= k
+  for d, c in form.coefs.items():
+    lo, hi = lo + min(c * (sizes[d] - 1), 0), hi + max(c * (sizes[d] - 1), 0)
+  if form.vec is not None:
+    lo, hi = lo + min(form.vec[1] * (form.vec[2] - 1), 0), hi + max(form.vec[1] * (form.vec[2] - 1), 0)
+  return lo, hi, count
+
+
+def unfilled(shape: tuple, dtype) -> np.ndarray:
+  """An array the caller writes every element of before anyone reads it."""
+  return np.empty(shape, dtype)
+
+
+def covers_all(w: Write, shape: tuple) -> bool:
+  """Whether w, a plain ungated store through one affine INDEX into a 1-D storage of `shape`,
+  writes every element (its distinct positions are exactly 0 .. n-1, at loops of at least one
+  iteration): what the storage held before is then never seen."""
+  if w.mode != "set" or w.gate is not None or len(w.path) != 1 or w.path[0][0] != "affine" or len(shape) != 1: return False
+  form, sizes = w.path[0][1]
+  if any(sizes[d] == 0 for d in form.coefs) or any(d == 0 for d in np.shape(w.value)): return False
+  reach = affine_reach(form, sizes)
+  return reach is not None and reach[0] == 0 and reach[1] == shape[0] - 1 and reach[2] == shape[0]
 
 
 def strided(flat: np.ndarray, base: int, shape, strides, writeable: bool) -> np.ndarray:

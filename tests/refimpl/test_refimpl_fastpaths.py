@@ -196,9 +196,11 @@ def check_affine_stores():
   x = np.arange(1, A * B + 1, dtype=np.float32)
   for name, (place, size) in PLACES.items():
     g = strided_store(place, size)
-    want = interpret(g, {"param0": x})["param1"]
-    got = evaluate(g, {"param0": x})["param1"]
-    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    for before in (None, -np.arange(1, size + 1, dtype=np.float32)):   # zeros, or contents that show where nothing is written
+      inputs = {"param0": x} if before is None else {"param0": x, "param1": before}
+      want = interpret(g, dict(inputs))["param1"]
+      got = evaluate(g, dict(inputs))["param1"]
+      assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
     from tinyspec.refimpl import prepared
     (plan,) = [p for p in prepared.prepare(g).plans.values() if p.kernel]
     assert plan.affine_targets and plan.lazy, f"{name}: the store's place is not a lazy affine form"
@@ -222,6 +224,27 @@ def test_planted_store_that_ignores_overlaps_is_caught(monkeypatch):
   monkeypatch.setattr(storage, "_write_affine", no_overlap_check)
   with pytest.raises(AssertionError, match="overlapping"):
     check_affine_stores()
+
+
+def test_planted_store_that_claims_to_cover_everything_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  monkeypatch.setattr(storage, "covers_all", lambda w, shape: True)   # the contents before never copied ...
+  monkeypatch.setattr(storage, "unfilled", lambda shape, dtype: np.full(shape, np.nan, dtype))   # ... and what is not written shows
+  with pytest.raises(AssertionError, match="every other|partly past the end|overlapping|one place"):
+    check_affine_stores()
+
+
+def test_a_store_that_covers_everything_is_seen_as_one():
+  from tinyspec.refimpl import storage
+  seen = []
+  real = storage.covers_all
+  def spy(w, shape):
+    seen.append(real(w, shape))
+    return seen[-1]
+  storage.covers_all = spy
+  try: check_affine_stores()
+  finally: storage.covers_all = real
+  assert seen.count(True) == 2 * 3 and False in seen   # rows, backwards, columns; with zeros and with contents before
 
 
 # ------------------------------------------------------------------ a register element at one place
