@@ -541,3 +541,28 @@ def test_exp2_float32_quick_path_margin_is_what_keeps_it_right(monkeypatch):
   monkeypatch.setattr(MODULES["exp2"], "QUICK_MARGIN", -1)
   with pytest.raises(pytest.fail.Exception, match="2 of 2 differ"):
     check("exp2", [HARD32["exp2"]], "float32")
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_transcendental_units_piece_by_piece(monkeypatch, dt):
+  """The EXP2/LOG2/SIN/POW units convert their operands to float64 a piece at a time
+  (refimpl/ops/decomposed.py PIECE): broadcast, strided and spanning many pieces, the result
+  is crmath's on the whole arrays, element for element, special values included."""
+  from tinyspec.refimpl.ops import decomposed
+  from tinyspec.refimpl.numeric import NP
+  t = NP[dt]
+  rng = np.random.default_rng(51)
+  special = np.array([0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 0.5, 3.0, -2.5, 1e-6])
+  a = np.concatenate([special, rng.uniform(-30, 30, 60)]).astype(t)
+  whole = np.concatenate([a, a[::-1]]).reshape(2, -1)[:, ::3]        # strided
+  b = np.concatenate([special, rng.uniform(-4, 4, 18)]).astype(t)[:, None]   # broadcast against a row
+  monkeypatch.setattr(decomposed, "PIECE", 7)
+  for name in ("exp2", "log2", "sin"):
+    got = decomposed.transcendental(getattr(crmath, name), dt, whole)
+    want = getattr(crmath, name)(whole.astype(np.float64), fmt=dt).astype(t)
+    assert got.shape == want.shape and got.dtype == t and np.array_equal(got, want, equal_nan=True), name
+  got = decomposed.transcendental(crmath.pow, dt, b, whole[0])
+  want = crmath.pow(b.astype(np.float64), whole[0].astype(np.float64), fmt=dt).astype(t)
+  assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+  assert decomposed.transcendental(crmath.exp2, dt, np.zeros((0, 3), t)).shape == (0, 3)
+  assert decomposed.transcendental(crmath.exp2, dt, np.asarray(2.0, t)) == 4.0
