@@ -227,15 +227,21 @@ def gather(T: np.ndarray, idxs: list, R: int):
     shp = (1,) * d + (n,) + (1,) * (R - d - 1 + nI)
     index.append(np.zeros(shp, np.intp) if n == 1 else np.arange(n).reshape(shp))
   for j, a in enumerate(idxs):
-    ok = (a >= 0) & (a < S[j])   # S: the real dims, so a size-0 axis marks every index invalid
-    if not ok.all():
+    if out_of_range(a, S[j]):   # S: the real dims, so a size-0 axis marks every index invalid
+      ok = (a >= 0) & (a < S[j])
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok
     index.append(a)
   if not same: return T[tuple(index)], valid
-  out = T.reshape(T.shape[R:])[tuple(index)] if index else T
+  own = T.reshape(T.shape[R:])
+  out = np.take(own, index[0], axis=0) if len(index) == 1 else own[tuple(index)] if index else T   # take: NumPy's faster gather
   if index and out.ndim < R: out = out.reshape((1,) * (R - out.ndim) + out.shape)
   return out, valid
+
+
+def out_of_range(a: np.ndarray, n: int) -> bool:
+  """Whether some index of a lies outside 0 .. n-1 (two reductions, no mask unless one does)."""
+  return a.size > 0 and (n == 0 or bool(a.min() < 0) or bool(a.max() >= n))
 
 
 def _gather_own(T: np.ndarray, idxs: list, S: tuple, R: int, nI: int):
@@ -244,8 +250,8 @@ def _gather_own(T: np.ndarray, idxs: list, S: tuple, R: int, nI: int):
   index, valid = [], None
   for j, a in enumerate(idxs):
     a = a.reshape(a.shape[R:])
-    ok = (a >= 0) & (a < S[j])
-    if not ok.all():
+    if out_of_range(a, S[j]):
+      ok = (a >= 0) & (a < S[j])
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok
     index.append(int(a) if a.ndim == 0 else a.reshape(a.shape + (1,) * 0))

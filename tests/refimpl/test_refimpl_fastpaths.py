@@ -297,3 +297,37 @@ def test_planted_register_place_bugs_are_caught(monkeypatch, bug):
   monkeypatch.setattr(storage, "_one_place", planted)
   with pytest.raises(AssertionError, match="not the definition"):
     check_register_places()
+
+
+# ------------------------------------------------------------------ data-dependent reads: the range check
+def gather_by(n=11, m=6):
+  """out[i] = x[k[i]] (a LOAD gated by nothing: out of range reads zero) over i < m."""
+  b = Builder()
+  x = b.param((n,), F32, 0); k = b.param((m,), "int32", 1); out = b.param((m,), F32, 2)
+  i = b.range(m, 0, "GLOBAL")
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.LOAD(b.INDEX(x, b.LOAD(b.INDEX(k, i))))), i))
+  return b.graph()
+
+
+def check_data_dependent_reads():
+  from tinyspec.refimpl import storage
+  x = np.arange(1, 12, dtype=np.float32)
+  for ks in ([0, 10, 3, 3, 9, 1], [-1, 0, 11, 5, 2 ** 31 - 1, -(2 ** 31)], [10, 10, 10, 10, 10, 11]):
+    inputs = {"param0": x, "param1": np.array(ks, np.int32)}
+    want = interpret(gather_by(), dict(inputs))["param2"]
+    got = evaluate(gather_by(), dict(inputs))["param2"]
+    assert got.tobytes() == want.tobytes(), f"indices {ks}: {got} is not the definition's {want}"
+  for a, n in [(np.array([], np.int32), 0), (np.array([0], np.int8), 0), (np.array([-128, 127], np.int8), 128),
+               (np.array([0, 127], np.int8), 128), (np.array(2 ** 64 - 1, np.uint64), 5), (np.array([[4], [0]]), 5), (np.array(5), 5)]:
+    assert storage.out_of_range(a, n) == bool(a.size and not ((a >= 0) & (a < n)).all()), (a, n)
+
+
+def test_data_dependent_reads_are_the_gather():
+  check_data_dependent_reads()
+
+
+def test_planted_range_check_that_misses_the_top_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  monkeypatch.setattr(storage, "out_of_range", lambda a, n: a.size > 0 and bool(a.min() < 0))
+  with pytest.raises((AssertionError, IndexError)):
+    check_data_dependent_reads()
