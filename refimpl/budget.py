@@ -60,7 +60,8 @@ class Budget:
     self.limit = recent_default_budget() if limit is None else (parse_bytes(limit) if isinstance(limit, str) else int(limit))
     self.live = 0
     self.peak = 0
-    self._tracked: set[int] = set()
+    self._tracked: dict = {}   # id of a tracked array -> the weak reference whose callback subtracts it
+    self._sizes: dict = {}     # id of that weak reference (alive as long as it is listed) -> (array id, bytes)
     self._external: set[int] = set()
 
   def external(self, a, what: str = "the inputs") -> None:
@@ -86,12 +87,16 @@ class Budget:
     if not isinstance(b, np.ndarray) or b.nbytes < SMALL: return
     k = id(b)
     if k in self._tracked or k in self._external: return
-    self._tracked.add(k)
     n = b.nbytes
+    # a plain weak reference, its callback run when b is freed (weakref.finalize costs four
+    # times as much, and its registry would keep the budget alive as long as any output)
+    r = weakref.ref(b, self._freed)
+    self._tracked[k] = r
+    self._sizes[id(r)] = (k, n)
     self.live += n
     if self.live > self.peak: self.peak = self.live
-    weakref.finalize(b, self._release, k, n)
 
-  def _release(self, k, n) -> None:
-    self._tracked.discard(k)
+  def _freed(self, r) -> None:
+    k, n = self._sizes.pop(id(r))
+    self._tracked.pop(k, None)
     self.live -= n

@@ -36,8 +36,11 @@ class Plan:
     self.order, self.kernel, self.roots = order, kernel, roots
     self.uses: dict[int, list] = defaultdict(list)
     self.data_uses: dict[int, list] = defaultdict(list)   # without SINK/LINEAR listing it
+    self.listing: set[int] = set()   # the SINK/LINEAR/PROGRAM nodes: they list their sources for effects only
+    self._use_counts: tuple | None = None
     for i in order:
       sink = role(nodes[i].op) == "sink"
+      if sink: self.listing.add(i)
       for k, j in enumerate(nodes[i].src):
         self.uses[j].append((i, k))
         if not sink: self.data_uses[j].append((i, k))
@@ -62,6 +65,20 @@ class Plan:
     if kernel: self._kernel(nodes, linear)
     self.constant = self._constants(nodes)
     self.const_values: dict = {}   # constant node -> its value (read-only), from the first evaluation that computed it
+
+  def use_counts(self) -> tuple[dict, dict]:
+    """Each node's uses of any kind and its uses as a value (a LINEAR or SINK lists a node for
+    its effects only), the extra uses of index values included: where Scope starts counting
+    down (it copies them)."""
+    if self._use_counts is None:
+      counts = {j: len(self.uses.get(j, ())) for j in self.order}
+      value_uses = {j: len(self.data_uses.get(j, ())) for j in self.order}
+      for extra in self.extra.values():
+        for j in extra:
+          counts[j] = counts.get(j, 0) + 1
+          value_uses[j] = value_uses.get(j, 0) + 1
+      self._use_counts = (counts, value_uses)
+    return self._use_counts
 
   def _constants(self, nodes) -> set:
     """Nodes whose value the graph alone fixes: CONST and VCONST, and the plain value ops

@@ -93,12 +93,8 @@ class Scope:
     self.tracing = m.tracing
     self.plain = not m.variants          # no variant: values the graph fixes may be kept (Plan.constant)
     self.flush = "flush" in m.variants
-    self.counts = {j: len(plan.uses.get(j, ())) for j in plan.order}
-    self.value_uses = {j: len(plan.data_uses.get(j, ())) for j in plan.order}   # a LINEAR or SINK lists a node for its effects only
-    for extra in plan.extra.values():
-      for j in extra:
-        self.counts[j] = self.counts.get(j, 0) + 1
-        self.value_uses[j] = self.value_uses.get(j, 0) + 1
+    counts, value_uses = plan.use_counts()
+    self.counts, self.value_uses = dict(counts), dict(value_uses)
 
   # ---------------------------------------------------------------- the walk
   def run(self):
@@ -137,7 +133,7 @@ class Scope:
     node = m.nodes[i]
     info = plan.info.get(i) or self.node_info(i)
     u, unread_link, per_point = info[:3]
-    if node.src:
+    if node.src and self.eff:
       # a node inside a stepped loop holds only its last iteration's effects: outside the
       # loop (a LINEAR listing it, its END) the loop's END stands for all of them
       inner = plan.in_loop if plan.in_loop and i not in plan.in_loop else ()
@@ -179,7 +175,7 @@ class Scope:
     return saved
 
   def consumed(self, i):
-    listing = role(self.m.nodes[i].op) == "sink"
+    listing = i in self.plan.listing
     for j in self.m.nodes[i].src: self.release(j, listing)
     for j in self.plan.extra.get(i, ()): self.release(j)
 

@@ -154,7 +154,9 @@ def materialize(v: Version, keep: int, loop_sizes: tuple, R: int) -> np.ndarray:
     out = np.broadcast_to(base, P + st.shape) if base.shape[:R] != P else base
     v.remember(keep, out)
     return out
-  state = np.array(np.broadcast_to(base, P + st.shape))   # a private, contiguous copy
+  if all(n == 1 for n in P) and covers_all(chain[-1].write, st.shape):   # the first write leaves nothing of base
+    state = unfilled(P + st.shape, base.dtype)
+  else: state = np.array(np.broadcast_to(base, P + st.shape))   # a private, contiguous copy
   for ver in reversed(chain): apply_write(state, ver.write, keep, loop_sizes, R)
   state.flags.writeable = False
   v.remember(keep, state)
@@ -229,15 +231,21 @@ def gather(T: np.ndarray, idxs: list, R: int):
     shp = (1,) * d + (n,) + (1,) * (R - d - 1 + nI)
     index.append(np.zeros(shp, np.intp) if n == 1 else np.arange(n).reshape(shp))
   for j, a in enumerate(idxs):
-    ok = (a >= 0) & (a < S[j])   # S: the real dims, so a size-0 axis marks every index invalid
-    if not ok.all():
+    if out_of_range(a, S[j]):   # S: the real dims, so a size-0 axis marks every index invalid
+      ok = (a >= 0) & (a < S[j])
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok
     index.append(a)
   if not same: return T[tuple(index)], valid
-  out = T.reshape(T.shape[R:])[tuple(index)] if index else T
+  own = T.reshape(T.shape[R:])
+  out = np.take(own, index[0], axis=0) if len(index) == 1 else own[tuple(index)] if index else T   # take: NumPy's faster gather
   if index and out.ndim < R: out = out.reshape((1,) * (R - out.ndim) + out.shape)
   return out, valid
+
+
+def out_of_range(a: np.ndarray, n: int) -> bool:
+  """Whether some index of a lies outside 0 .. n-1 (two reductions, no mask unless one does)."""
+  return a.size > 0 and (n == 0 or bool(a.min() < 0) or bool(a.max() >= n))
 
 
 def _gather_own(T: np.ndarray, idxs: list, S: tuple, R: int, nI: int):
@@ -246,8 +254,8 @@ def _gather_own(T: np.ndarray, idxs: list, S: tuple, R: int, nI: int):
   index, valid = [], None
   for j, a in enumerate(idxs):
     a = a.reshape(a.shape[R:])
-    ok = (a >= 0) & (a < S[j])
-    if not ok.all():
+    if out_of_range(a, S[j]):
+      ok = (a >= 0) & (a < S[j])
       a = np.where(ok, a, np.zeros((), a.dtype))
       valid = ok if valid is None else valid & ok
     index.append(int(a) if a.ndim == 0 else a.reshape(a.shape + (1,) * 0))
@@ -333,6 +341,10 @@ def _index_positions(shape, idxs, R: int):
 def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: int) -> None:
   """Apply w to a private state array (P_keep..., S) in place: every point of w's loops,
   in iteration order; loops outside `keep` land on the same state (merged, last wins)."""
+  pos = _one_place(state, w, R)
+  if pos is not None:
+    _write_one_element(state, pos, w.value, R)
+    return
   if w.path and w.path[0][0] == "affine":
     if _write_affine(state, w, R): return
     w = Write(w.node, [("index", [affine_positions(*w.path[0][1], R)])], w.value, w.gate, w.mode)
@@ -386,6 +398,25 @@ def apply_write(state: np.ndarray, w: Write, keep: int, loop_sizes: tuple, R: in
     flat[np.unravel_index(pos, flat.shape)] = vals
 
 
+def _one_place(state: np.ndarray, w: Write, R: int) -> int | None:
+  """The element of a 1-D storage that a plain, ungated store of one element per point
+  writes at every point (a register's `acc[c] = v`: one INDEX whose index is the same
+  everywhere, or an affine form without a loop of more than one iteration), when it is in
+  range: apply_write then comes down to _write_one_element, as the general path would find
+  after building the position arrays. None for any other write (and out of range: the
+  general path writes nothing there)."""
+  if w.mode != "set" or w.gate is not None or len(w.path) != 1 or state.ndim != R + 1 or np.ndim(w.value) != R: return None
+  kind, data = w.path[0]
+  if kind == "affine":
+    form, sizes = data
+    if form.vec is not None or any(sizes[d] != 1 for d in form.coefs): return None
+    pos = form.const
+  elif kind == "index" and len(data) == 1 and data[0].ndim == R and data[0].size == 1:
+    pos = int(data[0].reshape(-1)[0])
+  else: return None
+  return pos if 0 <= pos < state.shape[R] else None
+
+
 def last_writes(val: np.ndarray, R: int, apart) -> np.ndarray:
   """The values that remain of a write at every point: along the loop axes `apart` the points
   write to different places (each keeps its own); along any other axis they overwrite one
@@ -421,19 +452,10 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
   own = 0 if form.vec is None else 1
   if np.ndim(val) != R + own or (own and val.shape[R] not in (1, form.vec[2])): return False
   n = state.shape[R]
-  axes = [(abs(c), sizes[d]) for d, c in form.coefs.items() if sizes[d] > 1]
-  if form.vec is not None and form.vec[2] > 1: axes.append((abs(form.vec[1]), form.vec[2]))
-  lo = hi = form.const + (form.vec[0] if form.vec is not None else 0)
-  span = 0
-  for c, k in sorted(axes):   # distinct positions: every stride passes the span of the smaller ones
-    if c <= span: return False
-    span += c * (k - 1)
-  for d, c in form.coefs.items():
-    lo, hi = lo + min(c * (sizes[d] - 1), 0), hi + max(c * (sizes[d] - 1), 0)
-  if form.vec is not None:
-    lo, hi = lo + min(form.vec[1] * (form.vec[2] - 1), 0), hi + max(form.vec[1] * (form.vec[2] - 1), 0)
+  reach = affine_reach(form, sizes)
+  if reach is None: return False
   if any(sizes[d] == 0 for d in form.coefs) or any(val.shape[d] == 0 for d in range(R)): return True   # no points: nothing written
-  if lo < 0 or hi >= n: return False
+  if reach[0] < 0 or reach[1] >= n: return False
   flat = state.reshape(n)
   step = flat.strides[0]
   shape = [sizes[d] if d in form.coefs else 1 for d in range(R)] + ([form.vec[2]] if own else [])
@@ -442,6 +464,40 @@ def _write_affine(state: np.ndarray, w: Write, R: int) -> bool:
   view = strided(flat, base, shape, strides, writeable=True)
   view[...] = last_writes(val, R, form.coefs)
   return True
+
+
+def affine_reach(form, sizes: tuple):
+  """(lowest, highest, count) of the positions an affine form takes over loops of `sizes`
+  when they are distinct (every stride passes the span of the smaller ones), else None."""
+  axes = [(abs(c), sizes[d]) for d, c in form.coefs.items() if sizes[d] > 1]
+  if form.vec is not None and form.vec[2] > 1: axes.append((abs(form.vec[1]), form.vec[2]))
+  lo = hi = form.const + (form.vec[0] if form.vec is not None else 0)
+  span, count = 0, 1
+  for c, k in sorted(axes):
+    if c <= span: return None
+    span += c * (k - 1)
+    count *= k
+  for d, c in form.coefs.items():
+    lo, hi = lo + min(c * (sizes[d] - 1), 0), hi + max(c * (sizes[d] - 1), 0)
+  if form.vec is not None:
+    lo, hi = lo + min(form.vec[1] * (form.vec[2] - 1), 0), hi + max(form.vec[1] * (form.vec[2] - 1), 0)
+  return lo, hi, count
+
+
+def unfilled(shape: tuple, dtype) -> np.ndarray:
+  """An array the caller writes every element of before anyone reads it."""
+  return np.empty(shape, dtype)
+
+
+def covers_all(w: Write, shape: tuple) -> bool:
+  """Whether w, a plain ungated store through one affine INDEX into a 1-D storage of `shape`,
+  writes every element (its distinct positions are exactly 0 .. n-1, at loops of at least one
+  iteration): what the storage held before is then never seen."""
+  if w.mode != "set" or w.gate is not None or len(w.path) != 1 or w.path[0][0] != "affine" or len(shape) != 1: return False
+  form, sizes = w.path[0][1]
+  if any(sizes[d] == 0 for d in form.coefs) or any(d == 0 for d in np.shape(w.value)): return False
+  reach = affine_reach(form, sizes)
+  return reach is not None and reach[0] == 0 and reach[1] == shape[0] - 1 and reach[2] == shape[0]
 
 
 def strided(flat: np.ndarray, base: int, shape, strides, writeable: bool) -> np.ndarray:

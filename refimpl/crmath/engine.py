@@ -10,7 +10,9 @@ import math
 import numpy as np
 from .rounding import Format, decide, get_format
 
-CHUNK = 1 << 14      # elements per pass: keeps the temporaries of a tier in cache
+# elements per pass: keeps the temporaries of a tier (32 KiB each) in cache (measured on
+# 33K float32 arguments: 2^12 two to three times faster than 2^14)
+CHUNK = 1 << 12
 
 STATS: Counter = Counter()   # (function, stage) -> elements decided there; see stats()
 

@@ -18,9 +18,10 @@ and claimed, relative:
 from __future__ import annotations
 import math
 import numpy as np
-from . import consts, exact
+from . import consts, engine, exact
 from .dd import fast_two_sum, two_prod, two_sum
-from .engine import by_case, elementwise, solve, tier
+from .engine import STATS, by_case, elementwise, fits_tier1, solve, tier
+from .rounding import FORMATS, pow2
 
 EPS1, EPS2 = math.ldexp(1.0, -45), math.ldexp(1.0, -85)
 N = 1 << consts.EXP2_BITS
@@ -32,7 +33,10 @@ _C3_6 = [consts.exp2_taylor(i)[0] for i in range(3, 7)]
 def _reduce(th, tl):
   """(j, k, rh, rl): t = k + j/N + (rh + rl) with |rh + rl| <= 2^-13 (+ |tl|)."""
   n = np.rint(th * N)
-  rh, rl = two_sum(th - n * (1.0 / N), tl)      # th - n/N is exact
+  if np.isscalar(tl) and tl == 0:                # two_sum(r, 0) is (r, 0): r is never -0.0 (x - x is +0.0)
+    rh, rl = th - n * (1.0 / N), 0.0
+  else:
+    rh, rl = two_sum(th - n * (1.0 / N), tl)    # th - n/N is exact
   ni = n.astype(np.int64)
   return ni & (N - 1), ni >> consts.EXP2_BITS, rh, rl
 
@@ -87,6 +91,49 @@ TIERS = (tier(approx1), tier(approx2))
 def exp2(x, f):
   """2^x correctly rounded to f. 2^x >= 2^(emax+1) overflows; 2^x <= 2^(qmin-1), half the
   smallest subnormal (a tie at equality, to the even 0), is +0; NaN stays NaN."""
+  if f is FORMATS["float32"] and TIERS: return _float32(x, f)   # without tiers (a test of the fallback) nothing is quick
+  return _any(x, f)
+
+
+def _any(x, f):
   ordinary = (x > f.qmin - 1) & (x < f.emax + 1)          # NaN is not
   special = lambda v: np.where(v >= f.emax + 1, np.inf, np.where(v <= f.qmin - 1, 0.0, np.nan))
   return by_case(ordinary, lambda v: solve("exp2", [v], f, TIERS, exact.exp2), special, x)
+
+
+# float32, the common case, without the cascade's generic rounding test: for x in QUICK
+# (2^x a normal float32 with a binade to spare on either side), tier 1's y 2^k is within
+# EPS1 y < 2^8 units of y's last float64 place of 2^x (y has fewer than 2^53 of them), and
+# float32 keeps y's top 24 bits on the same grid at any scale 2^k. Where the 29 bits it drops
+# lie more than QUICK_MARGIN units from 2^28 (a midpoint between two float32s; the adjacent
+# binades' midpoints are 2^27 units or more away), every real within the error rounds as y
+# does, and NumPy's float64 -> float32 conversion (to nearest even) of the exact y 2^k is
+# the result. The rest (about one element in a million, and x outside QUICK) go to _any.
+QUICK = (-125.0, 127.0)
+QUICK_MARGIN = 512
+_LOW29, _MID29 = (1 << 29) - 1, 1 << 28
+
+
+def _float32(x, f):
+  out = np.empty(x.size)
+  for start in range(0, x.size, engine.CHUNK): out[start:start + engine.CHUNK] = _float32_part(x[start:start + engine.CHUNK], f)
+  return out
+
+
+def _float32_part(x, f):
+  quick = (x > QUICK[0]) & (x < QUICK[1]) & fits_tier1(x)   # NaN is not
+  every = bool(quick.all())
+  at = None if every else np.flatnonzero(quick)
+  y, k = core1(x if every else x[at])
+  decided = np.abs((y.view(np.int64) & _LOW29) - _MID29) > QUICK_MARGIN
+  value = (y * pow2(k)).astype(np.float32).astype(np.float64)
+  STATS["exp2", "tier1"] += int(np.count_nonzero(decided))
+  if every and decided.all(): return value
+  out = np.empty(x.size)
+  if every: at = np.arange(x.size)
+  out[at[decided]] = value[decided]
+  rest = np.ones(x.size, bool)
+  rest[at[decided]] = False
+  rest = np.flatnonzero(rest)
+  out[rest] = _any(x[rest], f)
+  return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tinyspec.refimpl.unit import unit
 from tinyspec.refimpl import crmath
-from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, SATURATING, from_f64, to_saturating
+from tinyspec.refimpl.numeric import float_op, int_op, is_float, F64, NP, SATURATING, broadcast_shape, from_f64, to_saturating
 from tinyspec.refimpl.ops.elementwise import arith, _cmp
 from tinyspec.refimpl.crmath.dd import two_prod, two_sum
 
@@ -65,7 +65,21 @@ def transcendental(fn, name, *xs):
   device computes in Python floats, then float_to_fp8), an overflow of finite nonzero
   operands saturating like any finite value past the largest."""
   if name in SATURATING: return to_saturating(_overflow_as_finite(fn(*[x.astype(F64) for x in xs], fmt="float64"), xs), name)
-  return np.asarray(fn(*[x.astype(F64) for x in xs], fmt=name)).astype(NP[name])
+  shape = broadcast_shape(*(np.shape(x) for x in xs))
+  flat = [np.broadcast_to(x, shape).reshape(-1) for x in xs]
+  out = np.empty(_numel(shape), NP[name])
+  for start in range(0, out.size, PIECE):   # float64 copies of a piece at a time (crmath decides each element alone)
+    out[start:start + PIECE] = fn(*[f[start:start + PIECE].astype(F64) for f in flat], fmt=name)   # exact: the value is the dtype's
+  return out.reshape(shape)
+
+
+PIECE = 1 << 14
+
+
+def _numel(shape) -> int:
+  n = 1
+  for d in shape: n *= d
+  return n
 
 
 @unit("EXP2")

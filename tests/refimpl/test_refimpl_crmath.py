@@ -514,3 +514,55 @@ def test_fast_path_uses_only_exact_operations():
     assert not libm.findall(text), path.name
     if path.name not in ("consts.py", "exact.py"):
       assert "**" not in text, path.name
+
+
+# ------------------------------------------------------------------ exp2's quick float32 path
+def test_exp2_float32_quick_path_equals_the_cascade():
+  """exp2's quick float32 path (tier 1 with a rounding test on the float64 bits) gives the
+  cascade's bits on a dense sweep, the edges of its domain and every special value; the
+  elements it does not decide still reach the cascade."""
+  f = crmath.FORMATS["float32"]
+  rng = np.random.default_rng(50)
+  q0, q1 = MODULES["exp2"].QUICK
+  edges = np.concatenate([[q0, q1, -126.0, -149.0, -150.0, 128.0, 127.5, 0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 2.0 ** -60],
+                          steps([q0, q1, -126.0, 0.0, 1.0, 128.0], "float32", 40)])
+  x = np.concatenate([crmath.round_to(rng.uniform(-160, 140, 60000), "float32"), rand_bits(rng, 20000, "float32"), edges, HARD32["exp2"]])
+  quick = MODULES["exp2"]._float32(x, f)
+  cascade = MODULES["exp2"]._any(x, f)
+  assert ((quick.view(np.uint64) == cascade.view(np.uint64)) | (np.isnan(quick) & np.isnan(cascade))).all()
+  check("exp2", [edges], "float32")
+
+
+def test_exp2_float32_quick_path_margin_is_what_keeps_it_right(monkeypatch):
+  """A planted bug: with no margin in the quick path's rounding test, the arguments where
+  tier 1's plain rounding is wrong (HARD32) come out wrong -- the test above and
+  test_wide_formats would catch a margin that is too small."""
+  check("exp2", [HARD32["exp2"]], "float32")
+  monkeypatch.setattr(MODULES["exp2"], "QUICK_MARGIN", -1)
+  with pytest.raises(pytest.fail.Exception, match="2 of 2 differ"):
+    check("exp2", [HARD32["exp2"]], "float32")
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_transcendental_units_piece_by_piece(monkeypatch, dt):
+  """The EXP2/LOG2/SIN/POW units convert their operands to float64 a piece at a time
+  (refimpl/ops/decomposed.py PIECE): broadcast, strided and spanning many pieces, the result
+  is crmath's on the whole arrays, element for element, special values included."""
+  from tinyspec.refimpl.ops import decomposed
+  from tinyspec.refimpl.numeric import NP
+  t = NP[dt]
+  rng = np.random.default_rng(51)
+  special = np.array([0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 0.5, 3.0, -2.5, 1e-6])
+  a = np.concatenate([special, rng.uniform(-30, 30, 60)]).astype(t)
+  whole = np.concatenate([a, a[::-1]]).reshape(2, -1)[:, ::3]        # strided
+  b = np.concatenate([special, rng.uniform(-4, 4, 18)]).astype(t)[:, None]   # broadcast against a row
+  monkeypatch.setattr(decomposed, "PIECE", 7)
+  for name in ("exp2", "log2", "sin"):
+    got = decomposed.transcendental(getattr(crmath, name), dt, whole)
+    want = getattr(crmath, name)(whole.astype(np.float64), fmt=dt).astype(t)
+    assert got.shape == want.shape and got.dtype == t and np.array_equal(got, want, equal_nan=True), name
+  got = decomposed.transcendental(crmath.pow, dt, b, whole[0])
+  want = crmath.pow(b.astype(np.float64), whole[0].astype(np.float64), fmt=dt).astype(t)
+  assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+  assert decomposed.transcendental(crmath.exp2, dt, np.zeros((0, 3), t)).shape == (0, 3)
+  assert decomposed.transcendental(crmath.exp2, dt, np.asarray(2.0, t)) == 4.0

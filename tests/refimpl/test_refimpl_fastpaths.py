@@ -196,9 +196,11 @@ def check_affine_stores():
   x = np.arange(1, A * B + 1, dtype=np.float32)
   for name, (place, size) in PLACES.items():
     g = strided_store(place, size)
-    want = interpret(g, {"param0": x})["param1"]
-    got = evaluate(g, {"param0": x})["param1"]
-    assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
+    for before in (None, -np.arange(1, size + 1, dtype=np.float32)):   # zeros, or contents that show where nothing is written
+      inputs = {"param0": x} if before is None else {"param0": x, "param1": before}
+      want = interpret(g, dict(inputs))["param1"]
+      got = evaluate(g, dict(inputs))["param1"]
+      assert got.tobytes() == want.tobytes(), f"{name}: {got} is not the definition's {want}"
     from tinyspec.refimpl import prepared
     (plan,) = [p for p in prepared.prepare(g).plans.values() if p.kernel]
     assert plan.affine_targets and plan.lazy, f"{name}: the store's place is not a lazy affine form"
@@ -222,3 +224,110 @@ def test_planted_store_that_ignores_overlaps_is_caught(monkeypatch):
   monkeypatch.setattr(storage, "_write_affine", no_overlap_check)
   with pytest.raises(AssertionError, match="overlapping"):
     check_affine_stores()
+
+
+def test_planted_store_that_claims_to_cover_everything_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  monkeypatch.setattr(storage, "covers_all", lambda w, shape: True)   # the contents before never copied ...
+  monkeypatch.setattr(storage, "unfilled", lambda shape, dtype: np.full(shape, np.nan, dtype))   # ... and what is not written shows
+  with pytest.raises(AssertionError, match="every other|partly past the end|overlapping|one place"):
+    check_affine_stores()
+
+
+def test_a_store_that_covers_everything_is_seen_as_one():
+  from tinyspec.refimpl import storage
+  seen = []
+  real = storage.covers_all
+  def spy(w, shape):
+    seen.append(real(w, shape))
+    return seen[-1]
+  storage.covers_all = spy
+  try: check_affine_stores()
+  finally: storage.covers_all = real
+  assert seen.count(True) == 2 * 3 and False in seen   # rows, backwards, columns; with zeros and with contents before
+
+
+# ------------------------------------------------------------------ a register element at one place
+def register_at(place, n=5, threads=3):
+  """Per thread g (a SPECIAL: each its own register): acc[place] = 0.5; acc[place] += x[g*n + i]
+  over i < n; out[5g] = acc[place]; acc[place] = x[g*n + i] at every i (the last wins);
+  out[5g + 1] = acc[place] and out[5g + 2 ..] = acc[0], acc[1], acc[2] (a write at the wrong
+  place shows). The places are constant: in range, past the end or negative."""
+  b = Builder()
+  x = b.param((threads * n,), F32, 0); out = b.param((5 * threads,), F32, 1)
+  acc = b.buffer((3,), F32, 0, addrspace="REG")
+  c = lambda v: b.const(v, "index")
+  g = b.SPECIAL(c(threads), arg={"name": "gidx0"})
+  at = lambda k: b.INDEX(out, b.ADD(b.MUL(g, c(5)), c(k)))
+  init = b.STORE(b.INDEX(acc, c(place)), b.const(0.5, F32))
+  i = b.range(n, 0, "REDUCE")
+  a = b.AFTER(acc, init, i)
+  summed = b.END(b.STORE(b.INDEX(a, c(place)), b.ADD(b.INDEX(a, c(place)), b.INDEX(x, b.ADD(b.MUL(g, c(n)), i)))), i)
+  first = b.STORE(at(0), b.INDEX(b.AFTER(acc, summed), c(place)))
+  j = b.range(n, 1, "LOOP")
+  last = b.AFTER(acc, b.END(b.STORE(b.INDEX(b.AFTER(acc, first), c(place)), b.INDEX(x, b.ADD(b.MUL(g, c(n)), j))), j))
+  b.SINK(b.GROUP(first, b.STORE(at(1), b.INDEX(last, c(place))), *(b.STORE(at(2 + k), b.INDEX(last, c(k))) for k in range(3))))
+  return b.graph()
+
+
+def check_register_places():
+  x = (np.arange(1, 16, dtype=np.float32) * np.float32(1.25)) ** 2
+  for place in (0, 2, 3, -1):
+    g = register_at(place)
+    want = interpret(g, {"param0": x})["param1"]
+    got = evaluate(g, {"param0": x})["param1"]
+    assert got.tobytes() == want.tobytes(), f"place {place}: {got} is not the definition's {want}"
+
+
+def test_register_element_at_one_place_is_the_scatter():
+  check_register_places()
+
+
+@pytest.mark.parametrize("bug", ["next place", "no range check"])
+def test_planted_register_place_bugs_are_caught(monkeypatch, bug):
+  from tinyspec.refimpl import storage
+  real = storage._one_place
+  def planted(state, w, R):
+    pos = real(state, w, R)
+    if bug == "next place": return None if pos is None else (pos + 1) % state.shape[R]
+    kind, data = w.path[0] if len(w.path) == 1 else (None, None)   # out of range wraps around, as NumPy's negative indices would
+    if kind == "affine" and not data[0].coefs and data[0].vec is None: return data[0].const % state.shape[R]
+    if kind == "index" and data[0].size == 1 and w.gate is None: return int(data[0].reshape(-1)[0]) % state.shape[R]
+    return pos
+  monkeypatch.setattr(storage, "_one_place", planted)
+  with pytest.raises(AssertionError, match="not the definition"):
+    check_register_places()
+
+
+# ------------------------------------------------------------------ data-dependent reads: the range check
+def gather_by(n=11, m=6):
+  """out[i] = x[k[i]] (a LOAD gated by nothing: out of range reads zero) over i < m."""
+  b = Builder()
+  x = b.param((n,), F32, 0); k = b.param((m,), "int32", 1); out = b.param((m,), F32, 2)
+  i = b.range(m, 0, "GLOBAL")
+  b.SINK(b.END(b.STORE(b.INDEX(out, i), b.LOAD(b.INDEX(x, b.LOAD(b.INDEX(k, i))))), i))
+  return b.graph()
+
+
+def check_data_dependent_reads():
+  from tinyspec.refimpl import storage
+  x = np.arange(1, 12, dtype=np.float32)
+  for ks in ([0, 10, 3, 3, 9, 1], [-1, 0, 11, 5, 2 ** 31 - 1, -(2 ** 31)], [10, 10, 10, 10, 10, 11]):
+    inputs = {"param0": x, "param1": np.array(ks, np.int32)}
+    want = interpret(gather_by(), dict(inputs))["param2"]
+    got = evaluate(gather_by(), dict(inputs))["param2"]
+    assert got.tobytes() == want.tobytes(), f"indices {ks}: {got} is not the definition's {want}"
+  for a, n in [(np.array([], np.int32), 0), (np.array([0], np.int8), 0), (np.array([-128, 127], np.int8), 128),
+               (np.array([0, 127], np.int8), 128), (np.array(2 ** 64 - 1, np.uint64), 5), (np.array([[4], [0]]), 5), (np.array(5), 5)]:
+    assert storage.out_of_range(a, n) == bool(a.size and not ((a >= 0) & (a < n)).all()), (a, n)
+
+
+def test_data_dependent_reads_are_the_gather():
+  check_data_dependent_reads()
+
+
+def test_planted_range_check_that_misses_the_top_is_caught(monkeypatch):
+  from tinyspec.refimpl import storage
+  monkeypatch.setattr(storage, "out_of_range", lambda a, n: a.size > 0 and bool(a.min() < 0))
+  with pytest.raises((AssertionError, IndexError)):
+    check_data_dependent_reads()
