@@ -7,12 +7,11 @@ where its AFTERs list only some of them (decision kernel-loops). Adversaries:
     enclosing point (listing every enclosing loop, as tinygrad does, or only the nearest)
     or once before everything, updates `acc + x` (an accumulation) and `acc*0.5 + x` (a
     stepped loop), loop ids outer-first and inner-first;
-  * the same forms with every loop stepped, and a planted bug (an AFTER that does not
-    depend on the loops around the loop it lists) caught;
+  * the same forms with every loop stepped (a stepped loop inside a stepped one reads one
+    register state for all points of the stepped loops its AFTER lists), and planted bugs
+    caught: an AFTER that does not depend on the loops around the loop it lists, and an
+    accumulation over loops closed apart (read between them) folded as one;
   * tinygrad's PYTHON device computes the same bits for the same UOps (skipped without tinygrad).
-
-evaluate() still misses two families of these forms (evaluator_gap: strict xfails, so a fix
-shows up as an unexpected pass).
 """
 from __future__ import annotations
 import itertools
@@ -115,26 +114,6 @@ def forms():
 FORMS = forms()
 
 
-def evaluator_gap(f: Nest) -> str | None:
-  """Why evaluate() is known to miss form f (the interpreter computes every form)."""
-  if f.init[0] == "once" and not f.decay[0]:
-    return "an accumulation carried over the LOOP and its REDUCE, read after the REDUCE at each point of the LOOP, reads the value after the last point"
-  if f.depth > 1 and f.init[1] == "all" and f.decay[0] and (f.init[0] == "once" or (f.depth == 3 and f.decay[1])):
-    return "a stepped loop around a stepped one whose register lists every loop around it: storage.materialize fails to broadcast"
-  return None
-
-
-def stepping_gap(f: Nest) -> str | None:
-  """Why evaluate() with every loop stepped is known to miss form f."""
-  if (f.depth == 3 and f.init[1] == "all") or f.init[:2] == ("once", "all"):
-    return "stepped loops around a register that lists every loop around it, nested three deep or carried over the LOOP"
-  return None
-
-
-def _known(fs, gap=evaluator_gap):
-  return [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=why)) if (why := gap(f)) else f for f in fs]
-
-
 def _inputs(f: Nest, seed=0) -> dict:
   x = np.random.default_rng(seed).standard_normal(f.sizes).astype(np.float32)
   return {"x": x, "out": np.zeros(f.sizes[0], np.float32)}
@@ -149,7 +128,7 @@ def test_the_interpreter_computes_the_sequential_program(f):
   assert _same_bits(interpret(write(GraphWriter(), f), dict(ins))["out"], sequential(f, ins["x"]))
 
 
-@pytest.mark.parametrize("f", _known(FORMS), ids=str)
+@pytest.mark.parametrize("f", FORMS, ids=str)
 def test_evaluate_computes_the_sequential_program(f):
   ins = _inputs(f)
   assert _same_bits(evaluate(write(GraphWriter(), f), dict(ins))["out"], sequential(f, ins["x"]))
@@ -164,7 +143,7 @@ def all_stepped(monkeypatch):
   prepared.clear()
 
 
-@pytest.mark.parametrize("f", _known((f for f in FORMS if not any(f.decay)), stepping_gap), ids=str)
+@pytest.mark.parametrize("f", [f for f in FORMS if not any(f.decay)], ids=str)
 def test_every_loop_stepped_computes_the_sequential_program(f, all_stepped):
   ins = _inputs(f, 1)
   assert _same_bits(evaluate(write(GraphWriter(), f), dict(ins))["out"], sequential(f, ins["x"]))
@@ -225,4 +204,15 @@ def test_tinygrads_python_device_computes_the_same(f):
   assert _same_bits(tg, sequential(f, ins["x"]))
   g = write(GraphWriter(), f)
   assert _same_bits(interpret(g, dict(ins))["out"], tg)
-  if not evaluator_gap(f): assert _same_bits(evaluate(g, dict(ins))["out"], tg)
+  assert _same_bits(evaluate(g, dict(ins))["out"], tg)
+
+
+def test_a_planted_accumulation_over_loops_closed_apart_is_caught(monkeypatch):
+  f = Nest((3, 4), ("once",), (False,))   # one register over i and r, read after r at each i: a running sum
+  ins = _inputs(f)
+  g, want = write(GraphWriter(), f), sequential(f, ins["x"])
+  assert _same_bits(evaluate(g, dict(ins))["out"], want)
+  prepared.clear()
+  monkeypatch.setattr(carried, "closed_together", lambda *a: True)   # folded as one accumulation
+  try: assert not _same_bits(evaluate(g, dict(ins))["out"], want)
+  finally: prepared.clear()
