@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from tinyspec.refimpl import carried, evaluate, plan, prepared
 from tinyspec.refimpl.build import Builder
 from tinyspec.refimpl.interpreter import interpret
@@ -132,6 +133,25 @@ def test_the_interpreter_computes_the_sequential_program(f):
 def test_evaluate_computes_the_sequential_program(f):
   ins = _inputs(f)
   assert _same_bits(evaluate(write(GraphWriter(), f), dict(ins))["out"], sequential(f, ins["x"]))
+
+
+@st.composite
+def nests(draw):
+  """Any form: depth 1-3, every loop 1-3 long (a loop of one iteration included), each
+  register's init and update drawn apart."""
+  depth = draw(st.integers(1, 3))
+  sizes = tuple(draw(st.lists(st.integers(1, 3), min_size=depth + 1, max_size=depth + 1)))
+  init = (draw(st.sampled_from(("all", "near", "once"))),) + tuple(draw(st.sampled_from(("all", "near"))) for _ in range(depth - 1))
+  return Nest(sizes, init, tuple(draw(st.lists(st.booleans(), min_size=depth, max_size=depth))), draw(st.booleans()))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(nests(), st.integers(0, 2 ** 16))
+def test_drawn_nests_compute_the_sequential_program(f, seed):
+  ins = _inputs(f, seed)
+  want, g = sequential(f, ins["x"]), write(GraphWriter(), f)
+  assert _same_bits(interpret(g, dict(ins))["out"], want), "the definition"
+  assert _same_bits(evaluate(g, dict(ins))["out"], want), "the evaluator"
 
 
 @pytest.fixture
