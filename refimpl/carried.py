@@ -8,14 +8,14 @@ AFTER *carries* r, unless nothing can see what it carries: it is not read, and t
 through it overwrite every element of the storage before anything reads it, at every
 iteration (tinygrad's register re-initialized in each iteration of an outer loop).
 
-A carried loop is an *accumulation* when every store into the carried storage in the loop is
-`STORE(T, f(read))` where `read` reads the carried storage at T's place and f is a chain of
-one reduce op (ADD, MUL or MAX) applied to contributions that do not depend on any carried
-read: OP(OP(read, x0), x1) ..., MULACC(a, b, read) (ADD with x = a*b), or
-WHERE(CMPLT(read, y), y, read), which is MAX(read, y) by decision max-nan. The read may be an
-INDEX of the carried AFTER or a LOAD of one. Then the value after each point is one
-`ufunc.accumulate` over the contributions in iteration order (refimpl/loops.py); anything
-else is stepped one iteration at a time.
+A carried loop is an *accumulation* when one END closes every loop carried with it and every
+store into the carried storage in the loop is `STORE(T, f(read))` where `read` reads the
+carried storage at T's place and f is a chain of one reduce op (ADD, MUL or MAX) applied to
+contributions that do not depend on any carried read: OP(OP(read, x0), x1) ...,
+MULACC(a, b, read) (ADD with x = a*b), or WHERE(CMPLT(read, y), y, read), which is
+MAX(read, y) by decision max-nan. The read may be an INDEX of the carried AFTER or a LOAD of
+one. Then the value after each point is one `ufunc.accumulate` over the contributions in
+iteration order (refimpl/loops.py); anything else is stepped one iteration at a time.
 """
 from __future__ import annotations
 from tinyspec.refimpl.errors import EvalError
@@ -72,7 +72,7 @@ def find_carried(plan, nodes):
   tangled = {key for sets in list(sets_of_range.values()) + list(sets_of_storage.values()) if len(sets) > 1 for key in sets}
   stepped = set()
   for key, afters in groups.items():
-    specs = None if key in tangled else accumulations(plan, nodes, key, afters, stores)
+    specs = None if key in tangled or not closed_together(plan, nodes, key) else accumulations(plan, nodes, key, afters, stores)
     if specs is None:
       stepped.update(key)
       continue
@@ -80,6 +80,14 @@ def find_carried(plan, nodes):
       plan.reductions[s] = spec
       plan.deferred.update(spec.deferred)
   if stepped: find_stepped(plan, nodes, stepped)
+
+
+def closed_together(plan, nodes, ranges) -> bool:
+  """Whether one END closes all of `ranges`: an accumulation over loops closed apart is read
+  between them (after the inner loop, at each point of the outer one), which its single final
+  write does not give; such loops are stepped."""
+  ends = [{i for i in plan.order if role(nodes[i].op) == "close" and r in nodes[i].src[1:]} for r in ranges]
+  return bool(set.intersection(*ends))
 
 
 # ------------------------------------------------------------------ a carry nothing sees
@@ -330,6 +338,12 @@ def find_stepped(plan, nodes, ranges):
     spec.body = [i for i in spec.body if i not in spec.nested]
     spec.frontier = sorted({j for i in run for j in nodes[i].src if j in loop and j not in run and j not in spec.ranges})
     plan.in_loop.update(spec.body)
+  # a stepped loop's AFTER reads one state for all points of the stepped loops it lists (a
+  # register set at each of them is one register), whether or not it carries them
+  stepped = {r for spec in plan.sequential.values() for r in spec.ranges}
+  for spec in plan.sequential.values():
+    for a in spec.carried:
+      plan.carried_bits[a] = plan.carried_bits.get(a, 0) | bits(plan.axis_of, [r for r in listed_ranges(nodes, a) if r in stepped])
 
 
 def _stepped_nodes(plan, nodes, loop, carried) -> list:

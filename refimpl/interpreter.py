@@ -33,7 +33,8 @@ the loops both depend on (no iteration sees another's writes), in order.
 Carried loops (decision kernel-loops, AFTER.loop). An AFTER that lists a RANGE r (or a CAST of
 it) reads what earlier iterations of r stored: loop r runs one iteration at a time (all the
 nodes that depend on r, in graph order), and from its second point on, the AFTER reads the
-storage as the previous point left it.
+storage as the previous point left it. Loop r runs anew at every point of the loops its
+closers (END, REDUCE) depend on, so an AFTER listing r depends on those loops too.
 """
 from __future__ import annotations
 import heapq
@@ -138,18 +139,32 @@ class Interpreter:
 
   def _axes(self):
     """axes[i]: the loops node i depends on, in loop order; closes[i]: the loops of its
-    sources it closes; ordered[i]: whether a STORE is among what it depends on."""
+    sources it closes; ordered[i]: whether a STORE is among what it depends on. An AFTER
+    that lists loop r also depends on the loops r runs in (those of the nodes closing r):
+    it reads what r's iterations at its own point of them stored."""
+    enclosing: dict[int, set] = {}
+    while True:
+      self._axes_pass(enclosing)
+      wider = {a: set().union(*(self.axes[c] for r in self.listed_ranges(a) for c in self.closers.get(r, ())))
+               for a in self.order if role(self.nodes[a].op) == "after"}
+      if all(w <= set(self.axes[a]) for a, w in wider.items()): return
+      enclosing = {a: w | enclosing.get(a, set()) for a, w in wider.items()}
+
+  def _axes_pass(self, enclosing: dict):
     self.axes: dict[int, tuple] = {}
     self.closes: dict[int, tuple] = {}
+    self.closers: dict[int, list] = {}   # RANGE -> the nodes that close it
     self.ordered: dict[int, bool] = {}
     self.effect_sources: dict[int, list] = {}
     for i in self.order:
       n = self.nodes[i]
-      s = set()
+      s = set(enclosing.get(i, ()))
       for j in n.src: s.update(self.axes[j])
       r = role(n.op)
       if r == "loop": s.add(i)
-      elif r in ("close", "reduce"): s.difference_update(n.src[1:])
+      elif r in ("close", "reduce"):
+        s.difference_update(n.src[1:])
+        for x in n.src[1:]: self.closers.setdefault(x, []).append(i)
       elif r == "barrier": s -= self.local_loops
       elif r == "sink": s = set()
       elif r == "storage": s |= self.private.get(n.arg.get("addrspace", "GLOBAL"), set())

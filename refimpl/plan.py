@@ -16,7 +16,7 @@ from collections import defaultdict
 from tinyspec.refimpl.registry import EFFECT_ROLES, role
 from tinyspec.refimpl.errors import EvalError
 from tinyspec.refimpl.registry import UNITS
-from tinyspec.refimpl.carried import find_carried
+from tinyspec.refimpl.carried import find_carried, listed_ranges
 from tinyspec.refimpl.affine import analyse
 from tinyspec.refimpl.numeric import NATIVE_FLOATS
 
@@ -158,6 +158,42 @@ class Plan:
     return size
 
   # ---------------------------------------------------------------- kernels
+  def _loop_axes(self, nodes, local_bits):
+    """axes[i]: the loop axes node i varies over (interpreter.Interpreter._axes): those of its
+    sources, its own, less those it closes; an AFTER listing loop r also the loops r runs in
+    (those of the nodes closing r), a fixed point."""
+    enclosing: dict[int, int] = {}
+    while True:
+      axes, closers = self._axes_pass(nodes, local_bits, enclosing)
+      wider = {}
+      for a in self.order:
+        if role(nodes[a].op) != "after": continue
+        w = 0
+        for r in listed_ranges(nodes, a):
+          for c in closers.get(r, ()): w |= axes[c]
+        if w & ~axes[a]: wider[a] = w | enclosing.get(a, 0)
+      if not wider: break
+      enclosing.update(wider)
+    self.axes = axes
+
+  def _axes_pass(self, nodes, local_bits, enclosing: dict) -> tuple[dict, dict]:
+    axes: dict[int, int] = {}
+    closers: dict[int, list] = {}   # RANGE -> the nodes that close it
+    for i in self.order:
+      n = nodes[i]
+      mask = enclosing.get(i, 0)
+      for j in n.src: mask |= axes.get(j, 0)
+      r = role(n.op)
+      if r == "loop": mask |= 1 << self.axis_of[i]
+      elif r in ("close", "reduce"):
+        for j in n.src[1:]:
+          closers.setdefault(j, []).append(i)
+          if j in self.axis_of: mask &= ~(1 << self.axis_of[j])
+      elif r == "barrier": mask &= ~local_bits
+      elif r == "sink": mask = 0
+      axes[i] = mask
+    return axes, closers
+
   def _kernel(self, nodes, linear):
     views = self.views
     loops = [i for i in self.order if role(nodes[i].op) == "loop"]
@@ -185,19 +221,7 @@ class Plan:
     # axes has its own), a LOCAL buffer to a workgroup (every point of the other SPECIALs, or
     # in a kernel of the GLOBAL/THREAD RANGEs); a BARRIER closes the lidx SPECIALs and LOCAL RANGEs
     self.private = {"REG": thread_bits, "LOCAL": (thread_bits & ~local_bits) | group_bits}
-    axes = self.axes
-    for i in self.order:
-      n = nodes[i]
-      mask = 0
-      for j in n.src: mask |= axes.get(j, 0)
-      r = role(n.op)
-      if r == "loop": mask |= 1 << self.axis_of[i]
-      elif r in ("close", "reduce"):
-        for j in n.src[1:]:
-          if j in self.axis_of: mask &= ~(1 << self.axis_of[j])
-      elif r == "barrier": mask &= ~local_bits
-      elif r == "sink": mask = 0
-      axes[i] = mask
+    self._loop_axes(nodes, local_bits)
     # IF blocks: a node is inside every IF it depends on (not through the IF's ENDIF, nor
     # through an effect: a GROUP or END ordered after a gated STORE runs ungated); in a
     # LINEAR also inside every IF whose block its position falls in.
