@@ -24,8 +24,8 @@ from __future__ import annotations
 from types import GeneratorType
 from tinyspec.dispatch import Registry
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, TARGET
-from tinyspec.interop.tinygrad_map import mapping
-from tinyspec.interop import tinygrad_multi
+from tinyspec.interop.tinygrad_map import is_invalid, mapping
+from tinyspec.interop import tinygrad_calls, tinygrad_multi
 from tinyspec.tables import tables
 
 INVERSE = Registry("assign view inverse", ops=False)   # view op -> how a write through it reaches its source
@@ -56,12 +56,31 @@ def is_storage(u) -> bool:
 def stored_buffers(roots) -> dict:
   """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
   (through views and earlier assigns): what the realize leaves in those buffers is a result
-  of it too."""
+  of it too. A STORE in the body of a FUNCTION or CALL stores into its arguments: it is
+  taken with the body's PARAMs replaced by them."""
   from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   out = {}
-  for u in UOp.sink(*roots).toposort():
-    if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+  for u in UOp.sink(*roots).toposort(enter_calls=False):
+    if u.op.name == "STORE" and not stores_invalid(u) and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+    elif u.op.name in ("FUNCTION", "CALL"): out.update(stored_buffers([tinygrad_calls.inlined(u)]))
   return out
+
+
+def stores_invalid(u) -> bool:
+  """u is a STORE of tinygrad's Invalid (Tensor.invalids, a store the program leaves
+  undefined), which rangeify removes ("remove invalid writes"): it writes nothing."""
+  if u.op.name != "STORE": return False
+  v = u.src[1].base
+  return is_invalid(v) or (v.op.name == "CONTIGUOUS" and is_invalid(v.src[0].base))
+
+
+def without_invalid_stores(cv, u):
+  """AFTER u without its STOREs of Invalid (rangeify drops them: the target keeps what it
+  held); None where no dep is left (the AFTER is its target)."""
+  deps = [d for d in u.src[1:] if not stores_invalid(d)]
+  if len(deps) == len(u.src) - 1: return u
+  cv.report.forms["STORE of Invalid dropped: its target as it was"] += 1
+  return u.replace(src=(u.src[0], *deps)) if deps else None
 
 
 def _refused(views) -> str | None:
