@@ -18,7 +18,7 @@ Each form is a generator of the importer's walk (interop/tinygrad_import.py): it
 from __future__ import annotations
 from tinyspec.dispatch import Registry
 from tinyspec.interop.tinygrad_contexts import V, INDEX
-from tinyspec.interop.tinygrad_map import mapping
+from tinyspec.interop.tinygrad_map import mapping, source_language
 from tinyspec.interop.tinygrad_symbolic import with_bound_params
 
 INDEX_VIEW = Registry("kernel index view", ops=False)   # view op -> the source's indices from the view's
@@ -26,15 +26,33 @@ INDEX_VIEW = Registry("kernel index view", ops=False)   # view op -> the source'
 
 def call(cv, u, ctx):
   """CALL: of a SINK of tensor-level assigns (Tensor.callify), the stores it makes into its
-  arguments; any other CALL, the plain form (a kernel SINK, a TUPLE, a PROGRAM)."""
+  arguments; of a kernel (a custom kernel's SINK or PROGRAM), the kernel on its arguments'
+  buffers: an argument that is a RESHAPE is its source, as rangeify removes the RESHAPEs on
+  a kernel's arguments; any other CALL (a TUPLE), the plain form."""
   body = u.src[0]
-  if cv.level != "tensor" or body.op.name != "SINK" or not _tensor_level(body):
+  if cv.level == "tensor" and (body.op.name == "PROGRAM" or (body.op.name == "SINK" and not _tensor_level(body))):
+    args = tuple(a.src[0] if a.op.name == "RESHAPE" else a for a in u.src[1:])
+    if args != u.src[1:]: cv.report.forms["CALL of a kernel: a RESHAPEd argument as its buffer"] += 1
+    outer = cv.language   # a PROGRAM's SOURCE is in the language of the device it runs on: its arguments'
+    if body.op.name == "PROGRAM" and cv.language is None: cv.language = source_language(_device(args))
+    made = yield from cv.plain_form(u.replace(src=(body, *args)), ctx)
+    cv.language = outer
+    return made
+  if cv.level != "tensor" or body.op.name != "SINK":
     return (yield from cv.plain_form(u, ctx))
   cv.report.forms["CALL of a tensor-level SINK (callify) inlined"] += 1
   stores = []
   for s in inlined(u).src:
     for dep in (s.src[1:] if s.op.name == "AFTER" else (s,)): stores.append((yield dep, V()))
   return cv.add("GROUP", stores)
+
+
+def _device(args) -> str | None:
+  for a in args:
+    try: d = a.device
+    except Exception: continue   # noqa: BLE001 (no device)
+    if isinstance(d, str): return d
+  return None
 
 
 def function(cv, u, ctx):

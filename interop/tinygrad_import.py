@@ -30,7 +30,7 @@ from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
 from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, tinygrad_multi
 from tinyspec.interop.importreport import ImportReport
-from tinyspec.interop.tinygrad_map import is_invalid, is_weak, mapping, result_slot, slot_group
+from tinyspec.interop.tinygrad_map import is_invalid, is_weak, mapping, result_slot, slot_group, source_language
 from tinyspec.interop.tinygrad_symbolic import bound_dims, bound_value
 from tinyspec.dtypes import canonical, dtype as spec_dtype
 
@@ -41,7 +41,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class _Converter:
   def __init__(self, level: str, device: str | None = None, declare: bool = True, default_float: str | None = None):
     self.level, self.device, self.declare = level, device, declare
-    self.language = _language(device) if level == "program" else None   # of a SOURCE
+    self.language = source_language(device) if level == "program" else None   # of a SOURCE
     self.m, self.T = mapping(), tables()
     self.weak = {**self.m["weak"], **({"weakfloat": default_float} if default_float else {})}   # DEFAULT_FLOAT at the realize
     self.nodes: list[Node] = []
@@ -588,10 +588,6 @@ def import_program(prg, device=None, declare=True, meta=None, default_float: str
   cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])
   root = cv.convert(prg, V())
   return _graph(cv, [root], "program", meta), cv.report
-
-
-def _language(device: str | None) -> str | None:
-  return {"CPU": "c", "CL": "opencl", "PYTHON": "python"}.get((device or "").split(":")[0], (device or "").lower() or None)
 
 
 def _graph(cv: _Converter, roots: list[int], level: str, meta) -> Graph:
