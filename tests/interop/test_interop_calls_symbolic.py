@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import textwrap
+import numpy as np
 import pytest
 
 os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
@@ -180,6 +181,32 @@ def test_a_custom_program_is_in_its_devices_language(tmp_path):
   assert all(g.valid for g in res.graphs), [(g.name, [d.format() for d in g.diagnostics]) for g in res.graphs if not g.valid]
   sources = [n.arg for g in res.graphs if g.level == "tensor" for n in g.graph.nodes if n.op == "SOURCE"]
   assert sources and all(a["language"] == "c" for a in sources), sources
+
+
+def test_a_multi_device_kernel_of_a_symbolic_size_reads_what_its_memory_held(monkeypatch, tmp_path):
+  """test_multitensor.py's test_symbolic_broadcast_consumed: each device's kernel writes 3 of
+  its 4 elements (rows = 3 of at most 4); the 4th holds what the allocation held (planted
+  7.0s, as a reused allocation would), so the kernel's inputs are those contents, read after
+  tinygrad allocates each device's buffer for the call, not zeros."""
+  from tinygrad.device import Buffer
+  allocate = Buffer.allocate
+
+  def planted(self, opaque=None, external_ptr=None):
+    allocate(self, opaque, external_ptr)
+    if opaque is None and external_ptr is None and self.dtype.name == "float":
+      self.allocator._copyin(self._buf, memoryview(bytearray(np.full(self.size, 7.0, np.float32).tobytes())))
+    return self
+  monkeypatch.setattr(Buffer, "allocate", planted)
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, Variable
+    rows = Variable("rows", 1, 4).bind(3)
+    out = (Tensor.ones(rows).to(("CPU:1", "CPU:2")) + 1).realize()
+    print(out[:3].to("CPU").numpy())
+  """, ok=False)   # the symbolic result is one tinygrad does not read out (capture-symbolic-unread)
+  kernels = [g for g in res.graphs if g.level != "tensor"]
+  assert kernels and all(g.valid and g.eval_ok for g in kernels), [(g.name, g.evaluation) for g in kernels if not g.eval_ok]
+  assert res.report.forms["INDEX of a view (SHRINK) as an INDEX of its buffer"] >= 1
+  assert any(np.any(a == 7.0) for g in kernels for a in g.inputs.values())
 
 
 def test_index_views_have_their_handlers():
