@@ -174,7 +174,7 @@ def _like_source(cv, v):
 
 @INVERSE.register("RESHAPE")
 def _reshape(cv, v, new, cur):
-  return cv.add("RESHAPE", (new, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+  return cv.add("RESHAPE", (new, (yield from cv.dims_operand(v.src[0].shape))), None, *_like_source(cv, v))
 
 
 @INVERSE.register("PERMUTE")
@@ -196,7 +196,7 @@ def _detach(cv, v, new, cur):
 def _pad(cv, v, new, cur):
   """What lands in the padding has no storage: SHRINK back to the source."""
   off = yield v.src[1], SHAPE
-  return cv.add("SHRINK", (new, off, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+  return cv.add("SHRINK", (new, off, (yield from cv.dims_operand(v.src[0].shape))), None, *_like_source(cv, v))
 
 
 @INVERSE.register("SHRINK")

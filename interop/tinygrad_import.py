@@ -488,8 +488,10 @@ class _Converter:
     return v
 
   def dims_operand(self, dims):
-    """A shape operand of dims, each an int or a symbolic tinygrad UOp (converted as an index
-    value: never asked for a number, which a symbolic UOp has not)."""
+    """A shape operand of dims, each an int or a symbolic tinygrad UOp: over bound variables
+    its bound value (`shape`), else converted as an index value (never asked for a number,
+    which a symbolic UOp has not)."""
+    dims = [d if isinstance(d, int) or (v := bound_value(d)) is None else self.bound(v) for d in dims]
     if all(isinstance(d, int) for d in dims): return self.vshape(dims)
     srcs = []
     for d in dims: srcs.append(self.const(d, "index") if isinstance(d, int) else (yield d, INDEX))

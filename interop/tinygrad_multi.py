@@ -42,7 +42,7 @@ def unshard(cv, u, ctx):
   if a:
     perm = [*range(1, a + 1), 0, *range(a + 1, len(shard) + 1)]
     stacked = cv.add("PERMUTE", (stacked,), perm, *cv.declared_as(dtype, None if shard is None else [((n, *shard))[p] for p in perm]))
-  return cv.add("RESHAPE", (stacked, cv.vshape(u.shape)), None, *cv.declared(u, dtype))
+  return cv.add("RESHAPE", (stacked, (yield from cv.dims_operand(u.shape))), None, *cv.declared(u, dtype))
 
 
 def copy(cv, u, ctx):

@@ -84,6 +84,46 @@ def test_a_function_body_stores_into_its_argument_at_a_symbolic_offset(tmp_path)
   assert res.report.forms["INDEX of a view (RESHAPE) as an INDEX of its buffer"] >= 1   # the sum's INDEX(RESHAPE(P, ()))
 
 
+def test_a_function_of_a_bound_variable(tmp_path):
+  """test_function.py's symbolic tests: an index at a bound variable into an implicit table, a
+  FUNCTION of a symbolic-size slice, and AFTER(buf, STORE(buf[:, sp:sp+1], x)) at sp = 3 and
+  (precompiled) sp = 2: the windows' offsets and sizes at their bound values."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, UOp, function
+    table = Tensor([10, 20, 30, 40]).contiguous().realize()
+    @function(allow_implicit=True)
+    def f(x, start_pos): return x + table[start_pos]
+    print(f(Tensor([1, 2, 3]), UOp.variable("start_pos", 0, 3).bind(2)).numpy())
+    @function
+    def g(x): return x * 2
+    print(g(table[:UOp.variable("sz", 1, 3).bind(2)])[:2].numpy())
+    def h(buf, x, start_pos): return Tensor(buf.uop.after(buf[:, start_pos:start_pos+1].uop.store(x.uop)))
+    x, sp = Tensor([[1.], [2.]]).realize(), UOp.variable("sp", 0, 7)
+    print(function(h)(Tensor.zeros(2, 8).contiguous().realize(), x, sp.bind(3)).numpy())
+    print(function(precompile=True)(h)(Tensor.zeros(2, 8).clone().realize(), x, sp.bind(2)).numpy())
+  """)
+  assert res.report.forms["FUNCTION's symbolic-size PARAM as its argument's bound value"] == 4
+  assert res.report.forms["assign into a view (SHRINK of RESHAPE)"] >= 1
+
+
+def test_a_sharded_function_result_of_a_symbolic_size(tmp_path):
+  """test_call.py's test_symbolic_reshape_shard_axis: the shards of a symbolic-size result
+  joined (UNSHARD) at its bound shape."""
+  res = _script(tmp_path, """
+    import numpy as np
+    from tinygrad import Tensor, UOp, function
+    toks = UOp.variable("toks", 1, 2).bind(2)
+    x = Tensor(np.arange(16, dtype=np.float32).reshape(1, 2, 8)).shard(("CPU:0", "CPU:1"), axis=2).realize()
+    @function
+    def f(x): return x.reshape(1, x.shape[1], 2, 4)
+    out = f(x[:, :toks]).realize()
+    print(out[:1, :2].to("CPU:0").numpy())
+  """, ok=False)   # the symbolic result itself is one tinygrad does not read out (capture-symbolic-unread)
+  assert all(g.valid for g in res.graphs), [(g.name, g.evaluation) for g in res.graphs if not g.valid]
+  joined = [g for g in res.graphs if g.level == "tensor" and any(n.op == "STACK" for n in g.graph.nodes)]
+  assert len(joined) >= 2 and all(g.eval_ok for g in joined if not g.evaluation.startswith("unchecked")), [g.evaluation for g in joined]
+
+
 CUSTOM_WINDOW = """
   import numpy as np
   from tinygrad import Tensor, UOp
