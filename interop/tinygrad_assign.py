@@ -104,7 +104,7 @@ def store(cv, u):
   for deps in orders:   # innermost first: the store stays ordered after every earlier assign
     srcs = []
     for d in deps: srcs.append((yield d, V()))
-    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, tdtype))
+    target = cv.add("AFTER", [target, *srcs], None, cv.nodes[target].dtype, cv.nodes[target].shape)   # the storage's (a replicated BUFFER: all n copies)
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
     val = yield from write_back(cv, target, views, val)

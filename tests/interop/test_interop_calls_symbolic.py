@@ -249,6 +249,21 @@ def test_a_multi_device_kernel_of_a_symbolic_size_reads_what_its_memory_held(mon
   assert any(np.any(a == 7.0) for g in kernels for a in g.inputs.values())
 
 
+def test_two_assigns_into_a_replicated_buffer(tmp_path):
+  """A buffer on two devices (replicated: each holds all of it, as BatchNorm's running
+  statistics) assigned twice in one realize: the second STORE's target is the whole storage
+  ordered after the first (AFTER at the size of both copies, not tinygrad's one shard)."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor
+    t = Tensor.zeros(1).contiguous().to(("CPU:1", "CPU:2")).realize()
+    t.assign(t + 1)
+    t.assign(t * 3)
+    Tensor.realize(t, Tensor.ones(2).contiguous())
+    print(t.to("CPU").numpy())
+  """)
+  assert res.report.forms["assign into a replicated BUFFER: every device's copy"] == 2
+
+
 def test_index_views_have_their_handlers():
   """The map table's index_views and the importer's handlers name the same views."""
   assert sorted(mapping()["index_views"]) == tinygrad_calls.INDEX_VIEW.names()
