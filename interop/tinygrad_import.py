@@ -200,10 +200,11 @@ class _Converter:
     if self.level == "tensor" and (whole := tinygrad_multi.whole_buffer(self, u)) is not None:   # one device's size: all n
       return (yield from tinygrad_multi.replicated(self, u, whole, ctx))
     arg = {"slot": int(a.slot), "dtype": dtype}
-    sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument:
-    dev = None if sharded else a.device   # in a traced body, the spec takes its device and axis from the argument
+    sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument, or
+    traced = sharded or (u.op.name == "PARAM" and isinstance(a.device, tuple) and self.level == "tensor")   # a replicated one:
+    dev = None if traced else a.device   # in a traced body, the spec takes its device and axis from the argument
     if self.level != "tensor" and isinstance(dev, tuple) and self.device in dev: dev = self.device   # one device's kernel
-    if sharded: self.report.forms["PARAM of a sharded argument: its device and axis the argument's"] += 1
+    if traced: self.report.forms[f"PARAM of a {'sharded' if sharded else 'replicated'} argument: its device and axis the argument's"] += 1
     if dev is None and u.op.name == "BUFFER":
       dev = self.device or "CPU"
       self.report.forms["BUFFER without a device takes the kernel's"] += 1

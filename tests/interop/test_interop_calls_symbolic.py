@@ -264,6 +264,24 @@ def test_two_assigns_into_a_replicated_buffer(tmp_path):
   assert res.report.forms["assign into a replicated BUFFER: every device's copy"] == 2
 
 
+def test_a_function_of_a_replicated_argument(tmp_path):
+  """test_function.py's test_data_parallel_backward_implicit: the backward FUNCTION's PARAM
+  for a weight replicated on 4 devices (axis None) is traced on the devices' tuple; its
+  device and axis are its argument's (a replicated one), so reshaping it splits no shard axis."""
+  res = _script(tmp_path, """
+    import numpy as np
+    from tinygrad import Tensor, function
+    devices_4 = tuple(f"CPU:{i}" for i in range(4))
+    w = Tensor([[1., 2.], [3., 4.]]).shard(devices_4, axis=None).realize()
+    @function(allow_implicit=True)
+    def f(x): return x @ w
+    x = Tensor(np.arange(16).reshape(8, 2).astype(np.float32)).shard(devices_4, axis=0)
+    f(x).sum().backward()
+    print(x.grad.numpy())
+  """)
+  assert res.report.forms["PARAM of a replicated argument: its device and axis the argument's"] >= 1
+
+
 def test_index_views_have_their_handlers():
   """The map table's index_views and the importer's handlers name the same views."""
   assert sorted(mapping()["index_views"]) == tinygrad_calls.INDEX_VIEW.names()
