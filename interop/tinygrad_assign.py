@@ -107,7 +107,7 @@ def store(cv, u):
     target = cv.add("AFTER", [target, *srcs], None, cv.nodes[target].dtype, cv.nodes[target].shape)   # the storage's (a replicated BUFFER: all n copies)
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
-    val = yield from write_back(cv, target, views, val)
+    val = yield from write_back(cv, tinygrad_multi.first_copy(cv, base, target, tdtype), views, val)
   return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, tdtype), *gates])
 
 

@@ -264,6 +264,22 @@ def test_two_assigns_into_a_replicated_buffer(tmp_path):
   assert res.report.forms["assign into a replicated BUFFER: every device's copy"] == 2
 
 
+def test_an_assign_through_a_window_of_a_replicated_buffer(tmp_path):
+  """test_multitensor.py's test_multi_assign_var_offset_jit_none, without the JIT: out[:, i:i+1]
+  of a buffer replicated on two devices, at i = 2: what the window leaves is the first
+  device's copy, and every copy gets the new contents."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, Variable
+    dev = ("CPU:1", "CPU:2")
+    out = Tensor.zeros(4, 6).contiguous().realize().shard(dev, None).realize()
+    ones = Tensor.ones(4, 1).shard(dev, None).contiguous().realize()
+    out[:, Variable("i", 0, 5).bind(2):Variable("i", 0, 5).bind(2)+1].assign(ones).realize()
+    print(out.tolist())
+  """)
+  assert res.report.forms["assign into a replicated BUFFER: every device's copy"] == 1
+  assert res.report.forms["assign into a view (SHRINK of RESHAPE)"] == 1
+
+
 def test_a_function_of_a_replicated_argument(tmp_path):
   """test_function.py's test_data_parallel_backward_implicit: the backward FUNCTION's PARAM
   for a weight replicated on 4 devices (axis None) is traced on the devices' tuple; its
