@@ -42,6 +42,7 @@ from tinyspec import portable as P
 from tinyspec.dispatch import Registry, input_name
 from tinyspec.errorbound_forms import FIRST_ORDER, at_float64_resolution   # the corners' maximum in closed form, per op
 from tinyspec.errorbound_accumulate import find_accumulations, accumulation_bound
+from tinyspec.errorbound_calls import called_kernels   # a CALL's kernel is left as it is
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -54,8 +55,7 @@ BOUND = Registry("error bound")                    # op -> its rule, handler(sha
 DOMAIN_FUNCTION = Registry("domain function", ops=False)   # a `domain` expression's functions as graph nodes
 
 
-def _cls(dt) -> str | None:
-  return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
+def _cls(dt) -> str | None: return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
 
 
 def _is_int(dt) -> bool:
@@ -114,15 +114,15 @@ class _Shadow:
 
   # -------------------------------------------------------------- the walk
   def run(self) -> Graph:
-    g = self.g
+    g, kernels = self.g, called_kernels(self.g, self.T)   # a CALL's kernel runs on its arguments as it is: not shadowed
     steps = find_accumulations(self)   # {a register accumulation's ADDs: its bound in vectorizable form, or None: an inner ADD}
     for i, n in enumerate(g.nodes):
       self.cur = i
+      if i in kernels: continue
       if i not in steps: BOUND.get(n.op, _by_category)(self, i, n)
       elif steps[i] is not None and not accumulation_bound(self, steps[i]):   # not that form after all: step by step
         for j in steps[i].chain: self.cur = j; BOUND.get(g.nodes[j].op, _by_category)(self, j, g.nodes[j])
-    self.cur = None
-    return self.finish()
+    self.cur = None; return self.finish()
 
   def e(self, j: int) -> int | None: return self.E.get(j)
 

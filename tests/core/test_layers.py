@@ -25,7 +25,7 @@ LAYERS = [   # lowest first; a module belongs to the first entry that is it or a
             "tinyspec.frozen", "tinyspec.diagnostics", "tinyspec.props", "tinyspec.uop", "tinyspec.rewrite", "tinyspec.walk", "tinyspec.graph", "tinyspec.validate", "tinyspec.recovery",
             "tinyspec.decompose", "tinyspec.tolerance", "tinyspec.portable", "tinyspec.plugins", "tinyspec.backends",
             "tinyspec.limits", "tinyspec.files", "tinyspec.deadline", "tinyspec.environment", "tinyspec.dispatch",
-            "tinyspec.errorbound", "tinyspec.errorbound_forms", "tinyspec.errorbound_accumulate")),
+            "tinyspec.errorbound", "tinyspec.errorbound_forms", "tinyspec.errorbound_accumulate", "tinyspec.errorbound_calls")),
   ("evaluator, front end and pictures", ("tinyspec.refimpl", "tinyspec.frontend", "tinyspec.tensor", "tinyspec.show")),
   ("compiler", ("tinyspec.compiler",)),
   ("conformance and interop", ("tinyspec.conformance", "tinyspec.interop")),

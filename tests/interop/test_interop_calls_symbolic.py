@@ -199,6 +199,8 @@ def test_a_custom_kernel_takes_its_arguments_buffers(tmp_path):
     print((c * d).sum().numpy())
   """)
   assert res.report.forms["CALL of a kernel: a RESHAPEd argument as its buffer"] >= 1
+  tensors = [g.evaluation for g in res.graphs if g.level == "tensor"]
+  assert not any("no error bound" in e for e in tensors), tensors   # the error bound leaves the called kernel as it is
 
 
 @pytest.mark.skipif(os.environ["DEV"] != "CPU", reason="a C program for tinygrad's CPU device")
