@@ -140,9 +140,10 @@ def after(cv, u):
   stores = stores_into(u.src[0], u.src[1:])
   if not stores or any(_refused(vs) for _, vs in stores): return None
   dtype = cv.dtype_of(u)
-  cur = yield u.src[0], V()
+  cur = None   # T's value, read only where a store through a view keeps some of it
   for st, views in stores:
     val = yield st.src[1], cv.adopt(st.src[1], dtype)
+    if views and cur is None: cur = yield u.src[0], V()
     cur = yield from write_back(cv, cur, views, val)
   cv.report.forms[f"assign into a {target_chain(u.src[0])[0].op.name} (not storage): the value it gets"] += 1
   return cur

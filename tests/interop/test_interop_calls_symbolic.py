@@ -282,6 +282,21 @@ def test_an_assign_through_a_window_of_a_replicated_buffer(tmp_path):
   assert res.report.forms["assign into a view (SHRINK of RESHAPE)"] == 1
 
 
+def test_a_clone_of_a_multi_device_tensor(tmp_path):
+  """test_multitensor.py's test_clone: a replicated and a sharded tensor cloned (a buffer the
+  realize allocates on two devices: zeros of all its shards, the spec's BUFFER on two
+  devices) and assigned whole (t_clone += 1 reads nothing of t_clone's buffer)."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor
+    for axis in (None, 0):
+      t = Tensor.arange(16).reshape(4, 4).clone().shard(("CPU:1", "CPU:2"), axis=axis).contiguous().realize()
+      t_clone = t.clone().realize()
+      t_clone += 1
+      print(t_clone.tolist())
+  """)
+  assert res.report.forms["assign into a UNSHARD (not storage): the value it gets"] >= 1
+
+
 def test_a_function_of_a_replicated_argument(tmp_path):
   """test_function.py's test_data_parallel_backward_implicit: the backward FUNCTION's PARAM
   for a weight replicated on 4 devices (axis None) is traced on the devices' tuple; its
