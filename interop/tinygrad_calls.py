@@ -11,6 +11,11 @@ through `index_views`), written with the spec's ops.
     index per axis of the view, which tinygrad's lowering moves onto the PARAM
     (rangeify.py pm_mops, indexing.py apply_movement_op); the spec's kernels have no
     movement ops (tensor-level ops): INDEX(PARAM, the index the views map it to).
+  * A custom kernel (Tensor.custom_kernel) is a CALL of a kernel SINK (or a compiled PROGRAM)
+    in the tensor graph: the kernel on its arguments' buffers (rangeify removes the RESHAPEs
+    on a kernel's arguments), a PROGRAM's SOURCE in the language of their device.
+  * A FUNCTION over a symbolic size: its body's variable PARAMs are its arguments, at the
+    values they are bound to (interop/tinygrad_symbolic.py).
 
 Each form is a generator of the importer's walk (interop/tinygrad_import.py): it yields
 (source, context) and receives the node index back; cv is the importer's converter.
