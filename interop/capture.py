@@ -390,8 +390,10 @@ def _call_buffer(u):
 def _allocated(buf):
   """buf, given its memory: tinygrad allocates a call's buffers right before it runs the call
   (a Tensor.empty buffer gets its memory there, its contents whatever that memory held), so
-  allocating them a moment earlier lets the capture read what the call reads."""
-  if buf is not None and not hasattr(buf, "bufs") and not buf.is_initialized(): buf.ensure_allocated()
+  allocating them a moment earlier lets the capture read what the call reads (a multi-device
+  buffer: each device's, where the kernel may leave elements unwritten: a symbolic size)."""
+  for b in ([] if buf is None else getattr(buf, "bufs", [buf])):
+    if not b.is_initialized(): b.ensure_allocated()
   return buf
 
 

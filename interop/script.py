@@ -248,21 +248,27 @@ def _tensor_graph(r) -> GraphResult:
   into buffers, whose contents after the realize are results too (buf{slot})."""
   from tinygrad.uop.ops import Ops, UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   from tinygrad.dtype import dtypes  # noqa: PLC0415 (tinygrad, an optional dependency)
-  from tinygrad.uop.ops import sym_infer  # noqa: PLC0415 (tinygrad, an optional dependency)
   meta = {"realize": r.index, **({"unrealized outputs": [f"out{k}" for k in r.unrealized]} if r.unrealized else {})}
   stored = stored_buffers(r.roots)
   roots = r.roots + ([UOp(Ops.GROUP, dtypes.void, tuple(stored))] if stored else [])
   g, rep = import_uops(roots, "tensor", meta=meta, default_float=r.default_float)
   inputs = {_input_name(u): a for u, a in r.inputs.items()}
-  declared = {input_name(n.op, n.arg): n.shape for n in g.nodes if n.op == "BUFFER" and n.shape is not None}   # a multi-device buffer: its shards end to end
-  inputs.update({(k := _input_name(u)): np.zeros(declared.get(k) or tuple(sym_infer(d, r.var_vals) for d in u.shape), storage_dtype(u.dtype))
-                 for u in r.created})   # allocated by this realize: no contents before it
+  inputs.update({_input_name(u): np.zeros(_created_shape(u, r.var_vals), storage_dtype(u.dtype)) for u in r.created})   # allocated by this realize: no contents before it
   inputs.update(variable_inputs(g, r.var_vals))
   expected = {f"out{k}": a for k, a in enumerate(r.outputs) if a is not None}
   expected.update({_input_name(b): r.final[b] for b in stored.values() if r.final.get(b) is not None})
   unread = [f"out{k}" for k, a in enumerate(r.outputs) if a is None]
   reasons = {f"out{k}": why for k, why in r.unread.items()}
   return GraphResult(f"r{r.index}.tensor", "tensor", g, rep, inputs, expected, unread=unread, unread_reasons=reasons, limitation=r.limitation)
+
+
+def _created_shape(u, var_vals) -> tuple:
+  """The shape of a BUFFER the realize allocated, as the tensor graph holds it: on n devices,
+  its n shards (the spec's BUFFER on an n-tuple device, interop/tinygrad_multi.py)."""
+  from tinygrad.uop.ops import sym_infer  # noqa: PLC0415 (tinygrad, an optional dependency)
+  dims = tuple(sym_infer(d, var_vals) for d in u.shape)
+  n = len(d) if isinstance(d := getattr(u.arg, "device", None), tuple) and dims else 1
+  return (dims[0] * n, *dims[1:]) if n > 1 else dims
 
 
 def _kernel_graph(r, c) -> GraphResult:

@@ -24,8 +24,8 @@ from __future__ import annotations
 from types import GeneratorType
 from tinyspec.dispatch import Registry
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, TARGET
-from tinyspec.interop.tinygrad_map import mapping
-from tinyspec.interop import tinygrad_multi
+from tinyspec.interop.tinygrad_map import is_invalid, mapping
+from tinyspec.interop import tinygrad_calls, tinygrad_multi
 from tinyspec.tables import tables
 
 INVERSE = Registry("assign view inverse", ops=False)   # view op -> how a write through it reaches its source
@@ -64,12 +64,31 @@ def is_storage(u) -> bool:
 def stored_buffers(roots) -> dict:
   """{STORE: its buffer} for every STORE of a tensor-level graph whose target is storage
   (through views and earlier assigns): what the realize leaves in those buffers is a result
-  of it too."""
+  of it too. A STORE in the body of a FUNCTION or CALL stores into its arguments: it is
+  taken with the body's PARAMs replaced by them."""
   from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   out = {}
-  for u in UOp.sink(*roots).toposort():
-    if u.op.name == "STORE" and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+  for u in UOp.sink(*roots).toposort(enter_calls=False):
+    if u.op.name == "STORE" and not stores_invalid(u) and is_storage(base := target_chain(u.src[0])[0]): out[u] = base
+    elif u.op.name in ("FUNCTION", "CALL"): out.update(stored_buffers([tinygrad_calls.inlined(u)]))
   return out
+
+
+def stores_invalid(u) -> bool:
+  """u is a STORE of tinygrad's Invalid (Tensor.invalids, a store the program leaves
+  undefined), which rangeify removes ("remove invalid writes"): it writes nothing."""
+  if u.op.name != "STORE": return False
+  v = u.src[1].base
+  return is_invalid(v) or (v.op.name == "CONTIGUOUS" and is_invalid(v.src[0].base))
+
+
+def without_invalid_stores(cv, u):
+  """AFTER u without its STOREs of Invalid (rangeify drops them: the target keeps what it
+  held); None where no dep is left (the AFTER is its target)."""
+  deps = [d for d in u.src[1:] if not stores_invalid(d)]
+  if len(deps) == len(u.src) - 1: return u
+  cv.report.forms["STORE of Invalid dropped: its target as it was"] += 1
+  return u.replace(src=(u.src[0], *deps)) if deps else None
 
 
 def _refused(views) -> str | None:
@@ -94,10 +113,10 @@ def store(cv, u):
   for deps in orders:   # innermost first: the store stays ordered after every earlier assign
     srcs = []
     for d in deps: srcs.append((yield d, V()))
-    target = cv.add("AFTER", [target, *srcs], None, *cv.declared(base, bdtype))
+    target = cv.add("AFTER", [target, *srcs], None, cv.nodes[target].dtype, cv.nodes[target].shape)   # the storage's (a replicated BUFFER: all n copies)
   if views:
     cv.report.forms["assign into a view (" + " of ".join(v.op.name for v in views) + ")" + (" after an assign" if orders else "")] += 1
-    val = yield from write_back(cv, target, views, val)
+    val = yield from write_back(cv, tinygrad_multi.first_copy(cv, base, target, bdtype), views, val)
   return cv.add("STORE", [target, tinygrad_multi.onto_every_copy(cv, base, val, bdtype), *gates])
 
 
@@ -138,9 +157,10 @@ def after(cv, u):
   stores = stores_into(u.src[0], u.src[1:])
   if not stores or any(_refused(vs) for _, vs in stores): return None
   dtype = cv.dtype_of(u)
-  cur = yield u.src[0], V()
+  cur = None   # T's value, read only where a store through a view keeps some of it
   for st, views in stores:
     val = yield st.src[1], cv.adopt(st.src[1], dtype)
+    if views and cur is None: cur = yield u.src[0], V()
     cur = yield from write_back(cv, cur, views, val)
   cv.report.forms[f"assign into a {target_chain(u.src[0])[0].op.name} (not storage): the value it gets"] += 1
   return cur
@@ -172,7 +192,7 @@ def _like_source(cv, v):
 
 @INVERSE.register("RESHAPE")
 def _reshape(cv, v, new, cur):
-  return cv.add("RESHAPE", (new, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+  return cv.add("RESHAPE", (new, (yield from cv.dims_operand(v.src[0].shape))), None, *_like_source(cv, v))
 
 
 @INVERSE.register("PERMUTE")
@@ -201,7 +221,7 @@ def _bitcast(cv, v, new, cur):
 def _pad(cv, v, new, cur):
   """What lands in the padding has no storage: SHRINK back to the source."""
   off = yield v.src[1], SHAPE
-  return cv.add("SHRINK", (new, off, cv.vshape(v.src[0].shape)), None, *_like_source(cv, v))
+  return cv.add("SHRINK", (new, off, (yield from cv.dims_operand(v.src[0].shape))), None, *_like_source(cv, v))
 
 
 @INVERSE.register("SHRINK")

@@ -30,7 +30,7 @@ from tinyspec.walk import drive
 from tinyspec.interop.tinygrad_contexts import V, SHAPE, INDEX, RANGE, TARGET
 from tinyspec.interop import tinygrad_arith, tinygrad_assign, tinygrad_calls, tinygrad_multi
 from tinyspec.interop.importreport import ImportReport
-from tinyspec.interop.tinygrad_map import is_weak, mapping, result_slot, slot_group
+from tinyspec.interop.tinygrad_map import is_invalid, is_weak, mapping, result_slot, slot_group, source_language
 from tinyspec.interop.tinygrad_symbolic import bound_dims, bound_value
 from tinyspec.dtypes import canonical, dtype as spec_dtype
 
@@ -41,7 +41,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class _Converter:
   def __init__(self, level: str, device: str | None = None, declare: bool = True, default_float: str | None = None):
     self.level, self.device, self.declare = level, device, declare
-    self.language = _language(device) if level == "program" else None   # of a SOURCE
+    self.language = source_language(device) if level == "program" else None   # of a SOURCE
     self.m, self.T = mapping(), tables()
     self.weak = {**self.m["weak"], **({"weakfloat": default_float} if default_float else {})}   # DEFAULT_FLOAT at the realize
     self.nodes: list[Node] = []
@@ -200,10 +200,11 @@ class _Converter:
     if self.level == "tensor" and (whole := tinygrad_multi.whole_buffer(self, u)) is not None:   # one device's size: all n
       return (yield from tinygrad_multi.replicated(self, u, whole, ctx))
     arg = {"slot": int(a.slot), "dtype": dtype}
-    sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument:
-    dev = None if sharded else a.device   # in a traced body, the spec takes its device and axis from the argument
+    sharded = u.op.name == "PARAM" and a.axis is not None and isinstance(a.device, tuple)   # of a sharded argument, or
+    traced = sharded or (u.op.name == "PARAM" and isinstance(a.device, tuple) and self.level == "tensor")   # a replicated one:
+    dev = None if traced else a.device   # in a traced body, the spec takes its device and axis from the argument
     if self.level != "tensor" and isinstance(dev, tuple) and self.device in dev: dev = self.device   # one device's kernel
-    if sharded: self.report.forms["PARAM of a sharded argument: its device and axis the argument's"] += 1
+    if traced: self.report.forms[f"PARAM of a {'sharded' if sharded else 'replicated'} argument: its device and axis the argument's"] += 1
     if dev is None and u.op.name == "BUFFER":
       dev = self.device or "CPU"
       self.report.forms["BUFFER without a device takes the kernel's"] += 1
@@ -336,15 +337,15 @@ class _Converter:
   @FORMS.register("index")
   def index_form(self, u, ctx):
     """INDEX(buf, i...); an index WHERE(valid, i, Invalid) is a masked access."""
-    dtype, dims = self.dtype_of(u, ctx), tinygrad_calls.reshaped_dims(self, u)
-    view = u.src[0].src[0] if dims is not None else u.src[0]   # a kernel's INDEX(RESHAPE(B), i...): B, by the flat index
+    dtype, chain = self.dtype_of(u, ctx), tinygrad_calls.view_chain(self, u)
+    view = chain[0] if chain is not None else u.src[0]   # a kernel's INDEX of views of B: B, at the index they map to
     buf = yield view, self.adopt(view, dtype)
     idx, masks = [], []
     for s in u.src[1:]:
       i, m_ = yield from self.masked_index(s)
       idx.append(i)
       if m_ is not None: masks.append(m_)
-    if dims is not None: idx = [tinygrad_calls.flat_index(self, dims, idx)]
+    if chain is not None: idx = yield from tinygrad_calls.through_views(self, chain[1], idx)
     node = self.add("INDEX", [buf, *idx], None, *self.declared(u, dtype))
     return self.masked(node, masks, ctx, dtype)
 
@@ -370,11 +371,12 @@ class _Converter:
 
   @FORMS.register("store")
   def store_form(self, u, ctx):
-    if is_invalid(u.src[1].base):   # Tensor.invalids: tinygrad drops the store (rangeify), the contents stay undefined
-      self.report.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] += 1
-      val = tinygrad_arith.filled(self, "Invalid", self.dtype_of(u.src[0]), u.src[1])   # the validator refuses it (arg.schema)
+    if tinygrad_assign.stores_invalid(u):   # outside an AFTER (which drops it): a STORE with no value, refused (arg.schema)
+      self.report.unmapped["STORE of Invalid outside an AFTER"] += 1
+      val = tinygrad_arith.filled(self, "Invalid", self.dtype_of(u.src[0]), u.src[1])
       return self.add("STORE", [(yield u.src[0], TARGET), val])
-    if self.level == "tensor": return (yield from tinygrad_assign.store(self, u))
+    if self.level == "tensor" and u.src[0].op.name != "INDEX":   # an INDEX target: a kernel's store (a custom kernel's CALL body)
+      return (yield from tinygrad_assign.store(self, u))
     tdtype = self.dtype_of(u.src[0])
     val = yield u.src[1], self.adopt(u.src[1], tdtype)
     target = yield u.src[0], TARGET
@@ -388,6 +390,8 @@ class _Converter:
   def after_form(self, u, ctx):
     """AFTER at tensor level: over a tensor that is not storage, the value its assigns give it
     (interop/tinygrad_assign.py); otherwise the plain form."""
+    if (kept := tinygrad_assign.without_invalid_stores(self, u)) is None: return (yield u.src[0], ctx)
+    u = kept
     base = tinygrad_assign.target_chain(u.src[0])[0]
     if not tinygrad_assign.is_storage(base):
       made = yield from tinygrad_assign.after(self, u)
@@ -485,8 +489,10 @@ class _Converter:
     return v
 
   def dims_operand(self, dims):
-    """A shape operand of dims, each an int or a symbolic tinygrad UOp (converted as an index
-    value: never asked for a number, which a symbolic UOp has not)."""
+    """A shape operand of dims, each an int or a symbolic tinygrad UOp: over bound variables
+    its bound value (`shape`), else converted as an index value (never asked for a number,
+    which a symbolic UOp has not)."""
+    dims = [d if isinstance(d, int) or (v := bound_value(d)) is None else self.bound(v) for d in dims]
     if all(isinstance(d, int) for d in dims): return self.vshape(dims)
     srcs = []
     for d in dims: srcs.append(self.const(d, "index") if isinstance(d, int) else (yield d, INDEX))
@@ -521,18 +527,14 @@ class _Converter:
 
 # forms written in their own modules: functions of (converter, uop, context), as the methods above
 for _name, _form in (("implicit_cast", tinygrad_arith.implicit_cast), ("pow", tinygrad_arith.pow_form), ("trunc_div", tinygrad_arith.trunc_div),
-                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call), ("buffer_after", tinygrad_assign.buffer_after)):
+                     ("unshard", tinygrad_multi.unshard), ("copy", tinygrad_multi.copy), ("call", tinygrad_calls.call),
+                     ("function", tinygrad_calls.function), ("buffer_after", tinygrad_assign.buffer_after)):
   FORMS.register(_name)(_form)
 
 
 def _toposort(roots):
   from tinygrad.uop.ops import UOp  # noqa: PLC0415 (tinygrad, an optional dependency)
   return UOp.sink(*roots).toposort() if len(roots) != 1 else roots[0].toposort()
-
-
-def is_invalid(u) -> bool:
-  """u is tinygrad's Invalid constant."""
-  return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
 
 
 def _fold_int(u) -> int | None:
@@ -589,10 +591,6 @@ def import_program(prg, device=None, declare=True, meta=None, default_float: str
   cv.number_ranges([prg.src[1]] if len(prg.src) > 1 else [])
   root = cv.convert(prg, V())
   return _graph(cv, [root], "program", meta), cv.report
-
-
-def _language(device: str | None) -> str | None:
-  return {"CPU": "c", "CL": "opencl", "PYTHON": "python"}.get((device or "").split(":")[0], (device or "").lower() or None)
 
 
 def _graph(cv: _Converter, roots: list[int], level: str, meta) -> Graph:

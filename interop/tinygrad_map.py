@@ -27,6 +27,16 @@ def dtype_name(dt) -> str | None:
 def is_weak(dt) -> bool: return dt.name in mapping()["weak"]
 
 
+def source_language(device: str | None) -> str | None:
+  """The language of a SOURCE that tinygrad's device renders (C on CPU, OpenCL on CL)."""
+  return {"CPU": "c", "CL": "opencl", "PYTHON": "python"}.get((device or "").split(":")[0], (device or "").lower() or None)
+
+
+def is_invalid(u) -> bool:
+  """u is tinygrad's Invalid constant."""
+  return u.op.name == "CONST" and type(u.arg).__name__ == "InvalidType"
+
+
 @lru_cache(maxsize=None)
 def _slot_group_cached(opname: str, slot: str) -> frozenset:
   od = tables().ops[opname]

@@ -42,7 +42,7 @@ def unshard(cv, u, ctx):
   if a:
     perm = [*range(1, a + 1), 0, *range(a + 1, len(shard) + 1)]
     stacked = cv.add("PERMUTE", (stacked,), perm, *cv.declared_as(dtype, None if shard is None else [((n, *shard))[p] for p in perm]))
-  return cv.add("RESHAPE", (stacked, cv.vshape(u.shape)), None, *cv.declared(u, dtype))
+  return cv.add("RESHAPE", (stacked, (yield from cv.dims_operand(u.shape))), None, *cv.declared(u, dtype))
 
 
 def copy(cv, u, ctx):
@@ -96,12 +96,25 @@ def replicated(cv, u, whole, ctx):
   return cv.add("SHRINK", (b, cv.vshape((0,)), cv.vshape((size,))), None, *cv.declared(u, dtype))
 
 
+def _replicated(cv, base) -> bool:
+  """base is a BUFFER on n devices outside an UNSHARD (each device holds all of it)."""
+  return cv.level == "tensor" and base.op.name == "BUFFER" and isinstance(getattr(base.arg, "device", None), tuple) and base not in cv.whole_buffers
+
+
+def first_copy(cv, base, node: int, dtype: str) -> int:
+  """The storage node of base read as a value: of a replicated BUFFER on n devices, the first
+  device's copy SHRINK(node, 0, size) (what an assign through a view keeps where it does not
+  write); of any other storage, node."""
+  if not _replicated(cv, base): return node
+  size = int(base.src[0].arg)
+  return cv.add("SHRINK", (node, cv.vshape((0,)), cv.vshape((size,))), None, *cv.declared_as(dtype, (size,)))
+
+
 def onto_every_copy(cv, base, val: int, dtype: str) -> int:
   """The value stored into base: into a replicated BUFFER on n devices (outside an UNSHARD)
   every device's copy gets it, RESHAPE(EXPAND(RESHAPE(val, (1, size)), (n, size)), (n*size,));
   into any other storage, val."""
-  if cv.level != "tensor" or base.op.name != "BUFFER" or not isinstance(getattr(base.arg, "device", None), tuple) or base in cv.whole_buffers:
-    return val
+  if not _replicated(cv, base): return val
   cv.report.forms["assign into a replicated BUFFER: every device's copy"] += 1
   n, size = len(base.arg.device), int(base.src[0].arg)
   x = cv.add("RESHAPE", (val, cv.vshape((1, size))), None, *cv.declared_as(dtype, (1, size)))

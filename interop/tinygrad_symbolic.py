@@ -30,3 +30,26 @@ def bound_dims(u) -> tuple[int, ...] | None:
   except Exception: return None   # noqa: BLE001 (shapeless)
   out = tuple(bound_value(d) for d in dims)
   return None if None in out else out
+
+
+def with_bound_params(fn):
+  """FUNCTION fn with each variable PARAM of its body (a symbolic size: ALU address space)
+  whose argument is a dim over bound variables replaced by that argument, as calling it
+  does; fn itself where there is none. The body's dims over them then have numbers (their
+  bound values). Nested FUNCTION and CALL bodies keep their own PARAMs."""
+  body, args = fn.src[0], fn.src[1:]
+  order = list(body.toposort(enter_calls=False))   # a nested FUNCTION's or CALL's body binds its own PARAMs
+  subs = {p: args[p.arg.slot] for p in order if _is_variable_param(p) and 0 <= p.arg.slot < len(args)
+          and bound_value(args[p.arg.slot]) is not None}
+  if not subs: return fn
+  new: dict = {}
+  for v in order:
+    if v in subs: new[v] = subs[v]
+    else: new[v] = v.replace(src=tuple(new.get(s, s) for s in v.src)) if v.src else v
+  return fn.replace(src=(new[body], *args))
+
+
+def _is_variable_param(u) -> bool:
+  a = u.arg
+  return u.op.name == "PARAM" and getattr(a, "addrspace", None) is not None and a.addrspace.name == "ALU" and a.vmin_vmax is not None
+

@@ -45,6 +45,7 @@ from tinyspec.dispatch import Registry, input_name
 from tinyspec.errorbound_forms import FIRST_ORDER, at_float64_resolution   # the corners' maximum in closed form, per op
 from tinyspec.errorbound_accumulate import find_accumulations, accumulation_bound
 from tinyspec.errorbound_where import Expression, unconstrained   # the tables' domains and allowed `any` results as nodes
+from tinyspec.errorbound_calls import called_kernels   # a CALL's kernel is left as it is
 from tinyspec.graph import Graph, Node
 from tinyspec.tables import tables
 from tinyspec.dtypes import DTYPES
@@ -56,8 +57,7 @@ INF = "inf"
 BOUND = Registry("error bound")                    # op -> its rule, handler(shadow, i, node); else by category
 
 
-def _cls(dt) -> str | None:
-  return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
+def _cls(dt) -> str | None: return DTYPES[dt].cls if isinstance(dt, str) and dt in DTYPES else None
 
 
 def _is_int(dt) -> bool:
@@ -116,15 +116,15 @@ class _Shadow:
 
   # -------------------------------------------------------------- the walk
   def run(self) -> Graph:
-    g = self.g
+    g, kernels = self.g, called_kernels(self.g, self.T)   # a CALL's kernel runs on its arguments as it is: not shadowed
     steps = find_accumulations(self)   # {a register accumulation's ADDs: its bound in vectorizable form, or None: an inner ADD}
     for i, n in enumerate(g.nodes):
       self.cur = i
+      if i in kernels: continue
       if i not in steps: BOUND.get(n.op, _by_category)(self, i, n)
       elif steps[i] is not None and not accumulation_bound(self, steps[i]):   # not that form after all: step by step
         for j in steps[i].chain: self.cur = j; BOUND.get(g.nodes[j].op, _by_category)(self, j, g.nodes[j])
-    self.cur = None
-    return self.finish()
+    self.cur = None; return self.finish()
 
   def e(self, j: int) -> int | None: return self.E.get(j)
 
@@ -461,7 +461,7 @@ def _after(b: _Shadow, i: int, n: Node):
     j, deps = n.src[0], list(n.src[1:])
     while b.g.nodes[j].op == "AFTER": deps += b.g.nodes[j].src[1:]; j = b.g.nodes[j].src[0]
     if (view := b.view_of_stored(j)) is not None:
-      b.E[i] = b.add("AFTER", [view, *[b.shadow_effect.get(d, b.E[d] if b.E.get(d) is not None and b.nodes[b.E[d]].op == "AFTER" else d) for d in deps]]); return   # after the shadow STOREs (an AFTER dep: its shadow)
+      b.E[i] = b.add("AFTER", [view, *[b.shadow_effect.get(d, e if (e := b.E.get(d)) is not None and b.nodes[e].op == "AFTER" else d) for d in deps]]); return   # after the shadow STOREs (an AFTER dep: its shadow)
   if root is not None and root in b.shadow_root and n.src[0] not in b.store_of: b.storage_shadow(root)
   if n.src[0] in b.store_of: return b.chain(i, n)
   if root is not None and root not in b.shadow_root:   # stored into later (a loop's carried read): shadow it now

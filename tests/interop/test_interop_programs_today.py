@@ -213,12 +213,19 @@ def test_invalid_as_a_value_imports_as_zero_and_evaluates():
   assert all(g.valid and g.eval_ok for g in res.graphs)
 
 
-def test_a_store_of_invalid_is_refused_with_a_rule():
+def test_a_store_of_invalid_writes_nothing_and_alone_is_refused_with_a_rule():
+  """Tensor.invalids: AFTER(B, STORE(B, Invalid)), whose store rangeify drops, is B as it was;
+  a STORE of Invalid with no AFTER to drop it from stays, refused (arg.schema)."""
   from tinygrad import Tensor, dtypes
+  from tinygrad.dtype import Invalid
   from tinyspec.interop.tinygrad_import import import_uops
   from tinyspec.validate import validate
-  g, rep = import_uops([Tensor.invalids(4, device="CPU", dtype=dtypes.float).uop], "tensor")
-  assert rep.unmapped["STORE of Invalid (contents tinygrad leaves undefined)"] == 1
+  t = Tensor.invalids(4, device="CPU", dtype=dtypes.float).uop
+  g, rep = import_uops([t], "tensor")
+  assert rep.forms["STORE of Invalid dropped: its target as it was"] == 1 and validate(g).ok
+  assert [n.op for n in g.nodes if n.op in ("STORE", "AFTER", "BUFFER")] == ["BUFFER"]
+  g, rep = import_uops([t.src[0].store(Invalid)], "tensor")
+  assert rep.unmapped["STORE of Invalid outside an AFTER"] == 1
   assert "arg.schema" in {d.rule for d in validate(g).diagnostics}
 
 

@@ -180,7 +180,7 @@ def test_calls_and_callify_import(tmp_path):
     out.callify()                                           # ... holding a CALL of its own PARAMs
     print(out.tolist())
   """)
-  for form in ("FUNCTION arg (CallInfo) dropped", "INDEX of a RESHAPE as a flat INDEX", "CALL of a tensor-level SINK (callify) inlined"):
+  for form in ("FUNCTION arg (CallInfo) dropped", "INDEX of a view (RESHAPE) as an INDEX of its buffer", "CALL of a tensor-level SINK (callify) inlined"):
     assert res.report.forms[form] >= 1, form
 
 
