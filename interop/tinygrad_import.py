@@ -139,7 +139,8 @@ class _Converter:
     if kind == "none":
       if a is not None: self.report.unmapped[f"{u.op.name} arg {type(a).__name__}"] += 1
       return None
-    if kind == "dtype": return self.m["dtypes"].get(a.name) or self.weak.get(a.name) or self._unmapped_dtype(a)
+    if kind == "dtype":   # a conversion to a weak dtype converts to the dtype its node adopts
+      return dtype if is_weak(a) else self.m["dtypes"].get(a.name) or self._unmapped_dtype(a)
     if kind == "list": return list(a)
     if kind == "int": return int(a)
     if kind == "name": return {"name": str(a)}

@@ -293,3 +293,21 @@ def test_a_weak_float_converted_to_float64_keeps_its_float64_value(tmp_path):
   programs = [g for g in res.graphs if g.level == "program"]
   consts = {n.arg["dtype"]: n.arg["value"] for g in programs for n in g.graph.nodes if n.op == "CONST" and n.arg["dtype"].startswith("float")}
   assert consts.get("float64") == 1.0 + 2**-40, consts
+
+
+def test_a_cast_to_a_weak_float_converts_to_the_dtype_its_node_adopts(tmp_path):
+  """int64 + uint64 meet at a weak float, CAST(int64, weakfloat), which a float16 consumer
+  converts to float16 (test_dtype_weak's test_weakfloat_lowers; with DEFAULT_FLOAT float16, a
+  float32 consumer: test_cast_weak_expression_value_uses_cast_floor): the CAST's target is
+  the dtype its node adopts, so its declared and derived dtypes agree."""
+  res = _script(tmp_path, """
+    from tinygrad import Tensor, dtypes
+    from tinygrad.helpers import Context
+    i64, u64 = Tensor([-1], dtype=dtypes.int64, device="CPU"), Tensor([3], dtype=dtypes.uint64, device="CPU")
+    assert (i64 + u64 + Tensor([2], dtype=dtypes.float16, device="CPU")).cast(dtypes.float32).item() == 4.0
+    with Context(DEFAULT_FLOAT=dtypes.float16):
+      denom = Tensor.ones(1, dtype=dtypes.int32, device="CPU").sum() * 70000 + 1e-5
+      assert abs((Tensor(1.0, dtype=dtypes.float32, device="CPU") / denom).item() - 1 / (70000 + 1e-5)) < 1e-10
+  """)   # every graph validates and agrees with tinygrad (_script)
+  casts = [n for g in res.graphs if g.level == "tensor" for n in g.graph.nodes if n.op == "CAST"]
+  assert casts and all(n.arg == n.dtype for n in casts if n.dtype is not None), [(n.arg, n.dtype) for n in casts]
