@@ -169,7 +169,7 @@ def read_buffer(buf, shape=None) -> np.ndarray | Unreadable | None:
     if buf.is_initialized(): data = bytes(buf.as_memoryview())
     else: data = bytes(buf.base.as_memoryview()[buf.offset:buf.offset + buf.nbytes])   # opening the view would count as one of its base's
   except Exception as e:   # noqa: BLE001 (a device's copyout the capture cannot use must not fail the program)
-    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
+    return Unreadable(f"{READ_RAISED} ({_error_text(e)})")
   a = np.frombuffer(data, dtype=storage_dtype(buf.dtype)).copy()
   return a if shape is None else a.reshape(shape)
 
@@ -189,6 +189,11 @@ def disk_contents(u) -> np.ndarray | None:
   except FileNotFoundError: data = b""
   except OSError: return None
   return np.frombuffer(data.ljust(nbytes, b"\0"), storage_dtype(u.dtype)).copy()
+
+
+def _error_text(e: BaseException) -> str:
+  """tinygrad's error as a reason: its type and first line, bounded."""
+  return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:240]
 
 
 def _device_not_read(device) -> Unreadable | None:
@@ -268,7 +273,7 @@ def _tensor_value(t, jit: bool = False):
   if jit: return None   # TinyJit forbids Tensor.numpy while it captures
   try: return _quietly(lambda: np.asarray(t.numpy()))
   except Exception as e:   # noqa: BLE001 (a view tinygrad cannot read, a strided DISK one: the program may never read it)
-    return Unreadable(f"{READ_RAISED} ({type(e).__name__}: {e})")
+    return Unreadable(f"{READ_RAISED} ({_error_text(e)})")
 
 
 def _closed_disk_value(u, shape) -> np.ndarray | None:
@@ -408,18 +413,6 @@ def _contents_first_seen(rec) -> None:
       rec.created.remove(u)
 
 
-def _contents_only_read(rec) -> None:
-  """A buffer this realize allocated and only read, through a view (a DISK file read at an
-  offset or bitcast: tinygrad opens the file for the copy), held when it was read what it
-  holds after the realize: no STORE of the realize writes it (a buffer a realize writes is
-  the target of a STORE in its graph)."""
-  written = set(stored_buffers(rec.roots).values())
-  for u in list(rec.created):
-    if u not in written and isinstance(after := rec.final.get(u), np.ndarray):
-      rec.inputs[u] = after
-      rec.created.remove(u)
-
-
 @contextlib.contextmanager
 def capture():
   """Record every realize inside the block (see the module docstring)."""
@@ -454,7 +447,7 @@ def capture():
     try:
       orig_realize(self, *lst, do_update_stats=do_update_stats)
     except Exception as e:
-      rec.limitation = rec.limitation or f"{REALIZE_RAISED} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"[:300]
+      rec.limitation = rec.limitation or f"{REALIZE_RAISED} ({_error_text(e)})"
       raise
     finally:
       active.pop()
@@ -467,7 +460,6 @@ def capture():
       _read_results(rec, tensors)
     finally:
       active.pop()
-    _contents_only_read(rec)
     return self
 
   def run_linear(linear, var_vals=None, input_uops=(), update_stats=True, jit=False, wait=False):
